@@ -1,0 +1,1 @@
+"""Benchmarks run by `wevent bench ...`; each prints ratios against a baseline measured in the same run."""

@@ -1,0 +1,15 @@
+"""``wevent bench ...``: benchmarks that print ratios against a baseline measured in the same run."""
+
+from __future__ import annotations
+
+import importlib
+
+# Benchmark modules under pipeline.bench, each with register(subparsers).
+BENCHMARKS = ("central",)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="benchmarks (speed ratios against a baseline run alongside)")
+    bench_sub = p.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK", parser_class=type(p))
+    for name in BENCHMARKS:
+        importlib.import_module(f"pipeline.bench.{name}").register(bench_sub)

@@ -1,0 +1,118 @@
+"""``wevent simulate``: run mechanisms over a generated or supplied stream and summarise them.
+
+Each model family (central; the local model and personalized families add theirs) contributes its
+mechanism names, its own options and a runner; this module owns the shared options and output.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+from ..core.synthetic import MODELS
+from ._common import UsageError
+from . import simulate_central
+
+__all__ = ["register", "Family", "Outcome"]
+
+
+@dataclass
+class Outcome:
+    """What a family's runner returns: the JSON summary and the release records."""
+
+    summary: dict
+    records: list
+
+
+class Family(Protocol):
+    name: str
+    mechanisms: tuple[str, ...]
+
+    def add_arguments(self, parser) -> None: ...
+
+    def run(self, mechanism: str, args) -> Outcome: ...
+
+
+FAMILIES: tuple[Family, ...] = (simulate_central.FAMILY,)
+
+
+def _family_of(mechanism: str) -> Family:
+    for family in FAMILIES:
+        if mechanism in family.mechanisms:
+            return family
+    raise UsageError(f"unknown mechanism {mechanism!r}")
+
+
+def register(sub) -> None:
+    names = [m for f in FAMILIES for m in f.mechanisms]
+    p = sub.add_parser(
+        "simulate",
+        help="run a mechanism over a synthetic or supplied stream and print its error and spend",
+        description="Run one mechanism (or all of a family with --mechanism all) over a stream and "
+        "summarise error (MAE, MRE, MSE), publications and the largest window spend.",
+    )
+    p.add_argument("--mechanism", "-m", default="ba", choices=names + ["all"], help="mechanism to run (default: ba); "
+                   "'all' compares the central mechanisms on the same data")
+    data = p.add_mutually_exclusive_group()
+    data.add_argument("--dataset", choices=sorted(MODELS), default="lns", help="synthetic stream (default: lns)")
+    data.add_argument("--input", metavar="FILE", help="a CSV of counts (T rows, d columns) or a .npz dump of user values")
+    p.add_argument("--users", type=int, default=10_000, help="users of the synthetic stream (default: 10000)")
+    p.add_argument("--slots", type=int, default=800, help="slots of the synthetic stream (default: 800)")
+    p.add_argument("--epsilon", "-e", type=float, default=1.0, help="privacy budget per window (default: 1)")
+    p.add_argument("--window", "-w", type=int, default=20, help="window w in slots (default: 20)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the data and of the noise key (default: 0)")
+    p.add_argument("--stream", default="default", help="stream name; part of the noise derivation (default: default)")
+    p.add_argument("--mre-floor", type=float, default=None, help="MRE denominator floor max(c, floor) "
+                   "(default: 1 for counts, 1e-3 for frequencies)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--releases", metavar="FILE", help="write every release as one JSON line (the pipeline's format)")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show a progress bar")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    for family in FAMILIES:
+        family.add_arguments(p.add_argument_group(f"{family.name} model options"))
+    p.set_defaults(handler=handle)
+
+
+def handle(args) -> int:
+    if args.mechanism == "all":
+        outcomes = [simulate_central.FAMILY.run(name, args) for name in simulate_central.FAMILY.mechanisms]
+    else:
+        outcomes = [_family_of(args.mechanism).run(args.mechanism, args)]
+    if args.releases:
+        _write_releases(args.releases, (r for o in outcomes for r in o.records))
+    summaries = [o.summary for o in outcomes]
+    if args.json:
+        print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=None, sort_keys=True))
+    else:
+        _print_table(summaries, sys.stdout)
+    return 0
+
+
+def _write_releases(path: str, records: Iterable) -> None:
+    try:
+        with open(path, "w") as fh:
+            for record in records:
+                fh.write(record.to_json() + "\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _print_table(summaries: list[dict], out) -> None:
+    first = summaries[0]
+    out.write(
+        f"{first['slots']} slots, d = {first['domain_size']}, epsilon = {first['epsilon']:g} per window of "
+        f"w = {first['window']} slots; MRE floor {first['mre_floor']:g}\n\n"
+    )
+    header = f"{'mechanism':<10} {'MAE':>12} {'MRE':>9} {'MSE':>12} {'published':>10} {'max window eps':>15}\n"
+    out.write(header)
+    out.write("-" * (len(header) - 1) + "\n")
+    for s in summaries:
+        out.write(
+            f"{s['mechanism']:<10} {s['mae']:>12.4g} {s['mre']:>9.2%} {s['mse']:>12.4g} "
+            f"{s['publications']:>5}/{s['slots']:<4} {s['max_window_epsilon']:>15.6f}\n"
+        )
+    extra = [k for k in ("cfpu", "bits_per_user_per_slot", "roc_auc") if k in first]
+    if extra:
+        out.write("\n" + "  ".join(f"{k} = {first[k]:.4g}" for k in extra) + "\n")

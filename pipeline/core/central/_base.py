@@ -1,0 +1,124 @@
+"""Shared plumbing of the central-model mechanisms (trusted aggregator, Laplace noise)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..base import Mechanism, StepResult, Strategy
+from ..randomness import DerivedRandomness, Phase
+from ..validation import ParameterError, check_counts, check_domain
+from .dissimilarity import Dissimilarity, DissimilarityMeasure
+
+__all__ = ["CentralMechanism"]
+
+DecisionOverride = Callable[[int], "bool | None"]
+
+
+class CentralMechanism(Mechanism):
+    """A central w-event mechanism over count histograms ``c_t`` of ``d`` bins (sensitivity 1).
+
+    A slot runs in two sub-mechanisms so that a pipeline can host them in separate processors:
+    :meth:`measure` (M1, the private dissimilarity; None for mechanisms without one) and
+    :meth:`publish` (M2, the decision and the release). ``step(c)`` is ``publish(c, measure(c))``.
+
+    ``clamp_round`` (off by default, spec RES-18) post-processes fresh releases to
+    non-negative integers; post-processing spends nothing.
+    ``decision_override(slot) -> bool | None`` is a test hook that replaces the publish rule.
+    """
+
+    dissimilarity_measure: DissimilarityMeasure | None = None
+
+    def __init__(
+        self,
+        epsilon: float,
+        window: int,
+        domain_size: int,
+        *,
+        randomness: DerivedRandomness | None = None,
+        clamp_round: bool = False,
+        decision_override: DecisionOverride | None = None,
+    ) -> None:
+        super().__init__(epsilon, window, randomness=randomness)
+        self.domain_size = check_domain(domain_size)
+        self.clamp_round = bool(clamp_round)
+        self.decision_override = decision_override
+        self.last_release = self._freeze(np.zeros(self.domain_size))  # virtual release r_0 = 0 [RES-3]
+
+    # --- one slot ----------------------------------------------------------------------------
+    def measure(self, counts) -> Dissimilarity | None:
+        """M1 for the next slot: the private dissimilarity to the last release (None if unused)."""
+        return self._measure(check_counts(counts, self.domain_size))
+
+    def publish(self, counts, dissimilarity: Dissimilarity | None) -> StepResult:
+        """M2 for the next slot: decide, release, and advance the mechanism by one slot."""
+        slot = self.slot + 1
+        if dissimilarity is not None and dissimilarity.slot != slot:
+            raise ParameterError(f"dissimilarity is for slot {dissimilarity.slot}, the mechanism is at slot {slot}")
+        return self._advance(check_counts(counts, self.domain_size), dissimilarity)
+
+    def step(self, counts) -> StepResult:
+        counts = check_counts(counts, self.domain_size)
+        return self._advance(counts, self._measure(counts))
+
+    def _measure(self, counts: np.ndarray) -> Dissimilarity | None:
+        if self.dissimilarity_measure is None:
+            return None
+        return self.dissimilarity_measure.measure(self.slot + 1, counts, self.last_release, self.randomness)
+
+    def _advance(self, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> StepResult:
+        result = self._publish(self.slot + 1, counts, dissimilarity)
+        self.slot += 1
+        return result
+
+    def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> StepResult:
+        raise NotImplementedError
+
+    # --- helpers for subclasses --------------------------------------------------------------
+    def _decide(self, slot: int, dissimilarity: Dissimilarity | None, threshold: float) -> bool:
+        """The publish rule ``dis > threshold`` (strict, RES-7), unless a test hook decides."""
+        if self.decision_override is not None:
+            forced = self.decision_override(slot)
+            if forced is not None:
+                return bool(forced)
+        return dissimilarity is not None and dissimilarity.value > threshold
+
+    def _fresh(self, slot: int, counts: np.ndarray, scale: float) -> np.ndarray:
+        """``c_t + Lap(scale)^d`` (sensitivity 1 under add/remove-one-user), post-processed if asked."""
+        noisy = counts + self.randomness.laplace(slot, Phase.PUBLICATION, scale, self.domain_size)
+        if self.clamp_round:
+            noisy = np.rint(np.maximum(noisy, 0.0))
+        self.last_release = self._freeze(noisy)
+        return self.last_release
+
+    def _result(self, slot, strategy, eps2, dissimilarity=None, threshold=None) -> StepResult:
+        return StepResult(
+            slot=slot,
+            release=self.last_release,
+            strategy=strategy,
+            eps1=dissimilarity.epsilon if dissimilarity is not None else 0.0,
+            eps2=float(eps2),
+            dissimilarity=dissimilarity.value if dissimilarity is not None else None,
+            threshold=threshold,
+        )
+
+    def _repeat(self, slot, strategy: Strategy, dissimilarity=None, threshold=None) -> StepResult:
+        return self._result(slot, strategy, 0.0, dissimilarity, threshold)
+
+    @staticmethod
+    def _freeze(vector: np.ndarray) -> np.ndarray:
+        # Releases are shared between slots and subscribers: make accidental mutation an error.
+        vector = np.array(vector, dtype=float)
+        vector.flags.writeable = False
+        return vector
+
+    # --- state -------------------------------------------------------------------------------
+    def _params(self) -> dict[str, Any]:
+        return {**super()._params(), "domain_size": self.domain_size, "clamp_round": self.clamp_round}
+
+    def _dynamic(self) -> dict[str, Any]:
+        return {"last_release": np.array(self.last_release)}
+
+    def _load(self, dynamic: dict[str, Any]) -> None:
+        self.last_release = self._freeze(dynamic["last_release"])

@@ -1,0 +1,66 @@
+"""The dissimilarity sub-mechanism M_{i,1} shared by BD and BA (Kellaris et al. 2014, Alg. 2-3 line 1-3).
+
+``dis = (1/d) * sum_j |r_l[j] - c_i[j]|`` is the mean absolute distance between the slot's counts
+and the last release. Adding or removing one user changes one bin by one, so ``dis`` has
+sensitivity ``1/d`` and ``dis + Lap(lambda_1)`` with ``lambda_1 = (1/d) / eps_1`` is ``eps_1``-DP.
+It is charged at every slot (spec RES-8), so every window spends ``w * eps_1`` on it.
+
+Spend: ``eps_1 = epsilon / (2w)`` per slot; with ``budget_shift`` (spec §3.6a, active only when
+``d > 2w``) ``eps_1 = epsilon / d`` and the publication pool grows to ``epsilon - w * eps_1``.
+
+>>> from pipeline.core.randomness import ZeroNoise, SecretKey
+>>> m = DissimilarityMeasure(epsilon=1.0, window=2, domain_size=4)
+>>> m.eps1, m.publication_pool
+(0.25, 0.5)
+>>> d = m.measure(1, np.array([4.0, 0, 0, 0]), np.zeros(4), ZeroNoise(SecretKey.from_seed(0)))
+>>> d.value, d.epsilon
+(1.0, 0.25)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..randomness import DerivedRandomness, Phase
+from ..validation import check_domain, check_epsilon, check_window
+
+__all__ = ["Dissimilarity", "DissimilarityMeasure"]
+
+
+@dataclass(frozen=True)
+class Dissimilarity:
+    """M1's output for one slot: the noisy dissimilarity, its budget and its Laplace scale."""
+
+    slot: int
+    value: float
+    epsilon: float
+    scale: float
+
+
+class DissimilarityMeasure:
+    """M_{i,1}: the private mean absolute distance of a slot's counts to the last release."""
+
+    def __init__(self, epsilon: float, window: int, domain_size: int, *, budget_shift: bool = False) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.window = check_window(window)
+        self.domain_size = check_domain(domain_size)
+        self.budget_shift = bool(budget_shift)
+        share = self.epsilon / (2 * self.window)
+        # Shifting (RES-11) only ever lowers eps1, so the pool for publications only grows.
+        self.eps1 = min(self.epsilon / self.domain_size, share) if self.budget_shift else share
+        self.scale = (1.0 / self.domain_size) / self.eps1
+
+    @property
+    def publication_pool(self) -> float:
+        """What every window leaves for publications: ``epsilon - w * eps_1``."""
+        return self.epsilon - self.window * self.eps1
+
+    def distance(self, counts: np.ndarray, last_release: np.ndarray) -> float:
+        """The exact (non-private) dissimilarity; the divisor is d even where bins are zero."""
+        return float(np.abs(last_release - counts).sum()) / self.domain_size
+
+    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray, randomness: DerivedRandomness) -> Dissimilarity:
+        noise = randomness.laplace(slot, Phase.DISSIMILARITY, self.scale)
+        return Dissimilarity(slot, self.distance(counts, last_release) + float(noise), self.eps1, self.scale)

@@ -1,0 +1,156 @@
+"""Datasets as the core sees them: a (slot x user) value matrix, or a (slot x bin) count matrix.
+
+:class:`UserValues` is what a feed's preprocessing produces (``wevent replay ... --dump``) and what
+``wevent simulate --input`` reads back: ``values[t, u]`` is user u's value at slot t+1, an integer
+in ``0..d-1``, or ``ABSENT`` (-1) when the user has no value in that slot (such a user is not
+counted). It is stored as a ``.npz`` file.
+
+A count matrix (``T`` rows of ``d`` non-negative numbers) is read from CSV by
+:func:`load_counts_csv`, with one clear error per problem.
+
+>>> v = UserValues(np.array([[0, 1, 1], [2, ABSENT, 0]]), domain_size=3)
+>>> v.counts().tolist()
+[[1, 2, 0], [1, 0, 1]]
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .validation import ParameterError
+
+__all__ = ["ABSENT", "UserValues", "histograms", "load_counts_csv", "load_input"]
+
+ABSENT = -1
+
+
+def histograms(values: np.ndarray, domain_size: int) -> np.ndarray:
+    """Per-row histograms of a (T, N) integer matrix in one ``bincount`` (ABSENT entries ignored)."""
+    values = np.asarray(values)
+    slots = values.shape[0]
+    present = values >= 0
+    flat = (values + (np.arange(slots, dtype=np.int64) * domain_size)[:, None])[present]
+    return np.bincount(flat, minlength=slots * domain_size).reshape(slots, domain_size)
+
+
+@dataclass
+class UserValues:
+    """Every user's value at every slot, plus what the values mean."""
+
+    values: np.ndarray
+    domain_size: int
+    labels: list[str] = field(default_factory=list)  # name of each value (cell, country, ...)
+    user_ids: list[str] = field(default_factory=list)  # original id of each column
+    slot_seconds: float = 0.0  # slot length; 0 when the data has no clock
+    start: float = 0.0  # epoch seconds at which slot 1 starts
+    name: str = "data"
+
+    def __post_init__(self) -> None:
+        self.values = np.asarray(self.values)
+        if self.values.ndim != 2:
+            raise ParameterError(f"user values must be a (slots, users) matrix, got shape {self.values.shape}")
+        if not np.issubdtype(self.values.dtype, np.integer):
+            raise ParameterError("user values must be integers")
+        if self.values.size and (self.values.max() >= self.domain_size or self.values.min() < ABSENT):
+            raise ParameterError(f"user values must lie in 0..{self.domain_size - 1} (or {ABSENT} for absent)")
+
+    @property
+    def slots(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def users(self) -> int:
+        return int(self.values.shape[1])
+
+    def counts(self) -> np.ndarray:
+        return histograms(self.values, self.domain_size)
+
+    def save(self, path: str | Path) -> None:
+        with open(path, "wb") as fh:  # a file object keeps numpy from appending ".npz"
+            np.savez_compressed(
+                fh,
+                values=self.values,
+                domain_size=self.domain_size,
+                labels=np.array(self.labels, dtype=str),
+                user_ids=np.array(self.user_ids, dtype=str),
+                slot_seconds=self.slot_seconds,
+                start=self.start,
+                name=self.name,
+            )
+
+    @classmethod
+    def load(cls, path: str | Path) -> "UserValues":
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                return cls(
+                    values=npz["values"],
+                    domain_size=int(npz["domain_size"]),
+                    labels=npz["labels"].tolist(),
+                    user_ids=npz["user_ids"].tolist(),
+                    slot_seconds=float(npz["slot_seconds"]),
+                    start=float(npz["start"]),
+                    name=str(npz["name"]),
+                )
+        except FileNotFoundError:
+            raise ParameterError(f"input file not found: {path}") from None
+        except (KeyError, ValueError, OSError) as exc:
+            raise ParameterError(f"{path} is not a wevent dump (.npz from `wevent replay --dump`): {exc}") from None
+
+
+def load_counts_csv(path: str | Path) -> np.ndarray:
+    """A (T, d) matrix of non-negative counts from CSV; an optional first row of names is skipped."""
+    try:
+        handle = open(path, newline="")
+    except FileNotFoundError:
+        raise ParameterError(f"input file not found: {path}") from None
+    except OSError as exc:
+        raise ParameterError(f"cannot read input file {path}: {exc.strerror}") from None
+    rows: list[list[float]] = []
+    width = None
+    with handle:
+        for line_no, row in enumerate(csv.reader(handle), start=1):
+            cells = [cell.strip() for cell in row]
+            if not cells or cells == [""] or cells[0].startswith("#"):
+                continue
+            try:
+                numbers = [float(cell) for cell in cells]
+            except ValueError:
+                if width is None and not rows:
+                    width = len(cells)  # a header row: it fixes the width, its names are not needed
+                    continue
+                bad = next(c for c in cells if not _is_number(c))
+                raise ParameterError(f"{path}, line {line_no}: {bad!r} is not a number") from None
+            if width is None:
+                width = len(numbers)
+            if len(numbers) != width:
+                raise ParameterError(f"{path}, line {line_no}: {len(numbers)} columns, expected {width} (ragged rows)")
+            for value in numbers:
+                if not math.isfinite(value):
+                    raise ParameterError(f"{path}, line {line_no}: counts must be finite, got {value}")
+                if value < 0:
+                    raise ParameterError(f"{path}, line {line_no}: counts must be >= 0, got {value:g}")
+            rows.append(numbers)
+    if not rows:
+        raise ParameterError(f"{path} holds no rows of counts")
+    return np.array(rows, dtype=float)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def load_input(path: str | Path) -> tuple[np.ndarray, UserValues | None]:
+    """Counts from a CSV, or counts and user values from a ``.npz`` dump."""
+    if str(path).endswith(".npz"):
+        values = UserValues.load(path)
+        return values.counts().astype(float), values
+    return load_counts_csv(path), None

@@ -1,0 +1,1 @@
+"""Stream glue: message formats, slot clock, broker and worker plumbing, Prometheus metrics."""

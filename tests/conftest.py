@@ -1,0 +1,39 @@
+"""Shared fixtures: keys, zero-noise randomness and scripted decisions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey, ZeroNoise
+
+
+@pytest.fixture
+def zero_noise():
+    return ZeroNoise(SecretKey.from_seed(0))
+
+
+def derived(seed: int = 0, stream: str = "test") -> DerivedRandomness:
+    return DerivedRandomness(SecretKey.from_seed(seed), stream)
+
+
+def scripted(decisions):
+    """A decision_override hook: slot i uses decisions[i-1] (None = let the rule decide)."""
+    return lambda slot: decisions[slot - 1] if slot - 1 < len(decisions) else None
+
+
+class CountingNoise(DerivedRandomness):
+    """Records the slots at which publication noise was drawn."""
+
+    def __init__(self, key, stream="test"):
+        super().__init__(key, stream)
+        self.publication_slots = []
+
+    def laplace(self, slot, phase, scale, size=None):
+        if phase == Phase.PUBLICATION:
+            self.publication_slots.append(slot)
+        return super().laplace(slot, phase, scale, size)
+
+
+def random_counts(rng: np.random.Generator, slots: int, domain: int, scale: float = 100.0) -> np.ndarray:
+    return rng.poisson(scale, (slots, domain)).astype(float)
