@@ -6,11 +6,11 @@ import argparse
 import sys
 from typing import Iterable, TypeVar
 
+from ..errors import UsageError
+
+__all__ = ["UsageError", "OneLineParser", "progress"]
+
 T = TypeVar("T")
-
-
-class UsageError(Exception):
-    """A problem the user can fix (input, configuration, environment): printed as one line."""
 
 
 class OneLineParser(argparse.ArgumentParser):

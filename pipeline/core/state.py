@@ -8,10 +8,10 @@ Two encodings of the same dict:
 
 Both round-trip floats exactly (JSON uses Python's shortest round-trip repr).
 
->>> state = {"slot": 3, "last": np.array([1.5, -2.0]), "flags": {"shift": False}}
+>>> state = {"slot": 3, "last": np.array([1.5, -2.0]), "flags": {"shift": False}, "blob": b"ab"}
 >>> back = unpack(pack(state))
->>> back["slot"], back["last"].tolist(), back["flags"]
-(3, [1.5, -2.0], {'shift': False})
+>>> back["slot"], back["last"].tolist(), back["flags"], back["blob"]
+(3, [1.5, -2.0], {'shift': False}, b'ab')
 >>> from_json(to_json(state))["last"].dtype
 dtype('float64')
 """
@@ -36,9 +36,12 @@ class StateError(ValueError):
 
 
 def _encode(value: Any, buffers: list[bytes] | None):
-    if isinstance(value, np.ndarray):
-        array = np.ascontiguousarray(value)
+    if isinstance(value, (bytes, bytearray, np.ndarray)):
+        is_bytes = not isinstance(value, np.ndarray)
+        array = np.frombuffer(bytes(value), dtype=np.uint8) if is_bytes else np.ascontiguousarray(value)
         meta = {"dtype": array.dtype.str, "shape": list(array.shape)}
+        if is_bytes:
+            meta["bytes"] = True
         if buffers is None:
             meta["data"] = base64.b64encode(array.tobytes()).decode("ascii")
         else:
@@ -59,6 +62,8 @@ def _decode(value: Any, buffers: list[memoryview] | None):
         meta = value.get(_ARRAY)
         if meta is not None and len(value) == 1:
             raw = base64.b64decode(meta["data"]) if buffers is None else buffers[meta["index"]]
+            if meta.get("bytes"):
+                return bytes(raw)
             return np.frombuffer(raw, dtype=np.dtype(meta["dtype"])).reshape(meta["shape"]).copy()
         return {k: _decode(v, buffers) for k, v in value.items()}
     if isinstance(value, list):

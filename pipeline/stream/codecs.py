@@ -1,20 +1,214 @@
 """Every message format of the system, in one place (ARCHITECTURE.md §3).
 
-This module is imported by producers, workers, devices and the CLI alike; it needs only numpy.
+Imported by producers, workers, devices and the CLI alike; it needs only numpy.
+
+* ``reports`` carries raw central-model reports as **batched binary** messages
+  (:class:`ReportBatch`: thousands of reports decoded with one ``frombuffer`` each), or one JSON
+  object per report, plus JSON **watermarks** from producers (:class:`Watermark`).
+* Internal topics (``slots``, ``dissimilarity``) and the local model's ``ldp.requests`` and
+  ``ldp.reports`` carry :class:`Envelope` messages: a typed dict with numpy arrays, packed with
+  the same compact codec as mechanism state (a JSON header plus raw array buffers).
+* Public topics (``releases``, ``audit``, ``deadletter``) carry JSON, one object per message.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import struct
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ReleaseRecord"]
+from ..core import state as packing
+
+__all__ = [
+    "DecodeError",
+    "ReportBatch",
+    "Watermark",
+    "decode_report_message",
+    "Envelope",
+    "ReleaseRecord",
+    "AuditRecord",
+    "DeadLetter",
+    "encode_users",
+    "decode_users",
+]
 
 
+class DecodeError(ValueError):
+    """Bytes that are not a message of the expected kind (counted and dead-lettered)."""
+
+
+# --- reports topic -----------------------------------------------------------------------------
+_BATCH_MAGIC = b"WRB1"
+_BATCH_HEAD = struct.Struct("<4sH")  # magic, stream name length
+_BATCH_BODY = struct.Struct("<qIB")  # base time (ms since epoch), count, flags
+_HAS_OFFSETS = 1
+
+
+@dataclass(frozen=True, eq=False)
+class ReportBatch:
+    """Raw reports of one stream: ``users[i]`` reported ``values[i]`` at ``times_ms[i]``.
+
+    Wire format (little endian): ``b"WRB1"``, u16 name length, the stream name, i64 base time in
+    ms, u32 count, u8 flags, then ``count`` u32 user indices, ``count`` i32 values and, if flag 1
+    is set, ``count`` u32 time offsets in ms from the base time (absent: every report at base).
+
+    >>> b = ReportBatch("taxi", np.array([3, 9]), np.array([1, 0]), np.array([1000, 1500]))
+    >>> back = ReportBatch.decode(b.encode())
+    >>> back.stream, back.users.tolist(), back.values.tolist(), back.times_ms.tolist()
+    ('taxi', [3, 9], [1, 0], [1000, 1500])
+    """
+
+    stream: str
+    users: np.ndarray
+    values: np.ndarray
+    times_ms: np.ndarray
+
+    def encode(self) -> bytes:
+        name = self.stream.encode()
+        times = np.asarray(self.times_ms, dtype=np.int64)
+        n = int(times.size)
+        base = int(times.min()) if n else 0
+        offsets = times - base
+        same_time = n == 0 or not offsets.any()
+        if not same_time and offsets.max() >= 2**32:
+            raise ValueError("a batch may span at most 49 days of event time")
+        flags = 0 if same_time else _HAS_OFFSETS
+        parts = [
+            _BATCH_HEAD.pack(_BATCH_MAGIC, len(name)),
+            name,
+            _BATCH_BODY.pack(base, n, flags),
+            np.asarray(self.users, dtype="<u4").tobytes(),
+            np.asarray(self.values, dtype="<i4").tobytes(),
+        ]
+        if flags:
+            parts.append(offsets.astype("<u4").tobytes())
+        return b"".join(parts)
+
+    @classmethod
+    def decode(cls, data: bytes) -> "ReportBatch":
+        try:
+            magic, name_len = _BATCH_HEAD.unpack_from(data, 0)
+            if magic != _BATCH_MAGIC:
+                raise DecodeError("not a report batch")
+            offset = _BATCH_HEAD.size
+            stream = bytes(data[offset : offset + name_len]).decode()
+            offset += name_len
+            base, n, flags = _BATCH_BODY.unpack_from(data, offset)
+            offset += _BATCH_BODY.size
+            expected = offset + n * (12 if flags & _HAS_OFFSETS else 8)
+            if len(data) != expected:
+                raise DecodeError(f"report batch of {n} reports has {len(data)} bytes, expected {expected}")
+            users = np.frombuffer(data, dtype="<u4", count=n, offset=offset).astype(np.int64)
+            values = np.frombuffer(data, dtype="<i4", count=n, offset=offset + 4 * n).astype(np.int64)
+            if flags & _HAS_OFFSETS:
+                times = base + np.frombuffer(data, dtype="<u4", count=n, offset=offset + 8 * n).astype(np.int64)
+            else:
+                times = np.full(n, base, dtype=np.int64)
+        except (struct.error, UnicodeDecodeError, ValueError) as exc:
+            raise DecodeError(f"malformed report batch: {exc}") from None
+        return cls(stream, users, values, times)
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """A producer's promise: no more reports of ``stream`` with event time before ``time`` on this partition."""
+
+    stream: str
+    time: float  # epoch seconds
+
+    def encode(self) -> bytes:
+        return json.dumps({"type": "watermark", "stream": self.stream, "time": self.time}).encode()
+
+
+def decode_report_message(data: bytes) -> ReportBatch | Watermark:
+    """A message of the ``reports`` topic: a binary batch, one JSON report, or a watermark."""
+    if data[:4] == _BATCH_MAGIC:
+        return ReportBatch.decode(data)
+    try:
+        obj = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise DecodeError("neither a report batch nor JSON") from None
+    if not isinstance(obj, dict):
+        raise DecodeError("a JSON report must be an object")
+    try:
+        if obj.get("type") == "watermark":
+            return Watermark(str(obj["stream"]), _finite(obj["time"], "time"))
+        user, value = obj["user"], obj["value"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (user, value)):
+            raise DecodeError("user and value of a JSON report must be integers")
+        if not 0 <= user < 2**32:
+            raise DecodeError("user index out of range")
+        time_ms = round(_finite(obj["time"], "time") * 1000)
+        return ReportBatch(str(obj["stream"]), np.array([user]), np.array([value]), np.array([time_ms]))
+    except KeyError as exc:
+        raise DecodeError(f"a JSON report needs 'stream', 'user', 'time' and 'value'; missing {exc}") from None
+    except (TypeError, OverflowError) as exc:
+        raise DecodeError(f"malformed JSON report: {exc}") from None
+
+
+def _finite(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise DecodeError(f"{name} must be a finite number")
+    return float(value)
+
+
+# --- internal and LDP topics -------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Envelope:
+    """A typed internal message: ``kind`` plus fields (scalars, lists, dicts, numpy arrays).
+
+    >>> e = Envelope("partial", {"stream": "taxi", "slot": 4, "counts": np.array([1, 2])})
+    >>> back = Envelope.decode(e.encode())
+    >>> back.kind, back["slot"], back["counts"].tolist()
+    ('partial', 4, [1, 2])
+    """
+
+    kind: str
+    fields: dict[str, Any]
+
+    def __getitem__(self, name: str):
+        return self.fields[name]
+
+    def get(self, name: str, default=None):
+        return self.fields.get(name, default)
+
+    def encode(self) -> bytes:
+        return packing.pack({"kind": self.kind, **self.fields})
+
+    @classmethod
+    def decode(cls, data: bytes) -> "Envelope":
+        try:
+            fields = packing.unpack(data)
+            kind = fields.pop("kind")
+        except (packing.StateError, KeyError, TypeError, AttributeError) as exc:
+            raise DecodeError(f"malformed internal message: {exc}") from None
+        return cls(str(kind), fields)
+
+
+def encode_users(users: np.ndarray | None, population: int) -> np.ndarray | None:
+    """A set of user indices as a bitset (``population / 8`` bytes; None stays None = everyone).
+
+    >>> decode_users(encode_users(np.array([0, 5, 9]), 12), 12).tolist()
+    [0, 5, 9]
+    """
+    if users is None:
+        return None
+    bits = np.zeros(population, dtype=bool)
+    bits[np.asarray(users, dtype=np.int64)] = True
+    return np.packbits(bits)
+
+
+def decode_users(bitset: np.ndarray | None, population: int) -> np.ndarray | None:
+    if bitset is None:
+        return None
+    return np.flatnonzero(np.unpackbits(np.asarray(bitset, dtype=np.uint8), count=population))
+
+
+# --- public topics -----------------------------------------------------------------------------
 def _finite_or_none(value):
     if value is None:
         return None
@@ -76,4 +270,56 @@ class ReleaseRecord:
     @classmethod
     def from_json(cls, text: str | bytes) -> "ReleaseRecord":
         data = json.loads(text)
+        if data.get("record") == "audit":
+            raise DecodeError("an audit record, not a release")
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """The ledger entry of one slot on the ``audit`` topic: enough to re-verify the guarantee.
+
+    Central model: ``eps1``/``eps2`` charged to every user. Personalized: per requirement type,
+    ``charges[k]`` charged to every user of type k, with ``types[k] = [w_k, eps_k, users]``.
+    Local model: per phase, the per-report budget and which users were asked (None = all).
+    """
+
+    stream: str
+    slot: int
+    mechanism: str
+    epsilon: float
+    window: int
+    eps1: float
+    eps2: float
+    types: list | None = None
+    charges: list | None = None
+    phases: list | None = None  # [{"phase": 1|2, "epsilon": e, "users": [...] | None}]
+    record: str = "audit"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+
+    def to_bytes(self) -> bytes:
+        return self.to_json().encode()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "AuditRecord":
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """Rejected input with its reason; ``payload`` holds the rejected reports or the raw bytes (hex)."""
+
+    reason: str
+    topic: str
+    detail: str
+    stream: str | None = None
+    payload: Any = None
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "DeadLetter":
+        return cls(**json.loads(text))

@@ -1,0 +1,46 @@
+"""Prometheus metrics of the workers (``wevent_`` prefix, ``_total`` counters, base units).
+
+Labels are streams, strategies and reasons: never users. Faust's own sensors are served on the
+same ``/metrics`` page under the ``wevent_faust_`` prefix.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+reports_accepted = Counter("wevent_reports_accepted_total", "Reports counted into a slot", ["stream"])
+reports_rejected = Counter(
+    "wevent_reports_rejected_total",
+    "Reports rejected and dead-lettered, by reason (malformed, unknown_stream, unknown_user, "
+    "out_of_domain, duplicate, late, before_start, too_far_ahead, unrequested)",
+    ["stream", "reason"],
+)
+dead_letters = Counter("wevent_dead_letters_total", "Messages written to the deadletter topic", ["reason"])
+slots_closed = Counter("wevent_slots_closed_total", "Slot partials emitted by assemblers", ["stream"])
+releases = Counter("wevent_releases_total", "Releases emitted, by strategy", ["stream", "strategy"])
+last_released_slot = Gauge("wevent_last_released_slot", "Index of the last released slot", ["stream"])
+release_time = Gauge("wevent_last_release_timestamp_seconds", "Wall time of the last release", ["stream"])
+window_spent = Gauge(
+    "wevent_window_epsilon_spent", "Budget spent in the window of w slots ending at the last release", ["stream"]
+)
+window_budget = Gauge("wevent_window_epsilon_budget", "Budget allowed in any window of w slots (epsilon)", ["stream"])
+available_population = Gauge(
+    "wevent_available_population", "Local model: users available to be asked (population division)", ["stream"]
+)
+communication_bits = Counter(
+    "wevent_communication_bits_total", "Local model: bits of perturbed reports and instructions", ["stream"]
+)
+ldp_missing_reports = Counter(
+    "wevent_ldp_missing_reports_total", "Local model: asked users who did not answer before the deadline", ["stream"]
+)
+slot_close_latency = Histogram(
+    "wevent_slot_close_latency_seconds",
+    "Seconds from a slot's close (last partition) to its release",
+    ["stream"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+release_error = Gauge(
+    "wevent_release_mean_absolute_error",
+    "Replays with ground truth: running mean absolute error of releases against the true histograms",
+    ["stream"],
+)

@@ -1,0 +1,78 @@
+"""Child processes of ``wevent run`` and of the integration tests: workers started as `wevent worker`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .config import AppConfig, dump_config
+
+
+def write_config(config: AppConfig, directory: Path) -> Path:
+    path = Path(directory) / "streams.json"
+    path.write_text(json.dumps(dump_config(config), indent=2))
+    return path
+
+
+class WorkerProcess:
+    """A `wevent worker` child process with its own web port and log file."""
+
+    def __init__(self, config_path: Path, bootstrap: str, web_port: int, log_path: Path, *, tansu_compat: bool,
+                 datadir: Path | None = None, env: dict | None = None) -> None:
+        self.command = [sys.executable, "-m", "pipeline.cli", "worker", "--config", str(config_path),
+                        "--bootstrap", bootstrap, "--web-port", str(web_port)]
+        if tansu_compat:
+            self.command.append("--tansu-compat")
+        if datadir:
+            self.command += ["--datadir", str(datadir)]
+        self.web_port = web_port
+        self.log_path = Path(log_path)
+        self.env = {**os.environ, **(env or {})}
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "WorkerProcess":
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                        start_new_session=True)
+        log.close()
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: the crash the tests inject."""
+        if self.alive:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM, then SIGKILL if the worker ignores it (it may while its coordinator is gone)."""
+        if not self.alive:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return ""
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

@@ -1,0 +1,125 @@
+"""The Faust app: which agents read and write which topics, and where their state lives.
+
+Topology (ARCHITECTURE.md §3)::
+
+    reports ──► assemble (per reports partition) ──► slots ─┐
+                                                            ├─► measure (M1) ──► dissimilarity ──► publish (M2) ──► releases, audit
+    releases ───────────────────────────────────────────────┘                                                        │
+                                                                                                  (M1 learns r_t) ◄──┘
+
+Every agent is a thin loop around a processor of :mod:`pipeline.stream.processors`; its state
+lives in a Faust table backed by a changelog topic, keyed by ``stream/partition`` (assembler) or
+``stream`` (M1, M2). A table's changelog partitions match its source topics (co-partitioning), so
+a worker that takes over a partition recovers exactly that partition's state.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+
+import faust
+from faust.sensors.prometheus import setup_prometheus_sensors
+
+from pipeline.stream.config import AppConfig
+from pipeline.stream.processors import Processor, Processors, dead_letter
+
+log = logging.getLogger("wevent.worker")
+
+
+def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, tansu_compat: bool = False,
+              datadir: str | None = None) -> faust.App:
+    """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``."""
+    options = dict(
+        broker=f"kafka://{bootstrap}",
+        store="memory://",
+        processing_guarantee="at_least_once",  # transactions are not available on every broker (tansu)
+        web_port=web_port,
+        web_bind="0.0.0.0",
+        consumer_auto_offset_reset="earliest",
+        topic_partitions=config.stream_partitions,
+        topic_disable_leader=True,
+        stream_wait_empty=False,
+    )
+    if datadir:
+        options["datadir"] = datadir
+    if tansu_compat:
+        # tansu reports wrong high watermarks for multi-record batches, which loses data after a
+        # restart; one record per batch avoids it (shared/notes/tansu-and-faust.md). Our records
+        # already carry thousands of reports each.
+        options.update(producer_max_batch_size=1, broker_rebalance_timeout=5, broker_session_timeout=10,
+                       broker_heartbeat_interval=1)
+        _shorten_fetch_wait()
+    app = faust.App(config.app, **options)
+    setup_prometheus_sensors(app, name_prefix="wevent_faust")
+    processors = Processors.build(config)
+    topics = {
+        name: app.topic(name, partitions=n, key_serializer="raw", value_serializer="raw")
+        for name, n in config.topics().items()
+    }
+
+    def table(name: str, partitions: int):
+        return app.Table(name, partitions=partitions, key_type=bytes, value_type=bytes, default=None)
+
+    _agent(app, "assemble", app.topic("reports", key_serializer="raw", value_serializer="raw"),
+           table("assembler", config.report_partitions), processors.assembler, topics)
+    _agent(app, "measure", app.topic("slots", "releases", key_serializer="raw", value_serializer="raw"),
+           table("dissimilarity-state", config.stream_partitions), processors.dissimilarity, topics)
+    _agent(app, "publish", app.topic("dissimilarity", key_serializer="raw", value_serializer="raw"),
+           table("publication-state", config.stream_partitions), processors.publication, topics)
+
+    @app.page("/healthz")
+    async def healthz(self, request):
+        return self.json({"status": "ok", "streams": [s.name for s in config.streams]})
+
+    return app
+
+
+def _agent(app: faust.App, name: str, source, table, processor: Processor, topics: dict) -> None:
+    async def run(stream):
+        async for event in stream.events():
+            message = event.message
+            try:
+                outputs, updates = processor.process(
+                    event.value, message.topic, message.partition, message.offset,
+                    lambda key: table.get(key.encode()), time.time(),
+                )
+            except Exception as exc:  # a bug must not stop the stream: record it and go on
+                log.error("%s failed on %s[%d]@%d: %s", name, message.topic, message.partition, message.offset,
+                          traceback.format_exc())
+                outputs, updates = [dead_letter("internal_error", message.topic, f"{type(exc).__name__}: {exc}")], {}
+            for key, blob in updates.items():
+                table[key.encode()] = blob
+            if processor.persist_before_send and updates:
+                await app.producer.flush()  # the ledger reaches its changelog before the release leaves
+            for out in outputs:
+                await topics[out.topic].send(key=out.key.encode() if out.key else None, value=out.value)
+
+    app.agent(source, name=name)(run)
+
+
+TANSU_FETCH_WAIT_MS = 20
+
+
+def _shorten_fetch_wait() -> None:
+    """tansu holds an idle fetch for its full max wait, even when data arrives meanwhile; Faust
+    hard-codes 1.5 s, which would add 1.5 s to every hop of a slot (M1 -> M2 -> releases -> M1).
+    Real Kafka answers as soon as data arrives, so this applies to the embedded broker only."""
+    import aiokafka
+    from faust.transport.drivers import aiokafka as driver
+
+    class ShortWaitConsumer(aiokafka.AIOKafkaConsumer):
+        def __init__(self, *args, **kwargs):
+            kwargs["fetch_max_wait_ms"] = min(kwargs.get("fetch_max_wait_ms", 500), TANSU_FETCH_WAIT_MS)
+            super().__init__(*args, **kwargs)
+
+    driver.aiokafka = type("aiokafka_with_short_fetch_wait", (), {
+        name: getattr(aiokafka, name) for name in dir(aiokafka) if not name.startswith("__")
+    } | {"AIOKafkaConsumer": ShortWaitConsumer})
+
+
+def run_worker(app: faust.App, loglevel: str = "warn") -> None:
+    """Run the worker in this process until it is stopped (SIGTERM/SIGINT)."""
+    worker = faust.Worker(app, loglevel=loglevel, quiet=True)
+    worker.execute_from_commandline()
