@@ -16,6 +16,21 @@ Options: ``threshold="scale"`` compares ``dis`` with ``1/theta_2`` (BD/BA's rule
 ``sqrt(err_2)``; with every user identical, PBD and PBA then equal BD and BA exactly (spec §11
 item 11). ``force_first_publish`` publishes slot 1 whatever ``dis`` is (RES-10).
 ``dc_obs_sensitivity`` is the sensitivity DC's OBS assumes (RES-4; 1/d is the true one).
+
+Spend: each user of type k is charged ``e1_k`` at every slot and ``e2_k`` at each publication
+(the allocated budgets, RES-13); ``type_window_spend_bounds`` states each type's window bound.
+
+Examples
+--------
+Two types, 30 users with (w, eps) = (2, 1) and 50 with (4, 1), everyone at value 0. Publishing
+gives every user ``eps/4`` (one OBS candidate, so nobody is sampled out); zero noise:
+
+>>> from pipeline.core.personalized import PersonalizedBudgetDistribution
+>>> from pipeline.core.randomness import SecretKey, ZeroNoise
+>>> m = PersonalizedBudgetDistribution([2, 4], [1.0, 1.0], [30, 50], 2, randomness=ZeroNoise(SecretKey.from_seed(0)))
+>>> r = m.step([[30, 0], [50, 0]])
+>>> r.strategy.value, r.release.tolist(), r.type_eps1.tolist(), r.type_eps2.tolist(), r.theta
+('publish', [80.0, 0.0], [0.25, 0.125], [0.25, 0.25], 0.25)
 """
 
 from __future__ import annotations

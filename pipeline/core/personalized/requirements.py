@@ -130,10 +130,14 @@ def type_histogram(values: np.ndarray, user_types: np.ndarray, type_count: int, 
         raise ParameterError(f"got values of {values.size} users, the requirements cover {user_types.size}")
     if values.dtype.kind not in "iu":
         raise ParameterError("user values must be integers")
-    present = values != ABSENT
-    if values.size and (values.max(initial=0) >= domain_size or values.min(initial=0) < ABSENT):
+    if not values.size:
+        return np.zeros((type_count, domain_size), dtype=np.int64)
+    lowest, highest = values.min(), values.max()
+    if highest >= domain_size or lowest < ABSENT:
         raise ParameterError(f"user values must lie in 0..{domain_size - 1} (or {ABSENT} for absent)")
-    cells = user_types[present] * domain_size + values[present]
+    cells = user_types * domain_size + values
+    if lowest == ABSENT:
+        cells = cells[values != ABSENT]
     return np.bincount(cells, minlength=type_count * domain_size).reshape(type_count, domain_size)
 
 

@@ -94,6 +94,18 @@ def test_pba_two_users_with_different_windows():
     assert results[14].strategy is Strategy.NULLIFIED  # user 1's 2 shares at t14 idle everyone for a slot
 
 
+# edge cases of spec §9 ---------------------------------------------------------------------------
+def test_window_one_users():
+    # PBD: eps/2 + eps/4 per release; PBA: the w = 1 user always takes 1 share, yet a w = 3 user's
+    # absorbed release still nullifies the next slots for everyone.
+    pbd = PBD([1], [2.0], [1], 2, randomness=zero(), decision_override=lambda s: True)
+    assert all(r.type_eps1[0] + r.type_eps2[0] == pytest.approx(1.0 + 0.5, abs=TOL) for r in pbd.run([ones(1)] * 5))
+    pba = PBA([1, 3], [1.0, 1.0], [1, 1], 2, randomness=zero(), decision_override=scripted([True, False, False, True, True, True]))
+    results = pba.run([ones(2)] * 6)
+    assert shares(pba, results) == [[1, 1], [0, 0], [0, 0], [1, 3], [0, 0], [0, 0]]
+    assert [r.strategy for r in results[4:]] == [Strategy.NULLIFIED] * 2
+
+
 # 10. invariants I1-I6 over random populations and scripted decisions ------------------------
 populations = st.lists(st.tuples(st.integers(1, 12), st.sampled_from([0.1, 0.5, 1.0, 2.0, 4.0]), st.integers(1, 10)),
                        min_size=1, max_size=6)
