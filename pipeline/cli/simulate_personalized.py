@@ -154,15 +154,22 @@ class PersonalizedFamily:
 
     @staticmethod
     def _records(stream: str, run) -> list[ReleaseRecord]:
-        """Release lines with each type's charges; ``window_spend`` is the largest own-window spend of any user."""
         spend = run.ledger().type_window_spend()
-        epsilons = run.mechanism.types.epsilons
-        return [
-            ReleaseRecord.from_step(stream, run.mechanism, r, float(s.max()), extras={
-                "type_eps1": r.type_eps1.tolist(), "type_eps2": r.type_eps2.tolist(),
-                "window_spend_ratio": float((s / epsilons).max()), "theta": r.theta})
-            for r, s in zip(run.results, spend)
-        ]
+        return [release_record(stream, run.mechanism, r, s) for r, s in zip(run.results, spend)]
+
+
+def release_record(stream: str, mechanism, result, type_window_spend: np.ndarray) -> ReleaseRecord:
+    """One slot's release line with every type's charges.
+
+    ``type_window_spend[k]`` is type k's spend over its own window ending at this slot;
+    ``window_spend`` is the largest of them (the most any user's own window holds).
+    """
+    return ReleaseRecord.from_step(stream, mechanism, result, float(type_window_spend.max()), extras={
+        "type_eps1": result.type_eps1.tolist(),
+        "type_eps2": result.type_eps2.tolist(),
+        "window_spend_ratio": float((type_window_spend / mechanism.types.epsilons).max()),
+        "theta": result.theta,
+    })
 
 
 FAMILY = PersonalizedFamily()

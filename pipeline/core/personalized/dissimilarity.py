@@ -54,6 +54,7 @@ class DissimilarityCalculation:
         self.domain_size = check_domain(domain_size)
         self.obs_sensitivity = check_epsilon(obs_sensitivity, "DC's OBS sensitivity")
         self.budgets = types.dissimilarity_budgets
+        self.budgets.flags.writeable = False  # shared by every slot's result
         selection = obs(self.budgets, types.sizes, self.obs_sensitivity)
         if selection is None:  # budgets are eps/(2w) > 0, so only an underflow gets here
             raise ParameterError("every dissimilarity budget eps_i/(2 w_i) underflows to 0")

@@ -57,24 +57,22 @@ CSV_HEADER = ("user", "w", "epsilon")
 _SEED_TAG = 3
 
 
-def _as_windows(values, what: str) -> np.ndarray:
+def _checked(values, what: str, whole: bool, labels: Sequence[str] | None = None) -> np.ndarray:
+    """A non-empty list of finite numbers > 0 (whole numbers >= 1 if ``whole``); names the first bad one."""
     array = np.asarray(values)
     if array.ndim != 1 or array.size == 0:
         raise ParameterError(f"{what} must be a non-empty list, got shape {array.shape}")
-    if array.dtype.kind not in "iuf" or not np.all(np.isfinite(array)) or np.any(array != np.floor(array)):
-        raise ParameterError(f"{what} must be whole numbers >= 1")
-    if array.min() < 1:
-        raise ParameterError(f"{what} must be >= 1, got {array.min():g}")
-    return array.astype(np.int64)
-
-
-def _as_epsilons(values, what: str) -> np.ndarray:
-    array = np.asarray(values)
-    if array.ndim != 1 or array.size == 0:
-        raise ParameterError(f"{what} must be a non-empty list, got shape {array.shape}")
-    if array.dtype.kind not in "iuf" or not np.all(np.isfinite(array)) or array.min() <= 0:
-        raise ParameterError(f"{what} must be finite numbers > 0")
-    return array.astype(float)
+    if array.dtype.kind not in "iuf":
+        raise ParameterError(f"{what} must be numbers, got {array.dtype}")
+    numbers = array.astype(float)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(numbers) | ((numbers < 1) | (numbers != np.floor(numbers)) if whole else (numbers <= 0))
+    if bad.any():
+        i = int(np.argmax(bad))
+        who = f"user {labels[i]!r}" if labels is not None else f"entry {i}"
+        rule = "whole numbers >= 1" if whole else "finite numbers > 0"
+        raise ParameterError(f"{what} must be {rule}; {who} has {numbers[i]:g}")
+    return numbers.astype(np.int64) if whole else numbers
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,9 +89,9 @@ class RequirementTypes:
     sizes: np.ndarray
 
     def __post_init__(self) -> None:
-        windows = _as_windows(self.windows, "type windows w")
-        epsilons = _as_epsilons(self.epsilons, "type epsilons")
-        sizes = _as_windows(self.sizes, "type sizes (users per type)")
+        windows = _checked(self.windows, "type windows w", whole=True)
+        epsilons = _checked(self.epsilons, "type epsilons", whole=False)
+        sizes = _checked(self.sizes, "type sizes (users per type)", whole=True)
         if not windows.size == epsilons.size == sizes.size:
             raise ParameterError(f"windows, epsilons and sizes differ in length: {windows.size}, {epsilons.size}, {sizes.size}")
         for name, value in (("windows", windows), ("epsilons", epsilons), ("sizes", sizes)):
@@ -145,15 +143,16 @@ class Requirements:
     """Every user's ``(w_i, eps_i)``, in user order, with the users' ids."""
 
     def __init__(self, windows: Sequence, epsilons: Sequence, user_ids: Sequence[str] | None = None) -> None:
-        self.windows = _as_windows(windows, "requirement windows w_i")
-        self.epsilons = _as_epsilons(epsilons, "requirement epsilons eps_i")
-        if self.windows.size != self.epsilons.size:
-            raise ParameterError(f"{self.windows.size} windows but {self.epsilons.size} epsilons")
-        ids = [str(u) for u in user_ids] if user_ids is not None else [str(i) for i in range(self.windows.size)]
-        if len(ids) != self.windows.size:
-            raise ParameterError(f"{len(ids)} user ids for {self.windows.size} requirements")
+        count = np.asarray(windows).size
+        ids = [str(u) for u in user_ids] if user_ids is not None else [str(i) for i in range(count)]
+        if len(ids) != count:
+            raise ParameterError(f"{len(ids)} user ids for {count} requirements")
         if len(set(ids)) != len(ids):
             raise ParameterError("user ids must be unique")
+        self.windows = _checked(windows, "requirement windows w_i", whole=True, labels=ids)
+        self.epsilons = _checked(epsilons, "requirement epsilons eps_i", whole=False, labels=ids)
+        if self.windows.size != self.epsilons.size:
+            raise ParameterError(f"{self.windows.size} windows but {self.epsilons.size} epsilons")
         self.user_ids = ids
         pairs = np.stack([self.windows.astype(float), self.epsilons], axis=1)
         distinct, self.user_types = np.unique(pairs, axis=0, return_inverse=True)
