@@ -106,8 +106,8 @@ def test_window_one_users():
     assert [r.strategy for r in results[4:]] == [Strategy.NULLIFIED] * 2
 
 
-# 10. invariants I1-I6 over random populations and scripted decisions ------------------------
-populations = st.lists(st.tuples(st.integers(1, 12), st.sampled_from([0.1, 0.5, 1.0, 2.0, 4.0]), st.integers(1, 10)),
+# 10. invariants I1-I6 over random populations (n <= 48, w_i <= 12, T <= 200) and scripted decisions
+populations = st.lists(st.tuples(st.integers(1, 12), st.sampled_from([0.1, 0.5, 1.0, 2.0, 4.0]), st.integers(1, 8)),
                        min_size=1, max_size=6)
 
 
