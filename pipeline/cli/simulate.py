@@ -13,7 +13,7 @@ from typing import Iterable, Protocol
 
 from ..core.synthetic import MODELS
 from ._common import UsageError
-from . import simulate_central
+from . import simulate_central, simulate_personalized
 
 __all__ = ["register", "Family", "Outcome"]
 
@@ -35,7 +35,7 @@ class Family(Protocol):
     def run(self, mechanism: str, args) -> Outcome: ...
 
 
-FAMILIES: tuple[Family, ...] = (simulate_central.FAMILY,)
+FAMILIES: tuple[Family, ...] = (simulate_central.FAMILY, simulate_personalized.FAMILY)
 
 
 def _family_of(mechanism: str) -> Family:

@@ -1,0 +1,73 @@
+"""Dissimilarity Calculation (DC): Du et al., PVLDB 18(6) 2025, Algorithm 3 (M1 of PBD and PBA).
+
+Every user of type k holds the dissimilarity budget ``e1_k = eps_k / (2 w_k)`` at every slot.
+OBS picks the SM threshold ``theta_1`` among them (with sensitivity 1 by default, spec RES-4;
+``obs_sensitivity`` changes only that error model, not the noise), SM_s draws a fresh sample,
+and the private dissimilarity is the mean absolute distance of the sampled histogram to the last
+release plus ``Lap((1/d) / theta_1)``: adding or removing one sampled user moves the mean by 1/d.
+The budgets never change, so ``theta_1`` and the keep probabilities are computed once.
+
+Randomness: the sample's coins at ``(slot, SAMPLE_DISSIMILARITY)`` (only if some ``p < 1``), the
+noise at ``(slot, DISSIMILARITY)``: with identical users this is exactly BD/BA's M1.
+
+Spend: ``e1_k = eps_k / (2 w_k)`` for every user of type k, at every slot (null slots included),
+so ``w_k e1_k = eps_k / 2`` per window of that user's own ``w_k`` (spec I2).
+
+>>> from pipeline.core.randomness import SecretKey, ZeroNoise
+>>> from pipeline.core.personalized.requirements import RequirementTypes
+>>> types = RequirementTypes([4, 2], [1.0, 1.0], [3, 1])
+>>> dc = DissimilarityCalculation(types, domain_size=2)
+>>> dc.budgets.tolist(), dc.theta, dc.probabilities.round(4).tolist()  # OBS prefers sampling 3 users
+([0.125, 0.25], 0.25, [0.4688, 1.0])
+>>> dc.measure(1, np.array([[0, 0], [0, 1]]), np.zeros(2), ZeroNoise(SecretKey.from_seed(0))).value
+0.5
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..central.dissimilarity import Dissimilarity
+from ..randomness import DerivedRandomness, Phase
+from ..validation import ParameterError, check_domain, check_epsilon
+from .obs import obs
+from .requirements import RequirementTypes
+from .sampling import keep_probabilities, sample_counts
+
+__all__ = ["DissimilarityCalculation"]
+
+Sampler = Callable[[np.ndarray, np.ndarray, DerivedRandomness, int, int], np.ndarray]
+
+
+class DissimilarityCalculation:
+    """M1 of the personalized mechanisms: the private, sampled dissimilarity to the last release.
+
+    ``measure`` returns the central model's :class:`Dissimilarity`; its ``epsilon`` is the SM
+    threshold ``theta_1`` (what the comparison's noise is calibrated to), while each type is
+    charged its own ``budgets[k]``.
+    """
+
+    def __init__(self, types: RequirementTypes, domain_size: int, *, obs_sensitivity: float = 1.0,
+                 sampler: Sampler = sample_counts) -> None:
+        self.domain_size = check_domain(domain_size)
+        self.obs_sensitivity = check_epsilon(obs_sensitivity, "DC's OBS sensitivity")
+        self.budgets = types.dissimilarity_budgets
+        self.budgets.flags.writeable = False  # shared by every slot's result
+        selection = obs(self.budgets, types.sizes, self.obs_sensitivity)
+        if selection is None:  # budgets are eps/(2w) > 0, so only an underflow gets here
+            raise ParameterError("every dissimilarity budget eps_i/(2 w_i) underflows to 0")
+        self.theta = selection.theta
+        self.probabilities = keep_probabilities(self.budgets, self.theta)
+        self.scale = (1.0 / self.domain_size) / self.theta
+        self.sampler = sampler
+
+    def distance(self, kept: np.ndarray, last_release: np.ndarray) -> float:
+        """The mean absolute distance of the kept users' histogram to the last release (over all d bins)."""
+        return float(np.abs(last_release - kept.sum(axis=0)).sum()) / self.domain_size
+
+    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray, randomness: DerivedRandomness) -> Dissimilarity:
+        kept = self.sampler(counts, self.probabilities, randomness, slot, Phase.SAMPLE_DISSIMILARITY)
+        noise = randomness.laplace(slot, Phase.DISSIMILARITY, self.scale)
+        return Dissimilarity(slot, self.distance(kept, last_release) + float(noise), self.theta, self.scale)

@@ -1,0 +1,117 @@
+"""Per-user budget ledger of the personalized mechanisms, kept per requirement type.
+
+Users of one type are charged the same at every slot, so the ledger stores a ``(slots, types)``
+matrix of charges (DC's ``eps1`` and the publication's ``eps2``) and checks every window of each
+type's own ``w_k`` against its ``eps_k``. :meth:`PersonalizedLedger.user_charges` expands it to
+any user's charge at every slot through the user -> type map; that is the per-user view an audit
+re-verifies (spec §2: ``sum_{k in W_i(t)} eps_{i,k} <= eps_i`` for every user i and slot t).
+
+>>> ledger = PersonalizedLedger(windows=[2, 3], epsilons=[1.0, 3.0])
+>>> for slot, eps2 in enumerate([[0.5, 1.0], [0.0, 0.0], [0.25, 1.5]], start=1):
+...     ledger.record_charges(slot, [0.25, 0.5], eps2)
+>>> ledger.type_window_spend().tolist()
+[[0.75, 1.5], [1.0, 2.0], [0.75, 4.0]]
+>>> ledger.max_spend_ratio(), ledger.violations()
+(1.3333333333333333, [(1, 3, 4.0, 3.0)])
+>>> ledger.user_charges(np.array([1, 0, 1]), user=1).tolist()
+[0.75, 0.25, 0.5]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ledger import window_sums
+from ..validation import ParameterError
+
+__all__ = ["PersonalizedLedger"]
+
+
+class PersonalizedLedger:
+    """Every slot's charge to every requirement type ``(w_k, eps_k)``, with window checks."""
+
+    def __init__(self, windows, epsilons) -> None:
+        self.windows = np.asarray(windows, dtype=np.int64)
+        self.epsilons = np.asarray(epsilons, dtype=float)
+        self._slots: list[int] = []
+        self._eps1: list[np.ndarray] = []
+        self._eps2: list[np.ndarray] = []
+
+    @classmethod
+    def for_mechanism(cls, mechanism) -> "PersonalizedLedger":
+        return cls(mechanism.types.windows, mechanism.types.epsilons)
+
+    @property
+    def slots(self) -> int:
+        return len(self._slots)
+
+    def record(self, result) -> None:
+        """Add a :class:`.pwsm.PersonalizedStepResult`."""
+        self.record_charges(result.slot, result.type_eps1, result.type_eps2)
+
+    def record_charges(self, slot: int, eps1, eps2) -> None:
+        """Add one slot's per-type charges (slots must be consecutive)."""
+        if self._slots and slot != self._slots[-1] + 1:
+            raise ParameterError(f"ledger slots must be consecutive: got {slot} after {self._slots[-1]}")
+        eps1, eps2 = np.asarray(eps1, dtype=float), np.asarray(eps2, dtype=float)
+        if eps1.shape != self.windows.shape or eps2.shape != self.windows.shape:
+            raise ParameterError(f"a slot's charges must have one entry per type ({self.windows.size})")
+        self._slots.append(int(slot))
+        self._eps1.append(eps1)
+        self._eps2.append(eps2)
+
+    def _matrix(self, rows: list[np.ndarray]) -> np.ndarray:
+        return np.array(rows, dtype=float).reshape(len(rows), self.windows.size)
+
+    @property
+    def eps1(self) -> np.ndarray:
+        """``(slots, types)`` DC charges."""
+        return self._matrix(self._eps1)
+
+    @property
+    def eps2(self) -> np.ndarray:
+        """``(slots, types)`` publication charges."""
+        return self._matrix(self._eps2)
+
+    def charges(self) -> np.ndarray:
+        return self.eps1 + self.eps2
+
+    def type_window_spend(self, part: str = "total") -> np.ndarray:
+        """``(slots, types)``: each type's spend over its own window ending at each slot.
+
+        ``part`` is ``"total"``, ``"eps1"`` (DC only) or ``"eps2"`` (publications only).
+        """
+        per_slot = {"total": self.charges, "eps1": lambda: self.eps1, "eps2": lambda: self.eps2}[part]()
+        out = np.empty_like(per_slot)
+        for k, w in enumerate(self.windows.tolist()):  # one vectorised pass per type, not per user
+            out[:, k] = window_sums(per_slot[:, k], w)
+        return out
+
+    def type_max_spend_ratio(self) -> np.ndarray:
+        """Per type: the largest window spend over ``eps_k`` (must be <= 1)."""
+        if not self.slots:
+            return np.zeros(self.windows.size)
+        return self.type_window_spend().max(axis=0) / self.epsilons
+
+    def max_spend_ratio(self) -> float:
+        """The largest ``spent / eps_i`` over every user and every window of their own ``w_i``."""
+        return float(self.type_max_spend_ratio().max())
+
+    def max_window_spend(self) -> float:
+        """The largest absolute spend of any user's own window."""
+        return float(self.type_window_spend().max()) if self.slots else 0.0
+
+    def violations(self, tolerance: float = 1e-12) -> list[tuple[int, int, float, float]]:
+        """``(type, last slot, spend, eps)`` of every window that spends more than ``eps (1 + tolerance)``."""
+        spend = self.type_window_spend()
+        rows, types = np.nonzero(spend > self.epsilons * (1.0 + tolerance))
+        return [(int(k), self._slots[r], float(spend[r, k]), float(self.epsilons[k])) for r, k in zip(rows, types)]
+
+    # --- the per-user view ----------------------------------------------------------------------
+    def user_charges(self, user_types: np.ndarray, user: int) -> np.ndarray:
+        """User ``user``'s charge at every slot (``user_types`` maps users to types)."""
+        return self.charges()[:, int(user_types[user])]
+
+    def user_max_spend_ratio(self, user_types: np.ndarray) -> np.ndarray:
+        """Every user's largest own-window spend over their ``eps_i``."""
+        return self.type_max_spend_ratio()[np.asarray(user_types)]

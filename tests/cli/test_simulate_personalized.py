@@ -1,0 +1,107 @@
+"""``wevent simulate -m pbd|pba``: the personalized family, its summary, records and errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+from pipeline.cli import main
+from pipeline.core.data import UserValues
+from pipeline.core.personalized import Requirements
+from pipeline.stream.codecs import ReleaseRecord
+
+SMALL = ["--users", "400", "--slots", "60", "--strict-window", "20", "--no-progress"]
+
+
+def run_json(capsys, *argv):
+    assert main(["simulate", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("mechanism, baseline", [("pbd", "bd"), ("pba", "ba")])
+def test_summary_has_per_user_spend_and_the_strictest_pair_baseline(capsys, mechanism, baseline):
+    s = run_json(capsys, "-m", mechanism, *SMALL)
+    assert s["mechanism"] == mechanism and s["slots"] == 60 and s["domain_size"] == 2
+    assert 0 < s["max_user_window_spend_ratio"] <= 1.0
+    assert s["max_user_window_spend_ratio"] <= s["user_window_spend_ratio_bound"] + 1e-12
+    req = s["requirements"]
+    assert req["users"] == 400 and sum(req["sizes"]) == 400
+    assert (req["strictest_window"], req["strictest_epsilon"]) == (max(req["windows"]), min(req["epsilons"]))
+    assert req["strictest_window"] <= 20 and req["strictest_epsilon"] >= 0.6
+    base = s["baseline"]
+    assert base["mechanism"] == baseline
+    assert (base["window"], base["epsilon"]) == (req["strictest_window"], req["strictest_epsilon"])
+    assert base["max_window_epsilon"] <= base["epsilon"] + 1e-12
+    assert s["error_reduction"]["mse"] == pytest.approx(1 - s["mse"] / base["mse"])
+    assert s["publications"] + s["approximations"] == 60
+
+
+def test_releases_file_holds_one_record_per_slot_with_type_charges(capsys, tmp_path):
+    out = tmp_path / "releases.jsonl"
+    s = run_json(capsys, "-m", "pba", *SMALL, "--releases", str(out))
+    records = [ReleaseRecord.from_json(line) for line in out.read_text().splitlines()]
+    assert [r.slot for r in records] == list(range(1, 61))
+    assert sum(r.strategy == "publish" for r in records) == s["publications"]
+    types = len(s["requirements"]["windows"])
+    assert all(len(r.extras["type_eps1"]) == types == len(r.extras["type_eps2"]) for r in records)
+    assert max(r.extras["window_spend_ratio"] for r in records) == pytest.approx(s["max_user_window_spend_ratio"])
+    # Re-verify every type's own windows from the records alone (what an audit does).
+    eps2 = np.array([r.extras["type_eps2"] for r in records])
+    eps1 = np.array([r.extras["type_eps1"] for r in records])
+    for k, (w, eps) in enumerate(zip(s["requirements"]["windows"], s["requirements"]["epsilons"])):
+        spend = np.convolve(eps1[:, k] + eps2[:, k], np.ones(w))[:60]
+        assert spend.max() <= eps * (1 + 1e-12)
+
+
+def test_same_seed_same_output_and_saved_requirements_reload(capsys, tmp_path):
+    path = tmp_path / "req.csv"
+    first = run_json(capsys, "-m", "pbd", *SMALL, "--requirement-mix", "per-user", "--save-requirements", str(path))
+    assert Requirements.load_csv(path).users == 400
+    again = run_json(capsys, "-m", "pbd", *SMALL, "--requirements", str(path))
+    assert again["mse"] == first["mse"] and again["requirements"] == first["requirements"]
+
+
+def test_dump_input_with_user_ids_and_a_requirements_file(capsys, tmp_path):
+    rng = np.random.default_rng(0)
+    ids = [f"taxi-{i}" for i in range(30)]
+    dump = tmp_path / "data.npz"
+    UserValues(rng.integers(-1, 5, (25, 30)), domain_size=5, user_ids=ids).save(dump)
+    req = tmp_path / "req.csv"
+    Requirements([3, 6] * 15, [1.0, 2.0] * 15, ids[::-1]).save_csv(req)
+    s = run_json(capsys, "-m", "pba", "--input", str(dump), "--requirements", str(req), "--no-progress")
+    assert s["slots"] == 25 and s["domain_size"] == 5 and s["requirements"]["users"] == 30
+    assert s["max_user_window_spend_ratio"] <= 1
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--input", "counts.csv"], "need every user's value per slot"),
+        (["--requirements", "req.csv"], "have no privacy requirement"),
+        (["--requirements", "missing.csv"], "No such file"),
+        (["--strict-epsilon", "0"], "strictest epsilon"),
+        (["--artifact-segment-len-nonprivate", "0"], "must be >= 1"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(capsys, tmp_path, monkeypatch, extra, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "counts.csv").write_text("1,2\n3,4\n")
+    (tmp_path / "req.csv").write_text("0,3,1.0\n1,3,1.0\n")
+    assert main(["simulate", "-m", "pbd", *SMALL, *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err and err.startswith("wevent simulate: error:")
+
+
+def test_non_private_artifact_options_show_in_the_spend_ratio(capsys):
+    broken = run_json(capsys, "-m", "pba", *SMALL, "--artifact-compat-nonprivate", "--threshold", "scale",
+                      "--force-first-publish")
+    assert broken["max_user_window_spend_ratio"] > 1.0
+    segmented = run_json(capsys, "-m", "pbd", *SMALL, "--artifact-segment-len-nonprivate", "15")
+    assert segmented["slots"] == 60 and segmented["options"]["artifact_segment_len_nonprivate"] == 15
+    assert segmented["max_user_window_spend_ratio"] > 1.0  # windows across a restart overspend
+
+
+def test_table_output(capsys):
+    assert main(["simulate", "-m", "pbd", *SMALL, "--dataset", "sin", "--lookback", "artifact"]) == 0
+    out = capsys.readouterr().out
+    assert "pbd" in out and "w = 20" in out

@@ -1,0 +1,67 @@
+"""Spec §11 items 12 and 17: the synthetic generators the experiments use, and monotone error trends.
+
+The trends are averaged over 10 seeds on a small stream (n = 2000, T = 500). They are soft
+in the spec's sense (not theorems), but with fixed seeds the run is deterministic, so they are
+asserted as they come out; a failure means the trend changed, not bad luck.
+"""
+
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from pipeline.core.central import BudgetDistribution
+from pipeline.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, grouped
+from pipeline.core.synthetic import synthetic
+from tests.conftest import derived
+
+USERS, SLOTS, SEEDS = 2000, 500, range(10)
+
+
+# 12. data generators -----------------------------------------------------------------------------
+def test_sin_and_log_closed_forms_and_tlns_range():
+    for t in (1, 100, 1000):
+        assert synthetic("sin", 10, 1000).p[t - 1] == pytest.approx(0.05 * np.sin(0.01 * t) + 0.075, abs=1e-15)
+        assert synthetic("log", 10, 1000).p[t - 1] == pytest.approx(0.25 / (1 + np.exp(-0.01 * t)), abs=1e-15)
+    p = synthetic("lns", 10, 10_000, seed=4).p
+    assert p.min() >= 0 and p.max() <= 1
+    data = synthetic("sin", 500, 20, seed=1)
+    assert (data.counts.sum(axis=1) == 500).all()
+    assert all(int(data.values_at(t).sum()) == data.counts[t - 1, 1] for t in (1, 7, 20))
+
+
+# 17. monotone trends -----------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def stream(seed):
+    data = synthetic("sin", USERS, SLOTS, seed=seed)
+    return data.values(), data.counts
+
+
+def personalized_mse(cls, epsilon, seed):
+    values, counts = stream(seed)
+    requirements = grouped(USERS, epsilon, 120, seed=seed)
+    m = cls.for_requirements(requirements, 2, randomness=derived(seed))
+    releases = np.array([r.release for r in m.run(requirements.type_counts(row, 2) for row in values)])
+    return float(np.mean((releases - counts) ** 2))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cls", [PersonalizedBudgetDistribution, PersonalizedBudgetAbsorption])
+def test_error_does_not_increase_with_epsilon(cls):
+    epsilons = [0.2, 0.4, 0.6, 0.8, 1.0]
+    amre = [np.mean([personalized_mse(cls, eps, seed) for seed in SEEDS]) for eps in epsilons]
+    assert all(a >= b for a, b in zip(amre, amre[1:])), amre
+
+
+@pytest.mark.slow
+def test_bd_error_does_not_decrease_with_window():
+    windows = [40, 80, 120, 160, 200]
+    amre = []
+    for w in windows:
+        errors = []
+        for seed in SEEDS:
+            counts = stream(seed)[1].astype(float)
+            releases = np.array([r.release for r in BudgetDistribution(0.6, w, 2, randomness=derived(seed)).run(counts)])
+            errors.append(np.mean((releases - counts) ** 2))
+        amre.append(np.mean(errors))
+    assert all(a <= b for a, b in zip(amre, amre[1:])), amre
