@@ -92,11 +92,14 @@ class DecayedRangeIndex(abc.ABC):
         if slot is not None and _check_slot(slot, "slot") != self.slot + 1:
             raise ParameterError(f"slot {slot} is not the next slot: the index expects slot {self.slot + 1}")
 
-    def _row(self, values) -> np.ndarray:
-        """One slot's ``d`` values (a plain number is accepted when d = 1)."""
-        if self.bins == 1 and np.ndim(values) == 0:
-            values = [values]
-        return check_counts(values, self.bins)
+    def _row(self, values) -> np.ndarray | float:
+        """One slot's ``d`` values; a float when d = 1 (the stores keep scalar rows then)."""
+        if self.bins > 1:
+            return check_counts(values, self.bins)
+        value = float(values) if isinstance(values, numbers.Real) else float(check_counts(values, 1)[0])
+        if not math.isfinite(value):
+            raise ParameterError(f"a slot value must be finite, got {values!r}")
+        return value
 
     # --- queries -----------------------------------------------------------------------------
     def query(self, from_slot, to_slot, decay=None) -> tuple[np.ndarray, np.ndarray]:
@@ -117,7 +120,13 @@ class DecayedRangeIndex(abc.ABC):
                                  f"can be queried (W = {self.window})")
         offset = self.first_slot - 1
         answer, variance = self._answer(l - offset, r - offset)
-        return answer, np.sqrt(np.broadcast_to(variance, (self.bins,))).copy()
+        if isinstance(variance, float):  # one variance for every bin
+            return self._vector(answer), np.full(self.bins, math.sqrt(variance))
+        return self._vector(answer), np.sqrt(variance)
+
+    def _vector(self, row) -> np.ndarray:
+        """A ``(d,)`` array from a store row (stores keep a scalar when d = 1)."""
+        return np.array([row]) if self.bins == 1 else row
 
     @abc.abstractmethod
     def _answer(self, l: int, r: int) -> tuple[np.ndarray, np.ndarray | float]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -65,11 +66,12 @@ class ReleaseIndex(DecayedRangeIndex):
         super().__init__(window, decay, bins=bins, block_size=block_size, first_slot=first_slot)
         self.per_bin_variance = bool(per_bin_variance)
         self._variance_bins = self.bins if self.per_bin_variance else 1
+        self._no_variance = np.zeros(self.bins) if self._variance_bins > 1 else 0.0  # rows are scalars when 1 wide
         self._values = DecayedFenwick(self.decay, self.window, self.block_size, self.bins)
         # noise variance of each closed group, placed at its last slot, decayed by p²
         self._inner = DecayedFenwick(self.decay**2, self.window, self.block_size, self._variance_bins)
         self._starts: list[int] = []  # internal time at which each live group starts
-        self._variances: list[np.ndarray] = []  # its noise variance per bin
+        self._variances: list[np.ndarray | float] = []  # its noise variance (per bin, or one for all bins)
         self._last_fresh = np.zeros(self.bins)  # the virtual release r_0 = 0 (noise-free)
 
     @property
@@ -93,33 +95,38 @@ class ReleaseIndex(DecayedRangeIndex):
             if not np.array_equal(values, self._last_fresh):
                 raise ParameterError(f"slot {self.slot + 1} is marked as a repeat but differs from the last fresh release")
             if not self._starts:  # repeats of r_0 form a noise-free group
-                self._open_group(i, np.zeros(self._variance_bins))
+                self._open_group(i, self._no_variance)
             closed = None
         else:
             closed = self._close_group(i) if self._starts else None
             self._open_group(i, self._check_variance(variance))
             self._last_fresh = values
         if i >= 2:  # the inner store runs one slot behind: slot i-1 ended a group iff slot i is fresh
-            self._inner.insert(np.zeros(self._variance_bins) if closed is None else closed)
+            self._inner.insert(self._no_variance if closed is None else closed)
         self._values.insert(values)
         self._drop_expired_groups()
 
-    def _check_variance(self, variance) -> np.ndarray:
+    def _check_variance(self, variance) -> np.ndarray | float:
         if variance is None:
             raise ParameterError("a fresh release needs its noise variance (pass repeated=True for a repeat)")
-        array = np.asarray(variance, dtype=float)
-        if array.shape not in ((), (self._variance_bins,)):
-            raise ParameterError(f"variance must be one number{' or one per bin' if self.per_bin_variance else ''}, "
-                                 f"got shape {array.shape}")
-        if not np.all(np.isfinite(array)) or np.any(array < 0):
+        if self._variance_bins == 1 and isinstance(variance, numbers.Real):  # the common case, without numpy
+            low = high = value = float(variance)
+        else:
+            value = np.asarray(variance, dtype=float)
+            if value.shape not in ((), (self._variance_bins,)):
+                raise ParameterError(f"variance must be one number{' or one per bin' if self.per_bin_variance else ''}, "
+                                     f"got shape {value.shape}")
+            value = np.broadcast_to(value, (self._variance_bins,)).copy() if self._variance_bins > 1 else float(value)
+            low, high = np.min(value), np.max(value)
+        if not 0.0 <= low <= high < math.inf:
             raise ParameterError(f"variance must be finite and >= 0, got {variance!r}")
-        return np.broadcast_to(array, (self._variance_bins,)).copy()
+        return value
 
-    def _open_group(self, i: int, variance: np.ndarray) -> None:
+    def _open_group(self, i: int, variance) -> None:
         self._starts.append(i)
         self._variances.append(variance)
 
-    def _close_group(self, i: int) -> np.ndarray:
+    def _close_group(self, i: int):
         """``v_g · u_g²`` of the group that ends at slot ``i - 1``."""
         u = self._geometric(i - self._starts[-1])
         return self._variances[-1] * (u * u)
@@ -163,7 +170,7 @@ class ReleaseIndex(DecayedRangeIndex):
             "values": self._values.state_dict(),
             "inner": self._inner.state_dict(),
             "group_starts": np.array(self._starts, dtype=np.int64),
-            "group_variances": np.array(self._variances).reshape(len(self._starts), self._variance_bins),
+            "group_variances": np.array(self._variances, dtype=float),
             "last_fresh": self._last_fresh.copy(),
         }
 
@@ -171,5 +178,5 @@ class ReleaseIndex(DecayedRangeIndex):
         self._values.load_state(dynamic["values"])
         self._inner.load_state(dynamic["inner"])
         self._starts = [int(s) for s in dynamic["group_starts"]]
-        self._variances = [row.copy() for row in dynamic["group_variances"]]
+        self._variances = [row.copy() if self._variance_bins > 1 else float(row) for row in dynamic["group_variances"]]
         self._last_fresh = np.array(dynamic["last_fresh"], dtype=float)

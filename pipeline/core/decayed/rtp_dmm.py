@@ -123,7 +123,7 @@ class RTPDMM(DecayedRangeIndex):
         """Ingest the next slot's raw values (``d`` of them) and return the released node ``S̃``."""
         self._check_next(slot)
         values = self._row(counts)
-        return self._store.insert(values, self._noise(self._store.time + 1))
+        return self._vector(self._store.insert(values, self._noise(self._store.time + 1)))
 
     def _noise(self, i: int):
         """The node noise of internal time ``i``: one derived draw, the same on every call."""
@@ -138,7 +138,7 @@ class RTPDMM(DecayedRangeIndex):
 
     def node(self, slot: int) -> np.ndarray:
         """The released node of ``slot`` while its block is open (S̃ of unreleased nodes is never readable)."""
-        return self._store.node(slot - self.first_slot + 1)
+        return self._vector(self._store.node(slot - self.first_slot + 1))
 
     # --- state -------------------------------------------------------------------------------
     def _params(self) -> dict[str, Any]:
