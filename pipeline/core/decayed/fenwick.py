@@ -9,8 +9,8 @@ node's noise-free value to its parent and extends the block's decayed prefix arr
 
 Memory: the node array of a block is dropped when the block is sealed (only its prefixes are
 read by queries), and whole blocks that end before the window ``[t-W+1, t]`` are freed. In the
-oldest live block only rows ``>= local(t-W+1) - 1`` are needed (RESOLVED A17); they are what the
-state keeps.
+oldest live block, once sealed, only rows ``>= local(t-W+1) - 1`` are needed (RESOLVED A17);
+they are what the state keeps.
 
 Vectorised over ``d`` bins: every row is a vector of d values; with d = 1 a row is a scalar
 (arrays of shape (L+1,)), because numpy arithmetic on one-element arrays costs microseconds.
@@ -212,10 +212,10 @@ class DecayedFenwick:
         """Rows of each live prefix array that queries may still read: ``[from, to]``."""
         oldest = max(1, self.time - self.window + 1)
         rows = [(0, self.block_size) for _ in self._prefixes]
-        if rows:
-            rows[0] = (oldest - 1 - self._first_block * self.block_size, rows[0][1])
-            if self._nodes is not None:
-                rows[-1] = (rows[-1][0], self._open_local())
+        if self._nodes is not None:  # the open block keeps row 0 on: inserts read P[k - lowbit(k)]
+            rows[-1] = (0, self._open_local())
+        if len(rows) > 1 or (rows and self._nodes is None):
+            rows[0] = (oldest - 1 - self._first_block * self.block_size, self.block_size)
         return rows
 
     def state_dict(self) -> dict[str, Any]:

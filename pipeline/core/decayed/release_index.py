@@ -72,7 +72,7 @@ class ReleaseIndex(DecayedRangeIndex):
         self._inner = DecayedFenwick(self.decay**2, self.window, self.block_size, self._variance_bins)
         self._starts: list[int] = []  # internal time at which each live group starts
         self._variances: list[np.ndarray | float] = []  # its noise variance (per bin, or one for all bins)
-        self._last_fresh = np.zeros(self.bins)  # the virtual release r_0 = 0 (noise-free)
+        self._last_fresh = 0.0 if self.bins == 1 else np.zeros(self.bins)  # the virtual r_0 = 0, noise-free
 
     @property
     def _time(self) -> int:
@@ -171,7 +171,7 @@ class ReleaseIndex(DecayedRangeIndex):
             "inner": self._inner.state_dict(),
             "group_starts": np.array(self._starts, dtype=np.int64),
             "group_variances": np.array(self._variances, dtype=float),
-            "last_fresh": self._last_fresh.copy(),
+            "last_fresh": np.array(self._last_fresh, dtype=float),
         }
 
     def _load(self, dynamic: dict[str, Any]) -> None:
@@ -179,4 +179,4 @@ class ReleaseIndex(DecayedRangeIndex):
         self._inner.load_state(dynamic["inner"])
         self._starts = [int(s) for s in dynamic["group_starts"]]
         self._variances = [row.copy() if self._variance_bins > 1 else float(row) for row in dynamic["group_variances"]]
-        self._last_fresh = np.array(dynamic["last_fresh"], dtype=float)
+        self._last_fresh = dynamic["last_fresh"] if self.bins > 1 else float(dynamic["last_fresh"])

@@ -105,9 +105,10 @@ class RTPDMM(DecayedRangeIndex):
         if self.noise_mode == "exact":
             return window_sensitivity(norms, self.privacy_window, self.neighbours, self.contribution_bound)
         height = self.block_size.bit_length()
-        if window_sensitivity(norms, 1) > height:  # Δ < 1/p for Λ: H covers it iff p >= 1/H
-            raise ParameterError(f"noise_mode 'paper_literal' is not private for decay {self.decay} < 1/H "
-                                 f"(H = {height}): use noise_mode 'exact'")
+        exact = window_sensitivity(norms, 1)
+        if exact > height:  # Δ < 1/p for Λ: H covers it whenever p >= 1/H
+            raise ParameterError(f"noise_mode 'paper_literal' is not private for decay {self.decay}: the exact "
+                                 f"sensitivity {exact:.4g} exceeds H = {height}; use noise_mode 'exact'")
         return scale * self.privacy_window * height
 
     @property
