@@ -6,6 +6,8 @@ value and compute ``Σ_{i=l..r} p^(t-i) D_i`` per query: with numpy (a slice tim
 vector, O(r-l) vectorised) and as a plain Python loop. The benchmark first checks that the
 noise-free release index agrees with the numpy baseline, then prints rates and ratios.
 ``--flat`` adds RTP_DMM's per-insert time for block sizes 2^10 .. 2^21 (spec §5 item 10).
+``--accuracy`` adds the exact MSE (mean squared standard error, data-independent) of every noise
+configuration on the same queries, next to LP-item (Lap(1/ε) on every slot, spec §4 A19/A20).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def register(sub) -> None:
     p.add_argument("--queries", type=int, default=20_000, help="queries for the indexes (default: 20000)")
     p.add_argument("--naive-queries", type=int, default=500, help="queries for the naive baselines (default: 500)")
     p.add_argument("--flat", action="store_true", help="also time inserts for block sizes 2^10 .. 2^21")
+    p.add_argument("--accuracy", action="store_true", help="also print the exact MSE of each noise configuration")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(handler=handle)
 
@@ -118,6 +121,8 @@ def handle(args) -> int:
     print(f"ratios are against the naive numpy baseline; mode A agrees with it: {agree}")
     if args.flat:
         flat_inserts(args.decay, args.epsilon, randomness)
+    if args.accuracy:
+        accuracy(window, args.decay, args.epsilon, queries, randomness)
     return 0 if agree else 1
 
 
@@ -133,3 +138,25 @@ def flat_inserts(decay: float, epsilon: float, randomness: DerivedRandomness, in
         for value in data:
             index.insert(value)
         print(f"{size:>9,} {(time.perf_counter() - start) / inserts * 1e6:>10.2f}")
+
+
+def accuracy(window: int, decay: float, epsilon: float, queries, randomness: DerivedRandomness) -> None:
+    """Mean exact variance over the queries: the MSE each configuration would show (spec §4 [OURS])."""
+    print(f"exact MSE over the same {len(queries):,} queries (epsilon = {epsilon:g}, event level):")
+    print(f"{'configuration':<34} {'L':>7} {'MSE':>10}")
+    zeros = [0.0] * window
+    for block_size in sorted({window, max(1, window // 2)}, reverse=True):
+        for variant in ("none", "paper", "cai"):
+            for mode in ("exact", "paper_literal"):
+                index = RTPDMM(epsilon, window, decay, block_size=block_size, lambda_variant=variant,
+                               noise_mode=mode, randomness=randomness)
+                print(f"{'RTP_DMM ' + variant + ' Λ, ' + mode:<34} {block_size:>7,} {mse(index, zeros, queries):>10.1f}")
+    lp_item = ReleaseIndex(window, decay)  # every slot released with its own Lap(1/ε): variance 2/ε²
+    print(f"{'LP-item':<34} {'-':>7} {mse(lp_item, zeros, queries, variance=2 / epsilon**2):>10.1f}")
+
+
+def mse(index, zeros, queries, **insert) -> float:
+    for value in zeros[index.slot :]:
+        index.insert(value, **insert)
+    t_shift = len(zeros) - max(r for _, r in queries)  # the queries were drawn at the benchmark's last slot
+    return float(np.mean([index.query(l + t_shift, r + t_shift)[1][0] ** 2 for l, r in queries]))

@@ -154,10 +154,6 @@ class DecayedRangeIndex(abc.ABC):
     def to_json(self) -> str:
         return state_codec.to_json(self.state_dict())
 
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
-        return f"{type(self).__name__}({params}) at slot {self.slot}"
-
 
 def restore_index(data: bytes | str, randomness: DerivedRandomness | None = None) -> DecayedRangeIndex:
     """Rebuild an index from ``to_bytes``/``to_json`` output; a private index needs its stream's randomness."""

@@ -153,3 +153,18 @@ def test_combined_index_has_the_inverse_variance_error():
         assert error.var() == pytest.approx(standard_error[0] ** 2, rel=TOL)
         var_a, var_b = released.query(l, r)[1][0] ** 2, private.query(l, r)[1][0] ** 2
         assert standard_error[0] ** 2 == pytest.approx(var_a * var_b / (var_a + var_b), rel=1e-12)
+
+
+# spec §6: the analytic accuracy snapshot (average variance of in-block decayed prefixes, ε = 1) --
+@pytest.mark.parametrize("block_size, p, expected", [
+    (4096, 1.0, {"none": 2028, "paper": 1738, "cai": 927}),
+    (4096, 0.9995, {"none": 1196, "paper": 1503, "cai": 822}),
+    (512, 1.0, {"none": 900, "paper": 694, "cai": 459}),
+    (512, 0.9995, {"none": 797, "paper": 632}),
+])
+def test_prefix_variance_matches_the_spec_snapshot(block_size, p, expected):
+    """The spec prints these to 3-4 significant digits: within 0.1 % (plus rounding) of the exact formula."""
+    for variant, value in expected.items():
+        index = RTPDMM(1.0, block_size, p, block_size=block_size, lambda_variant=variant, randomness=zero_noise())
+        average = np.mean([index._store.noise_variance(1, r, t=r) for r in range(1, block_size + 1)])
+        assert average == pytest.approx(value, abs=0.5 + 1e-3 * value)
