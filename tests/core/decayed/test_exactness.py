@@ -165,6 +165,21 @@ def test_noise_terms_are_what_the_answer_carries(stream, decay):
         assert len(positions) <= 2 * height + between
 
 
+@settings(max_examples=40, deadline=None)
+@given(stream=streams(max_window=30, max_block=32), decay=st.floats(0.2, 1.0), seed=st.integers(0, 1000))
+def test_o1_variance_equals_the_sum_over_the_noise_terms(stream, decay, seed):
+    window, block_size, data = stream
+    node_variance = np.random.default_rng(seed).uniform(0.1, 10.0, block_size + 1)
+    store = DecayedFenwick(decay, window, block_size, node_variance=node_variance)
+    for value in data:
+        store.insert(float(value))
+    for l, r in all_ranges(store.time, window):
+        positions, coefficients = store.noise_terms(l, r)
+        expected = np.sum(coefficients**2 * node_variance[(positions - 1) % block_size + 1])
+        # the O(1) form subtracts prefix variances of at most H terms: rounding ~H ulps, far below 1e-9
+        assert store.noise_variance(l, r) == pytest.approx(expected, rel=1e-9)
+
+
 @pytest.mark.parametrize("block_size", [4, 16, 64])
 def test_prefix_inside_one_block_touches_popcount_nodes(block_size):
     store = DecayedFenwick(0.9, 2 * block_size, block_size)
