@@ -39,6 +39,8 @@ def check_decay(decay, name: str = "decay") -> float:
 
 
 def _check_slot(value, name: str) -> int:
+    if type(value) is int:  # the common case, without the abstract-class checks below
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer():
         raise ParameterError(f"{name} must be an integer slot, got {value!r}")
     return int(value)
