@@ -78,8 +78,7 @@ class DecayedFenwick:
         ``S̃`` and re-derives the noise, rebuilds the parent bit for bit.
         """
         i = self.time + 1
-        block, k = divmod(i - 1, self.block_size)
-        k += 1
+        k = (i - 1) % self.block_size + 1
         if k == 1:
             self._nodes = np.zeros(self._shape)
             self._prefixes.append(np.zeros(self._shape))
