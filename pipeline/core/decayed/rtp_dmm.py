@@ -1,0 +1,170 @@
+"""RTP_DMM (Algorithm 4 of Sun et al. 2019): private decayed range queries over a sliding window.
+
+Each slot's value enters a decayed Fenwick tree (one per block of L slots); the insert releases
+one new node with Laplace noise of scale ``σ_k = Δ / (ε λ_k)`` (Algorithm 3, λ from GetLambda,
+Algorithm 2) and its noisy prefix. Every range answer is assembled from released prefixes only,
+so any number of queries is post-processing.
+
+Options (spec §2.4-2.5; defaults are the spec's resolutions):
+
+* ``lambda_variant``: ``"paper"`` (default, Algorithm 2 as resolved), ``"cai"`` (lower error in
+  the spec's model), ``"none"`` (Algorithm 1).
+* ``noise_mode``: ``"exact"`` (default, ``Δ`` computed exactly for the chosen Λ, RESOLVED A10) or
+  ``"paper_literal"`` (``H`` per event as printed; refused when it would not be private, p < 1/H).
+* ``privacy_window`` w: 1 is the paper's event-level ε-DP; w > 1 is Mode B of spec §3, noise
+  calibrated to the w-event sensitivity ``Δ_w`` (``paper_literal``: the crude ``w·m·c·H``).
+  ``neighbours`` m = 1 (add/remove one user's per-slot event) or 2 (replacement: two bins
+  change); ``contribution_bound`` c: one user changes one slot's value of a bin by at most c
+  (clip per-user contributions before counting, else no bound holds).
+
+Spend: ``epsilon`` for w-event neighbours (w = ``privacy_window``; event level when w = 1) over
+the whole unbounded stream, stated as :attr:`RTPDMM.window_spend_bound`; queries spend nothing.
+Released alongside w-event histograms of budget ε_H, the joint release is ``(ε_H + ε)`` w-event
+DP (:func:`host_epsilon` gives the host its share of a total).
+
+Noise: one Laplace draw (a d-vector) per insert, derived from ``(stream + "/rtp_dmm", slot,
+PUBLICATION)`` so that it can never coincide with a host mechanism's noise on the same stream.
+
+>>> from pipeline.core.randomness import SecretKey
+>>> index = RTPDMM(epsilon=1.0, window=8, decay=0.9, randomness=DerivedRandomness(SecretKey.from_seed(1)))
+>>> for count in [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]:
+...     _ = index.insert(count)
+>>> answer, standard_error = index.query(4, 9)          # Σ_{i=4..9} 0.9^(10-i) D_i, noisy
+>>> answer.shape, round(float(standard_error[0]), 4)
+((1,), 6.9188)
+>>> index.query(1, 9)
+Traceback (most recent call last):
+pipeline.core.validation.ParameterError: range 1..9 is outside the window: slots 3..10 can be queried (W = 8)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..randomness import DerivedRandomness, Phase, SecretKey
+from ..validation import ParameterError, check_epsilon, check_positive_int
+from ._base import DecayedRangeIndex
+from .fenwick import DecayedFenwick
+from .lambdas import lambda_table
+from .sensitivity import column_norms, window_sensitivity
+
+__all__ = ["RTPDMM", "NOISE_MODES", "NODE_NOISE_STREAM", "host_epsilon"]
+
+NOISE_MODES = ("exact", "paper_literal")
+NODE_NOISE_STREAM = "/rtp_dmm"  # appended to the stream name: node noise has a stream of its own
+
+
+class RTPDMM(DecayedRangeIndex):
+    """Private decayed range queries from one noisy tree node per slot (Algorithms 2-4)."""
+
+    name = "rtp_dmm"
+    randomised = True
+
+    def __init__(
+        self,
+        epsilon: float,
+        window: int,
+        decay: float,
+        *,
+        bins: int = 1,
+        privacy_window: int = 1,
+        neighbours: int = 1,
+        contribution_bound: float = 1.0,
+        block_size: int | None = None,
+        lambda_variant: str = "paper",
+        noise_mode: str = "exact",
+        randomness: DerivedRandomness | None = None,
+        first_slot: int = 1,
+    ) -> None:
+        super().__init__(window, decay, bins=bins, block_size=block_size, first_slot=first_slot)
+        self.epsilon = check_epsilon(epsilon)
+        self.privacy_window = check_positive_int(privacy_window, "privacy window w")
+        if neighbours not in (1, 2):
+            raise ParameterError(f"neighbours must be 1 (add/remove) or 2 (replacement), got {neighbours!r}")
+        self.neighbours = int(neighbours)
+        self.contribution_bound = check_epsilon(contribution_bound, "contribution bound")
+        if noise_mode not in NOISE_MODES:
+            raise ParameterError(f"noise_mode must be one of {', '.join(NOISE_MODES)}, got {noise_mode!r}")
+        self.noise_mode = noise_mode
+        self.lambda_variant = lambda_variant
+        self.lambdas = lambda_table(self.block_size, self.decay, lambda_variant)
+        self.sensitivity = self._sensitivity()
+        self.node_scales = np.zeros(self.block_size + 1)  # σ_k; index 0 unused
+        self.node_scales[1:] = self.sensitivity / (self.epsilon * self.lambdas[1:])
+        self.randomness = randomness if randomness is not None else DerivedRandomness(SecretKey.generate())
+        self.node_noise = self.randomness.for_stream(self.randomness.stream + NODE_NOISE_STREAM)
+        self._store = DecayedFenwick(self.decay, self.window, self.block_size, self.bins,
+                                     node_variance=2.0 * self.node_scales**2)
+
+    def _sensitivity(self) -> float:
+        """L1 sensitivity of all released nodes for w-event neighbours (§1.2, §2.5, §3 Mode B)."""
+        norms = column_norms(self.lambdas, self.decay)
+        scale = self.contribution_bound * self.neighbours
+        if self.noise_mode == "exact":
+            return window_sensitivity(norms, self.privacy_window, self.neighbours, self.contribution_bound)
+        height = self.block_size.bit_length()
+        exact = window_sensitivity(norms, 1)
+        if exact > height:  # Δ < 1/p for Λ: H covers it whenever p >= 1/H
+            raise ParameterError(f"noise_mode 'paper_literal' is not private for decay {self.decay}: the exact "
+                                 f"sensitivity {exact:.4g} exceeds H = {height}; use noise_mode 'exact'")
+        return scale * self.privacy_window * height
+
+    @property
+    def window_spend_bound(self) -> float:
+        """The budget of every window of ``privacy_window`` slots: ``epsilon`` (queries spend nothing)."""
+        return self.epsilon
+
+    @property
+    def _time(self) -> int:
+        return self._store.time
+
+    def insert(self, counts, slot: int | None = None) -> np.ndarray:
+        """Ingest the next slot's raw values (``d`` of them) and return the released node ``S̃``."""
+        self._check_next(slot)
+        values = self._row(counts)
+        return self._vector(self._store.insert(values, self._noise(self._store.time + 1)))
+
+    def _noise(self, i: int):
+        """The node noise of internal time ``i``: one derived draw, the same on every call."""
+        slot = self.first_slot - 1 + i
+        scale = self.node_scales[(i - 1) % self.block_size + 1]
+        if self.bins == 1:  # the scalar path of DerivedRandomness: one hash, no generator state
+            return self.node_noise.laplace(slot, Phase.PUBLICATION, scale)
+        return self.node_noise.laplace(slot, Phase.PUBLICATION, scale, self.bins)
+
+    def _answer(self, l: int, r: int):
+        return self._store.decayed_sum(l, r), self._store.noise_variance(l, r)
+
+    def node(self, slot: int) -> np.ndarray:
+        """The released node of ``slot`` while its block is open (S̃ of unreleased nodes is never readable)."""
+        return self._vector(self._store.node(slot - self.first_slot + 1))
+
+    # --- state -------------------------------------------------------------------------------
+    def _params(self) -> dict[str, Any]:
+        return {**super()._params(), "epsilon": self.epsilon, "privacy_window": self.privacy_window,
+                "neighbours": self.neighbours, "contribution_bound": self.contribution_bound,
+                "lambda_variant": self.lambda_variant, "noise_mode": self.noise_mode}
+
+    def _dynamic(self) -> dict[str, Any]:
+        return self._store.state_dict()
+
+    def _load(self, dynamic: dict[str, Any]) -> None:
+        self._store.load_state(dynamic, noise_of=self._noise)
+
+
+def host_epsilon(epsilon_total: float, decayed: RTPDMM) -> float:
+    """The host mechanism's budget when RTP_DMM reserves its own out of a w-event total (§3 Mode B).
+
+    By sequential composition the histograms (``ε_H``) and the decayed structure (``ε_D``) are
+    jointly ``(ε_H + ε_D)`` w-event DP, so the host gets ``ε_total - ε_D``.
+
+    >>> from pipeline.core.randomness import SecretKey
+    >>> host_epsilon(1.0, RTPDMM(0.25, 64, 0.99, privacy_window=10, randomness=DerivedRandomness(SecretKey.from_seed(0))))
+    0.75
+    """
+    total = check_epsilon(epsilon_total, "total epsilon")
+    if decayed.window_spend_bound >= total:
+        raise ParameterError(f"RTP_DMM's epsilon {decayed.window_spend_bound} leaves nothing of the total {total}")
+    return total - decayed.window_spend_bound
