@@ -89,12 +89,15 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
                 log.error("%s failed on %s[%d]@%d: %s", name, message.topic, message.partition, message.offset,
                           traceback.format_exc())
                 outputs, updates = [dead_letter("internal_error", message.topic, f"{type(exc).__name__}: {exc}")], {}
-            for key, blob in updates.items():
-                table[key.encode()] = blob
-            if processor.persist_before_send and updates:
-                await app.producer.flush()  # the ledger reaches its changelog before the release leaves
-            for out in outputs:
-                await topics[out.topic].send(key=out.key.encode() if out.key else None, value=out.value)
+            if processor.persist_before_send:  # M2: the ledger reaches its changelog before the release leaves
+                store(table, updates)
+                await app.producer.flush()
+                await send(topics, outputs)
+            else:  # outputs are delivered before the state that records their input as applied
+                await send(topics, outputs)
+                if outputs and updates:
+                    await app.producer.flush()
+                store(table, updates)
 
     app.agent(source, name=name)(run)
 
@@ -117,6 +120,16 @@ def _shorten_fetch_wait() -> None:
     driver.aiokafka = type("aiokafka_with_short_fetch_wait", (), {
         name: getattr(aiokafka, name) for name in dir(aiokafka) if not name.startswith("__")
     } | {"AIOKafkaConsumer": ShortWaitConsumer})
+
+
+def store(table, updates: dict[str, bytes]) -> None:
+    for key, blob in updates.items():
+        table[key.encode()] = blob
+
+
+async def send(topics: dict, outputs) -> None:
+    for out in outputs:
+        await topics[out.topic].send(key=out.key.encode() if out.key else None, value=out.value)
 
 
 def run_worker(app: faust.App, loglevel: str = "warn") -> None:

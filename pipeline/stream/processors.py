@@ -4,11 +4,17 @@ Each processor turns (its state for a key, one input message) into a new state a
 output messages. The Faust agents in ``topologies/`` only load and store the state in a table and
 send the outputs; the logic here is unit-testable without a broker.
 
-Exactly-once effect on state over an at-least-once transport: every state records the offset of
-the last input it applied per (topic, partition), and an input at or below it is skipped. State and
-offset change in one table write, so a crash between the write and the offset commit replays
-inputs that are then recognised and ignored. Outputs are deterministic (derived randomness), so a
-re-emitted message is identical to the first.
+Exactly-once effect on state over an at-least-once transport:
+
+* The assembler and M1 record in their state the offset of the last input they applied per
+  (topic, partition) and skip an input at or below it. Their agents deliver the outputs of an
+  input *before* writing the new state, so a crash leaves either the old state (the input is
+  replayed and its outputs re-sent) or the new one (whose outputs were already delivered).
+* M2 writes its ledger *before* its release leaves, as the architecture requires, so it cannot
+  skip by offset (a replayed input would then never be released). It is idempotent by slot
+  instead: an input for a slot already released re-emits the stored release.
+
+Outputs are deterministic (derived randomness), so every re-emission is identical to the first.
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ def dead_letter(reason: str, topic: str, detail: str, stream: str | None = None,
 class Processor:
     """Base: route a raw message to a state key, skip replays, apply, return the new state."""
 
-    #: M2 must persist its ledger before its release leaves (the agent flushes the changelog first)
+    #: M2 persists its ledger before its release leaves; the others deliver outputs before state.
     persist_before_send = False
 
     def __init__(self, config: AppConfig, logics: dict[str, StreamLogic]) -> None:
@@ -85,10 +91,11 @@ class Processor:
         stored = load(key)
         state = packing.unpack(stored) if stored else self.initial(key)
         mark = f"{topic}:{partition}"
-        if state["offsets"].get(mark, -1) >= offset:
-            return [], {}  # applied before a crash; its outputs were sent then (or are re-derived below)
+        if not self.persist_before_send:
+            if state["offsets"].get(mark, -1) >= offset:
+                return [], {}  # applied before a crash, and its outputs were delivered before that
+            state["offsets"][mark] = int(offset)
         outputs += self.apply(state, message, topic, partition, now)
-        state["offsets"][mark] = int(offset)
         return outputs, {key: packing.pack(state)}
 
 

@@ -1,0 +1,204 @@
+"""The central pipeline against a real broker and real worker processes (issue 4)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from pipeline.core.central import BudgetAbsorption, BudgetDistribution
+from pipeline.core.randomness import DerivedRandomness, SecretKey
+from pipeline.stream.audit import verify
+from pipeline.stream.codecs import DeadLetter, ReportBatch
+from pipeline.stream.config import parse_config
+from pipeline.stream.kafka import KafkaReportSink, producer_config
+from pipeline.stream.processes import wait_until
+from pipeline.stream.subscription import Releases
+from tests.integration.conftest import metric_value
+
+pytestmark = [pytest.mark.integration]
+
+START = 1_201_910_400.0
+USERS, SLOTS, DOMAIN, SEED = 3000, 60, 8, 5
+
+
+def categorical_feed(users=USERS, slots=SLOTS, domain=DOMAIN, seed=SEED) -> np.ndarray:
+    """Each user drifts between neighbouring cells now and then: a smooth, realistic histogram stream."""
+    rng = np.random.default_rng(seed)
+    values = np.empty((slots, users), dtype=np.int64)
+    current = rng.integers(0, domain, users)
+    for t in range(slots):
+        move = rng.random(users) < 0.05
+        current = np.where(move, (current + rng.choice([-1, 1], users)) % domain, current)
+        values[t] = current
+    return values
+
+
+def counts_of(values: np.ndarray, domain=DOMAIN) -> np.ndarray:
+    return np.stack([np.bincount(v, minlength=domain) for v in values]).astype(float)
+
+
+def stream_spec(name, mechanism, users=USERS):
+    return {"name": name, "model": "central", "mechanism": mechanism, "epsilon": 1.0, "window": 10,
+            "domain": DOMAIN, "users": users, "slot_seconds": 60, "start": START}
+
+
+def expected_releases(mechanism_cls, name, values):
+    m = mechanism_cls(1.0, 10, DOMAIN, randomness=DerivedRandomness(SecretKey.from_seed(SEED), name))
+    return m.run(counts_of(values))
+
+
+def collect(bootstrap, streams, count, timeout, cluster):
+    got = {}
+    with Releases(bootstrap, streams=streams) as releases:
+        deadline = time.monotonic() + timeout
+        while sum(len(v) for v in got.values()) < count and time.monotonic() < deadline:
+            for record in releases.follow(idle_timeout=1.0):
+                got.setdefault(record.stream, {})[record.slot] = record
+                if sum(len(v) for v in got.values()) >= count:
+                    break
+        assert not releases.conflicts, f"two different releases for {releases.conflicts}"
+    assert sum(len(v) for v in got.values()) == count, cluster.logs()
+    return got
+
+
+def test_parity_with_simulate_and_bad_input(cluster_factory):
+    config = parse_config({"seed": SEED, "report_partitions": 3, "stream_partitions": 2, "streams": [
+        stream_spec("bd", "bd"), stream_spec("ba", "ba"), stream_spec("dirty", "ba")]})
+    cluster = cluster_factory(config)
+    worker = cluster.start_worker()
+    values = categorical_feed()
+    sinks = {name: KafkaReportSink(cluster.bootstrap, name, 3, tansu_compat=True) for name in ("bd", "ba", "dirty")}
+    from confluent_kafka import Producer
+
+    raw = Producer(producer_config(cluster.bootstrap, tansu_compat=True))
+    dirty = config.stream("dirty")
+    for slot in range(1, SLOTS + 1):
+        t0 = round(dirty.slot_start(slot) * 1000)
+        bad = [
+            b"\xff\x00 not a report",  # malformed bytes
+            ReportBatch("no-such-stream", np.array([1]), np.array([0]), np.array([t0])).encode(),
+            ReportBatch("dirty", np.array([10]), np.array([DOMAIN + 3]), np.array([t0])).encode(),  # out of domain
+            ReportBatch("dirty", np.array([USERS + 5]), np.array([0]), np.array([t0])).encode(),  # unknown user
+        ]
+        for value in bad:
+            raw.produce("reports", value, partition=slot % 3)
+        raw.flush()
+        users = np.arange(USERS)
+        for name, sink in sinks.items():
+            if name != "dirty":
+                sink.send_slot(slot, dirty.slot_start(slot), dirty.slot_end(slot), users, values[slot - 1])
+                continue
+            # One producer keeps per-partition order: user 0 reports, reports again (duplicate),
+            # the slot's other reports and its watermark follow, then user 1 reports too late.
+            first = ReportBatch("dirty", np.array([0]), values[slot - 1, :1], np.array([t0])).encode()
+            sink._produce(first, 0)
+            sink._produce(first, 0)
+            sink.send_slot(slot, dirty.slot_start(slot), dirty.slot_end(slot), users[1:], values[slot - 1, 1:])
+            late = np.array([3])  # user 3 is on partition 0 (3 mod 3)
+            sink._produce(ReportBatch("dirty", late, values[slot - 1, late], np.array([t0])).encode(), 0)
+    for sink in sinks.values():
+        sink.close()
+    got = collect(cluster.bootstrap, ["bd", "ba", "dirty"], 3 * SLOTS, 240, cluster)
+    for name, cls in (("bd", BudgetDistribution), ("ba", BudgetAbsorption), ("dirty", BudgetAbsorption)):
+        assert sorted(got[name]) == list(range(1, SLOTS + 1))
+        for result in expected_releases(cls, name, values):
+            record = got[name][result.slot]
+            assert record.release == result.release.tolist(), f"{name} slot {result.slot}"
+            assert record.strategy == result.strategy.value
+    text = cluster.metrics(worker)
+    for reason, expected in (("out_of_domain", SLOTS), ("unknown_user", SLOTS), ("duplicate", SLOTS), ("late", SLOTS)):
+        assert metric_value(text, "wevent_reports_rejected_total", stream="dirty", reason=reason) == expected, reason
+    assert metric_value(text, "wevent_reports_rejected_total", stream="", reason="malformed") == SLOTS
+    assert metric_value(text, "wevent_reports_rejected_total", stream="", reason="unknown_stream") == SLOTS
+    assert metric_value(text, "wevent_releases_total", stream="ba", strategy="publish") == sum(
+        r.strategy == "publish" for r in got["ba"].values())
+    letters = _read_all(cluster.bootstrap, "deadletter")
+    reasons = {}
+    for value in letters:
+        reasons[DeadLetter.from_json(value).reason] = reasons.get(DeadLetter.from_json(value).reason, 0) + 1
+    assert reasons == {"malformed": SLOTS, "unknown_stream": SLOTS, "out_of_domain": SLOTS, "unknown_user": SLOTS,
+                       "duplicate": SLOTS, "late": SLOTS}
+
+
+def _read_all(bootstrap, topic):
+    from confluent_kafka import Consumer, TopicPartition
+
+    from pipeline.stream.kafka import consumer_config
+
+    consumer = Consumer(consumer_config(bootstrap))
+    values = []
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topic, p, low)])
+            while True:
+                message = consumer.poll(5)
+                if message is None:
+                    break
+                if not message.error():
+                    values.append(message.value())
+                    if message.offset() >= high - 1:
+                        break
+    finally:
+        consumer.close()
+    return values
+
+
+@pytest.mark.slow
+def test_crash_and_restart_loses_nothing_and_spends_nothing_twice(cluster_factory):
+    slots = 80
+    config = parse_config({"seed": SEED, "report_partitions": 2, "stream_partitions": 1,
+                           "streams": [stream_spec("ba", "ba")]})
+    cluster = cluster_factory(config)
+    cluster.start_worker()
+    values = categorical_feed(slots=slots)
+    sink = KafkaReportSink(cluster.bootstrap, "ba", 2, tansu_compat=True)
+    stream = config.stream("ba")
+    sent = 0
+    seen = {}
+    kills = 0
+    with Releases(cluster.bootstrap, streams=["ba"]) as releases:
+        deadline = time.monotonic() + 600
+        while len(seen) < slots and time.monotonic() < deadline:
+            while sent < min(slots, len(seen) + 6):  # keep a few slots in flight
+                sent += 1
+                sink.send_slot(sent, stream.slot_start(sent), stream.slot_end(sent), np.arange(USERS), values[sent - 1])
+                sink.producer.flush()
+            for record in releases.follow(idle_timeout=0.5):
+                seen[record.slot] = record
+                break
+            if kills < 3 and len(seen) >= (kills + 1) * 20:
+                cluster.workers[-1].kill()  # SIGKILL mid-stream: slots are in flight at every stage
+                kills += 1
+                cluster.start_worker()
+        assert not releases.conflicts, f"different releases for one slot: {releases.conflicts}"
+    sink.close()
+    assert kills == 3
+    assert sorted(seen) == list(range(1, slots + 1)), cluster.logs()
+    for result in expected_releases(BudgetAbsorption, "ba", values):
+        assert seen[result.slot].release == result.release.tolist()
+    audit = [json.loads(v) for v in _read_all(cluster.bootstrap, "audit")]
+    findings = verify(audit)
+    assert findings and all(f.ok for f in findings), findings
+    assert sorted({r["slot"] for r in audit}) == list(range(1, slots + 1))
+
+
+@pytest.mark.slow
+def test_wevent_run_then_audit(tmp_path):
+    log = tmp_path / "releases.jsonl"
+    run = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--slots", "30", "--release-log", str(log), "--quiet"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = log.read_text().splitlines()
+    assert len(lines) == 30 and sorted(json.loads(l)["slot"] for l in lines) == list(range(1, 31))
+    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", str(log)], capture_output=True, text=True,
+                           timeout=60)
+    assert audit.returncode == 0 and audit.stdout.startswith("PASS"), audit.stdout + audit.stderr
