@@ -1,0 +1,164 @@
+"""``wevent replay tdrive|foursquare|synthetic``: preprocess a feed and replay it slot by slot.
+
+Each feed has named profiles (the papers' settings); every profile setting is also an option that
+overrides it. The replay loop (:func:`producers.replay.replay`) hands every slot's batch to a sink:
+``--dump FILE`` writes the (slot x user) matrix as a ``.npz`` that ``wevent simulate --input FILE``
+reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Callable, Mapping
+
+from producers import foursquare, synthetic, tdrive
+from producers.preprocess import Preprocessed
+from producers.profiles import resolve, settings_of
+from producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
+
+from ._common import OneLineParser, UsageError, progress
+
+__all__ = ["register"]
+
+
+@dataclass(frozen=True)
+class FeedCommand:
+    """One ``wevent replay FEED``: its profiles, its input arguments and how to load it."""
+
+    name: str
+    help: str
+    profiles: Mapping
+    add_inputs: Callable
+    load: Callable  # (args, profile) -> (Feed, Preprocessed | None)
+
+
+def _tdrive_inputs(parser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="taxi files, or directories searched for *.txt "
+                        "(e.g. release/taxi_log_2008_by_id)")
+
+
+def _load_tdrive(args, profile) -> tuple[Feed, Preprocessed]:
+    data = tdrive.read_tdrive(args.paths, profile)
+    return MatrixFeed(data.values), data
+
+
+def _foursquare_inputs(parser) -> None:
+    parser.add_argument("path", metavar="PATH", help="tist2015: the check-in file or its directory; "
+                        "tsmc2014: the file (dataset_TSMC2014_NYC.txt or _TKY.txt)")
+    parser.add_argument("--pois", metavar="FILE", help="tist2015: the POI file (default: dataset_TIST2015_POIs.txt "
+                        "beside the check-ins)")
+
+
+def _load_foursquare(args, profile) -> tuple[Feed, Preprocessed]:
+    data = foursquare.read_foursquare(args.path, profile, pois=args.pois)
+    return MatrixFeed(data.values), data
+
+
+def _load_synthetic(args, profile) -> tuple[Feed, None]:
+    return synthetic.synthetic_feed(profile), None
+
+
+FEEDS = (
+    FeedCommand("tdrive", "T-Drive taxi trajectories (one file per taxi)", tdrive.PROFILES, _tdrive_inputs,
+                _load_tdrive),
+    FeedCommand("foursquare", "Foursquare check-ins (TIST2015 global, TSMC2014 NYC/Tokyo)", foursquare.PROFILES,
+                _foursquare_inputs, _load_foursquare),
+    FeedCommand("synthetic", "LNS / Sin / Log binary streams", synthetic.PROFILES, lambda parser: None,
+                _load_synthetic),
+)
+
+
+def _profile_class(command: FeedCommand) -> type:
+    return type(next(iter(command.profiles.values())))
+
+
+def register(sub) -> None:
+    p = sub.add_parser("replay", help="preprocess a T-Drive, Foursquare or synthetic feed and replay it slot by slot",
+                       description="Preprocess a feed with a named profile (the papers' settings; any setting "
+                       "can be overridden) and replay it slot by slot, in event-time order. --dump FILE writes "
+                       "the (slot x user) matrix for `wevent simulate --input FILE`.")
+    feeds = p.add_subparsers(dest="feed", required=True, metavar="FEED", parser_class=OneLineParser)
+    for command in FEEDS:
+        profiles = "; ".join(f"{name}: {profile.description}" for name, profile in command.profiles.items())
+        fp = feeds.add_parser(command.name, help=command.help, description=f"{command.help}. Profiles - {profiles}.")
+        command.add_inputs(fp)
+        default = next(iter(command.profiles))
+        fp.add_argument("--profile", default=default, choices=list(command.profiles),
+                        help=f"named settings (default: {default})")
+        group = fp.add_argument_group("profile settings (override the profile's value)")
+        for setting in settings_of(_profile_class(command)):
+            meta = setting.metadata
+            group.add_argument(f"--{setting.name.replace('_', '-')}", dest=f"set_{setting.name}",
+                               type=_typed(meta["parse"]), metavar=meta["metavar"], choices=meta["choices"],
+                               default=None, help=meta["help"])
+        _add_replay_options(fp)
+        fp.set_defaults(handler=handle, feed_command=command)
+
+
+def _typed(parse: Callable[[str], object]) -> Callable[[str], object]:
+    """``parse`` for argparse: its ValueError message becomes the one-line usage error."""
+    def read(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return read
+
+
+def _add_replay_options(parser) -> None:
+    parser.add_argument("--dump", metavar="FILE", help="write the preprocessed (slot x user) matrix to FILE (.npz) "
+                        "instead of sending it")
+    parser.add_argument("--from-slot", type=int, default=1, metavar="N", help="resume: start at slot N (default: 1)")
+    parser.add_argument("--speed", type=float, default=0.0, metavar="X", help="X times real time; 0 = as fast as "
+                        "possible (default: 0)")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.add_argument("--progress", dest="progress", action="store_true", default=None,
+                        help="always show a progress bar")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+
+
+def _sink_factory(args) -> Callable[[Feed], SlotSink]:
+    """How to open the sink once the feed is loaded; checks the options first, before a long read."""
+    if args.dump:
+        check_dump_path(args.dump)
+        return lambda feed: DumpSink(args.dump, feed, args.from_slot)
+    raise UsageError("sending to Kafka is not available yet; use --dump FILE")
+
+
+def handle(args) -> int:
+    command: FeedCommand = args.feed_command
+    overrides = {s.name: getattr(args, f"set_{s.name}") for s in settings_of(_profile_class(command))}
+    profile = resolve(command.profiles, args.profile, **overrides)
+    open_sink = _sink_factory(args)
+    feed, data = command.load(args, profile)
+    sink = open_sink(feed)
+    stats = replay(feed, sink, args.from_slot, args.speed,
+                   progress=lambda slots, total: progress(slots, args.progress, total=total, desc="replay"))
+    summary = {
+        "feed": command.name, "profile": args.profile, "settings": asdict(profile), "name": feed.name,
+        "users": feed.users, "slots": feed.slots, "domain_size": feed.domain_size,
+        "slot_seconds": feed.slot_seconds, "start": feed.start,
+        "lines": data.lines if data else None,
+        "skipped": data.skipped.as_dict() if data else {}, "skipped_lines": data.skipped.total if data else 0,
+        "first_slot": stats.first_slot, "last_slot": stats.last_slot, "reports": stats.reports, "dump": args.dump,
+    }
+    if args.json:
+        print(json.dumps(summary, default=str, sort_keys=True))
+    else:
+        _print_summary(summary, data, sys.stdout)
+    return 0
+
+
+def _print_summary(summary: dict, data: Preprocessed | None, out) -> None:
+    start = datetime.fromtimestamp(summary["start"], timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    out.write(f"{summary['feed']}, profile {summary['profile']}: {summary['users']:,} users, {summary['slots']:,} "
+              f"slots of {summary['slot_seconds']:g} s from {start}, domain size {summary['domain_size']}\n")
+    if data is not None:
+        out.write(f"read {data.lines:,} lines; {data.skipped.describe()}\n")
+    target = f"dumped to {summary['dump']}" if summary["dump"] else "sent"
+    out.write(f"replayed slots {summary['first_slot']:,}..{summary['last_slot']:,}: {summary['reports']:,} reports, "
+              f"{target}\n")

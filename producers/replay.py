@@ -1,0 +1,177 @@
+"""Replay a feed slot by slot, in event-time order, into a sink.
+
+A **feed** holds every user's value at every slot (:class:`Feed`: a preprocessed dataset as a
+:class:`MatrixFeed`, or a generated stream, :class:`producers.synthetic.SyntheticFeed`). The
+**replay loop** (:func:`replay`) walks slots ``from_slot..T`` in order and hands each slot's batch to
+a **sink**: ``send_slot(slot, start, end, users, values)`` with the 1-based slot number, the slot's
+``[start, end)`` in epoch seconds, the users present (``int64`` indices into ``feed.user_ids``,
+ascending) and their values (integers in ``0..d-1``, the feed's dtype). A user ``ABSENT`` in a
+slot is not in the batch. After the last slot the loop calls ``sink.close()``; when the loop
+fails or is interrupted it does not, so a sink never finalises a partial run as if complete.
+
+Speed: ``speed = 0`` sends as fast as the sink takes it; ``speed = s > 0`` sends slot k once
+``(end_k - start_first) / s`` seconds of wall-clock time have passed since the replay began, i.e.
+``s`` times real time, each slot when it has closed.
+
+:class:`DumpSink` writes what it receives as a :class:`pipeline.core.data.UserValues` ``.npz``
+(``wevent replay --dump``), which ``wevent simulate --input`` reads.
+
+>>> from pipeline.core.data import UserValues
+>>> feed = MatrixFeed(UserValues(np.array([[0, 1], [-1, 1]]), domain_size=2, slot_seconds=60))
+>>> class Printer:
+...     def send_slot(self, slot, start, end, users, values): print(slot, start, end, users, values)
+...     def close(self): print("closed")
+>>> replay(feed, Printer())
+1 0.0 60.0 [0 1] [0 1]
+2 60.0 120.0 [1] [1]
+closed
+ReplayStats(first_slot=1, last_slot=2, reports=3)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Protocol
+
+import numpy as np
+
+from pipeline.core.data import ABSENT, UserValues
+from pipeline.core.validation import ParameterError
+
+from .preprocess import value_dtype
+
+__all__ = ["Feed", "SlotSink", "MatrixFeed", "DumpSink", "ReplayStats", "replay", "slot_bounds", "check_dump_path",
+           "check_from_slot"]
+
+
+class Feed(Protocol):
+    """Every user's value at every slot, and what the values mean."""
+
+    name: str
+    domain_size: int
+    labels: list[str]
+    user_ids: list[str]
+    slot_seconds: float
+    start: float
+
+    @property
+    def slots(self) -> int: ...
+
+    @property
+    def users(self) -> int: ...
+
+    def values_at(self, slot: int) -> np.ndarray:
+        """Every user's value at 1-based ``slot`` (``ABSENT`` = no value), one integer per user."""
+
+
+class SlotSink(Protocol):
+    """Where the replay loop sends each slot's batch (a dump file, or Kafka)."""
+
+    def send_slot(self, slot: int, start: float, end: float, users: np.ndarray, values: np.ndarray) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class MatrixFeed:
+    """A feed over a preprocessed :class:`UserValues` matrix."""
+
+    def __init__(self, data: UserValues) -> None:
+        self.data = data
+        self.name, self.domain_size, self.labels = data.name, data.domain_size, data.labels
+        self.user_ids, self.slot_seconds, self.start = data.user_ids, data.slot_seconds, data.start
+
+    @property
+    def slots(self) -> int:
+        return self.data.slots
+
+    @property
+    def users(self) -> int:
+        return self.data.users
+
+    def values_at(self, slot: int) -> np.ndarray:
+        return self.data.values[slot - 1]
+
+
+def slot_bounds(feed: Feed, slot: int) -> tuple[float, float]:
+    """``[start, end)`` of 1-based ``slot`` in epoch seconds."""
+    begin = feed.start + (slot - 1) * feed.slot_seconds
+    return begin, begin + feed.slot_seconds
+
+
+@dataclass(frozen=True)
+class ReplayStats:
+    first_slot: int
+    last_slot: int
+    reports: int  # (user, value) pairs sent
+
+    @property
+    def slots(self) -> int:
+        return self.last_slot - self.first_slot + 1
+
+
+def check_from_slot(feed: Feed, from_slot: int) -> int:
+    if isinstance(from_slot, bool) or not isinstance(from_slot, int) or not 1 <= from_slot <= feed.slots:
+        raise ParameterError(f"--from-slot must be a slot of the feed, 1..{feed.slots}, got {from_slot!r}")
+    return from_slot
+
+
+def check_dump_path(path: str | Path) -> Path:
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ParameterError(f"cannot write {path}: no directory {path.parent}")
+    return path
+
+
+def replay(feed: Feed, sink: SlotSink, from_slot: int = 1, speed: float = 0.0,
+           progress: Callable[[Iterable[int], int], Iterable[int]] | None = None,
+           clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> ReplayStats:
+    """Send slots ``from_slot..feed.slots`` to ``sink`` in order, then close it (see the module docstring).
+
+    ``progress(slots, total)`` may wrap the slot iterator (a progress bar).
+    """
+    check_from_slot(feed, from_slot)
+    if not speed >= 0:
+        raise ParameterError(f"speed must be >= 0 (0: as fast as possible), got {speed!r}")
+    slots: Iterable[int] = range(from_slot, feed.slots + 1)
+    if progress is not None:
+        slots = progress(slots, feed.slots - from_slot + 1)
+    began, origin = clock(), slot_bounds(feed, from_slot)[0]
+    reports = 0
+    for slot in slots:
+        start, end = slot_bounds(feed, slot)
+        if speed > 0:
+            wait = began + (end - origin) / speed - clock()
+            if wait > 0:
+                sleep(wait)
+        values = feed.values_at(slot)
+        users = np.flatnonzero(values != ABSENT)
+        sink.send_slot(slot, start, end, users, values[users])
+        reports += users.size
+    sink.close()
+    return ReplayStats(from_slot, feed.slots, reports)
+
+
+class DumpSink:
+    """Collects the replayed slots into a matrix and writes it as a ``UserValues`` ``.npz`` on close.
+
+    With ``from_slot = k`` the dump holds slots k..T and starts at slot k's start time.
+    """
+
+    def __init__(self, path: str | Path, feed: Feed, from_slot: int = 1) -> None:
+        self.path, self.feed, self.first = check_dump_path(path), feed, check_from_slot(feed, from_slot)
+        self.matrix = np.full((feed.slots - from_slot + 1, feed.users), ABSENT, dtype=value_dtype(feed.domain_size))
+
+    def send_slot(self, slot: int, start: float, end: float, users: np.ndarray, values: np.ndarray) -> None:
+        self.matrix[slot - self.first, users] = values
+
+    def close(self) -> None:
+        feed = self.feed
+        dump = UserValues(self.matrix, domain_size=feed.domain_size, labels=list(feed.labels),
+                          user_ids=list(feed.user_ids), slot_seconds=feed.slot_seconds,
+                          start=slot_bounds(feed, self.first)[0], name=feed.name)
+        try:
+            dump.save(self.path)
+        except OSError as exc:
+            raise ParameterError(f"cannot write {self.path}: {exc.strerror}") from None
