@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -112,6 +113,12 @@ def _typed(parse: Callable[[str], object]) -> Callable[[str], object]:
 def _add_replay_options(parser) -> None:
     parser.add_argument("--dump", metavar="FILE", help="write the preprocessed (slot x user) matrix to FILE (.npz) "
                         "instead of sending it")
+    kafka = parser.add_argument_group("sending to Kafka (without --dump)")
+    kafka.add_argument("--config", "-c", metavar="FILE", help="stream config the feed is replayed into")
+    kafka.add_argument("--stream", "-s", metavar="NAME", help="stream of the config (default: the first)")
+    kafka.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
+                       help="the broker is tansu: one record per batch")
     parser.add_argument("--from-slot", type=int, default=1, metavar="N", help="resume: start at slot N (default: 1)")
     parser.add_argument("--speed", type=float, default=0.0, metavar="X", help="X times real time; 0 = as fast as "
                         "possible (default: 0)")
@@ -126,7 +133,25 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
     if args.dump:
         check_dump_path(args.dump)
         return lambda feed: DumpSink(args.dump, feed, args.from_slot)
-    raise UsageError("sending to Kafka is not available yet; use --dump FILE")
+    from ..stream.broker import resolve_bootstrap
+    from ..stream.config import load_config
+    from ..stream.kafka import KafkaReportSink, check_feed_fits
+
+    if not args.config:
+        raise UsageError("give --dump FILE, or --config FILE (and --bootstrap) to send the feed to Kafka")
+    config = load_config(args.config)
+    stream = config.stream(args.stream) if args.stream else config.streams[0]
+    if stream is None:
+        raise UsageError(f"the config has no stream {args.stream!r}")
+    bootstrap = resolve_bootstrap(args.bootstrap)
+    if not bootstrap:
+        raise UsageError("no Kafka to send to: pass --bootstrap or set WEVENT_BOOTSTRAP")
+
+    def open_kafka(feed: Feed) -> SlotSink:
+        check_feed_fits(feed, stream)
+        return KafkaReportSink(bootstrap, stream.name, config.report_partitions, tansu_compat=args.tansu_compat)
+
+    return open_kafka
 
 
 def handle(args) -> int:
@@ -159,6 +184,6 @@ def _print_summary(summary: dict, data: Preprocessed | None, out) -> None:
               f"slots of {summary['slot_seconds']:g} s from {start}, domain size {summary['domain_size']}\n")
     if data is not None:
         out.write(f"read {data.lines:,} lines; {data.skipped.describe()}\n")
-    target = f"dumped to {summary['dump']}" if summary["dump"] else "sent"
+    target = f"dumped to {summary['dump']}" if summary["dump"] else "sent to Kafka"
     out.write(f"replayed slots {summary['first_slot']:,}..{summary['last_slot']:,}: {summary['reports']:,} reports, "
               f"{target}\n")

@@ -8,12 +8,12 @@ stops after N slots and writes every release as one JSON line.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
+
+import numpy as np
 
 from ._common import UsageError
 
@@ -28,24 +28,29 @@ def register(sub) -> None:
     p.add_argument("--window", "-w", type=int, default=20, help="w of the default stream (default: 20)")
     p.add_argument("--slots", type=int, help="stop after this many slots (default: the whole feed)")
     p.add_argument("--release-log", help="write every release as one JSON line to this file")
-    p.add_argument("--speed", type=float, default=300.0,
-                   help="replay speed as a multiple of real time; 0 = as fast as possible (default: 300)")
+    p.add_argument("--speed", type=float, default=1200.0,
+                   help="replay speed as a multiple of real time; 0 = as fast as possible (default: 1200, "
+                   "a 5-minute slot every 0.25 s)")
     p.add_argument("--bootstrap", "-b", help="use this Kafka instead of the embedded broker (or $WEVENT_BOOTSTRAP)")
     p.add_argument("--metrics-port", type=int, default=0, help="worker web port for /metrics (default: a free port)")
+    p.add_argument("--truth-port", type=int, default=0, help="port serving the releases' error against the feed's "
+                   "ground truth as /metrics (default: a free port)")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print each release")
     p.set_defaults(handler=handle)
 
 
+SAMPLE_TDRIVE = Path(__file__).resolve().parents[2] / "producers" / "fixtures" / "tdrive"
+
+
 def demo_feed():
-    """The bundled sample feed: a synthetic grid-like stream until the T-Drive sample is wired in."""
-    import numpy as np
+    """The bundled sample: a day of a few hundred Beijing taxis (T-Drive format), counted on a 4x4
+    grid over the papers' bounding box in 5-minute slots (d = 16, about 15 taxis per cell)."""
+    from producers.replay import MatrixFeed
+    from producers.tdrive import read_tdrive
 
-    from ..core.data import UserValues
-    from ..core.synthetic import synthetic
-
-    data = synthetic("lns", users=2000, slots=240, seed=1)
-    return UserValues(data.values().astype(np.int32), domain_size=2, labels=["0", "1"], slot_seconds=60.0,
-                      start=1201910400.0, name="sample")
+    data = read_tdrive([SAMPLE_TDRIVE], "personalized", grid=(4, 4), slot_seconds=300.0).values
+    data.name = "taxi"
+    return MatrixFeed(data)
 
 
 def default_config(feed, args):
@@ -65,25 +70,27 @@ def default_config(feed, args):
 
 
 def handle(args) -> int:
+    from prometheus_client import start_http_server
+
+    from producers.replay import MatrixFeed, replay
     from ..core.data import UserValues
     from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
     from ..stream.config import load_config
-    from ..stream.kafka import KafkaReportSink
+    from ..stream.kafka import KafkaReportSink, check_feed_fits
     from ..stream.processes import WorkerProcess, write_config
     from ..stream.subscription import Releases, format_release
+    from ..stream.truth import TruthMonitor
 
     if args.slots is not None and args.slots < 1:
         raise UsageError("--slots must be >= 1")
     if args.speed < 0:
         raise UsageError("--speed must be >= 0")
-    feed = UserValues.load(args.feed) if args.feed else demo_feed()
+    feed = MatrixFeed(UserValues.load(args.feed)) if args.feed else demo_feed()
     config = load_config(args.config) if args.config else default_config(feed, args)
     stream = config.stream(args.stream) if args.stream else config.streams[0]
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
-    if feed.users > stream.users or feed.domain_size > stream.domain:
-        raise UsageError(f"the feed ({feed.users} users, d = {feed.domain_size}) does not fit stream "
-                         f"{stream.name!r} ({stream.users} users, d = {stream.domain})")
+    check_feed_fits(feed, stream)
     config.noise_key()
     slots = min(args.slots or feed.slots, feed.slots)
     if args.slots and args.slots > feed.slots:
@@ -95,24 +102,28 @@ def handle(args) -> int:
     broker = None if bootstrap else EmbeddedBroker().start()
     bootstrap = bootstrap or broker.bootstrap
     worker = None
-    stop = threading.Event()
     try:
         create_topics(bootstrap, config.topics())
         port = args.metrics_port or free_port()
+        truth_port = args.truth_port or free_port()
         worker = WorkerProcess(write_config(config, workdir), bootstrap, port, workdir / "worker.log",
                                tansu_compat=broker is not None, datadir=workdir / "data").start()
-        print(f"broker {bootstrap}{' (embedded tansu)' if broker else ''}; metrics http://127.0.0.1:{port}/metrics; "
+        start_http_server(truth_port, addr="127.0.0.1")
+        print(f"broker {bootstrap}{' (embedded tansu)' if broker else ''}; worker metrics "
+              f"http://127.0.0.1:{port}/metrics; error against truth http://127.0.0.1:{truth_port}/metrics; "
               f"worker log {worker.log_path}", file=sys.stderr)
         print(f"stream {stream.name!r}: {stream.mechanism}, epsilon = {stream.epsilon:g} per window of "
               f"w = {stream.window} slots of {stream.slot_seconds:g} s; {feed.users} users, d = {stream.domain}; "
               f"replaying {slots} slots", file=sys.stderr)
         sink = KafkaReportSink(bootstrap, stream.name, config.report_partitions, tansu_compat=broker is not None)
-        replay = threading.Thread(target=_replay, args=(feed, stream, sink, slots, args.speed, stop), daemon=True)
-        replay.start()
+        first = round((feed.start - stream.start) / stream.slot_seconds)  # stream slot of the feed's slot 1 is first+1
+        threading.Thread(target=replay, args=(_first_slots(feed, slots), sink, 1, args.speed), daemon=True).start()
+        monitor = TruthMonitor(stream.name, feed, slot_offset=first)
         released = 0
         with Releases(bootstrap, streams=[stream.name]) as releases:
             while released < slots:
                 for record in releases.follow(idle_timeout=1.0):
+                    monitor.observe(record)
                     if log:
                         log.write(record.to_json() + "\n")
                         log.flush()
@@ -124,11 +135,11 @@ def handle(args) -> int:
                 else:  # a second without releases: fine while the worker lives (it may be starting)
                     if not worker.alive:
                         raise UsageError(f"the worker stopped; its log ends with:\n{worker.log_tail()}")
-        print(f"{released} releases of stream {stream.name!r}"
-              + (f" written to {args.release_log}" if args.release_log else ""), file=sys.stderr)
+        error = monitor.total / monitor.cells if monitor.cells else float("nan")
+        print(f"{released} releases of stream {stream.name!r}; mean absolute error against the truth {error:.3f}"
+              + (f"; written to {args.release_log}" if args.release_log else ""), file=sys.stderr)
         return 0
     finally:
-        stop.set()
         if worker:
             worker.stop()
         if broker:
@@ -137,20 +148,12 @@ def handle(args) -> int:
             log.close()
 
 
-def _replay(feed, stream, sink, slots: int, speed: float, stop: threading.Event) -> None:
-    """Send slots 1..slots of the feed, paced at ``speed`` times real time."""
-    import numpy as np
+def _first_slots(feed, slots: int):
+    """The feed cut to its first ``slots`` slots."""
+    from producers.replay import MatrixFeed
 
-    users = np.arange(feed.users)
-    started = time.monotonic()
-    for slot in range(1, slots + 1):
-        if stop.is_set():
-            return
-        if speed > 0:
-            due = started + (slot - 1) * stream.slot_seconds / speed
-            while not stop.is_set() and time.monotonic() < due:
-                time.sleep(min(0.05, due - time.monotonic()))
-        values = feed.values[slot - 1]
-        present = values >= 0
-        sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), users[present], values[present])
-    sink.close()
+    from ..core.data import UserValues
+
+    data = UserValues(np.stack([feed.values_at(t) for t in range(1, slots + 1)]), feed.domain_size, list(feed.labels),
+                      list(feed.user_ids), feed.slot_seconds, feed.start, feed.name)
+    return MatrixFeed(data)

@@ -84,6 +84,19 @@ class KafkaReportSink:
         self.producer.flush(30)
 
 
+def check_feed_fits(feed, stream) -> None:
+    """The feed's users, values and clock must fit the stream it is replayed into."""
+    from ..errors import UsageError
+
+    if feed.users > stream.users or feed.domain_size > stream.domain:
+        raise UsageError(f"the feed ({feed.users} users, d = {feed.domain_size}) does not fit stream {stream.name!r} "
+                         f"({stream.users} users, d = {stream.domain})")
+    offset = (feed.start - stream.start) / stream.slot_seconds
+    if feed.slot_seconds != stream.slot_seconds or abs(offset - round(offset)) > 1e-9:
+        raise UsageError(f"the feed's slots ({feed.slot_seconds:g} s from {feed.start:g}) do not line up with stream "
+                         f"{stream.name!r} ({stream.slot_seconds:g} s from {stream.start:g})")
+
+
 def _chunks(indices: np.ndarray, size: int) -> Iterator[np.ndarray]:
     for start in range(0, indices.size, size):
         yield indices[start : start + size]

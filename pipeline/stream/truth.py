@@ -1,0 +1,44 @@
+"""The running error of a stream's releases against the ground truth of a replayed feed.
+
+Only a replay knows the truth, so this runs beside the replay (``wevent run``, or ``wevent replay
+--truth-port``), never in a worker: a worker must not export any function of raw data.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import metrics
+from .codecs import ReleaseRecord
+
+
+class TruthMonitor:
+    """Mean absolute error of every release seen so far against the feed's true histograms."""
+
+    def __init__(self, stream: str, feed, slot_offset: int = 0) -> None:
+        self.stream = stream
+        self.feed = feed
+        self.slot_offset = slot_offset  # stream slot s is feed slot s - slot_offset
+        self.total = 0.0
+        self.cells = 0
+        self._lock = threading.Lock()
+
+    def truth(self, slot: int, domain: int) -> np.ndarray | None:
+        feed_slot = slot - self.slot_offset
+        if not 1 <= feed_slot <= self.feed.slots:
+            return None
+        values = np.asarray(self.feed.values_at(feed_slot))
+        return np.bincount(values[values >= 0], minlength=domain)[:domain].astype(float)
+
+    def observe(self, record: ReleaseRecord) -> float | None:
+        truth = self.truth(record.slot, len(record.release))
+        if truth is None:
+            return None
+        with self._lock:
+            self.total += float(np.abs(np.asarray(record.release) - truth).sum())
+            self.cells += truth.size
+            error = self.total / self.cells
+        metrics.release_error.labels(self.stream).set(error)
+        return error
