@@ -27,6 +27,7 @@ from ..core.randomness import DerivedRandomness, SecretKey
 from ..core.simulation import simulate
 from ..core.synthetic import synthetic
 from ..stream.codecs import ReleaseRecord
+from ..stream.logic import personalized_release_record
 from ._common import UsageError, progress
 
 BASELINES = {"pbd": "bd", "pba": "ba"}
@@ -155,21 +156,7 @@ class PersonalizedFamily:
     @staticmethod
     def _records(stream: str, run) -> list[ReleaseRecord]:
         spend = run.ledger().type_window_spend()
-        return [release_record(stream, run.mechanism, r, s) for r, s in zip(run.results, spend)]
-
-
-def release_record(stream: str, mechanism, result, type_window_spend: np.ndarray) -> ReleaseRecord:
-    """One slot's release line with every type's charges.
-
-    ``type_window_spend[k]`` is type k's spend over its own window ending at this slot;
-    ``window_spend`` is the largest of them (the most any user's own window holds).
-    """
-    return ReleaseRecord.from_step(stream, mechanism, result, float(type_window_spend.max()), extras={
-        "type_eps1": result.type_eps1.tolist(),
-        "type_eps2": result.type_eps2.tolist(),
-        "window_spend_ratio": float((type_window_spend / mechanism.types.epsilons).max()),
-        "theta": result.theta,
-    })
+        return [personalized_release_record(stream, run.mechanism, r, s) for r, s in zip(run.results, spend)]
 
 
 FAMILY = PersonalizedFamily()

@@ -10,7 +10,7 @@ import importlib
 
 from .base import REGISTRY, Mechanism
 
-MODEL_PACKAGES = ("central",)
+MODEL_PACKAGES = ("central", "personalized")
 
 
 def mechanisms() -> dict[str, type[Mechanism]]:

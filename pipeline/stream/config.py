@@ -20,6 +20,11 @@ A config file (TOML, YAML or JSON) declares the app and its streams::
     lateness_seconds = 0       # how long a slot stays open after its end
     options = { budget_shift = false }
 
+A personalized stream (``model = "personalized"``, mechanism ``pbd`` or ``pba``) has no single
+epsilon and w: ``options.requirements`` is a CSV file of ``user,w,epsilon`` lines (users are the
+stream's user indices) or a table of generation settings, e.g.
+``{ mix = "groups", epsilon = 0.6, window = 120, seed = 1 }`` (spec personalized §10.2).
+
 Every problem is reported as one :class:`ConfigError` naming the stream and the field.
 """
 
@@ -56,8 +61,8 @@ class StreamConfig:
     name: str
     model: str
     mechanism: str
-    epsilon: float
-    window: int
+    epsilon: float | None  # None for personalized streams: every user has their own (w_i, eps_i)
+    window: int | None
     domain: int
     users: int
     slot_seconds: float
@@ -151,8 +156,10 @@ def _stream(raw: dict, index: int) -> StreamConfig:
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-    missing = [f for f in ("model", "mechanism", "epsilon", "window", "domain", "users", "slot_seconds", "start")
-               if f not in raw]
+    required = ("model", "mechanism", "domain", "users", "slot_seconds", "start")
+    if raw.get("model") != "personalized":
+        required += ("epsilon", "window")
+    missing = [f for f in required if f not in raw]
     if missing:
         raise ConfigError(f"{where}: missing field(s) {', '.join(missing)}")
     model = raw["model"]
@@ -178,8 +185,8 @@ def _stream(raw: dict, index: int) -> StreamConfig:
         name=name,
         model=model,
         mechanism=raw["mechanism"],
-        epsilon=number("epsilon", float, 0),
-        window=number("window", int, 1),
+        epsilon=number("epsilon", float, 0) if "epsilon" in raw else None,
+        window=number("window", int, 1) if "window" in raw else None,
         domain=number("domain", int, 1),
         users=number("users", int, 1),
         slot_seconds=number("slot_seconds", float, 0),
@@ -253,6 +260,7 @@ def dump_config(config: AppConfig) -> dict:
         "stream_partitions": config.stream_partitions,
         **({"seed": config.seed} if config.seed is not None else {}),
         "streams": [
-            {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.__dict__.items()} for s in config.streams
+            {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.__dict__.items() if v is not None}
+            for s in config.streams
         ],
     }

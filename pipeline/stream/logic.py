@@ -11,18 +11,24 @@ from typing import Any
 import numpy as np
 
 from ..core.base import REGISTRY, Mechanism, StepResult
+from ..core.validation import ParameterError
 from ..core.central import CentralMechanism, Dissimilarity
 from ..core.randomness import DerivedRandomness
-from .codecs import AuditRecord
+from .codecs import AuditRecord, ReleaseRecord
 from .config import AppConfig, ConfigError, StreamConfig
 
 __all__ = ["StreamLogic", "CentralLogic", "logic_for"]
 
 
 class StreamLogic:
-    """What the processors need to know about one stream's model."""
+    """What the processors need to know about one stream's model.
 
-    groups = 1  # rows of a slot's count matrix (requirement types for personalized streams)
+    Users fall in *groups* that are charged alike at every slot: one group in the central model,
+    one per requirement type in the personalized model. A slot's input is a (groups, d) count
+    matrix, and M2 accounts every group's window of its own ``w_k`` against its own ``eps_k``.
+    """
+
+    groups = 1
 
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         self.stream = stream
@@ -31,6 +37,24 @@ class StreamLogic:
     def group_of_users(self) -> np.ndarray | None:
         """Row of each user in the count matrix (None: a single row)."""
         return None
+
+    @property
+    def group_windows(self) -> np.ndarray:
+        return np.array([self.stream.window])
+
+    @property
+    def group_epsilons(self) -> np.ndarray:
+        return np.array([self.stream.epsilon])
+
+    def charges(self, result: StepResult) -> np.ndarray:
+        """What each group was charged at this slot."""
+        return np.array([result.eps1 + result.eps2])
+
+    def record(self, mechanism: Mechanism, result: StepResult, group_window_spend: np.ndarray,
+               slot_start: float = 0.0, slot_end: float = 0.0) -> ReleaseRecord:
+        """The release line; ``group_window_spend[k]``: group k's spend over its own window ending here."""
+        return ReleaseRecord.from_step(self.stream.name, mechanism, result, float(group_window_spend.max()),
+                                       slot_start, slot_end)
 
     def new_mechanism(self) -> Mechanism:
         raise NotImplementedError
@@ -73,11 +97,14 @@ class CentralLogic(StreamLogic):
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 
+    def _input(self, counts: np.ndarray) -> np.ndarray:
+        return counts.reshape(-1).astype(float)  # one group: the histogram c_t
+
     def measure(self, slot, counts, last_release):
         m1 = self._template.dissimilarity_measure
         if m1 is None:
             return {}
-        d = m1.measure(slot, counts.reshape(-1).astype(float), np.asarray(last_release, dtype=float), self.randomness)
+        d = m1.measure(slot, self._input(counts), np.asarray(last_release, dtype=float), self.randomness)
         return {"dis_value": d.value, "dis_epsilon": d.epsilon, "dis_scale": d.scale}
 
     def publish(self, mechanism, counts, measured):
@@ -85,13 +112,114 @@ class CentralLogic(StreamLogic):
         dis = None
         if "dis_value" in measured:
             dis = Dissimilarity(slot, measured["dis_value"], measured["dis_epsilon"], measured["dis_scale"])
-        return mechanism.publish(counts.reshape(-1).astype(float), dis)
+        return mechanism.publish(self._input(counts), dis)
+
+
+class PersonalizedLogic(CentralLogic):
+    """PBD, PBA: one group per requirement type (w_k, eps_k); M1 is DC, M2 is OBS + decision + SM.
+
+    The requirements come from ``options.requirements``: a CSV file of ``user,w,epsilon`` lines
+    whose users are the stream's user indices, or a table of generation settings
+    (``mix``, ``epsilon``, ``window``, ``groups``, ``share``, ``seed``: the strictest pair the mix is tied
+    to and its shape; spec §10.2).
+    """
+
+    def __init__(self, stream: StreamConfig, randomness: DerivedRandomness, requirements) -> None:
+        self.requirements = requirements
+        self.groups = requirements.types.count
+        super().__init__(stream, randomness)
+
+    def new_mechanism(self):
+        s = self.stream
+        options = {k: v for k, v in s.options.items() if k != "requirements"}
+        try:
+            return REGISTRY[s.mechanism].for_requirements(self.requirements, s.domain, randomness=self.randomness,
+                                                          **options)
+        except TypeError as exc:
+            raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
+
+    def group_of_users(self):
+        return self.requirements.user_types
+
+    @property
+    def group_windows(self):
+        return self.requirements.types.windows
+
+    @property
+    def group_epsilons(self):
+        return self.requirements.types.epsilons
+
+    def _input(self, counts):
+        return np.asarray(counts, dtype=np.int64)  # (types, d): SM thins each type's histogram
+
+    def charges(self, result):
+        return result.type_eps1 + result.type_eps2
+
+    def record(self, mechanism, result, group_window_spend, slot_start=0.0, slot_end=0.0):
+        return personalized_release_record(self.stream.name, mechanism, result, group_window_spend, slot_start,
+                                           slot_end)
+
+    def audit(self, mechanism, result):
+        types = mechanism.types
+        return AuditRecord(
+            stream=self.stream.name, slot=result.slot, mechanism=mechanism.name, epsilon=mechanism.epsilon,
+            window=mechanism.window, eps1=float(result.eps1), eps2=float(result.eps2),
+            types=[[int(w), float(e), int(n)] for w, e, n in zip(types.windows, types.epsilons, types.sizes)],
+            charges=self.charges(result).tolist(),
+        )
+
+
+def personalized_release_record(stream: str, mechanism, result, type_window_spend: np.ndarray,
+                                slot_start: float = 0.0, slot_end: float = 0.0) -> ReleaseRecord:
+    """One slot's release line with every type's charges.
+
+    ``type_window_spend[k]`` is type k's spend over its own window ending at this slot;
+    ``window_spend`` is the largest of them (the most any user's own window holds).
+    """
+    return ReleaseRecord.from_step(stream, mechanism, result, float(type_window_spend.max()), slot_start, slot_end,
+                                   extras={
+                                       "type_eps1": result.type_eps1.tolist(),
+                                       "type_eps2": result.type_eps2.tolist(),
+                                       "window_spend_ratio": float((type_window_spend / mechanism.types.epsilons).max()),
+                                       "theta": result.theta,
+                                   })
+
+
+def load_requirements(stream: StreamConfig):
+    from ..core.personalized import Requirements, generate
+
+    spec = stream.options.get("requirements")
+    where = f"stream {stream.name!r}"
+    if isinstance(spec, str):
+        requirements = Requirements.load_csv(spec)
+    elif isinstance(spec, dict):
+        settings = dict(spec)
+        mix = settings.pop("mix", "groups")
+        try:
+            requirements = generate(mix, stream.users, **{k.replace("-", "_"): v for k, v in settings.items()})
+        except TypeError as exc:
+            raise ConfigError(f"{where}: invalid requirement settings: {exc}") from None
+    else:
+        raise ConfigError(f"{where}: a personalized stream needs options.requirements: a CSV file of "
+                          f"user,w,epsilon or a table of generation settings")
+    expected = [str(u) for u in range(stream.users)]
+    try:
+        return requirements.for_users(expected)
+    except ParameterError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def logic_for(config: AppConfig, stream: StreamConfig) -> StreamLogic:
     randomness = DerivedRandomness(config.noise_key(), stream.name)
+    from ..core.personalized import PersonalizedMechanism
+
+    cls = REGISTRY[stream.mechanism]
+    if stream.model == "personalized":
+        if not issubclass(cls, PersonalizedMechanism):
+            raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is not a personalized mechanism (pbd, pba)")
+        return PersonalizedLogic(stream, randomness, load_requirements(stream))
     if stream.model == "central":
-        if not issubclass(REGISTRY[stream.mechanism], CentralMechanism):
+        if not issubclass(cls, CentralMechanism) or issubclass(cls, PersonalizedMechanism):
             raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is not a central-model mechanism")
         return CentralLogic(stream, randomness)
     raise ConfigError(f"stream {stream.name!r}: model {stream.model!r} is not supported by this pipeline yet")

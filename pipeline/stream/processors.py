@@ -286,7 +286,9 @@ class PublicationProcessor(Processor):
         return name, message, []
 
     def initial(self, key):
-        return {"offsets": {}, "mechanism": self.logics[key].new_mechanism().to_bytes(), "recent": {}, "spend": []}
+        logic = self.logics[key]
+        return {"offsets": {}, "mechanism": logic.new_mechanism().to_bytes(), "recent": {},
+                "spend": np.zeros((0, logic.groups))}
 
     def apply(self, state, message, topic, partition, now):
         name = message["stream"]
@@ -300,20 +302,23 @@ class PublicationProcessor(Processor):
         if slot != mechanism.slot + 1:
             return [dead_letter("gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}", name)]
         result = logic.publish(mechanism, message["counts"], message.fields)
-        window = [*state["spend"], result.budget.total][-mechanism.window:]
-        record = ReleaseRecord.from_step(name, mechanism, result, sum(window), stream.slot_start(slot),
-                                         stream.slot_end(slot))
+        # Every group's charges over the slots of its own window (the largest window is kept).
+        history = np.vstack([np.asarray(state["spend"], dtype=float).reshape(-1, logic.groups),
+                             logic.charges(result)[None, :]])[-int(logic.group_windows.max()):]
+        group_spend = np.array([history[-w:, k].sum() for k, w in enumerate(logic.group_windows)])
+        record = logic.record(mechanism, result, group_spend, stream.slot_start(slot), stream.slot_end(slot))
         audit = logic.audit(mechanism, result)
         state["mechanism"] = mechanism.to_bytes()
-        state["spend"] = window[1:] if len(window) == mechanism.window else window
+        state["spend"] = history[1:] if len(history) == logic.group_windows.max() else history
         state["recent"][str(slot)] = {"releases": record.to_json(), "audit": audit.to_json()}
         for old in [k for k in state["recent"] if int(k) <= slot - RECENT_RELEASES]:
             del state["recent"][old]
+        tightest = int(np.argmax(group_spend / logic.group_epsilons))  # the group closest to its budget
         metrics.releases.labels(name, result.strategy.value).inc()
         metrics.last_released_slot.labels(name).set(slot)
         metrics.release_time.labels(name).set(now)
-        metrics.window_spent.labels(name).set(record.window_spend)
-        metrics.window_budget.labels(name).set(mechanism.epsilon)
+        metrics.window_spent.labels(name).set(group_spend[tightest])
+        metrics.window_budget.labels(name).set(logic.group_epsilons[tightest])
         metrics.slot_close_latency.labels(name).observe(max(0.0, now - float(message["closed_at"])))
         return [Out("releases", record.to_bytes(), name), Out("audit", audit.to_bytes(), name)]
 

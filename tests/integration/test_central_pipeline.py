@@ -66,13 +66,20 @@ def collect(bootstrap, streams, count, timeout, cluster):
     return got
 
 
-def test_parity_with_simulate_and_bad_input(cluster_factory):
+def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
+    from pipeline.core.data import UserValues
+    from pipeline.core.personalized import generate
+
+    requirements = tmp_path / "requirements.csv"
+    generate("groups", USERS, 0.6, 12, seed=3).save_csv(requirements)
+    personalized = {"name": "pba", "model": "personalized", "mechanism": "pba", "domain": DOMAIN, "users": USERS,
+                    "slot_seconds": 60, "start": START, "options": {"requirements": str(requirements)}}
     config = parse_config({"seed": SEED, "report_partitions": 3, "stream_partitions": 2, "streams": [
-        stream_spec("bd", "bd"), stream_spec("ba", "ba"), stream_spec("dirty", "ba")]})
+        stream_spec("bd", "bd"), stream_spec("ba", "ba"), stream_spec("dirty", "ba"), personalized]})
     cluster = cluster_factory(config)
     worker = cluster.start_worker()
     values = categorical_feed()
-    sinks = {name: KafkaReportSink(cluster.bootstrap, name, 3, tansu_compat=True) for name in ("bd", "ba", "dirty")}
+    sinks = {name: KafkaReportSink(cluster.bootstrap, name, 3, tansu_compat=True) for name in ("bd", "ba", "dirty", "pba")}
     from confluent_kafka import Producer
 
     raw = Producer(producer_config(cluster.bootstrap, tansu_compat=True))
@@ -103,7 +110,24 @@ def test_parity_with_simulate_and_bad_input(cluster_factory):
             sink._produce(ReportBatch("dirty", late, values[slot - 1, late], np.array([t0])).encode(), 0)
     for sink in sinks.values():
         sink.close()
-    got = collect(cluster.bootstrap, ["bd", "ba", "dirty"], 3 * SLOTS, 240, cluster)
+    got = collect(cluster.bootstrap, ["bd", "ba", "dirty", "pba"], 4 * SLOTS, 240, cluster)
+    # issue 6: the PBA stream equals `wevent simulate` on the same data and requirements
+    dump = tmp_path / "feed.npz"
+    UserValues(values, DOMAIN, user_ids=[str(u) for u in range(USERS)], slot_seconds=60, start=START).save(dump)
+    simulated_log = tmp_path / "simulated.jsonl"
+    subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", "pba", "--input", str(dump),
+                    "--requirements", str(requirements), "--seed", str(SEED), "--stream", "pba",
+                    "--releases", str(simulated_log), "--json"], check=True, capture_output=True, timeout=120)
+    simulated = [json.loads(line) for line in simulated_log.read_text().splitlines()]
+    simulated = [r for r in simulated if r["mechanism"] == "pba"]
+    assert [r["slot"] for r in simulated] == list(range(1, SLOTS + 1))
+    for record in simulated:
+        assert got["pba"][record["slot"]].release == record["release"]
+        assert got["pba"][record["slot"]].extras == record["extras"]
+    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
+                           capture_output=True, text=True, timeout=120)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert audit.stdout.count("PASS") == 4 and "requirement types" in audit.stdout
     for name, cls in (("bd", BudgetDistribution), ("ba", BudgetAbsorption), ("dirty", BudgetAbsorption)):
         assert sorted(got[name]) == list(range(1, SLOTS + 1))
         for result in expected_releases(cls, name, values):
