@@ -20,10 +20,13 @@ import time
 import traceback
 
 import faust
+from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
 
+from pipeline.core.randomness import DerivedRandomness
 from pipeline.stream.config import AppConfig
 from pipeline.stream.processors import Processor, Processors, dead_letter
+from pipeline.stream.query import QueryService
 
 log = logging.getLogger("wevent.worker")
 
@@ -73,7 +76,47 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, tansu_
     async def healthz(self, request):
         return self.json({"status": "ok", "streams": [s.name for s in config.streams]})
 
+    _query_service(app, config)
     return app
+
+
+def _query_service(app: faust.App, config: AppConfig) -> None:
+    """Decayed range queries: an agent keeps per-stream indexes, `GET /query` answers (400 on bad input)."""
+    queried = {s.name: s for s in config.streams if s.query is not None}
+    service = QueryService(queried, lambda name: DerivedRandomness(config.noise_key(), name))
+    log_table = app.Table("query-log", partitions=config.stream_partitions, key_type=bytes, value_type=bytes,
+                          default=None)
+
+    def load(key: str):
+        return log_table.get(key.encode())
+
+    def save(key: str, value: bytes) -> None:
+        log_table[key.encode()] = value
+
+    def delete(key: str) -> None:
+        log_table.pop(key.encode(), None)
+
+    if queried:
+        @app.agent(app.topic("releases", "dissimilarity", key_serializer="raw", value_serializer="raw"), name="index")
+        async def index(stream):
+            async for event in stream.events():
+                try:
+                    service.ingest(event.value, event.message.topic, load, save, delete)
+                except Exception:  # a bad message or a bug must not stop the stream
+                    log.error("index failed on %s[%d]@%d: %s", event.message.topic, event.message.partition,
+                              event.message.offset, traceback.format_exc())
+
+    @app.page("/query")
+    async def query(self, request):
+        params = dict(request.query)
+        name = params.get("stream")
+        if name in queried:
+            try:  # the worker holding the stream's partition answers
+                return await app.router.route_req(log_table.name, name.encode(), self.web, request)
+            except SameNode:
+                pass
+        status, body = service.answer(params, load)
+        return self.json(body, status=status)
 
 
 def _agent(app: faust.App, name: str, source, table, processor: Processor, topics: dict) -> None:

@@ -67,7 +67,7 @@ def _verify_stream(stream: str, records: dict[int, dict]) -> Finding:
     if first.get("phases") is not None and any(p.get("users") is not None for r in ordered for p in r["phases"]):
         return _verify_users(stream, ordered, slots, epsilon, w)
     totals = np.array([float(r["eps1"]) + float(r["eps2"]) for r in ordered])
-    spend = window_sums(totals, w)
+    spend = window_sums(totals, w) + float(first.get("reserved", 0.0))  # a query index's share of every window
     end = int(np.argmax(spend))
     if spend[end] > epsilon + TOLERANCE:
         return Finding(stream, False, f"{stream}: {_window(end, w, slots)} spend {spend[end]:.12g} > epsilon {epsilon:g}")

@@ -279,7 +279,8 @@ class ReleaseRecord:
 class AuditRecord:
     """The ledger entry of one slot on the ``audit`` topic: enough to re-verify the guarantee.
 
-    Central model: ``eps1``/``eps2`` charged to every user. Personalized: per requirement type,
+    Central model: ``eps1``/``eps2`` charged to every user, plus ``reserved`` in every window for a
+    query index with its own budget; ``epsilon`` is the stream's total. Personalized: per requirement type,
     ``charges[k]`` charged to every user of type k, with ``types[k] = [w_k, eps_k, users]``.
     Local model: per phase, the per-report budget and which users were asked (None = all).
     """
@@ -294,6 +295,7 @@ class AuditRecord:
     types: list | None = None
     charges: list | None = None
     phases: list | None = None  # [{"phase": 1|2, "epsilon": e, "users": [...] | None}]
+    reserved: float = 0.0  # budget of every window taken by another release (a Mode B query index)
     record: str = "audit"
 
     def to_json(self) -> str:

@@ -71,6 +71,19 @@ class StreamConfig:
     oracle: str = "ada"
     options: dict[str, Any] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
+    query: dict[str, Any] | None = None  # decayed range queries (pipeline.stream.query)
+
+    @property
+    def query_settings(self):
+        from .query import QuerySettings
+
+        return QuerySettings.parse(self.query, f"stream {self.name!r}") if self.query is not None else None
+
+    @property
+    def reserved_epsilon(self) -> float:
+        """Budget a Mode B/C query index takes out of every window (0 otherwise)."""
+        settings = self.query_settings
+        return settings.reserved_epsilon if settings is not None else 0.0
 
     # --- the slot clock: slot s covers [start + (s-1) L, start + s L) -------------------------
     def slot_of_ms(self, times_ms: np.ndarray) -> np.ndarray:
@@ -181,7 +194,7 @@ def _stream(raw: dict, index: int) -> StreamConfig:
     options = raw.get("options", {})
     if not isinstance(options, dict):
         raise ConfigError(f"{where}: options must be a table/mapping")
-    return StreamConfig(
+    stream = StreamConfig(
         name=name,
         model=model,
         mechanism=raw["mechanism"],
@@ -195,7 +208,19 @@ def _stream(raw: dict, index: int) -> StreamConfig:
         oracle=str(raw.get("oracle", "ada")),
         options=dict(options),
         labels=tuple(str(x) for x in raw.get("labels", ())),
+        query=raw.get("query"),
     )
+    try:
+        settings = stream.query_settings  # validates the query table
+    except ParameterError as exc:
+        raise ConfigError(str(exc)) from None
+    if settings is not None and settings.reserved_epsilon:
+        if model != "central":
+            raise ConfigError(f"{where}: query modes B and C need raw counts: central streams only")
+        if settings.reserved_epsilon >= stream.epsilon:
+            raise ConfigError(f"{where}: the query index's epsilon {settings.reserved_epsilon:g} leaves nothing of the "
+                              f"stream's {stream.epsilon:g}")
+    return stream
 
 
 def parse_config(raw: dict) -> AppConfig:

@@ -76,10 +76,11 @@ class StreamLogic:
             stream=self.stream.name,
             slot=result.slot,
             mechanism=mechanism.name,
-            epsilon=mechanism.epsilon,
+            epsilon=mechanism.epsilon + self.stream.reserved_epsilon,
             window=mechanism.window,
             eps1=float(result.eps1),
             eps2=float(result.eps2),
+            reserved=self.stream.reserved_epsilon,
         )
 
 
@@ -92,8 +93,9 @@ class CentralLogic(StreamLogic):
 
     def new_mechanism(self) -> CentralMechanism:
         s = self.stream
-        try:
-            return REGISTRY[s.mechanism](s.epsilon, s.window, s.domain, randomness=self.randomness, **s.options)
+        try:  # a Mode B/C query index takes its budget out of every window first (composition)
+            return REGISTRY[s.mechanism](s.epsilon - s.reserved_epsilon, s.window, s.domain, randomness=self.randomness,
+                                         **s.options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 

@@ -1,0 +1,47 @@
+"""``wevent query``: a decayed sliding-window range query against a worker's query service."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from ._common import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("query", help="decayed range query over a stream's last slots (GET /query on a worker)")
+    p.add_argument("--url", default="http://127.0.0.1:6066", help="a worker's web address (default: http://127.0.0.1:6066)")
+    p.add_argument("--stream", "-s", required=True)
+    p.add_argument("--from", dest="first", type=int, required=True, help="first slot of the range")
+    p.add_argument("--to", dest="last", type=int, required=True, help="last slot of the range")
+    p.add_argument("--decay", type=float, help="decay p (must be the index's; default: the index's)")
+    p.add_argument("--json", action="store_true", help="print the worker's JSON answer")
+    p.set_defaults(handler=handle)
+
+
+def handle(args) -> int:
+    params = {"stream": args.stream, "from": args.first, "to": args.last}
+    if args.decay is not None:
+        params["decay"] = args.decay
+    url = f"{args.url.rstrip('/')}/query?{urllib.parse.urlencode(params)}"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            body = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            reason = json.loads(exc.read()).get("error", exc.reason)
+        except ValueError:
+            reason = exc.reason
+        raise UsageError(f"the worker refused the query: {reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise UsageError(f"cannot reach a worker at {args.url}: {getattr(exc, 'reason', exc)}") from None
+    if args.json:
+        print(json.dumps(body))
+        return 0
+    print(f"stream {body['stream']!r}, slots {body['from']}..{body['to']} at slot {body['slot']}, "
+          f"decay {body['decay']:g}, mode {body['mode']}")
+    for i, (value, error) in enumerate(zip(body["answer"], body["standard_error"])):
+        print(f"  bin {i:>4}: {value:14.3f}  ± {error:.3f}")
+    return 0

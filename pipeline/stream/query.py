@@ -1,0 +1,231 @@
+"""The range-query service: decayed sliding-window range queries over a stream (spec decayed §3).
+
+A stream opts in with a ``query`` table in its config::
+
+    query = { mode = "A", window = 1024, decay = 0.999 }            # over the releases: free
+    query = { mode = "B", window = 1024, decay = 0.999, epsilon = 0.2 }  # RTP_DMM on raw counts
+    query = { mode = "C", window = 1024, decay = 0.999, epsilon = 0.2 }  # both, inverse-variance combined
+
+Mode A indexes the released histograms (post-processing, no budget). Mode B runs RTP_DMM on the
+slot's raw counts with its own budget ``epsilon`` calibrated to w-event neighbours; the stream's
+mechanism then gets ``epsilon_total - epsilon`` (sequential composition), and the audit checks
+the sum. Mode C answers with both, combined by inverse variance.
+
+State: what each slot contributed (the release for A, the counts for B) is logged in a Faust
+table under ``stream/slot``, O(d) per slot, and pruned beyond the window. The O(1)-query index
+itself lives in memory and is rebuilt from the log after a restart (derived noise makes Mode B's
+rebuild identical).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core import state as packing
+from ..core.decayed import RTPDMM, CombinedIndex, ReleaseIndex, check_decay, laplace_release_variance
+from ..core.randomness import DerivedRandomness
+from ..core.validation import ParameterError, check_epsilon, check_positive_int
+from .codecs import Envelope, ReleaseRecord
+
+MODES = ("A", "B", "C")
+
+
+@dataclass(frozen=True)
+class QuerySettings:
+    mode: str
+    window: int
+    decay: float
+    epsilon: float = 0.0  # RTP_DMM's own budget (modes B and C)
+    lambda_variant: str = "paper"
+
+    @classmethod
+    def parse(cls, raw: dict, where: str) -> "QuerySettings":
+        if not isinstance(raw, dict):
+            raise ParameterError(f"{where}: query must be a table/mapping")
+        unknown = set(raw) - {"mode", "window", "decay", "epsilon", "lambda_variant"}
+        if unknown:
+            raise ParameterError(f"{where}: unknown query field(s) {', '.join(sorted(unknown))}")
+        mode = str(raw.get("mode", "A")).upper()
+        if mode not in MODES:
+            raise ParameterError(f"{where}: query mode must be one of {', '.join(MODES)}, got {raw.get('mode')!r}")
+        settings = cls(mode, check_positive_int(raw.get("window", 1024), f"{where}: query window"),
+                       check_decay(raw.get("decay", 1.0), f"{where}: query decay"),
+                       float(raw.get("epsilon", 0.0)), str(raw.get("lambda_variant", "paper")))
+        if mode != "A":
+            check_epsilon(settings.epsilon, f"{where}: query epsilon (RTP_DMM's budget, modes B and C)")
+        elif "epsilon" in raw:
+            raise ParameterError(f"{where}: mode A spends nothing; query epsilon is only for modes B and C")
+        return settings
+
+    @property
+    def reserved_epsilon(self) -> float:
+        """What the index takes from the stream's w-event budget."""
+        return self.epsilon if self.mode != "A" else 0.0
+
+
+def release_variance(record: ReleaseRecord) -> float | None:
+    """Per-bin noise variance of a fresh release (None for a repeat), from what the record says."""
+    if record.strategy != "publish":
+        return None
+    if "variance" in record.extras:  # the local model reports its estimator's variance
+        return float(record.extras["variance"])
+    if record.extras.get("theta"):  # personalized: Lap(1/theta) (the sampling error is not noise)
+        return laplace_release_variance(record.extras["theta"])
+    return laplace_release_variance(record.eps2)  # central: Lap(1/eps2)
+
+
+class StreamIndex:
+    """The in-memory index of one stream, fed from its log entries in slot order."""
+
+    def __init__(self, settings: QuerySettings, domain: int, window: int, randomness: DerivedRandomness,
+                 first_slot: int) -> None:
+        self.settings = settings
+        self.releases = self.raw = None
+        if settings.mode in ("A", "C"):
+            self.releases = ReleaseIndex(settings.window, settings.decay, bins=domain, first_slot=first_slot)
+        if settings.mode in ("B", "C"):
+            self.raw = RTPDMM(settings.epsilon, settings.window, settings.decay, bins=domain, privacy_window=window,
+                              lambda_variant=settings.lambda_variant, randomness=randomness, first_slot=first_slot)
+        self.index = CombinedIndex(self.releases, self.raw) if settings.mode == "C" else (self.releases or self.raw)
+
+    @property
+    def slot(self) -> int:
+        return self.index.slot
+
+    def ready(self, entry: dict) -> bool:
+        """Every part this mode needs for the slot has arrived."""
+        return (self.releases is None or "release" in entry) and (self.raw is None or "counts" in entry)
+
+    def insert(self, slot: int, entry: dict) -> None:
+        if self.releases is not None:
+            variance = entry.get("variance")
+            if variance is None and self.releases.slot < self.releases.first_slot:
+                # The index starts at a repeat whose fresh original has left the window: it enters
+                # as fresh, with the noise variance it shares with that original.
+                variance = entry["origin_variance"]
+            self.releases.insert(entry["release"], variance, repeated=variance is None, slot=slot)
+        if self.raw is not None:
+            self.raw.insert(entry["counts"], slot=slot)
+
+
+class QueryService:
+    """Logs what each slot brings, keeps the indexes up to date, and answers queries.
+
+    ``load``/``store``/``delete`` access the table (``stream/slot`` and ``stream/head`` keys).
+    """
+
+    def __init__(self, streams: dict, randomness: Callable[[str], DerivedRandomness]) -> None:
+        self.streams = streams  # name -> StreamConfig with .query settings
+        self.randomness = randomness
+        self.indexes: dict[str, StreamIndex] = {}
+
+    def settings(self, name: str) -> QuerySettings | None:
+        stream = self.streams.get(name)
+        return stream.query_settings if stream is not None else None
+
+    # --- ingest ------------------------------------------------------------------------------
+    def route(self, raw: bytes, topic: str) -> tuple[str, int, dict] | None:
+        """(stream, slot, what it adds to the slot's entry) for a message this service indexes."""
+        if topic == "releases":
+            record = ReleaseRecord.from_json(raw)
+            settings = self.settings(record.stream)
+            if settings is None or settings.mode == "B":
+                return None
+            return record.stream, record.slot, {"release": np.asarray(record.release),
+                                                "variance": release_variance(record)}
+        message = Envelope.decode(raw)
+        settings = self.settings(message.get("stream"))
+        if message.kind != "measured" or settings is None or settings.mode == "A":
+            return None
+        counts = np.asarray(message["counts"]).sum(axis=0)  # all groups together: the raw histogram
+        return message["stream"], int(message["slot"]), {"counts": counts}
+
+    def ingest(self, raw: bytes, topic: str, load, store, delete) -> None:
+        routed = self.route(raw, topic)
+        if routed is None:
+            return
+        name, slot, part = routed
+        head = self._head(name, load)
+        if slot <= head["indexed"]:
+            return  # a redelivery of a slot already indexed
+        if "release" in part:
+            if part["variance"] is None:
+                part["origin_variance"] = head["fresh_variance"]
+            else:
+                head["fresh_variance"] = part["variance"]
+        key = f"{name}/{slot}"
+        entry = packing.unpack(load(key)) if load(key) else {}
+        entry.update(part)
+        store(key, packing.pack(entry))
+        index = self._index(name, load)
+        while True:  # index every complete slot in order
+            nxt = index.slot + 1
+            stored = load(f"{name}/{nxt}")
+            entry = packing.unpack(stored) if stored else None
+            if entry is None or not index.ready(entry):
+                break
+            index.insert(nxt, entry)
+        head["indexed"] = index.slot
+        expired = index.slot - self.settings(name).window
+        for old in range(head["pruned"] + 1, expired + 1):
+            delete(f"{name}/{old}")
+        head["pruned"] = max(head["pruned"], expired)
+        store(f"{name}/head", packing.pack(head))
+
+    def _head(self, name: str, load) -> dict:
+        stored = load(f"{name}/head")
+        return packing.unpack(stored) if stored else {"indexed": 0, "pruned": 0, "fresh_variance": 0.0}
+
+    def _index(self, name: str, load) -> StreamIndex:
+        """The stream's in-memory index, rebuilt from the logged window after a restart."""
+        index = self.indexes.get(name)
+        head = self._head(name, load)
+        if index is not None and index.slot == head["indexed"]:
+            return index
+        stream = self.streams[name]
+        first = head["pruned"] + 1
+        index = StreamIndex(stream.query_settings, stream.domain, stream.window or 1, self.randomness(name), first)
+        for slot in range(first, head["indexed"] + 1):
+            index.insert(slot, packing.unpack(load(f"{name}/{slot}")))
+        self.indexes[name] = index
+        return index
+
+    # --- answer ------------------------------------------------------------------------------
+    def answer(self, params: dict[str, str], load) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, JSON body) for ``GET /query``; every refusal is a 400 with its reason."""
+        name = params.get("stream")
+        if not name:
+            return 400, {"error": "give ?stream=NAME&from=SLOT&to=SLOT[&decay=P]"}
+        if name not in self.streams:
+            return 400, {"error": f"unknown stream {name!r}"}
+        settings = self.settings(name)
+        if settings is None:
+            return 400, {"error": f"stream {name!r} has no query index (add a `query` table to its config)"}
+        try:
+            first, last = (_integer(params, k) for k in ("from", "to"))
+            decay = float(params["decay"]) if params.get("decay") not in (None, "") else None
+        except ValueError as exc:
+            return 400, {"error": str(exc)}
+        index = self._index(name, load)
+        if index.slot == 0:
+            return 400, {"error": f"stream {name!r} has no indexed slot yet"}
+        try:
+            answer, error = index.index.query(first, last, decay)
+        except ParameterError as exc:
+            return 400, {"error": str(exc)}
+        return 200, {"stream": name, "from": first, "to": last, "slot": index.slot, "mode": settings.mode,
+                     "decay": settings.decay, "answer": np.asarray(answer).tolist(),
+                     "standard_error": np.broadcast_to(error, np.shape(answer)).tolist()}
+
+
+def _integer(params: dict, name: str) -> int:
+    text = params.get(name)
+    if text in (None, ""):
+        raise ValueError(f"missing ?{name}=SLOT")
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole slot number, got {text!r}") from None
