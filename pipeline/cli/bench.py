@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 # Benchmark modules under pipeline.bench, each with register(subparsers).
-BENCHMARKS = ("central", "producers", "decayed")
+BENCHMARKS = ("central", "ingest", "producers", "decayed")
 
 
 def register(sub) -> None:

@@ -105,6 +105,27 @@ class Processor:
 REJECT_REASONS = ("unknown_user", "out_of_domain", "before_start", "late", "too_far_ahead", "duplicate")
 
 
+def seen_contains(seen: np.ndarray, users: np.ndarray) -> np.ndarray:
+    """Which ``users`` a slot has already counted. ``seen`` is a sorted int64 array of user ids
+    while few users reported, and a bitset (uint8, one bit per user) once that is smaller: the
+    assembler rewrites it after every message, so its size is the changelog's cost per message."""
+    if seen.dtype == np.uint8:
+        return (seen[users >> 3] & (128 >> (users & 7))) != 0
+    if seen.size == 0:
+        return np.zeros(users.size, dtype=bool)
+    return seen[np.minimum(np.searchsorted(seen, users), seen.size - 1)] == users
+
+
+def seen_add(seen: np.ndarray, users: np.ndarray, population: int) -> np.ndarray:
+    if seen.dtype != np.uint8 and (seen.size + users.size) * 8 > population // 8:
+        bits = np.zeros((population + 7) // 8, dtype=np.uint8)  # denser than a bitset: switch for good
+        seen = seen_add(bits, seen, population)
+    if seen.dtype == np.uint8:
+        np.bitwise_or.at(seen, users >> 3, (128 >> (users & 7)).astype(np.uint8))
+        return seen
+    return np.union1d(seen, users)
+
+
 class Assembler(Processor):
     """Validates reports, keeps one report per user per slot, and closes slots on watermarks.
 
@@ -151,7 +172,7 @@ class Assembler(Processor):
             entry = state["open"].setdefault(str(int(slot)), self._empty_slot(stream, logic))
             idx = self._drop_duplicates(idx, users, entry["seen"], reason)
             u = users[idx]
-            np.bitwise_or.at(entry["seen"], u >> 3, (128 >> (u & 7)).astype(np.uint8))
+            entry["seen"] = seen_add(entry["seen"], u, stream.users)
             rows = groups[u] if groups is not None else np.zeros(u.size, dtype=np.int64)
             flat = np.bincount(rows * stream.domain + values[idx], minlength=entry["counts"].size)
             entry["counts"] += flat.reshape(entry["counts"].shape)
@@ -172,7 +193,7 @@ class Assembler(Processor):
     def _drop_duplicates(idx: np.ndarray, users: np.ndarray, seen: np.ndarray, reason: np.ndarray) -> np.ndarray:
         """Keep the first report of each user not already seen in this slot; mark the rest duplicate."""
         u = users[idx]
-        already = (seen[u >> 3] & (128 >> (u & 7))) != 0
+        already = seen_contains(seen, u)
         _, first = np.unique(u, return_index=True)
         keep = np.zeros(idx.size, dtype=bool)
         keep[first] = True
@@ -182,8 +203,7 @@ class Assembler(Processor):
 
     @staticmethod
     def _empty_slot(stream, logic) -> dict:
-        return {"counts": np.zeros((logic.groups, stream.domain), dtype=np.int64),
-                "seen": np.zeros((stream.users + 7) // 8, dtype=np.uint8)}
+        return {"counts": np.zeros((logic.groups, stream.domain), dtype=np.int64), "seen": np.zeros(0, dtype=np.int64)}
 
     def _advance(self, state, stream, time: float, partition: int, now: float) -> list[Out]:
         if time <= state["watermark"]:

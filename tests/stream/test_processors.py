@@ -214,3 +214,21 @@ def test_personalized_stream_equals_simulation_and_audits_per_type(mechanism):
     # the audit really checks each type: inflate one type's charges and it must fail
     tampered = [dict(a, charges=[c * 3 for c in a["charges"]]) for a in audit]
     assert not verify(tampered)[0].ok
+
+
+def test_seen_users_switch_from_ids_to_a_bitset_and_agree():
+    from pipeline.stream.processors import seen_add, seen_contains
+
+    rng = np.random.default_rng(0)
+    population = 10_000
+    seen = np.zeros(0, dtype=np.int64)
+    reference = np.zeros(population, dtype=bool)
+    for _ in range(40):
+        batch = np.unique(rng.integers(0, population, 200))
+        assert np.array_equal(seen_contains(seen, batch), reference[batch])
+        batch = batch[~reference[batch]]
+        seen = seen_add(seen, batch, population)
+        reference[batch] = True
+    assert seen.dtype == np.uint8  # ~5,500 users of 10,000: the bitset is smaller
+    probe = np.arange(population)
+    assert np.array_equal(seen_contains(seen, probe), reference)

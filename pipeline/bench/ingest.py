@@ -1,0 +1,126 @@
+"""``wevent bench ingest``: central-model reports per second through a real broker and worker.
+
+Three measurements in one run, against the embedded broker (or ``--bootstrap``):
+
+1. batched binary: every slot's reports packed into report batches (up to 65,536 reports per
+   message), sent as fast as possible; the rate is reports sent / time until the last release;
+2. one JSON message per report, the same way, on a smaller stream (it is far slower);
+3. latency: slots paced well below capacity; each slot's delay from sending its watermarks to
+   receiving its release, p50 and p99.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
+from ..stream.config import parse_config
+from ..stream.kafka import KafkaReportSink
+from ..stream.processes import WorkerProcess, write_config
+from ..stream.subscription import Releases
+
+START = 1_300_000_000.0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("ingest", help="reports/s through broker and worker: batched binary vs one JSON per report")
+    p.add_argument("--users", type=int, default=1_000_000, help="reports per slot in the batched run (default: 1000000)")
+    p.add_argument("--slots", type=int, default=20, help="slots in the batched run (default: 20)")
+    p.add_argument("--json-reports", type=int, default=20_000, help="reports in the JSON run (default: 20000)")
+    p.add_argument("--latency-slots", type=int, default=40, help="paced slots for the latency run (default: 40)")
+    p.add_argument("--partitions", type=int, default=2, help="partitions of the reports topic (default: 2)")
+    p.add_argument("--bootstrap", "-b", help="a Kafka to use instead of the embedded broker")
+    p.set_defaults(handler=handle)
+
+
+def _config(users: int, partitions: int):
+    def stream(name, n):
+        return {"name": name, "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 20, "domain": 100,
+                "users": n, "slot_seconds": 60, "start": START}
+
+    return parse_config({"seed": 1, "report_partitions": partitions, "stream_partitions": 1,
+                         "streams": [stream("batched", users), stream("json", users), stream("paced", users)]})
+
+
+def _wait_for(releases: Releases, stream: str, slot: int, timeout: float = 600) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for record in releases.follow(idle_timeout=0.2):
+            if record.stream == stream and record.slot >= slot:
+                return time.monotonic()
+    raise RuntimeError(f"no release of {stream} slot {slot} within {timeout:.0f} s")
+
+
+def handle(args) -> int:
+    config = _config(args.users, args.partitions)
+    bootstrap = resolve_bootstrap(args.bootstrap)
+    broker = None if bootstrap else EmbeddedBroker().start()
+    bootstrap = bootstrap or broker.bootstrap
+    tansu = broker is not None
+    workdir = Path(tempfile.mkdtemp(prefix="wevent-bench-"))
+    worker = None
+    rng = np.random.default_rng(0)
+    try:
+        create_topics(bootstrap, config.topics())
+        worker = WorkerProcess(write_config(config, workdir), bootstrap, free_port(), workdir / "worker.log",
+                               tansu_compat=tansu, datadir=workdir / "data").start()
+        with Releases(bootstrap) as releases:
+            # warm-up: one small slot, so group join and table recovery are not timed
+            warm = KafkaReportSink(bootstrap, "paced", args.partitions, tansu_compat=tansu)
+            stream = config.stream("paced")
+            warm.send_slot(1, stream.slot_start(1), stream.slot_end(1), np.arange(100), rng.integers(0, 100, 100))
+            warm.producer.flush()
+            _wait_for(releases, "paced", 1, timeout=120)
+
+            users = np.arange(args.users)
+            values = rng.integers(0, 100, (args.slots, args.users))
+            sink = KafkaReportSink(bootstrap, "batched", args.partitions, tansu_compat=tansu)
+            stream = config.stream("batched")
+            started = time.monotonic()
+            for slot in range(1, args.slots + 1):
+                sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), users, values[slot - 1])
+            sink.producer.flush()
+            batched_rate = args.slots * args.users / (_wait_for(releases, "batched", args.slots) - started)
+
+            stream = config.stream("json")
+            json_sink = KafkaReportSink(bootstrap, "json", args.partitions, tansu_compat=tansu)
+            n = args.json_reports
+            json_users = rng.choice(args.users, n, replace=False)
+            json_values = rng.integers(0, 100, n)
+            started = time.monotonic()
+            for user, value in zip(json_users.tolist(), json_values.tolist()):
+                report = json.dumps({"stream": "json", "user": user, "time": stream.slot_start(1), "value": value})
+                json_sink._produce(report.encode(), user % args.partitions)
+            json_sink.watermark(stream.slot_end(1))
+            json_sink.producer.flush()
+            json_rate = n / (_wait_for(releases, "json", 1) - started)
+
+            stream = config.stream("paced")
+            delays = []
+            per_slot = min(args.users, 100_000)
+            for slot in range(2, args.latency_slots + 2):
+                warm.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), users[:per_slot],
+                               rng.integers(0, 100, per_slot))
+                warm.producer.flush()
+                sent = time.monotonic()
+                delays.append(_wait_for(releases, "paced", slot, timeout=60) - sent)
+                time.sleep(0.2)
+    finally:
+        if worker:
+            worker.stop()
+        if broker:
+            broker.stop()
+    p50, p99 = np.percentile(delays, [50, 99])
+    print(f"broker: {'embedded tansu (one record per batch)' if tansu else bootstrap}; "
+          f"{args.partitions} report partitions, one worker")
+    print(f"batched binary:      {batched_rate:>12,.0f} reports/s  ({args.slots} slots x {args.users:,} reports)")
+    print(f"one JSON per report: {json_rate:>12,.0f} reports/s  ({args.json_reports:,} reports)")
+    print(f"ratio:               {batched_rate / json_rate:>12,.1f} x")
+    print(f"slot close -> release latency (watermarks sent -> release received, {len(delays)} paced slots of "
+          f"{per_slot:,} reports): p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
+    return 0
