@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Callable, Mapping
@@ -119,6 +120,9 @@ def _add_replay_options(parser) -> None:
     kafka.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     kafka.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                        help="the broker is tansu: one record per batch")
+    kafka.add_argument("--truth-port", type=int, metavar="PORT", help="also follow the stream's releases and serve "
+                       "their mean absolute error against this feed's truth on http://0.0.0.0:PORT/metrics, until "
+                       "stopped (Ctrl-C)")
     parser.add_argument("--from-slot", type=int, default=1, metavar="N", help="resume: start at slot N (default: 1)")
     parser.add_argument("--speed", type=float, default=0.0, metavar="X", help="X times real time; 0 = as fast as "
                         "possible (default: 0)")
@@ -161,6 +165,10 @@ def handle(args) -> int:
     open_sink = _sink_factory(args)
     feed, data = command.load(args, profile)
     sink = open_sink(feed)
+    if args.truth_port:
+        if args.dump:
+            raise UsageError("--truth-port follows releases in Kafka: it does not go with --dump")
+        _follow_truth(args, feed)
     stats = replay(feed, sink, args.from_slot, args.speed,
                    progress=lambda slots, total: progress(slots, args.progress, total=total, desc="replay"))
     summary = {
@@ -175,7 +183,31 @@ def handle(args) -> int:
         print(json.dumps(summary, default=str, sort_keys=True))
     else:
         _print_summary(summary, data, sys.stdout)
+    if args.truth_port:
+        threading.Event().wait()  # keep serving the error against truth until stopped
     return 0
+
+
+def _follow_truth(args, feed) -> None:
+    """A thread that scores the stream's releases against the feed (served as Prometheus metrics)."""
+    from prometheus_client import start_http_server
+
+    from ..stream.broker import resolve_bootstrap
+    from ..stream.config import load_config
+    from ..stream.subscription import Releases
+    from ..stream.truth import TruthMonitor
+
+    config = load_config(args.config)
+    stream = config.stream(args.stream) if args.stream else config.streams[0]
+    monitor = TruthMonitor.for_stream(stream, feed)
+    start_http_server(args.truth_port)
+
+    def follow() -> None:
+        with Releases(resolve_bootstrap(args.bootstrap), streams=[stream.name]) as releases:
+            for record in releases.follow():
+                monitor.observe(record)
+
+    threading.Thread(target=follow, daemon=True, name="truth").start()
 
 
 def _print_summary(summary: dict, data: Preprocessed | None, out) -> None:

@@ -116,9 +116,8 @@ def handle(args) -> int:
               f"w = {stream.window} slots of {stream.slot_seconds:g} s; {feed.users} users, d = {stream.domain}; "
               f"replaying {slots} slots", file=sys.stderr)
         sink = KafkaReportSink(bootstrap, stream.name, config.report_partitions, tansu_compat=broker is not None)
-        first = round((feed.start - stream.start) / stream.slot_seconds)  # stream slot of the feed's slot 1 is first+1
         threading.Thread(target=replay, args=(_first_slots(feed, slots), sink, 1, args.speed), daemon=True).start()
-        monitor = TruthMonitor(stream.name, feed, slot_offset=first)
+        monitor = TruthMonitor.for_stream(stream, feed)
         released = 0
         with Releases(bootstrap, streams=[stream.name]) as releases:
             while released < slots:

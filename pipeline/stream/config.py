@@ -122,7 +122,7 @@ class AppConfig:
         return _key(NOISE_KEY_ENV, self.seed, "server")
 
     def device_key(self) -> SecretKey:
-        return _key(DEVICE_KEY_ENV, self.seed, "device")
+        return _key(DEVICE_KEY_ENV, self.seed, "devices")
 
     def topics(self) -> dict[str, int]:
         """Every topic the app uses, with its partition count (created before workers start)."""

@@ -25,6 +25,11 @@ class TruthMonitor:
         self.cells = 0
         self._lock = threading.Lock()
 
+    @classmethod
+    def for_stream(cls, stream, feed) -> "TruthMonitor":
+        """The monitor of ``stream`` (a StreamConfig) replayed from ``feed``, aligning their slot clocks."""
+        return cls(stream.name, feed, slot_offset=round((feed.start - stream.start) / stream.slot_seconds))
+
     def truth(self, slot: int, domain: int) -> np.ndarray | None:
         feed_slot = slot - self.slot_offset
         if not 1 <= feed_slot <= self.feed.slots:
