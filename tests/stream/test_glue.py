@@ -1,0 +1,112 @@
+"""Config validation, message codecs and the audit's verdicts, without a broker."""
+
+import json
+
+import numpy as np
+import pytest
+
+from pipeline.stream.audit import verify
+from pipeline.stream.codecs import DecodeError, Envelope, ReportBatch, decode_report_message, decode_users, encode_users
+from pipeline.stream.config import ConfigError, load_config, parse_config
+
+STREAM = {"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 4, "users": 10,
+          "slot_seconds": 60, "start": "2008-02-02T00:00:00Z"}
+
+
+def config(**changes):
+    stream = {k: v for k, v in {**STREAM, **changes}.items() if v is not None}
+    return parse_config({"seed": 1, "streams": [stream]})
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    ({"epsilon": 0}, "epsilon must be > 0"),
+    ({"epsilon": "x"}, "epsilon must be a number"),
+    ({"window": 0}, "window must be >= 1"),
+    ({"window": 2.5}, "window must be an integer"),
+    ({"domain": None}, "missing field(s) domain"),
+    ({"mechanism": "nope"}, "unknown mechanism"),
+    ({"model": "quantum"}, "model must be one of"),
+    ({"start": "yesterday"}, "not ISO 8601"),
+    ({"colour": "red"}, "unknown field(s) colour"),
+    ({"name": "a/b"}, "without '/'"),
+    ({"mechanism": "pba"}, "not a central-model mechanism"),
+])
+def test_config_errors_name_the_stream_and_field(changes, fragment):
+    with pytest.raises(ConfigError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        cfg = config(**changes)
+        from pipeline.stream.logic import logic_for
+        logic_for(cfg, cfg.streams[0])
+
+
+def test_config_files_and_noise_keys(tmp_path, monkeypatch):
+    toml = tmp_path / "c.toml"
+    toml.write_text('seed = 3\n[[streams]]\nname = "s"\nmodel = "central"\nmechanism = "bd"\nepsilon = 1.0\n'
+                    'window = 5\ndomain = 4\nusers = 10\nslot_seconds = 60\nstart = 1200000000\n')
+    cfg = load_config(toml)
+    assert cfg.streams[0].slot_of_ms(np.array([1_200_000_000_000, 1_200_000_059_999, 1_200_000_060_000])).tolist() == [1, 1, 2]
+    monkeypatch.setenv("WEVENT_NOISE_KEY", "ab" * 32)
+    assert bytes(cfg.noise_key()) == bytes.fromhex("ab" * 32)
+    monkeypatch.setenv("WEVENT_NOISE_KEY", "zz")
+    with pytest.raises(ConfigError, match="WEVENT_NOISE_KEY"):
+        cfg.noise_key()
+    monkeypatch.delenv("WEVENT_NOISE_KEY")
+    with pytest.raises(ConfigError, match="no noise key"):
+        parse_config({"streams": [STREAM]}).noise_key()
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.toml")
+    (tmp_path / "bad.toml").write_text("streams = [")
+    with pytest.raises(ConfigError):
+        load_config(tmp_path / "bad.toml")
+
+
+def test_report_batch_wire_format_rejects_truncation_and_garbage():
+    batch = ReportBatch("s", np.array([1, 2, 3]), np.array([0, 1, 2]), np.array([5, 5, 9]))
+    data = batch.encode()
+    for cut in range(len(data)):
+        with pytest.raises(DecodeError):
+            decode_report_message(data[:cut] if cut else b"\x00")
+    with pytest.raises(DecodeError):
+        decode_report_message(data + b"\x00")
+    for bad in (b"[1, 2]", b'{"stream": "s", "user": true, "time": 1, "value": 0}',
+                b'{"stream": "s", "user": 1, "time": "now", "value": 0}', b'{"type": "watermark", "stream": "s"}'):
+        with pytest.raises(DecodeError):
+            decode_report_message(bad)
+    back = decode_report_message(json.dumps({"stream": "s", "user": 7, "time": 1.5, "value": 2}).encode())
+    assert back.users.tolist() == [7] and back.times_ms.tolist() == [1500]
+    with pytest.raises(DecodeError):
+        Envelope.decode(b"WEVS1 but not really")
+
+
+def test_user_sets_roundtrip_as_bitsets():
+    users = np.array([0, 7, 8, 999])
+    assert decode_users(encode_users(users, 1000), 1000).tolist() == users.tolist()
+    assert encode_users(None, 10) is None
+
+
+def central(slot, eps1, eps2, **extra):
+    return {"record": "audit", "stream": "s", "slot": slot, "mechanism": "ba", "epsilon": 1.0, "window": 3,
+            "eps1": eps1, "eps2": eps2, **extra}
+
+
+def test_audit_names_the_offending_window_gaps_and_conflicts():
+    ok = [central(i, 1 / 6, 1 / 6) for i in range(1, 10)]
+    assert verify(ok)[0].ok
+    over = [central(i, 1 / 6, 0.5 if i == 5 else 1 / 6) for i in range(1, 10)]
+    finding = verify(over)[0]
+    assert not finding.ok and "slots 3..5" in finding.message
+    gap = [r for r in ok if r["slot"] != 4]
+    assert "slot 4 is missing" in verify(gap)[0].message
+    conflict = ok + [central(2, 1 / 6, 0.0)]
+    assert not all(f.ok for f in verify(conflict))
+
+
+def test_audit_checks_every_user_of_population_methods():
+    def slot(i, users1, users2):
+        return central(i, 0.5, 0.5, phases=[{"phase": 1, "epsilon": 1.0, "users": users1},
+                                            {"phase": 2, "epsilon": 1.0, "users": users2}])
+
+    good = [slot(i, [i % 6], [6 + i % 6]) for i in range(1, 13)]  # each user every 6 slots, w = 3
+    assert verify(good)[0].ok
+    bad = good[:4] + [slot(5, [3], [11])] + good[5:]  # user 3 again two slots after slot 3
+    finding = verify(bad)[0]
+    assert not finding.ok and "user 3" in finding.message
