@@ -72,7 +72,8 @@ def test_synthetic_dump_equals_the_core_generator(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["tdrive", TDRIVE], "sending to Kafka is not available yet"),
+    (["tdrive", TDRIVE], "give --dump FILE, or --config FILE"),
+    (["tdrive", TDRIVE, "--config", "/nonexistent.toml"], "config file not found"),
     (["tdrive", TDRIVE, "--dump", "/nonexistent-dir/x.npz"], "no directory"),
     (["tdrive", TDRIVE, "--dump", "x.npz", "--from-slot", "0"], "--from-slot must be a slot"),
     (["tdrive", TDRIVE, "--grid", "0x3"], "a grid needs at least one row and one column"),
