@@ -12,9 +12,10 @@ mechanism then gets ``epsilon_total - epsilon`` (sequential composition), and th
 the sum. Mode C answers with both, combined by inverse variance.
 
 State: what each slot contributed (the release for A, the counts for B) is logged in a Faust
-table under ``stream/slot``, O(d) per slot, and pruned beyond the window. The O(1)-query index
-itself lives in memory and is rebuilt from the log after a restart (derived noise makes Mode B's
-rebuild identical).
+table under ``stream/slot``, O(d) per slot, and pruned by whole blocks beyond the window. The
+O(1)-query index itself lives in memory and is rebuilt from the log after a restart, starting at a
+block boundary, so the rebuilt Mode B index recomputes exactly the nodes it released before with
+exactly the same noise (never a slot's draw at another scale).
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ class StreamIndex:
     def slot(self) -> int:
         return self.index.slot
 
+    @property
+    def index_block_size(self) -> int:
+        return (self.raw or self.releases).block_size
+
     def ready(self, entry: dict) -> bool:
         """Every part this mode needs for the slot has arrived."""
         return (self.releases is None or "release" in entry) and (self.raw is None or "counts" in entry)
@@ -169,7 +174,11 @@ class QueryService:
                 break
             index.insert(nxt, entry)
         head["indexed"] = index.slot
-        expired = index.slot - self.settings(name).window
+        # Only whole blocks leave the log: a rebuild then starts at a block boundary and lays the
+        # slots out exactly as before, so Mode B recomputes identical nodes with identical noise.
+        block = index.index_block_size
+        oldest = max(1, index.slot - self.settings(name).window + 1)
+        expired = (oldest - 1) // block * block
         for old in range(head["pruned"] + 1, expired + 1):
             delete(f"{name}/{old}")
         head["pruned"] = max(head["pruned"], expired)

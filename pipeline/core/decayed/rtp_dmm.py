@@ -39,6 +39,8 @@ pipeline.core.validation.ParameterError: range 1..9 is outside the window: slots
 
 from __future__ import annotations
 
+import hashlib
+
 from typing import Any
 
 import numpy as np
@@ -93,10 +95,23 @@ class RTPDMM(DecayedRangeIndex):
         self.sensitivity = self._sensitivity()
         self.node_scales = np.zeros(self.block_size + 1)  # σ_k; index 0 unused
         self.node_scales[1:] = self.sensitivity / (self.epsilon * self.lambdas[1:])
+        if (self.first_slot - 1) % self.block_size:
+            # A slot's node and its noise scale follow from its position in a block: blocks must be
+            # aligned on absolute slots, or an index rebuilt from a later slot would release a
+            # slot's noise draw again at another scale (two such answers give the raw counts).
+            raise ParameterError(f"RTP_DMM must start at a block boundary (slot 1 + a multiple of "
+                                 f"{self.block_size}), got first slot {self.first_slot}")
         self.randomness = randomness if randomness is not None else DerivedRandomness(SecretKey.generate())
-        self.node_noise = self.randomness.for_stream(self.randomness.stream + NODE_NOISE_STREAM)
+        # The noise stream also names every parameter that sets node scales: an index configured
+        # differently never reuses a draw (same parameters, same draws, for identical rebuilds).
+        self.node_noise = self.randomness.for_stream(f"{self.randomness.stream}{NODE_NOISE_STREAM}/{self._scales_digest()}")
         self._store = DecayedFenwick(self.decay, self.window, self.block_size, self.bins,
                                      node_variance=2.0 * self.node_scales**2)
+
+    def _scales_digest(self) -> str:
+        spec = repr((self.block_size, self.decay, self.lambda_variant, self.noise_mode, self.epsilon,
+                     self.privacy_window, self.neighbours, self.contribution_bound))
+        return hashlib.blake2b(spec.encode(), digest_size=8).hexdigest()
 
     def _sensitivity(self) -> float:
         """L1 sensitivity of all released nodes for w-event neighbours (§1.2, §2.5, §3 Mode B)."""
