@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import state as state_codec
 from ..core.base import REGISTRY, Mechanism, StepResult
 from ..core.validation import ParameterError
 from ..core.central import CentralMechanism, Dissimilarity
@@ -63,6 +64,19 @@ class StreamLogic:
         from ..core.base import restore
 
         return restore(blob, self.randomness)
+
+    def parameters_changed(self, mechanism: Mechanism) -> str | None:
+        """Why the configured mechanism differs from the one in the state (None if they agree).
+
+        Continuing a stream under other parameters would mix two mechanisms in one ledger, and
+        re-deriving a slot's noise at another scale would give away its data: a stream's
+        parameters are fixed for its lifetime (a new configuration needs a new stream name).
+        """
+        configured = state_codec.to_json(self.new_mechanism().state_dict()["params"])
+        stored = state_codec.to_json(mechanism.state_dict()["params"])
+        if configured == stored and type(mechanism) is type(self.new_mechanism()):
+            return None
+        return f"the config says {configured}, the stream's state holds {stored}"
 
     def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray) -> dict[str, Any]:
         """M1: the private dissimilarity fields for slot ``slot`` (empty when the mechanism has none)."""

@@ -321,6 +321,10 @@ class PublicationProcessor(Processor):
             return [Out(t, v.encode(), name) for t, v in kept.items()] if kept else []
         if slot != mechanism.slot + 1:
             return [dead_letter("gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}", name)]
+        changed = logic.parameters_changed(mechanism)
+        if changed:
+            log.error("stream %s: mechanism parameters changed; slot %d not released: %s", name, slot, changed)
+            return [dead_letter("config_changed", topic, f"slot {slot} not released: {changed}", name)]
         result = logic.publish(mechanism, message["counts"], message.fields)
         # Every group's charges over the slots of its own window (the largest window is kept).
         history = np.vstack([np.asarray(state["spend"], dtype=float).reshape(-1, logic.groups),

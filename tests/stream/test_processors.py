@@ -232,3 +232,21 @@ def test_seen_users_switch_from_ids_to_a_bitset_and_agree():
     assert seen.dtype == np.uint8  # ~5,500 users of 10,000: the bitset is smaller
     probe = np.arange(population)
     assert np.array_equal(seen_contains(seen, probe), reference)
+
+
+def test_changed_mechanism_parameters_stop_the_stream_instead_of_mixing_mechanisms():
+    data = synthetic("sin", 600, 10, seed=5)
+    pipeline = InProcessPipeline(config_for(("s", "ba"), users=600))
+    feed(pipeline, "s", data.values()[:5], 5)
+    released = len(pipeline.releases("s"))
+    # the operator edits epsilon; the stream's state (changelog) survives the restart
+    changed = InProcessPipeline(config_for(("s", "ba"), users=600, epsilon=0.5))
+    changed.tables = pipeline.tables
+    stream = changed.config.stream("s")
+    changed.offsets = pipeline.offsets
+    for slot in range(6, 8):
+        changed.send_slot("s", stream.slot_start(slot), stream.slot_end(slot), np.arange(600), data.values()[slot - 1])
+    changed.run()
+    assert not changed.releases("s") and released == 5
+    reasons = {DeadLetter.from_json(v).reason for v in changed.log["deadletter"]}
+    assert reasons == {"config_changed"}
