@@ -99,19 +99,26 @@ def _write_releases(path: str, records: Iterable) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
 
 
+def _window_spend(summary: dict) -> str:
+    """The largest window spend: absolute (one budget), or relative to each user's own budget."""
+    if "max_window_epsilon" in summary:
+        return f"{summary['max_window_epsilon']:.6f}"
+    return f"{summary['max_user_window_spend_ratio']:.4f} x eps_i"
+
+
 def _print_table(summaries: list[dict], out) -> None:
     first = summaries[0]
     out.write(
         f"{first['slots']} slots, d = {first['domain_size']}, epsilon = {first['epsilon']:g} per window of "
         f"w = {first['window']} slots; MRE floor {first['mre_floor']:g}\n\n"
     )
-    header = f"{'mechanism':<10} {'MAE':>12} {'MRE':>9} {'MSE':>12} {'published':>10} {'max window eps':>15}\n"
+    header = f"{'mechanism':<10} {'MAE':>12} {'MRE':>9} {'MSE':>12} {'published':>10} {'max window spend':>17}\n"
     out.write(header)
     out.write("-" * (len(header) - 1) + "\n")
     for s in summaries:
         out.write(
             f"{s['mechanism']:<10} {s['mae']:>12.4g} {s['mre']:>9.2%} {s['mse']:>12.4g} "
-            f"{s['publications']:>5}/{s['slots']:<4} {s['max_window_epsilon']:>15.6f}\n"
+            f"{s['publications']:>5}/{s['slots']:<4} {_window_spend(s):>17}\n"
         )
     extra = [k for k in ("cfpu", "bits_per_user_per_slot", "roc_auc") if k in first]
     if extra:

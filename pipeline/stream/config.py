@@ -85,6 +85,15 @@ class StreamConfig:
         settings = self.query_settings
         return settings.reserved_epsilon if settings is not None else 0.0
 
+    @property
+    def host_epsilon(self) -> float:
+        """The mechanism's budget: epsilon, less what a Mode B/C query index reserves."""
+        if not self.reserved_epsilon:
+            return self.epsilon
+        from ..core.decayed import host_epsilon
+
+        return host_epsilon(self.epsilon, self.reserved_epsilon)
+
     # --- the slot clock: slot s covers [start + (s-1) L, start + s L) -------------------------
     def slot_of_ms(self, times_ms: np.ndarray) -> np.ndarray:
         """1-based slot of each event time (ms since epoch); times before the start give slot <= 0."""
@@ -217,9 +226,10 @@ def _stream(raw: dict, index: int) -> StreamConfig:
     if settings is not None and settings.reserved_epsilon:
         if model != "central":
             raise ConfigError(f"{where}: query modes B and C need raw counts: central streams only")
-        if settings.reserved_epsilon >= stream.epsilon:
-            raise ConfigError(f"{where}: the query index's epsilon {settings.reserved_epsilon:g} leaves nothing of the "
-                              f"stream's {stream.epsilon:g}")
+        try:
+            stream.host_epsilon
+        except ParameterError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
     return stream
 
 

@@ -108,7 +108,7 @@ class CentralLogic(StreamLogic):
     def new_mechanism(self) -> CentralMechanism:
         s = self.stream
         try:  # a Mode B/C query index takes its budget out of every window first (composition)
-            return REGISTRY[s.mechanism](s.epsilon - s.reserved_epsilon, s.window, s.domain, randomness=self.randomness,
+            return REGISTRY[s.mechanism](s.host_epsilon, s.window, s.domain, randomness=self.randomness,
                                          **s.options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None

@@ -49,18 +49,24 @@ class CentralMechanism(Mechanism):
     # --- one slot ----------------------------------------------------------------------------
     def measure(self, counts) -> Dissimilarity | None:
         """M1 for the next slot: the private dissimilarity to the last release (None if unused)."""
-        return self._measure(check_counts(counts, self.domain_size))
+        return self._measure(self._check(counts))
 
     def publish(self, counts, dissimilarity: Dissimilarity | None) -> StepResult:
         """M2 for the next slot: decide, release, and advance the mechanism by one slot."""
         slot = self.slot + 1
+        if self.dissimilarity_measure is not None and dissimilarity is None:
+            raise ParameterError(f"{self.name} needs the dissimilarity of slot {slot} (from measure)")
         if dissimilarity is not None and dissimilarity.slot != slot:
             raise ParameterError(f"dissimilarity is for slot {dissimilarity.slot}, the mechanism is at slot {slot}")
-        return self._advance(check_counts(counts, self.domain_size), dissimilarity)
+        return self._advance(self._check(counts), dissimilarity)
 
     def step(self, counts) -> StepResult:
-        counts = check_counts(counts, self.domain_size)
+        counts = self._check(counts)
         return self._advance(counts, self._measure(counts))
+
+    def _check(self, counts) -> np.ndarray:
+        """One slot's input, validated (a histogram of ``d`` finite counts here)."""
+        return check_counts(counts, self.domain_size)
 
     def _measure(self, counts: np.ndarray) -> Dissimilarity | None:
         if self.dissimilarity_measure is None:

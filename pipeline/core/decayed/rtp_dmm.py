@@ -169,17 +169,18 @@ class RTPDMM(DecayedRangeIndex):
         self._store.load_state(dynamic, noise_of=self._noise)
 
 
-def host_epsilon(epsilon_total: float, decayed: RTPDMM) -> float:
+def host_epsilon(epsilon_total: float, reserved: "float | RTPDMM") -> float:
     """The host mechanism's budget when RTP_DMM reserves its own out of a w-event total (§3 Mode B).
 
     By sequential composition the histograms (``ε_H``) and the decayed structure (``ε_D``) are
-    jointly ``(ε_H + ε_D)`` w-event DP, so the host gets ``ε_total - ε_D``.
+    jointly ``(ε_H + ε_D)`` w-event DP, so the host gets ``ε_total - ε_D``. ``reserved`` is ``ε_D``
+    or the RTP_DMM index itself.
 
-    >>> from pipeline.core.randomness import SecretKey
-    >>> host_epsilon(1.0, RTPDMM(0.25, 64, 0.99, privacy_window=10, randomness=DerivedRandomness(SecretKey.from_seed(0))))
+    >>> host_epsilon(1.0, 0.25)
     0.75
     """
     total = check_epsilon(epsilon_total, "total epsilon")
-    if decayed.window_spend_bound >= total:
-        raise ParameterError(f"RTP_DMM's epsilon {decayed.window_spend_bound} leaves nothing of the total {total}")
-    return total - decayed.window_spend_bound
+    spent = reserved.window_spend_bound if isinstance(reserved, RTPDMM) else check_epsilon(reserved, "RTP_DMM's epsilon")
+    if spent >= total:
+        raise ParameterError(f"RTP_DMM's epsilon {spent:g} leaves nothing of the total {total:g}")
+    return total - spent

@@ -5,7 +5,7 @@ User i's unit share is ``s_i = eps_i / (2 w_i)`` per slot. A publication at slot
 the last publication l, the current one included. It borrows the ``k_i - 1`` slots that follow,
 and every user is nullified for ``max_j k_j - 1`` slots (the longest borrowing); users whose own
 borrowing is shorter get those idle slots back through ``tA_i``. Share counts are integers
-(spec RES-12) and the start is a virtual publication at ``l = 0`` with one share each.
+(spec AMB-12) and the start is a virtual publication at ``l = 0`` with one share each.
 
 ``artifact_compat_nonprivate=True`` reproduces the authors' code, which never updates ``l`` or
 the share counts after a publication: nothing is ever nullified and every publication from

@@ -8,7 +8,7 @@ afresh every slot from a ring of the last ``w_k - 1`` charges per type (no drift
 total) and ``rem`` is clamped at 0 (spec §9).
 
 ``lookback="artifact"`` subtracts the previous ``w_i`` slots instead, as the authors' code does
-(more conservative; spec RES-11). The paper's ``w_i - 1`` is the default.
+(more conservative; spec AMB-11). The paper's ``w_i - 1`` is the default.
 
 Spend: for a user of type k, ``e1_k = eps_k/(2 w_k)`` per slot on DC, and, since decisions are
 global, type k's publication budgets are BD's at ``(w_k, eps_k)`` under the same decisions:

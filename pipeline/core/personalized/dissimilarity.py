@@ -1,7 +1,7 @@
 """Dissimilarity Calculation (DC): Du et al., PVLDB 18(6) 2025, Algorithm 3 (M1 of PBD and PBA).
 
 Every user of type k holds the dissimilarity budget ``e1_k = eps_k / (2 w_k)`` at every slot.
-OBS picks the SM threshold ``theta_1`` among them (with sensitivity 1 by default, spec RES-4;
+OBS picks the SM threshold ``theta_1`` among them (with sensitivity 1 by default, spec AMB-4;
 ``obs_sensitivity`` changes only that error model, not the noise), SM_s draws a fresh sample,
 and the private dissimilarity is the mean absolute distance of the sampled histogram to the last
 release plus ``Lap((1/d) / theta_1)``: adding or removing one sampled user moves the mean by 1/d.

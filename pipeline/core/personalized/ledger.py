@@ -112,6 +112,3 @@ class PersonalizedLedger:
         """User ``user``'s charge at every slot (``user_types`` maps users to types)."""
         return self.charges()[:, int(user_types[user])]
 
-    def user_max_spend_ratio(self, user_types: np.ndarray) -> np.ndarray:
-        """Every user's largest own-window spend over their ``eps_i``."""
-        return self.type_max_spend_ratio()[np.asarray(user_types)]

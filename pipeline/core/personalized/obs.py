@@ -7,7 +7,7 @@ SM threshold ``theta = v_c`` that minimises the reporting error (spec §2.2)
 
 with ``p_k = expm1(v_k) / expm1(theta)``: the sampled count's variance and squared bias plus the
 Laplace variance. Ties keep the smaller theta (strict ``<``); zero budgets are never candidates
-(RES-9), and with no positive budget there is no selection (the slot is null).
+(AMB-9), and with no positive budget there is no selection (the slot is null).
 
 Every candidate is scored in O(m) after sorting: with ``a_k = expm1(v_k)``,
 ``sum n_k p_k = sum n_k a_k / a_c`` and ``sum n_k p_k^2 = sum n_k a_k^2 / a_c^2`` are prefix sums,
@@ -15,7 +15,7 @@ accumulated in the log domain (``logaddexp.accumulate``) so that no budget size 
 
 Spend: nothing; OBS reads only the budgets and the public type sizes.
 
-Example 2 of the paper (err(0.8) = 27.733, not the printed 89.74: spec RES-3):
+Example 2 of the paper (err(0.8) = 27.733, not the printed 89.74: spec AMB-3):
 
 >>> selection = obs(np.array([0.1, 0.4, 0.8]), np.array([2, 5, 3]))
 >>> round(selection.theta, 6), round(selection.error, 6)

@@ -14,11 +14,11 @@ per type, O(m) per slot. The M1/M2 split and the options follow :class:`CentralM
 
 Options: ``threshold="scale"`` compares ``dis`` with ``1/theta_2`` (BD/BA's rule) instead of
 ``sqrt(err_2)``; with every user identical, PBD and PBA then equal BD and BA exactly (spec §11
-item 11). ``force_first_publish`` publishes slot 1 whatever ``dis`` is (RES-10).
-``dc_obs_sensitivity`` is the sensitivity DC's OBS assumes (RES-4; 1/d is the true one).
+item 11). ``force_first_publish`` publishes slot 1 whatever ``dis`` is (AMB-10).
+``dc_obs_sensitivity`` is the sensitivity DC's OBS assumes (AMB-4; 1/d is the true one).
 
 Spend: each user of type k is charged ``e1_k`` at every slot and ``e2_k`` at each publication
-(the allocated budgets, RES-13); ``type_window_spend_bounds`` states each type's window bound.
+(the allocated budgets, AMB-13); ``type_window_spend_bounds`` states each type's window bound.
 
 Examples
 --------
@@ -134,18 +134,6 @@ class PersonalizedMechanism(CentralMechanism):
         return float(self.type_window_spend_bounds.max())
 
     # --- one slot ------------------------------------------------------------------------------
-    def measure(self, counts) -> Dissimilarity:
-        return self._measure(self._check(counts))
-
-    def publish(self, counts, dissimilarity: Dissimilarity) -> PersonalizedStepResult:
-        if dissimilarity.slot != self.slot + 1:
-            raise ParameterError(f"dissimilarity is for slot {dissimilarity.slot}, the mechanism is at slot {self.slot + 1}")
-        return self._advance(self._check(counts), dissimilarity)
-
-    def step(self, counts) -> PersonalizedStepResult:
-        counts = self._check(counts)
-        return self._advance(counts, self._measure(counts))
-
     def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity) -> PersonalizedStepResult:
         budgets = self.publication_budgets(slot)
         if budgets is None:

@@ -4,7 +4,7 @@ Given per-user budgets ``e_i`` and a threshold ``theta > 0``:
 
 * SM_s keeps user i with probability ``p_i = 1`` if ``e_i >= theta``, else
   ``p_i = (exp(e_i) - 1) / (exp(theta) - 1)`` (users with ``e_i = 0`` are never kept);
-* SM_d releases the kept users' histogram, not rescaled (spec RES-14), plus ``Lap(Delta/theta)``
+* SM_d releases the kept users' histogram, not rescaled (spec AMB-14), plus ``Lap(Delta/theta)``
   per bin. In the mechanisms this is ``CentralMechanism._fresh`` applied to the kept histogram.
 
 User i then gets ``min(e_i, theta)``-DP: for ``e_i < theta`` the worst likelihood ratio is
@@ -15,7 +15,7 @@ exact binomial thinning of each cell with its type's ``p``: the same distributio
 Bernoulli coin per user, in O(types x d) and with no per-user loop. The coins of a slot come from
 one derived generator at ``(slot, phase)``, drawn only when some type has ``p < 1``.
 
-Spend: nothing by itself; the caller charges each user the allocated ``e_i`` (spec RES-13).
+Spend: nothing by itself; the caller charges each user the allocated ``e_i`` (spec AMB-13).
 
 >>> keep_probabilities(np.array([0.1, 0.4, 0.8]), 0.4).round(4).tolist()
 [0.2138, 1.0, 1.0]

@@ -45,6 +45,9 @@ class PersonalizedRun(SimulationRun):
         types = self.mechanism.types
         ledger = self.ledger()
         summary["options"] = {k: v for k, v in summary["options"].items() if not isinstance(v, np.ndarray)}
+        # No single window budget: every type k has its own eps_k over its own w_k, so the absolute
+        # "max_window_epsilon" of a central run would mix types; the per-type spend replaces it.
+        del summary["max_window_epsilon"], summary["window_epsilon_bound"]
         summary["max_user_window_spend_ratio"] = ledger.max_spend_ratio()
         summary["user_window_spend_ratio_bound"] = float((self.mechanism.type_window_spend_bounds / types.epsilons).max())
         requirements = {
@@ -55,6 +58,8 @@ class PersonalizedRun(SimulationRun):
         }
         if types.count <= _TABLE_LIMIT:
             requirements.update(windows=types.windows.tolist(), epsilons=types.epsilons.tolist(), sizes=types.sizes.tolist())
+            spend = ledger.type_window_spend()
+            summary["type_max_window_epsilon"] = (spend.max(axis=0) if spend.size else np.zeros(types.count)).tolist()
         summary["requirements"] = requirements
         return summary
 
