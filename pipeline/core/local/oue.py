@@ -1,0 +1,156 @@
+"""Optimized unary encoding (OUE): spec ldp-ids §2.2, [S] §3.2 "OUE" (Wang et al., USENIX Sec 2017).
+
+A device one-hot encodes its value into ``d`` bits and flips each bit independently: a 1 stays 1
+with probability ``p = 1/2`` and a 0 becomes 1 with probability ``q = 1 / (e^eps + 1)``; every
+bit's likelihood ratio is at most ``e^eps``. With ``c'[k]`` reports whose bit k is set,
+``c_hat[k] = (c'[k]/n - q) / (1/2 - q)`` is unbiased (the frequency form, RES-9).
+
+Variance: ``Var_k = 4 e^eps / (n (e^eps-1)^2) + f_k / n``, averaged over the bins
+``V = 4 e^eps / (n (e^eps-1)^2) + 1/(d n)`` (``paper_literal``: ``+ 1/n``).
+
+Bits per report: ``d`` (reports travel packed, ``np.packbits`` along the bin axis).
+
+How the bits are drawn (exact, and fast enough for ~10^10 bits a day): the bits of ``n`` reports
+are laid out bin-major (lane ``k * width + i`` is bin k of the i-th report, ``width`` = n rounded
+up to a multiple of 8) and each lane is one random byte of ``random_raw``. A 0-bit is set when its
+byte is below ``T = floor(256 q)``, which has probability ``T/256 <= q``; an independent sparse
+Bernoulli process (geometric gaps) sets the missing ``(q - T/256) / (1 - T/256)``, so every 0-bit
+is 1 with probability exactly ``q``. A 1-bit is its byte's top bit (probability 1/2 exactly).
+
+Examples
+--------
+>>> oue = OUE(epsilon=1.0, domain_size=10)
+>>> rng = np.random.default_rng(0)
+>>> reports = oue.perturb(np.array([0, 9, 9]), rng)
+>>> reports.shape, reports.dtype.name
+((3, 2), 'uint8')
+>>> oue.support(reports).shape
+(10,)
+>>> f"{oue.variance(1000):.4e}", oue.bits_per_report  # 4e/(1000 (e-1)^2) + 1/(10 * 1000)
+('3.7827e-03', 10)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .oracle import LocalOracle
+
+__all__ = ["OUE", "bernoulli_positions", "column_counts"]
+
+_LANES = 256  # one random byte per bit
+_HALF = _LANES // 2
+
+
+class OUE(LocalOracle):
+    name = "oue"
+
+    def __init__(self, epsilon: float, domain_size: int, var_mode: str = "exact_avg") -> None:
+        super().__init__(epsilon, domain_size, var_mode)
+        self.p = 0.5
+        self.q = 1.0 / (self.exp_eps + 1.0)
+        self._threshold = math.floor(self.q * _LANES)
+        coarse = self._threshold / _LANES
+        self._extra_rate = (self.q - coarse) / (1.0 - coarse)
+
+    # --- device side -------------------------------------------------------------------------
+    def perturbed_bits(self, values, rng: np.random.Generator) -> np.ndarray:
+        """The perturbed bit matrix, bin-major: shape ``(d, width)``, report i in column i < n.
+
+        Columns ``n .. width-1`` are padding and always False.
+        """
+        values = self._categories(values).ravel()
+        n, d = values.size, self.domain_size
+        width = -(-n // 8) * 8
+        lanes = rng.bit_generator.random_raw(d * width // 8).view(np.uint8).reshape(d, width)
+        bits = lanes < self._threshold
+        if self._extra_rate > 0:
+            bits.ravel()[bernoulli_positions(rng, d * width, self._extra_rate)] = True
+        reporter = np.arange(n)
+        bits[values, reporter] = lanes[values, reporter] < _HALF
+        bits[:, n:] = False
+        return bits
+
+    def perturb(self, values, rng: np.random.Generator) -> np.ndarray:
+        """Packed reports: one row of ``ceil(d/8)`` bytes per value (``np.packbits`` order)."""
+        n = np.size(values)
+        return np.ascontiguousarray(np.packbits(self.perturbed_bits(values, rng)[:, :n], axis=0).T)
+
+    def perturbed_support(self, values, rng: np.random.Generator) -> np.ndarray:
+        return column_counts(self.perturbed_bits(values, rng))
+
+    def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
+        """``c'[k] ~ Bin(n_k, 1/2) + Bin(n - n_k, q)`` independently per bin."""
+        values = self._categories(values).ravel()
+        counts = np.bincount(values, minlength=self.domain_size)
+        return rng.binomial(counts, self.p) + rng.binomial(values.size - counts, self.q)
+
+    # --- server side -------------------------------------------------------------------------
+    def support(self, reports) -> np.ndarray:
+        reports = np.asarray(reports, dtype=np.uint8)
+        return np.unpackbits(reports.reshape(-1, -(-self.domain_size // 8)), axis=1, count=self.domain_size).sum(
+            axis=0, dtype=np.int64
+        )
+
+    def estimate(self, support, n: int) -> np.ndarray:
+        n = self._reporters(n)
+        if n == 0:
+            return np.full(self.domain_size, np.nan)
+        return (np.asarray(support, dtype=float) / n - self.q) / (self.p - self.q)
+
+    def bin_variance(self, frequencies, n: int) -> np.ndarray:
+        """Exact variance of each bin's estimate, given the reporters' true frequencies."""
+        e = self.exp_eps
+        return 4 * e / (n * (e - 1) ** 2) + np.asarray(frequencies, dtype=float) / n
+
+    def variance(self, n: int) -> float:
+        n = self._reporters(n)
+        if n == 0:
+            return math.inf
+        e = self.exp_eps
+        base = 4 * e / (n * (e - 1) ** 2)
+        if self.var_mode == "approx":
+            return base
+        return base + (1.0 / n if self.var_mode == "paper_literal" else 1.0 / (self.domain_size * n))
+
+    @property
+    def bits_per_report(self) -> int:
+        return self.domain_size
+
+
+def bernoulli_positions(rng: np.random.Generator, size: int, rate: float) -> np.ndarray:
+    """Sorted indices ``i < size`` whose independent Bernoulli(``rate``) trial succeeds.
+
+    The gaps between successes of a Bernoulli process are i.i.d. Geometric(``rate``), so
+    cumulative sums of geometric draws give the successes exactly, at a cost proportional to
+    their number rather than to ``size``.
+
+    >>> positions = bernoulli_positions(np.random.default_rng(1), 10**6, 0.001)
+    >>> 850 < positions.size < 1150, bool((np.diff(positions) > 0).all()), int(positions.max()) < 10**6
+    (True, True, True)
+    """
+    expected = size * rate
+    batch = int(expected + 6.0 * math.sqrt(expected) + 16)
+    positions = np.cumsum(rng.geometric(rate, batch)) - 1
+    while positions[-1] < size:  # more successes than the batch covered: keep walking
+        positions = np.concatenate([positions, positions[-1] + np.cumsum(rng.geometric(rate, batch))])
+    return positions[: np.searchsorted(positions, size)]
+
+
+def column_counts(bits: np.ndarray) -> np.ndarray:
+    """Number of True entries in each row of a C-contiguous bool matrix whose width is a multiple of 8.
+
+    Rows are summed as 64-bit words in runs of at most 255 words, so each byte lane holds a count
+    <= 255 and never carries into its neighbour; the byte lanes are added up at the end.
+
+    >>> column_counts(np.eye(3, 16, dtype=bool) | np.eye(3, 16, 5, dtype=bool)).tolist()
+    [2, 2, 2]
+    """
+    rows = bits.shape[0]
+    words = bits.view(np.uint64)
+    whole = words.shape[1] - words.shape[1] % 255
+    runs = words[:, :whole].reshape(rows, -1, 255).sum(axis=2, dtype=np.uint64)
+    rest = words[:, whole:].sum(axis=1, dtype=np.uint64, keepdims=True)
+    return np.concatenate([runs, rest], axis=1).view(np.uint8).reshape(rows, -1).sum(axis=1, dtype=np.int64)
