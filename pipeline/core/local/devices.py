@@ -99,8 +99,8 @@ class Devices:
             asked = values if request.users is None else values[request.users]
             rng = self.randomness.generator(request.slot, request.phase, block=_SUFFICIENT_BLOCK)
             return oracle.sample_support(asked, rng), request.size
-        support = np.zeros(oracle.domain_size, dtype=float if oracle.name == "hm" else np.int64)
-        for block, users in self.blocks(request):
-            rng = self.randomness.generator(request.slot, request.phase, block=block)
-            support += oracle.perturbed_support(values[users], rng)
-        return support, request.size
+        blocks = list(self.blocks(request))
+        asked = values if request.users is None else values[request.users]
+        rngs = [self.randomness.generator(request.slot, request.phase, block=block) for block, _ in blocks]
+        sizes = [users.stop - users.start if isinstance(users, slice) else users.size for _, users in blocks]
+        return oracle.batches_support(asked, rngs, sizes), request.size

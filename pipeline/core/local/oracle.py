@@ -50,6 +50,15 @@ class LocalOracle(abc.ABC):
         """``support(perturb(values, rng))``: the same draws, without building the wire format."""
         return self.support(self.perturb(values, rng))
 
+    def batches_support(self, values, rngs, sizes) -> np.ndarray:
+        """The support of consecutive batches of ``values`` (``sizes``), batch b perturbed with ``rngs[b]``.
+
+        The same draws as ``perturbed_support`` per batch, summed; oracles may do it in one pass.
+        """
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        return sum((self.perturbed_support(values[a:b], rng) for rng, a, b in zip(rngs, bounds[:-1], bounds[1:])),
+                   np.zeros(self.domain_size))
+
     @abc.abstractmethod
     def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
         """A draw of the support of ``len(values)`` reports, exact in distribution (spec §2.5)."""

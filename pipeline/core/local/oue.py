@@ -33,6 +33,7 @@ Examples
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -41,6 +42,7 @@ from .oracle import LocalOracle
 __all__ = ["OUE", "bernoulli_positions", "column_counts"]
 
 _LANES = 256  # one random byte per bit
+_SCRATCH = threading.local()
 _HALF = _LANES // 2
 
 
@@ -56,30 +58,54 @@ class OUE(LocalOracle):
         self._extra_rate = (self.q - coarse) / (1.0 - coarse)
 
     # --- device side -------------------------------------------------------------------------
-    def perturbed_bits(self, values, rng: np.random.Generator) -> np.ndarray:
-        """The perturbed bit matrix, bin-major: shape ``(d, width)``, report i in column i < n.
+    def _perturbed_bits(self, values, rngs, sizes=None) -> tuple[np.ndarray, np.ndarray]:
+        """Perturbed bits of consecutive batches of reports, each batch from its own generator.
 
-        Columns ``n .. width-1`` are padding and always False.
+        ``rngs`` is one generator (one batch of all ``values``) or a list, with ``sizes`` the
+        number of values of each batch. Batch b's bits are drawn exactly as if it were perturbed
+        alone (bin-major lanes of width ``8 ceil(size_b / 8)``, then the sparse correction from
+        the same generator), and laid side by side: returns the bool matrix ``(d, total width)``,
+        padding columns False, and the column of every report. The matrix is a scratch buffer of
+        this thread, valid until the next call.
         """
         values = self._categories(values).ravel()
-        n, d = values.size, self.domain_size
-        width = -(-n // 8) * 8
-        lanes = rng.bit_generator.random_raw(d * width // 8).view(np.uint8).reshape(d, width)
-        bits = lanes < self._threshold
-        if self._extra_rate > 0:
-            bits.ravel()[bernoulli_positions(rng, d * width, self._extra_rate)] = True
-        reporter = np.arange(n)
-        bits[values, reporter] = lanes[values, reporter] < _HALF
-        bits[:, n:] = False
-        return bits
+        if isinstance(rngs, np.random.Generator):
+            rngs, sizes = [rngs], [values.size]
+        d = self.domain_size
+        sizes = np.asarray(sizes, dtype=np.int64)
+        widths = -(-sizes // 8) * 8
+        offsets = np.concatenate([[0], np.cumsum(widths)])
+        total = int(offsets[-1])
+        lanes = _scratch("lanes", d * total, np.uint8).reshape(d, total)
+        extra = []
+        for rng, offset, width in zip(rngs, offsets[:-1].tolist(), widths.tolist()):
+            lanes[:, offset : offset + width] = rng.bit_generator.random_raw(d * width // 8).view(np.uint8).reshape(d, width)
+            if self._extra_rate > 0:
+                extra.append(bernoulli_positions(rng, d * width, self._extra_rate))
+        bits = np.less(lanes, self._threshold, out=_scratch("bits", d * total, bool).reshape(d, total))
+        if extra:
+            counts = [e.size for e in extra]
+            positions = np.concatenate(extra)
+            width = np.repeat(widths, counts)  # batch-local (bin, column) back to the shared matrix
+            bits.ravel()[positions // width * total + np.repeat(offsets[:-1], counts) + positions % width] = True
+        columns = np.arange(values.size) + np.repeat(offsets[:-1] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+        own = values.astype(np.int64) * total + columns
+        bits.ravel()[own] = lanes.ravel()[own] < _HALF
+        padding = np.ones(total, dtype=bool)
+        padding[columns] = False
+        bits[:, padding] = False
+        return bits, columns
 
     def perturb(self, values, rng: np.random.Generator) -> np.ndarray:
         """Packed reports: one row of ``ceil(d/8)`` bytes per value (``np.packbits`` order)."""
-        n = np.size(values)
-        return np.ascontiguousarray(np.packbits(self.perturbed_bits(values, rng)[:, :n], axis=0).T)
+        bits, columns = self._perturbed_bits(values, rng)
+        return np.ascontiguousarray(np.packbits(bits[:, columns], axis=0).T)
 
     def perturbed_support(self, values, rng: np.random.Generator) -> np.ndarray:
-        return column_counts(self.perturbed_bits(values, rng))
+        return column_counts(self._perturbed_bits(values, rng)[0])
+
+    def batches_support(self, values, rngs, sizes) -> np.ndarray:
+        return column_counts(self._perturbed_bits(values, rngs, sizes)[0])
 
     def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
         """``c'[k] ~ Bin(n_k, 1/2) + Bin(n - n_k, q)`` independently per bin."""
@@ -118,6 +144,16 @@ class OUE(LocalOracle):
     @property
     def bits_per_report(self) -> int:
         return self.domain_size
+
+
+def _scratch(name: str, size: int, dtype) -> np.ndarray:
+    """A reusable flat array of this thread: two fresh multi-megabyte arrays alive at once make the
+    allocator map new pages on every call, and the page faults cost more than filling them."""
+    buffer = getattr(_SCRATCH, name, None)
+    if buffer is None or buffer.size < size:
+        buffer = np.empty(size, dtype)
+        setattr(_SCRATCH, name, buffer)
+    return buffer[:size]
 
 
 def bernoulli_positions(rng: np.random.Generator, size: int, rate: float) -> np.ndarray:
