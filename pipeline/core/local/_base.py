@@ -85,6 +85,11 @@ class LocalMechanism(Mechanism):
         self.pending: Request | None = None  # the request whose reports the next call expects
 
     # --- the protocol ------------------------------------------------------------------------
+    @property
+    def expecting(self) -> str:
+        """The protocol call the mechanism waits for: open_slot, measure, decide or publish."""
+        return "open_slot" if self._stage == "open" else self._stage
+
     def open_slot(self) -> Request | None:
         """Start slot ``self.slot + 1``: its M1 request, or None when the method has no M1."""
         self._expect("open", "open_slot")
@@ -164,8 +169,7 @@ class LocalMechanism(Mechanism):
 
     def _expect(self, stage: str, call: str) -> None:
         if self._stage != stage:
-            raise ParameterError(f"{call}() called out of turn: slot {self.slot + 1} is waiting for {self._stage}()"
-                                 .replace("open()", "open_slot()"))
+            raise ParameterError(f"{call}() called out of turn: slot {self.slot + 1} is waiting for {self.expecting}()")
 
     @staticmethod
     def _answered(request: Request, n) -> int:
