@@ -71,7 +71,7 @@ class SlotValues:
 
     def __getitem__(self, users) -> np.ndarray:
         s = self.source
-        away = s.phase[users] + self.clock < self.away_share  # uint16 arithmetic wraps around the cycle
+        away = np.add(s.phase[users], self.clock, dtype=np.uint16) < self.away_share  # wraps around the cycle
         return np.where(away, s.away[users], s.home[users])
 
 
