@@ -35,7 +35,7 @@ from .oracle import VAR_MODES
 from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request
 
-__all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision"]
+__all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision", "Scheduled", "Absorbing"]
 
 DecisionOverride = Callable[[int], "bool | None"]
 
@@ -147,6 +147,11 @@ class LocalMechanism(Mechanism):
         if isinstance(outcome, Request):
             outcome = self.publish(*self.devices.collect(outcome, values))
         return outcome
+
+    @property
+    def window_spend_bound(self) -> float:
+        """Per user and window: ``epsilon`` unless a method states a tighter bound."""
+        return self.epsilon
 
     # --- hooks -------------------------------------------------------------------------------
     def _open(self, slot: int) -> Request | None:
@@ -328,10 +333,6 @@ class PopulationDivision(AdaptiveMechanism):
         self.pool = rest if pool == "rest" else math.floor((1.0 - self.beta) * self.population)
         self.ledger = PopulationLedger(self.population, self.window)
 
-    @property
-    def window_spend_bound(self) -> float:
-        return self.epsilon  # one eps-LDP report per user per window (spec §1.5)
-
     def _open(self, slot: int) -> Request:
         rng = self.randomness.generator(slot, Phase.SAMPLE_DISSIMILARITY)
         return self._request(slot, Phase.DISSIMILARITY, self.epsilon, self.ledger.take(slot, self.dissimilarity_users, rng))
@@ -357,3 +358,32 @@ class PopulationDivision(AdaptiveMechanism):
     def _load(self, dynamic: dict[str, Any]) -> None:
         super()._load(dynamic)
         self.ledger.load(dynamic["population"])
+
+
+class Scheduled:
+    """Mixin: an adaptive method's publication schedule ``self.schedule`` is part of its state."""
+
+    def _dynamic(self) -> dict[str, Any]:
+        return {**super()._dynamic(), "schedule": self.schedule.state()}
+
+    def _load(self, dynamic: dict[str, Any]) -> None:
+        super()._load(dynamic)
+        self.schedule.load(dynamic["schedule"])
+
+
+class Absorbing(Scheduled):
+    """Mixin of LBA and LPA: absorption (:class:`~.schedules.Absorption`) of ``self.unit`` amounts
+    (a budget or a number of users) per slot; a publication asks for ``k * unit``."""
+
+    def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
+        if self.schedule.nullified(slot):
+            return Strategy.NULLIFIED
+        amount = self.schedule.units(slot) * self.unit
+        if self._publishes(slot, dissimilarity, self._error(amount)):
+            return self._ask(slot, amount)
+        return Strategy.APPROXIMATE
+
+    def _closed(self, slot: int, publication: Request | None) -> None:
+        if publication is not None:
+            self.schedule.published(slot, self.schedule.units(slot))
+        super()._closed(slot, publication)

@@ -36,12 +36,12 @@ import math
 import numpy as np
 
 from ..validation import ParameterError
-from .oracle import LocalOracle
+from .oracle import FrequencyOracle
 
 __all__ = ["GRR"]
 
 
-class GRR(LocalOracle):
+class GRR(FrequencyOracle):
     name = "grr"
 
     def __init__(self, epsilon: float, domain_size: int, var_mode: str = "exact_avg") -> None:
@@ -69,12 +69,6 @@ class GRR(LocalOracle):
 
     def support(self, reports) -> np.ndarray:
         return np.bincount(self._categories(reports).ravel(), minlength=self.domain_size)
-
-    def estimate(self, support, n: int) -> np.ndarray:
-        n = self._reporters(n)
-        if n == 0:
-            return np.full(self.domain_size, np.nan)
-        return (np.asarray(support, dtype=float) / n - self.q) / (self.p - self.q)
 
     def bin_variance(self, frequencies, n: int) -> np.ndarray:
         """Exact variance of each bin's estimate, given the reporters' true frequencies."""

@@ -22,17 +22,13 @@ The worked ledger of spec §4.5 (w = 3; P at t = 1, A at 3, P at 4 and 6; u = ep
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..base import Strategy
-from ._base import BudgetDivision
-from .protocol import LocalDissimilarity, Request
+from ._base import Absorbing, BudgetDivision
 from .schedules import Absorption
 
 __all__ = ["LBA"]
 
 
-class LBA(BudgetDivision):
+class LBA(Absorbing, BudgetDivision):
     name = "lba"
 
     def __init__(self, epsilon: float, window: int, domain_size: int, population: int, **options) -> None:
@@ -43,22 +39,3 @@ class LBA(BudgetDivision):
     @property
     def window_spend_bound(self) -> float:
         return self.window * self.eps1 + self.window * self.unit
-
-    def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
-        if self.schedule.nullified(slot):
-            return Strategy.NULLIFIED
-        eps2 = self.schedule.units(slot) * self.unit
-        if self._publishes(slot, dissimilarity, self._error(eps2)):
-            return self._ask(slot, eps2)
-        return Strategy.APPROXIMATE
-
-    def _closed(self, slot: int, publication: Request | None) -> None:
-        if publication is not None:
-            self.schedule.published(slot, self.schedule.units(slot))
-
-    def _dynamic(self) -> dict[str, Any]:
-        return {**super()._dynamic(), "schedule": self.schedule.state()}
-
-    def _load(self, dynamic: dict[str, Any]) -> None:
-        super()._load(dynamic)
-        self.schedule.load(dynamic["schedule"])

@@ -21,17 +21,15 @@ The worked ledger of spec §4.4 (w = 3, scripted decisions P, A, P, P, A, A):
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..base import Strategy
-from ._base import BudgetDivision
+from ._base import BudgetDivision, Scheduled
 from .protocol import LocalDissimilarity, Request
 from .schedules import Distribution
 
 __all__ = ["LBD"]
 
 
-class LBD(BudgetDivision):
+class LBD(Scheduled, BudgetDivision):
     name = "lbd"
 
     def __init__(self, epsilon: float, window: int, domain_size: int, population: int, **options) -> None:
@@ -50,10 +48,5 @@ class LBD(BudgetDivision):
 
     def _closed(self, slot: int, publication: Request | None) -> None:
         self.schedule.record(slot, publication.epsilon if publication is not None else 0.0)
+        super()._closed(slot, publication)
 
-    def _dynamic(self) -> dict[str, Any]:
-        return {**super()._dynamic(), "schedule": self.schedule.state()}
-
-    def _load(self, dynamic: dict[str, Any]) -> None:
-        super()._load(dynamic)
-        self.schedule.load(dynamic["schedule"])

@@ -28,9 +28,5 @@ class LBU(LocalMechanism):
     name = "lbu"
     instructs = (False, False)
 
-    @property
-    def window_spend_bound(self) -> float:
-        return self.epsilon
-
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
         return self._request(slot, Phase.PUBLICATION, self.epsilon / self.window, None)

@@ -21,18 +21,14 @@ window hold at most ``w n_u <= P`` users): ``eps`` per window.
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..base import Strategy
 from ..validation import ParameterError
-from ._base import PopulationDivision
-from .protocol import LocalDissimilarity, Request
+from ._base import Absorbing, PopulationDivision
 from .schedules import Absorption
 
 __all__ = ["LPA"]
 
 
-class LPA(PopulationDivision):
+class LPA(Absorbing, PopulationDivision):
     name = "lpa"
 
     def __init__(self, epsilon: float, window: int, domain_size: int, population: int, **options) -> None:
@@ -41,23 +37,3 @@ class LPA(PopulationDivision):
         if self.unit < 1:
             raise ParameterError(f"the publication pool of {self.pool} users leaves no unit for w = {self.window}")
         self.schedule = Absorption(self.window)
-
-    def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
-        if self.schedule.nullified(slot):
-            return Strategy.NULLIFIED
-        users = self.schedule.units(slot) * self.unit
-        if self._publishes(slot, dissimilarity, self._error(users)):
-            return self._ask(slot, users)
-        return Strategy.APPROXIMATE
-
-    def _closed(self, slot: int, publication: Request | None) -> None:
-        if publication is not None:
-            self.schedule.published(slot, self.schedule.units(slot))
-        super()._closed(slot, publication)
-
-    def _dynamic(self) -> dict[str, Any]:
-        return {**super()._dynamic(), "schedule": self.schedule.state()}
-
-    def _load(self, dynamic: dict[str, Any]) -> None:
-        super()._load(dynamic)
-        self.schedule.load(dynamic["schedule"])

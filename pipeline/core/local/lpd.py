@@ -24,14 +24,14 @@ from typing import Any
 
 from ..base import Strategy
 from ..validation import check_positive_int
-from ._base import PopulationDivision
+from ._base import PopulationDivision, Scheduled
 from .protocol import LocalDissimilarity, Request
 from .schedules import Distribution
 
 __all__ = ["LPD"]
 
 
-class LPD(PopulationDivision):
+class LPD(Scheduled, PopulationDivision):
     name = "lpd"
 
     def __init__(self, epsilon: float, window: int, domain_size: int, population: int, *, u_min: int = 1,
@@ -53,9 +53,3 @@ class LPD(PopulationDivision):
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "u_min": self.u_min}
 
-    def _dynamic(self) -> dict[str, Any]:
-        return {**super()._dynamic(), "schedule": self.schedule.state()}
-
-    def _load(self, dynamic: dict[str, Any]) -> None:
-        super()._load(dynamic)
-        self.schedule.load(dynamic["schedule"])

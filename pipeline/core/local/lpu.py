@@ -40,9 +40,5 @@ class LPU(LocalMechanism):
         order = self.randomness.generator(0, Phase.SETUP).permutation(self.population)
         self.groups = [np.sort(order[g :: self.window]).astype(np.int64) for g in range(self.window)]
 
-    @property
-    def window_spend_bound(self) -> float:
-        return self.epsilon
-
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
         return self._request(slot, Phase.PUBLICATION, self.epsilon, self.groups[(slot - 1) % self.window])

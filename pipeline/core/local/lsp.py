@@ -28,10 +28,6 @@ class LSP(LocalMechanism):
     name = "lsp"
     instructs = (False, True)
 
-    @property
-    def window_spend_bound(self) -> float:
-        return self.epsilon
-
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
         if (slot - 1) % self.window == 0:
             return self._request(slot, Phase.PUBLICATION, self.epsilon, None)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..validation import ParameterError, check_domain, check_epsilon
 
-__all__ = ["LocalOracle", "VAR_MODES"]
+__all__ = ["LocalOracle", "FrequencyOracle", "VAR_MODES"]
 
 VAR_MODES = ("exact_avg", "paper_literal", "approx")
 
@@ -100,3 +100,17 @@ class LocalOracle(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(epsilon={self.epsilon!r}, domain_size={self.domain_size})"
+
+
+class FrequencyOracle(LocalOracle):
+    """A frequency oracle whose report supports value k with probability ``p`` if the user holds
+    k and ``q`` otherwise (per report for GRR, per bit for OUE): ``c_hat[k] = (c'[k]/n - q)/(p - q)``."""
+
+    p: float
+    q: float
+
+    def estimate(self, support, n: int) -> np.ndarray:
+        n = self._reporters(n)
+        if n == 0:
+            return np.full(self.domain_size, np.nan)
+        return (np.asarray(support, dtype=float) / n - self.q) / (self.p - self.q)

@@ -37,7 +37,7 @@ import threading
 
 import numpy as np
 
-from .oracle import LocalOracle
+from .oracle import FrequencyOracle
 
 __all__ = ["OUE", "bernoulli_positions", "column_counts"]
 
@@ -46,7 +46,7 @@ _SCRATCH = threading.local()
 _HALF = _LANES // 2
 
 
-class OUE(LocalOracle):
+class OUE(FrequencyOracle):
     name = "oue"
 
     def __init__(self, epsilon: float, domain_size: int, var_mode: str = "exact_avg") -> None:
@@ -119,12 +119,6 @@ class OUE(LocalOracle):
         return np.unpackbits(reports.reshape(-1, -(-self.domain_size // 8)), axis=1, count=self.domain_size).sum(
             axis=0, dtype=np.int64
         )
-
-    def estimate(self, support, n: int) -> np.ndarray:
-        n = self._reporters(n)
-        if n == 0:
-            return np.full(self.domain_size, np.nan)
-        return (np.asarray(support, dtype=float) / n - self.q) / (self.p - self.q)
 
     def bin_variance(self, frequencies, n: int) -> np.ndarray:
         """Exact variance of each bin's estimate, given the reporters' true frequencies."""

@@ -2,7 +2,6 @@
 state restoration and input validation."""
 
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest

@@ -5,7 +5,6 @@ more than epsilon in any window."""
 
 import math
 
-import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 

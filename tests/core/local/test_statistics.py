@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pipeline.core.base import restore
-from pipeline.core.local import GRR, Devices, make_oracle
+from pipeline.core.local import GRR, Devices
 from pipeline.core.metrics import FREQUENCY_MRE_FLOOR, mre
 from pipeline.core.synthetic import synthetic
 from tests.core.local.conftest import audit, make, run
