@@ -13,6 +13,7 @@ values over the first ``--naive-slots`` slots; the speed-up compares the two on 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import resource
 import time
@@ -49,9 +50,10 @@ class DriftingCategories:
         popularity = 1.0 / np.arange(1, domain + 1) ** 1.1
         popularity /= popularity.sum()
         self.users, self.slots = users, slots
-        self.home = rng.choice(domain, users, p=popularity).astype(np.uint8)
-        self.away = rng.choice(domain, users, p=popularity[::-1]).astype(np.uint8)
-        self.phase = rng.integers(0, 2**16, users, dtype=np.uint16)  # when in the day a user is away
+        home = rng.choice(domain, users, p=popularity).astype(np.uint32)
+        away = rng.choice(domain, users, p=popularity[::-1]).astype(np.uint32)
+        phase = rng.integers(0, 2**16, users, dtype=np.uint32)  # when in the day a user is away
+        self.packed = home | away << 8 | phase << 16  # one gather per request
 
     def at(self, slot: int) -> "SlotValues":
         return SlotValues(self, slot)
@@ -63,16 +65,16 @@ class SlotValues:
     def __init__(self, source: DriftingCategories, slot: int) -> None:
         self.source = source
         day = slot / source.slots
-        self.away_share = np.uint16(2**16 * (0.3 + 0.2 * math.sin(2 * math.pi * day)))
-        self.clock = np.uint16(int(2**16 * day * 4) % 2**16)  # four cycles a day
+        self.away_share = np.uint32(2**16 * (0.3 + 0.2 * math.sin(2 * math.pi * day)))
+        self.clock = np.uint32(int(2**16 * day * 4) % 2**16)  # four cycles a day
 
     def __len__(self) -> int:
         return self.source.users
 
     def __getitem__(self, users) -> np.ndarray:
-        s = self.source
-        away = np.add(s.phase[users], self.clock, dtype=np.uint16) < self.away_share  # wraps around the cycle
-        return np.where(away, s.away[users], s.home[users])
+        packed = self.source.packed[users]
+        away = ((packed >> 16) + self.clock) & 0xFFFF < self.away_share  # wraps around the cycle
+        return np.where(away, packed >> 8, packed).astype(np.uint8)  # uint8 keeps the low byte
 
 
 def naive_lpa(values: DriftingCategories, domain: int, epsilon: float, window: int, slots: int, seed: int) -> list:
@@ -127,10 +129,11 @@ def handle(args) -> int:
     print(f"LPA over {args.slots:,} slots, N = {args.users:,} users, d = {args.domain} ({oracle}), "
           f"epsilon = {args.epsilon:g}, w = {args.window}, {args.mode} mode, blocks of {args.block_size:,} users")
     naive_slots = min(args.naive_slots, args.slots)
-    results, elapsed = [], []
+    results, elapsed = [], []  # results without their user arrays: the run keeps only public counts
     start = time.perf_counter()
     for slot in range(1, args.slots + 1):
-        results.append(mechanism.step(values.at(slot)))
+        result = mechanism.step(values.at(slot))
+        results.append(dataclasses.replace(result, users1=None, users2=None))
         elapsed.append(time.perf_counter() - start)
     total = elapsed[-1]
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the baseline runs

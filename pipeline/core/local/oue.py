@@ -14,8 +14,9 @@ How the bits are drawn (exact, and fast enough for ~10^10 bits a day): the bits 
 are laid out bin-major (lane ``k * width + i`` is bin k of the i-th report, ``width`` = n rounded
 up to a multiple of 8) and each lane is one random byte of ``random_raw``. A 0-bit is set when its
 byte is below ``T = floor(256 q)``, which has probability ``T/256 <= q``; an independent sparse
-Bernoulli process (geometric gaps) sets the missing ``(q - T/256) / (1 - T/256)``, so every 0-bit
-is 1 with probability exactly ``q``. A 1-bit is its byte's top bit (probability 1/2 exactly).
+Bernoulli process (geometric gaps, from spare words of the same ``random_raw`` call) sets the
+missing ``(q - T/256) / (1 - T/256)``, so every 0-bit is 1 with probability exactly ``q``. A 1-bit
+is its byte's top bit (probability 1/2 exactly).
 
 Examples
 --------
@@ -39,7 +40,7 @@ import numpy as np
 
 from .oracle import FrequencyOracle
 
-__all__ = ["OUE", "bernoulli_positions", "column_counts"]
+__all__ = ["OUE", "column_counts"]
 
 _LANES = 256  # one random byte per bit
 _SCRATCH = threading.local()
@@ -62,11 +63,11 @@ class OUE(FrequencyOracle):
         """Perturbed bits of consecutive batches of reports, each batch from its own generator.
 
         ``rngs`` is one generator (one batch of all ``values``) or a list, with ``sizes`` the
-        number of values of each batch. Batch b's bits are drawn exactly as if it were perturbed
-        alone (bin-major lanes of width ``8 ceil(size_b / 8)``, then the sparse correction from
-        the same generator), and laid side by side: returns the bool matrix ``(d, total width)``,
-        padding columns False, and the column of every report. The matrix is a scratch buffer of
-        this thread, valid until the next call.
+        number of values of each batch. Batch b draws one ``random_raw`` of its lanes (bin-major,
+        width ``8 ceil(size_b / 8)``) followed by spare words for the sparse correction, exactly
+        as if it were perturbed alone; batches are laid side by side. Returns the bool matrix
+        ``(d, total width)``, padding columns False, and the column of every report. The matrix is
+        a scratch buffer of this thread, valid until the next call.
         """
         values = self._categories(values).ravel()
         if isinstance(rngs, np.random.Generator):
@@ -76,24 +77,24 @@ class OUE(FrequencyOracle):
         widths = -(-sizes // 8) * 8
         offsets = np.concatenate([[0], np.cumsum(widths)])
         total = int(offsets[-1])
-        lanes = _scratch("lanes", d * total, np.uint8).reshape(d, total)
-        extra = []
-        for rng, offset, width in zip(rngs, offsets[:-1].tolist(), widths.tolist()):
-            lanes[:, offset : offset + width] = rng.bit_generator.random_raw(d * width // 8).view(np.uint8).reshape(d, width)
-            if self._extra_rate > 0:
-                extra.append(bernoulli_positions(rng, d * width, self._extra_rate))
-        bits = np.less(lanes, self._threshold, out=_scratch("bits", d * total, bool).reshape(d, total))
-        if extra:
-            counts = [e.size for e in extra]
-            positions = np.concatenate(extra)
-            width = np.repeat(widths, counts)  # batch-local (bin, column) back to the shared matrix
-            bits.ravel()[positions // width * total + np.repeat(offsets[:-1], counts) + positions % width] = True
-        columns = np.arange(values.size) + np.repeat(offsets[:-1] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
-        own = values.astype(np.int64) * total + columns
-        bits.ravel()[own] = lanes.ravel()[own] < _HALF
-        padding = np.ones(total, dtype=bool)
-        padding[columns] = False
-        bits[:, padding] = False
+        bits = _scratch("bits", d * total, bool).reshape(d, total)
+        spares = _spare_words(d * widths, self._extra_rate)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        words, own = [], []
+        for rng, offset, width, spare, start, size in zip(rngs, offsets[:-1].tolist(), widths.tolist(), spares.tolist(),
+                                                          starts.tolist(), sizes.tolist()):
+            raw = rng.bit_generator.random_raw(d * width // 8 + spare)
+            lanes = raw[: d * width // 8].view(np.uint8).reshape(d, width)
+            np.less(lanes, self._threshold, out=bits[:, offset : offset + width])
+            own.append(lanes[values[start : start + size], np.arange(size)] < _HALF)
+            words.append(raw[d * width // 8 :])
+        if self._extra_rate > 0:
+            block, position = _sparse_successes(words, d * widths, self._extra_rate, rngs)
+            bits.ravel()[position // widths[block] * total + offsets[block] + position % widths[block]] = True
+        columns = np.arange(values.size) + np.repeat(offsets[:-1] - starts, sizes)
+        bits.ravel()[values.astype(np.int64) * total + columns] = np.concatenate(own) if own else False
+        padding = widths - sizes
+        bits[:, np.repeat(offsets[:-1] + sizes - np.cumsum(padding) + padding, padding) + np.arange(padding.sum())] = False
         return bits, columns
 
     def perturb(self, values, rng: np.random.Generator) -> np.ndarray:
@@ -150,23 +151,44 @@ def _scratch(name: str, size: int, dtype) -> np.ndarray:
     return buffer[:size]
 
 
-def bernoulli_positions(rng: np.random.Generator, size: int, rate: float) -> np.ndarray:
-    """Sorted indices ``i < size`` whose independent Bernoulli(``rate``) trial succeeds.
+def _spare_words(lanes: np.ndarray, rate: float) -> np.ndarray:
+    """Uniforms reserved per batch for its sparse correction: the expected number of successes
+    among ``lanes`` Bernoulli(``rate``) trials plus 8 standard deviations (a shortfall, rarer than
+    1e-15, is topped up from the batch's generator)."""
+    if rate <= 0:
+        return np.zeros(lanes.size, dtype=np.int64)
+    expected = lanes * rate
+    return np.ceil(expected + 8 * np.sqrt(expected) + 16).astype(np.int64)
 
-    The gaps between successes of a Bernoulli process are i.i.d. Geometric(``rate``), so
-    cumulative sums of geometric draws give the successes exactly, at a cost proportional to
-    their number rather than to ``size``.
 
-    >>> positions = bernoulli_positions(np.random.default_rng(1), 10**6, 0.001)
-    >>> 850 < positions.size < 1150, bool((np.diff(positions) > 0).all()), int(positions.max()) < 10**6
-    (True, True, True)
+def _sparse_successes(words: list[np.ndarray], lanes: np.ndarray, rate: float, rngs) -> tuple[np.ndarray, np.ndarray]:
+    """``(batch, position)`` of the successes of independent Bernoulli(``rate``) trials over each
+    batch's ``lanes`` lanes, from that batch's spare random words.
+
+    The gaps between successes of a Bernoulli process are i.i.d. Geometric(``rate``), drawn by
+    inversion, ``ceil(log(U) / log(1 - rate))`` with ``U`` the top 53 bits of a word; cumulative
+    sums within each batch give the successes, at a cost proportional to their number.
     """
-    expected = size * rate
-    batch = int(expected + 6.0 * math.sqrt(expected) + 16)
-    positions = np.cumsum(rng.geometric(rate, batch)) - 1
-    while positions[-1] < size:  # more successes than the batch covered: keep walking
-        positions = np.concatenate([positions, positions[-1] + np.cumsum(rng.geometric(rate, batch))])
-    return positions[: np.searchsorted(positions, size)]
+    counts = np.array([w.size for w in words])
+    uniforms = ((np.concatenate(words) >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+    gaps = np.ceil(np.log(uniforms) / math.log1p(-rate))
+    ends = np.cumsum(counts)
+    running = np.cumsum(gaps)
+    before = np.concatenate([[0.0], running[ends[:-1] - 1]]) if counts.size else np.zeros(0)
+    positions = (running - np.repeat(before, counts) - 1).astype(np.int64)
+    batch = np.repeat(np.arange(counts.size), counts)
+    parts = []
+    for short in np.flatnonzero(positions[ends - 1] < lanes):  # the spare words did not reach the end
+        last = int(positions[ends[short] - 1])
+        more = last + np.cumsum(rngs[short].geometric(rate, int(lanes[short] - last) // max(1, int(1 / rate)) + 64))
+        while more[-1] < lanes[short]:
+            more = np.concatenate([more, more[-1] + np.cumsum(rngs[short].geometric(rate, 64))])
+        parts.append((np.full(more.size, short), more))
+    if parts:
+        batch = np.concatenate([batch] + [p[0] for p in parts])
+        positions = np.concatenate([positions] + [p[1] for p in parts])
+    keep = positions < lanes[batch]
+    return batch[keep], positions[keep]
 
 
 def column_counts(bits: np.ndarray) -> np.ndarray:

@@ -9,13 +9,11 @@ State: a bitmap of ``U_A`` and the ids taken in each of the last ``w`` slots (in
 users), at most ``N`` ids in all because nobody is taken twice in a window: ``4.1 N`` bytes, about
 4 MB per million users.
 
-Sampling ``k`` of the ``A`` available users (sorted ids out, as requests need them):
-
-* while ``U_A`` is at least an eighth of the users and ``k <= A/2``: uniform draws from
-  ``0..N-1`` kept when available are i.i.d. uniform on ``U_A``; ``np.unique`` of enough of them
-  gives a sorted set of distinct users (sort, then drop repeats) which, by exchangeability, is a uniform random subset of
-  its size; dropping a uniform random surplus leaves a uniform ``k``-subset. Cost ``O(k log k)``.
-* otherwise: the sorted ids of ``U_A`` (``O(N)``) indexed by ``k`` sorted uniform positions.
+Sampling ``k`` of the ``A`` available users (sorted ids out, as requests need them): the sorted
+ids of ``U_A`` come from one scan of the bitmap; uniform positions ``0..A-1`` are drawn with
+replacement until ``k`` distinct ones appear, which by exchangeability are a uniform random subset
+of their number, and a uniform random surplus is dropped. When ``k > A/2`` the ``A - k`` users to
+leave are drawn instead (the complement of a uniform subset is uniform). Cost ``O(N/64 + k log k)``.
 
 Examples
 --------
@@ -65,27 +63,15 @@ class PopulationLedger:
             raise RuntimeError(f"population ledger ran short at slot {slot}: {count} wanted, {self.available} available")
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
-        if 8 * self.available >= self.population and 2 * count <= self.available:
-            taken = self._by_rejection(count, rng)
+        free = np.flatnonzero(self._free)
+        if 2 * count <= free.size:
+            taken = free[_uniform_positions(free.size, count, rng)]
         else:
-            free = np.flatnonzero(self._free)
-            taken = free[np.sort(rng.choice(free.size, count, replace=False, shuffle=False))]
+            taken = np.delete(free, _uniform_positions(free.size, free.size - count, rng))
         self._free[taken] = False
         self.available -= count
         self._taken[slot % self.window].append(taken.astype(self._id_type))
-        return taken.astype(np.int64)
-
-    def _by_rejection(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        share = self.available / self.population
-        picked = np.zeros(0, dtype=self._id_type)
-        while picked.size < count:
-            # Draws of available users expected to give the missing distinct ones, plus a margin.
-            missing = count - picked.size
-            wanted = -self.available * math.log1p(-min(count / self.available, 0.99)) * missing / count
-            draws = rng.integers(0, self.population, int(1.05 * wanted / share) + 64, dtype=self._id_type)
-            picked = _sorted_distinct(np.concatenate([picked, draws[self._free[draws]]]))
-        surplus = picked.size - count
-        return np.delete(picked, rng.choice(picked.size, surplus, replace=False)) if surplus else picked
+        return taken
 
     def end_slot(self, slot: int) -> None:
         """Recycling at the end of ``slot``: the users of slot ``slot - w + 1`` are available again."""
@@ -111,7 +97,14 @@ class PopulationLedger:
         self.available = self.population - taken.size
 
 
-def _sorted_distinct(values: np.ndarray) -> np.ndarray:
-    """``np.unique`` by sorting (numpy 2.4's ``unique`` is ~15x slower on 10^4-10^5 integers)."""
-    ordered = np.sort(values)
-    return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])]
+def _uniform_positions(size: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count <= size / 2`` distinct positions of ``0..size-1``, a uniform random subset, sorted."""
+    kind = np.int32 if size < 2**31 else np.int64  # 32-bit positions sort twice as fast
+    picked = np.zeros(0, dtype=kind)
+    while picked.size < count:
+        # Draws expected to give the missing positions (coupon collector), plus a margin.
+        wanted = -size * math.log1p(-count / size) * (count - picked.size) / count
+        ordered = np.sort(np.concatenate([picked, rng.integers(0, size, int(1.05 * wanted) + 64, dtype=kind)]))
+        picked = ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])]  # (np.unique is ~15x slower)
+    surplus = picked.size - count
+    return np.delete(picked, rng.choice(picked.size, surplus, replace=False)) if surplus else picked
