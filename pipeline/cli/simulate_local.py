@@ -26,6 +26,7 @@ from ..core.validation import ParameterError
 from ..stream.codecs import ReleaseRecord
 from ._common import UsageError, progress
 
+_CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
 _AVERAGED = ("mae", "mre", "mse", "cfpu", "bits_per_user_per_slot", "publications", "approximations")
 
 
@@ -90,6 +91,9 @@ class LocalFamily:
             values = lambda t: stream.continuous_values_at(t, args.sigma, args.bound)  # noqa: E731
             truth = np.array([[values(t).mean()] for t in range(1, stream.slots + 1)])
             return LocalData(stream.users, truth, values, 1)
+        if stream.slots * stream.users <= _CACHED_VALUES:  # every mechanism and run reuses the same values
+            matrix = stream.values()
+            return LocalData(stream.users, stream.counts / stream.users, lambda t: matrix[t - 1], 2)
         return LocalData(stream.users, stream.counts / stream.users, stream.values_at, 2)
 
     # --- one mechanism -----------------------------------------------------------------------

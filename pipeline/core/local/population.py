@@ -5,15 +5,15 @@ report in any ``w`` consecutive slots: users asked at slot ``t`` leave the avail
 and come back only at the end of slot ``t + w - 1`` (recycling, RES-12). Samples are uniform
 without replacement from ``U_A`` and independent of the data.
 
-State: a bitmap of ``U_A`` and the ids taken in each of the last ``w`` slots (int32 for up to 2^31
-users), at most ``N`` ids in all because nobody is taken twice in a window: ``4.1 N`` bytes, about
-4 MB per million users.
+State: the ids of ``U_A`` in an array (in no particular order) and the ids taken in each of the
+last ``w`` slots, int32 for up to 2^31 users: at most ``N`` ids in all, 4 MB per million users.
 
-Sampling ``k`` of the ``A`` available users (sorted ids out, as requests need them): the sorted
-ids of ``U_A`` come from one scan of the bitmap; uniform positions ``0..A-1`` are drawn with
-replacement until ``k`` distinct ones appear, which by exchangeability are a uniform random subset
-of their number, and a uniform random surplus is dropped. When ``k > A/2`` the ``A - k`` users to
-leave are drawn instead (the complement of a uniform subset is uniform). Cost ``O(N/64 + k log k)``.
+Sampling ``k`` of the ``A`` available users: ``k`` distinct uniform positions of the ``U_A`` array
+(uniform draws with replacement until ``k`` distinct ones appear, which by exchangeability are a
+uniform random subset of their number; a uniform random surplus is dropped; for ``k > A/2`` the
+positions to keep are drawn instead). The users at those positions leave by a vectorised
+swap-remove (the array's last users fill the holes) and recycled users are appended, so a call
+costs ``O(k log k)`` (sorting the ids a request carries), whatever ``N``.
 
 Examples
 --------
@@ -49,7 +49,7 @@ class PopulationLedger:
         self.population = check_positive_int(population, "population N")
         self.window = check_window(window)
         self._id_type = np.int32 if self.population < 2**31 else np.int64
-        self._free = np.ones(self.population, dtype=bool)
+        self._free = np.arange(self.population, dtype=self._id_type)  # U_A in its first `available` entries
         self.available = self.population
         self._taken: list[list[np.ndarray]] = [[] for _ in range(self.window)]  # slot s at index s % w
 
@@ -63,15 +63,21 @@ class PopulationLedger:
             raise RuntimeError(f"population ledger ran short at slot {slot}: {count} wanted, {self.available} available")
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
-        free = np.flatnonzero(self._free)
-        if 2 * count <= free.size:
-            taken = free[_uniform_positions(free.size, count, rng)]
-        else:
-            taken = np.delete(free, _uniform_positions(free.size, free.size - count, rng))
-        self._free[taken] = False
-        self.available -= count
-        self._taken[slot % self.window].append(taken.astype(self._id_type))
-        return taken
+        available, tail = self.available, self.available - count
+        if 2 * count <= available:
+            chosen = _uniform_positions(available, count, rng)
+        else:  # the complement of a uniform subset is uniform: draw the positions that stay
+            chosen = np.ones(available, dtype=bool)
+            chosen[_uniform_positions(available, available - count, rng)] = False
+            chosen = np.flatnonzero(chosen)
+        taken = self._free[chosen]
+        in_tail = np.zeros(count, dtype=bool)
+        in_tail[chosen[chosen >= tail] - tail] = True
+        self._free[chosen[chosen < tail]] = self._free[tail + np.flatnonzero(~in_tail)]  # swap-remove
+        self.available = tail
+        taken.sort()
+        self._taken[slot % self.window].append(taken)
+        return taken.astype(np.int64)
 
     def end_slot(self, slot: int) -> None:
         """Recycling at the end of ``slot``: the users of slot ``slot - w + 1`` are available again."""
@@ -79,23 +85,23 @@ class PopulationLedger:
             return
         oldest = (slot + 1) % self.window  # == (slot - w + 1) % w
         for taken in self._taken[oldest]:
-            self._free[taken] = True
+            self._free[self.available : self.available + taken.size] = taken
             self.available += taken.size
         self._taken[oldest] = []
 
     # --- state -------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         groups = [np.concatenate(g) if g else np.zeros(0, self._id_type) for g in self._taken]
-        return {"taken": np.concatenate(groups), "sizes": np.array([g.size for g in groups], dtype=np.int64)}
+        return {"available": self._free[: self.available].copy(), "taken": np.concatenate(groups),
+                "sizes": np.array([g.size for g in groups], dtype=np.int64)}
 
     def load(self, state: dict[str, Any]) -> None:
+        available = np.asarray(state["available"], dtype=self._id_type)
         taken = np.asarray(state["taken"], dtype=self._id_type)
         bounds = np.concatenate([[0], np.cumsum(state["sizes"])])
         self._taken = [[taken[a:b].copy()] if b > a else [] for a, b in zip(bounds[:-1], bounds[1:])]
-        self._free = np.ones(self.population, dtype=bool)
-        self._free[taken] = False
-        self.available = self.population - taken.size
-
+        self._free = np.concatenate([available, taken])  # capacity N; past `available`: scratch
+        self.available = available.size
 
 def _uniform_positions(size: int, count: int, rng: np.random.Generator) -> np.ndarray:
     """``count <= size / 2`` distinct positions of ``0..size-1``, a uniform random subset, sorted."""
