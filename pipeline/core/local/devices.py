@@ -90,7 +90,9 @@ class Devices:
         """Every requested user's report, in ascending user order (per-report mode's draws)."""
         oracle = request.make_oracle()
         parts = [block_reports(self.randomness, request, block, values[users], oracle) for block, users in self.blocks(request)]
-        return np.concatenate(parts) if parts else oracle.perturb(np.zeros(0, dtype=np.int64), np.random.default_rng(0))
+        if not parts:  # nobody asked: an empty batch in the wire format
+            return block_reports(self.randomness, request, 0, np.zeros(0, dtype=np.int64), oracle)
+        return np.concatenate(parts)
 
     def collect(self, request: Request, values) -> tuple[np.ndarray, int]:
         """What the collector would hold once every requested user answered: ``(support, n)``."""

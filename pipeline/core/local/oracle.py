@@ -55,9 +55,11 @@ class LocalOracle(abc.ABC):
 
         The same draws as ``perturbed_support`` per batch, summed; oracles may do it in one pass.
         """
-        bounds = np.concatenate([[0], np.cumsum(sizes)])
-        return sum((self.perturbed_support(values[a:b], rng) for rng, a, b in zip(rngs, bounds[:-1], bounds[1:])),
-                   np.zeros(self.domain_size))
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        total = self.support(np.asarray(values)[:0])  # the support of no report, in the right dtype
+        for rng, start, stop in zip(rngs, bounds[:-1], bounds[1:]):
+            total = total + self.perturbed_support(values[start:stop], rng)
+        return total
 
     @abc.abstractmethod
     def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:

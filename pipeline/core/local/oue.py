@@ -88,7 +88,7 @@ class OUE(FrequencyOracle):
             np.less(lanes, self._threshold, out=bits[:, offset : offset + width])
             own.append(lanes[values[start : start + size], np.arange(size)] < _HALF)
             words.append(raw[d * width // 8 :])
-        if self._extra_rate > 0:
+        if self._extra_rate > 0 and words:
             block, position = _sparse_successes(words, d * widths, self._extra_rate, rngs)
             bits.ravel()[position // widths[block] * total + offsets[block] + position % widths[block]] = True
         columns = np.arange(values.size) + np.repeat(offsets[:-1] - starts, sizes)

@@ -135,3 +135,13 @@ def test_user_ledger_budget_and_reports():
     assert spends == pytest.approx([0.6, 0.7, 0.8, 0.8, 0.8, 0.8])
     assert ledger.max_window_reports == 4  # three clock reports and one requested in a window
     assert ledger.max_window_spend == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("oracle", ["grr", "oue", "hm"])
+def test_empty_request(oracle):
+    devices = Devices.from_seed(0, block_size=4)
+    r = request(oracle, [])
+    values = np.zeros(50) if oracle == "hm" else np.zeros(50, dtype=np.int64)
+    support, n = devices.collect(r, values)
+    assert n == 0 and not np.any(support)
+    assert len(devices.reports(r, values)) == 0
