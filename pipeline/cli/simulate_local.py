@@ -1,4 +1,4 @@
-"""The local-model family of ``wevent simulate``: LBU, LSP, LBD, LBA, LPU, LPD, LPA (LDP-IDS).
+"""The local-model family of ``wevent simulate``: LBU, LSP, LBD, LBA, LPU, LPD, LPA, LP-DSAT_w (LDP-IDS).
 
 Every user's value at every slot comes from a synthetic stream (binary LNS/Sin/Log; their "-Con"
 versions with ``--task mean``) or a ``.npz`` dump of user values; devices perturb the values of
@@ -107,7 +107,7 @@ class LocalFamily:
             devices=Devices.from_seed(seed, args.stream, block_size=args.block_size, mode=args.mode),
         )
         cls = MECHANISMS[mechanism]
-        if mechanism in ("lbd", "lba", "lpd", "lpa"):
+        if mechanism in ("lbd", "lba", "lpd", "lpa", "lp-dsat"):
             options["beta"] = args.beta
         if mechanism in ("lpd", "lpa"):
             options["pool"] = args.pool

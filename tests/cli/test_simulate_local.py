@@ -7,6 +7,7 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.core.data import ABSENT, UserValues
+from pipeline.core.local import MECHANISMS
 
 SMALL = ["--users", "2000", "--slots", "40", "--window", "5"]
 
@@ -31,13 +32,13 @@ def test_all_local_table_and_releases(capsys, tmp_path):
     releases = tmp_path / "releases.jsonl"
     code, out, _ = simulate(capsys, "-m", "all-local", *SMALL, "--mode", "sufficient", "--releases", str(releases))
     assert code == 0
-    for name in ("lbu", "lsp", "lbd", "lba", "lpu", "lpd", "lpa"):
+    for name in MECHANISMS:
         assert f"\n{name} " in out
     assert "CFPU" in out and "bits/user/slot" in out
     lines = releases.read_text().splitlines()
-    assert len(lines) == 7 * 40
+    assert len(lines) == len(MECHANISMS) * 40
     record = json.loads(lines[-1])
-    assert record["mechanism"] == "lpa" and set(record["extras"]) >= {"n1", "n2", "reports", "bits"}
+    assert record["mechanism"] == list(MECHANISMS)[-1] and set(record["extras"]) >= {"n1", "n2", "reports", "bits"}
 
 
 def test_mean_task_runs_and_averages_runs(capsys):

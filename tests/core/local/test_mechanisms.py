@@ -367,3 +367,37 @@ def test_mean_estimation_variant():
                 assert r.oracle2 == "hm"
                 sd = math.sqrt(HybridMechanism(r.eps2, bound).variance(r.n2))
                 assert abs(r.release[0] - values[r.slot - 1].mean()) < 5 * sd
+
+
+# --- LP-DSAT_w (spec §4.10) ----------------------------------------------------------------------
+def test_lp_dsat_exhaustion_and_window_pool():
+    n, w = 400, 6
+    m = make("lp-dsat", 1.0, w, population=n, cutoff=2, decision_override=lambda t: True)
+    results = run(m, 40)
+    n2, m2 = n - n // 2, (n - n // 2) // 2
+    for i, r in enumerate(results):
+        assert r.n2 in (0, m2)
+        assert sum(x.n2 for x in results[max(0, i - w + 1) : i + 1]) <= n2
+        window_pubs = sum(x.n2 for x in results[max(0, i - w + 1) : i])  # the previous w-1 slots
+        if n2 - window_pubs < m2:  # nothing left: nobody asked, not even for M1
+            assert r.strategy is Strategy.NULLIFIED and r.n1 == 0 and r.users1 is None
+        else:
+            assert r.n1 == n // 2 // w
+    assert audit(results, n, w).max_window_reports == 1
+
+
+def test_lp_dsat_controller_steps():
+    """u = theta |(|rate - C/w| - sigma)| / sigma with theta = T0/10, sigma = 0.05, C/w = 2/8:
+    at rate 0 the step is 0.4 T0 down; a publication at t = 1 makes rate(2) = 1/2 and the step
+    0.4 T0 up; never publishing drives T to its floor 0."""
+    thresholds = {}
+    for publish in (True, False):
+        m = make("lp-dsat", 1.0, 8, population=800, cutoff=2, decision_override=lambda t, p=publish: p)
+        thresholds[publish] = []
+        for row in np.zeros((4, 800), dtype=np.int64):
+            m.step(row)
+            thresholds[publish].append(m.threshold / m.initial_threshold)
+    assert thresholds[True][:2] == pytest.approx([0.6, 1.0])
+    assert thresholds[False] == pytest.approx([0.6, 0.2, 0.0, 0.0])
+    with pytest.raises(ParameterError, match="cutoff"):
+        make("lp-dsat", 1.0, 4, population=800, cutoff=4)

@@ -12,7 +12,7 @@ from pipeline.core.validation import ParameterError
 from tests.conftest import scripted
 from tests.core.local.conftest import audit, make, run
 
-ADAPTIVE = ("lbd", "lba", "lpd", "lpa")
+ADAPTIVE = ("lbd", "lba", "lpd", "lpa", "lp-dsat")
 
 
 @st.composite
@@ -36,13 +36,13 @@ def build_and_run(setup):
         m = make(setup["name"], setup["epsilon"], setup["window"], domain=setup["domain"],
                  population=setup["population"], seed=setup["seed"], **setup["options"])
     except ParameterError as exc:  # beta * N / w < 1 leaves no dissimilarity user: not a valid set-up
-        assume("dissimilarity users" not in str(exc) and "no unit" not in str(exc))
+        assume(not any(reason in str(exc) for reason in ("dissimilarity users", "no unit", "cutoff", "cannot fill")))
         raise
     return m, run(m, setup["slots"], seed=setup["seed"])
 
 
 @settings(max_examples=80, deadline=None)
-@given(setups(["lsp", "lpu", "lpd", "lpa"]))
+@given(setups(["lsp", "lpu", "lpd", "lpa", "lp-dsat"]))
 def test_population_division_one_report_per_user_per_window(setup):
     m, results = build_and_run(setup)
     ledger = audit(results, m.population, m.window)
