@@ -3,7 +3,7 @@
 The server is untrusted: each device perturbs its own value with a frequency oracle (GRR, OUE,
 Ada) or the Hybrid Mechanism for means, and the server only sees the reports of the users it
 asked. Budget division (LBU, LSP, LBD, LBA) splits each user's window budget over slots;
-population division (LPU, LPD, LPA and the LP-DSAT_w extension) gives every report the whole
+population division (LPU, LPD, LPA and the LP-DSAT_w and LP-RescueDP extensions) gives every report the whole
 budget and splits the users.
 Spec: shared/specs/ldp-ids.md.
 """
@@ -17,6 +17,7 @@ from .lba import LBA
 from .lbd import LBD
 from .lbu import LBU
 from .lp_dsat import LPDSAT
+from .lp_rescue import LPRescueDP
 from .lpa import LPA
 from .lpd import LPD
 from .lpu import LPU
@@ -27,11 +28,11 @@ from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request
 from .user_ledger import UserLedger
 
-MECHANISMS = {cls.name: cls for cls in (LBU, LSP, LBD, LBA, LPU, LPD, LPA, LPDSAT)}
+MECHANISMS = {cls.name: cls for cls in (LBU, LSP, LBD, LBA, LPU, LPD, LPA, LPDSAT, LPRescueDP)}
 
 __all__ = [
     "LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision",
-    "LBU", "LSP", "LBD", "LBA", "LPU", "LPD", "LPA", "LPDSAT", "MECHANISMS",
+    "LBU", "LSP", "LBD", "LBA", "LPU", "LPD", "LPA", "LPDSAT", "LPRescueDP", "MECHANISMS",
     "LocalOracle", "GRR", "OUE", "HybridMechanism", "choose", "make_oracle", "ORACLE_NAMES", "VAR_MODES",
     "Devices", "block_reports", "MODES", "DEFAULT_BLOCK_SIZE",
     "Request", "LocalDissimilarity", "LocalStepResult", "PopulationLedger", "UserLedger",

@@ -35,7 +35,8 @@ from .oracle import VAR_MODES
 from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request
 
-__all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision", "Scheduled", "Absorbing"]
+__all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision", "Populated", "Scheduled",
+           "Absorbing"]
 
 DecisionOverride = Callable[[int], "bool | None"]
 
@@ -131,7 +132,8 @@ class LocalMechanism(Mechanism):
         n = self._answered(request, n)
         if not n:
             return self._close(Strategy.APPROXIMATE, request, 0)
-        self.last_release = self._freeze(request.make_oracle(self.var_mode).estimate(support, n))
+        estimate = request.make_oracle(self.var_mode).estimate(support, n)
+        self.last_release = self._freeze(self._fresh_release(estimate, request, n))
         return self._close(Strategy.PUBLISH, request, n)
 
     def step(self, values) -> LocalStepResult:
@@ -160,6 +162,10 @@ class LocalMechanism(Mechanism):
 
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
         raise NotImplementedError
+
+    def _fresh_release(self, estimate: np.ndarray, request: Request, n: int) -> np.ndarray:
+        """The release a publication makes of the oracle's estimate (itself, unless a method filters it)."""
+        return estimate
 
     def _closed(self, slot: int, publication: Request | None) -> None:
         """Bookkeeping at the end of ``slot`` (``publication``: the M2 request, if one was sent)."""
@@ -308,14 +314,44 @@ class BudgetDivision(AdaptiveMechanism):
         return self._request(slot, Phase.PUBLICATION, eps2, None)
 
 
-class PopulationDivision(AdaptiveMechanism):
+class Populated:
+    """Mixin: users are asked with the whole ``eps`` and leave the available set for ``w`` slots
+    (:class:`PopulationLedger`), so no user reports twice in any window (spec §1.5). Samples come
+    from the server's generator at ``(slot, SAMPLE_DISSIMILARITY)`` and ``(slot, SAMPLE_PUBLICATION)``."""
+
+    def _take(self, slot: int, phase: Phase, users: int) -> Request:
+        sampling = Phase.SAMPLE_DISSIMILARITY if phase == Phase.DISSIMILARITY else Phase.SAMPLE_PUBLICATION
+        taken = self.ledger.take(slot, users, self.randomness.generator(slot, sampling))
+        return self._request(slot, phase, self.epsilon, taken)
+
+    def _error(self, users: int) -> float:
+        """``V(eps, users)``: the error of an estimate from ``users`` reports at ``eps``."""
+        return make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound,
+                           var_mode=self.var_mode).variance(users)
+
+    def _ask(self, slot: int, users: int) -> Request:
+        return self._take(slot, Phase.PUBLICATION, users)
+
+    def _closed(self, slot: int, publication: Request | None) -> None:
+        self.ledger.end_slot(slot)
+
+    @property
+    def window_spend_bound(self) -> float:
+        return self.epsilon  # one eps-LDP report per user per window (spec §1.5)
+
+    def _dynamic(self) -> dict[str, Any]:
+        return {**super()._dynamic(), "population": self.ledger.state()}
+
+    def _load(self, dynamic: dict[str, Any]) -> None:
+        super()._load(dynamic)
+        self.ledger.load(dynamic["population"])
+
+
+class PopulationDivision(Populated, AdaptiveMechanism):
     """Every report uses the full ``eps``; users are split over slots (spec §1.5, §3, §4.6-4.7).
 
     M1 samples ``n1 = floor(beta N / w)`` available users at every slot; publications draw from
-    the pool ``P = floor((1 - beta) N)`` (``pool='rest'``: ``N - w n1``, RES-5). Users asked
-    leave the available set for ``w`` slots (:class:`PopulationLedger`), so no user reports twice
-    in any window. Samples come from the server's generator at ``(slot, SAMPLE_DISSIMILARITY)``
-    and ``(slot, SAMPLE_PUBLICATION)``.
+    the pool ``P = floor((1 - beta) N)`` (``pool='rest'``: ``N - w n1``, RES-5).
     """
 
     def __init__(self, epsilon: float, window: int, domain_size: int, population: int, *, pool: str = "floor",
@@ -334,30 +370,10 @@ class PopulationDivision(AdaptiveMechanism):
         self.ledger = PopulationLedger(self.population, self.window)
 
     def _open(self, slot: int) -> Request:
-        rng = self.randomness.generator(slot, Phase.SAMPLE_DISSIMILARITY)
-        return self._request(slot, Phase.DISSIMILARITY, self.epsilon, self.ledger.take(slot, self.dissimilarity_users, rng))
-
-    def _error(self, users: int) -> float:
-        """``err = V(eps, users)``: the error of a publication by ``users`` users."""
-        return make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound,
-                           var_mode=self.var_mode).variance(users)
-
-    def _ask(self, slot: int, users: int) -> Request:
-        rng = self.randomness.generator(slot, Phase.SAMPLE_PUBLICATION)
-        return self._request(slot, Phase.PUBLICATION, self.epsilon, self.ledger.take(slot, users, rng))
-
-    def _closed(self, slot: int, publication: Request | None) -> None:
-        self.ledger.end_slot(slot)
+        return self._take(slot, Phase.DISSIMILARITY, self.dissimilarity_users)
 
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "pool": self.pool_rule}
-
-    def _dynamic(self) -> dict[str, Any]:
-        return {**super()._dynamic(), "population": self.ledger.state()}
-
-    def _load(self, dynamic: dict[str, Any]) -> None:
-        super()._load(dynamic)
-        self.ledger.load(dynamic["population"])
 
 
 class Scheduled:

@@ -401,3 +401,42 @@ def test_lp_dsat_controller_steps():
     assert thresholds[False] == pytest.approx([0.6, 0.2, 0.0, 0.0])
     with pytest.raises(ParameterError, match="cutoff"):
         make("lp-dsat", 1.0, 4, population=800, cutoff=4)
+
+
+# --- LP-RescueDP (spec §4.11) --------------------------------------------------------------------
+def test_lp_rescuedp_kalman_and_interval():
+    """First sample: release = K z with K = (P0 + Q)/(P0 + Q + R); the second sample updates the
+    interval by theta (1 - (delta / sqrt(R))^2) with delta = (Kp + Ki) E (one error so far)."""
+    n, w = 1000, 5
+    m = make("lp-rescuedp", 1.0, w, population=n)
+    assert m.open_slot() is None
+    request = m.decide()
+    z = np.array([0.7, 0.3])
+    oracle = request.make_oracle()
+    support = (z * (oracle.p - oracle.q) + oracle.q) * request.size  # the support whose estimate is z
+    first = m.publish(support, request.size)
+    r = oracle.variance(request.size)
+    k = (1 + 1e-5) / (1 + 1e-5 + r)
+    assert first.release == pytest.approx(k * z)
+    assert m.next_sample == 2 and m.interval == 1.0  # no interval update at the first sample
+    m.open_slot()
+    second_request = m.decide()
+    z2 = np.array([0.6, 0.4])
+    oracle2 = second_request.make_oracle()
+    covariance = (1 + 1e-5) * (1 - k) + 1e-5
+    second = m.publish((z2 * (oracle2.p - oracle2.q) + oracle2.q) * second_request.size, second_request.size)
+    r2 = oracle2.variance(second_request.size)
+    k2 = covariance / (covariance + r2)
+    assert second.release == pytest.approx(first.release + k2 * (z2 - first.release))
+    error = float(np.mean(np.abs(second.release - first.release)))
+    interval = max(1.0, 1.0 + 10 * (1 - ((0.9 + 0.1) * error / math.sqrt(r2)) ** 2))
+    assert m.interval == pytest.approx(interval)
+    assert m.next_sample == 2 + math.floor(interval)
+
+
+def test_lp_rescuedp_retries_when_nobody_answers():
+    m = make("lp-rescuedp", 1.0, 4, population=500)
+    m.open_slot()
+    m.decide()
+    assert m.publish(np.zeros(2), 0).strategy is Strategy.APPROXIMATE
+    assert m.next_sample == 2

@@ -36,13 +36,13 @@ def build_and_run(setup):
         m = make(setup["name"], setup["epsilon"], setup["window"], domain=setup["domain"],
                  population=setup["population"], seed=setup["seed"], **setup["options"])
     except ParameterError as exc:  # beta * N / w < 1 leaves no dissimilarity user: not a valid set-up
-        assume(not any(reason in str(exc) for reason in ("dissimilarity users", "no unit", "cutoff", "cannot fill")))
+        assume(not any(reason in str(exc) for reason in ("dissimilarity users", "no unit", "cutoff", "cannot fill", "n_max")))
         raise
     return m, run(m, setup["slots"], seed=setup["seed"])
 
 
 @settings(max_examples=80, deadline=None)
-@given(setups(["lsp", "lpu", "lpd", "lpa", "lp-dsat"]))
+@given(setups(["lsp", "lpu", "lpd", "lpa", "lp-dsat", "lp-rescuedp"]))
 def test_population_division_one_report_per_user_per_window(setup):
     m, results = build_and_run(setup)
     ledger = audit(results, m.population, m.window)
