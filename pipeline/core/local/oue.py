@@ -69,7 +69,7 @@ class OUE(FrequencyOracle):
         ``(d, total width)``, padding columns False, and the column of every report. The matrix is
         a scratch buffer of this thread, valid until the next call.
         """
-        values = self._categories(values).ravel()
+        values = self._categories(values).ravel().astype(np.intp)
         if isinstance(rngs, np.random.Generator):
             rngs, sizes = [rngs], [values.size]
         d = self.domain_size
@@ -84,15 +84,15 @@ class OUE(FrequencyOracle):
         for rng, offset, width, spare, start, size in zip(rngs, offsets[:-1].tolist(), widths.tolist(), spares.tolist(),
                                                           starts.tolist(), sizes.tolist()):
             raw = rng.bit_generator.random_raw(d * width // 8 + spare)
-            lanes = raw[: d * width // 8].view(np.uint8).reshape(d, width)
-            np.less(lanes, self._threshold, out=bits[:, offset : offset + width])
-            own.append(lanes[values[start : start + size], np.arange(size)] < _HALF)
+            lanes = raw[: d * width // 8].view(np.uint8)
+            np.less(lanes.reshape(d, width), self._threshold, out=bits[:, offset : offset + width])
+            own.append(np.take(lanes, values[start : start + size] * width + np.arange(size)) < _HALF)
             words.append(raw[d * width // 8 :])
         if self._extra_rate > 0 and words:
             block, position = _sparse_successes(words, d * widths, self._extra_rate, rngs)
             bits.ravel()[position // widths[block] * total + offsets[block] + position % widths[block]] = True
         columns = np.arange(values.size) + np.repeat(offsets[:-1] - starts, sizes)
-        bits.ravel()[values.astype(np.int64) * total + columns] = np.concatenate(own) if own else False
+        bits.ravel()[values * total + columns] = np.concatenate(own) if own else False
         padding = widths - sizes
         bits[:, np.repeat(offsets[:-1] + sizes - np.cumsum(padding) + padding, padding) + np.arange(padding.sum())] = False
         return bits, columns
