@@ -61,7 +61,7 @@ class LocalFamily:
                            "reports' sufficient statistic (same distribution, faster) (default: report)")
         group.add_argument("--var-mode", choices=VAR_MODES, default="exact_avg", help="form of V(eps, n) in dis and "
                            "err (default: exact_avg; paper_literal reproduces the printed formulas)")
-        group.add_argument("--beta", type=float, default=0.5, help="LBD/LBA/LPD/LPA: share of budget or users "
+        group.add_argument("--beta", type=float, default=0.5, help="LBD/LBA/LPD/LPA/LP-DSAT_w: share of budget or users "
                            "given to the dissimilarity (default: 0.5)")
         group.add_argument("--u-min", type=int, default=1, help="LPD: fewest users a publication may ask (default: 1)")
         group.add_argument("--pool", choices=("floor", "rest"), default="floor", help="LPD/LPA publication pool: "
