@@ -13,7 +13,7 @@ from typing import Iterable, Protocol
 
 from ..core.synthetic import MODELS
 from ._common import UsageError
-from . import simulate_central, simulate_personalized
+from . import simulate_central, simulate_local, simulate_personalized
 
 __all__ = ["register", "Family", "Outcome"]
 
@@ -35,7 +35,7 @@ class Family(Protocol):
     def run(self, mechanism: str, args) -> Outcome: ...
 
 
-FAMILIES: tuple[Family, ...] = (simulate_central.FAMILY, simulate_personalized.FAMILY)
+FAMILIES: tuple[Family, ...] = (simulate_central.FAMILY, simulate_local.FAMILY, simulate_personalized.FAMILY)
 
 
 def _family_of(mechanism: str) -> Family:
@@ -53,8 +53,9 @@ def register(sub) -> None:
         description="Run one mechanism (or all of a family with --mechanism all) over a stream and "
         "summarise error (MAE, MRE, MSE), publications and the largest window spend.",
     )
-    p.add_argument("--mechanism", "-m", default="ba", choices=names + ["all"], help="mechanism to run (default: ba); "
-                   "'all' compares the central mechanisms on the same data")
+    groups = [f"all-{f.name}" for f in FAMILIES]
+    p.add_argument("--mechanism", "-m", default="ba", choices=names + ["all"] + groups, help="mechanism to run "
+                   "(default: ba); 'all' compares the central mechanisms on the same data, 'all-FAMILY' those of a family")
     data = p.add_mutually_exclusive_group()
     data.add_argument("--dataset", choices=sorted(MODELS), default="lns", help="synthetic stream (default: lns)")
     data.add_argument("--input", metavar="FILE", help="a CSV of counts (T rows, d columns) or a .npz dump of user values")
@@ -76,8 +77,9 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    if args.mechanism == "all":
-        outcomes = [simulate_central.FAMILY.run(name, args) for name in simulate_central.FAMILY.mechanisms]
+    if args.mechanism == "all" or args.mechanism.startswith("all-"):
+        family = next((f for f in FAMILIES if f"all-{f.name}" == args.mechanism), simulate_central.FAMILY)
+        outcomes = [family.run(name, args) for name in family.mechanisms]
     else:
         outcomes = [_family_of(args.mechanism).run(args.mechanism, args)]
     if args.releases:
@@ -112,14 +114,15 @@ def _print_table(summaries: list[dict], out) -> None:
         f"{first['slots']} slots, d = {first['domain_size']}, epsilon = {first['epsilon']:g} per window of "
         f"w = {first['window']} slots; MRE floor {first['mre_floor']:g}\n\n"
     )
-    header = f"{'mechanism':<10} {'MAE':>12} {'MRE':>9} {'MSE':>12} {'published':>10} {'max window spend':>17}\n"
+    extra = [k for k in ("cfpu", "bits_per_user_per_slot", "roc_auc") if k in first]  # local-model measures
+    titles = {"cfpu": "CFPU", "bits_per_user_per_slot": "bits/user/slot", "roc_auc": "ROC AUC"}
+    header = f"{'mechanism':<10} {'MAE':>12} {'MRE':>9} {'MSE':>12} {'published':>10} {'max window spend':>17}"
+    header += "".join(f" {titles[k]:>14}" for k in extra) + "\n"
     out.write(header)
     out.write("-" * (len(header) - 1) + "\n")
     for s in summaries:
         out.write(
             f"{s['mechanism']:<10} {s['mae']:>12.4g} {s['mre']:>9.2%} {s['mse']:>12.4g} "
-            f"{s['publications']:>5}/{s['slots']:<4} {_window_spend(s):>17}\n"
+            f"{s['publications']:>5g}/{s['slots']:<4} {_window_spend(s):>17}"
+            + "".join(f" {s[k]:>14.4g}" if s.get(k) is not None else f" {'-':>14}" for k in extra) + "\n"
         )
-    extra = [k for k in ("cfpu", "bits_per_user_per_slot", "roc_auc") if k in first]
-    if extra:
-        out.write("\n" + "  ".join(f"{k} = {first[k]:.4g}" for k in extra) + "\n")

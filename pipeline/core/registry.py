@@ -10,7 +10,7 @@ import importlib
 
 from .base import REGISTRY, Mechanism
 
-MODEL_PACKAGES = ("central", "personalized")
+MODEL_PACKAGES = ("central", "local", "personalized")
 
 
 def mechanisms() -> dict[str, type[Mechanism]]:

@@ -1,0 +1,192 @@
+"""The local-model family of ``wevent simulate``: LBU, LSP, LBD, LBA, LPU, LPD, LPA, LP-DSAT_w (LDP-IDS).
+
+Every user's value at every slot comes from a synthetic stream (binary LNS/Sin/Log; their "-Con"
+versions with ``--task mean``) or a ``.npz`` dump of user values; devices perturb the values of
+the users each request asks and the mechanism sees only the reports' sums. The summary adds the
+communication (CFPU, bits per user per slot), the largest per-user window spend and report
+count, and with ``--roc`` the event-monitoring AUC (spec ldp-ids §6.3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..core.data import ABSENT, UserValues
+from ..core.local import MECHANISMS, MODES, VAR_MODES, Devices, UserLedger
+from ..core.local.devices import DEFAULT_BLOCK_SIZE
+from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc
+from ..core.metrics import FREQUENCY_MRE_FLOOR, mae, mre, mse
+from ..core.randomness import DerivedRandomness, SecretKey
+from ..core.simulation import SimulationRun
+from ..core.synthetic import synthetic
+from ..core.validation import ParameterError
+from ..stream.codecs import ReleaseRecord
+from ._common import UsageError, progress
+
+_CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
+_AVERAGED = ("mae", "mre", "mse", "cfpu", "bits_per_user_per_slot", "publications", "approximations")
+
+
+@dataclass
+class LocalData:
+    """What a local simulation needs: every user's value per slot, and what releases estimate."""
+
+    population: int
+    truth: np.ndarray  # (T, d): what the releases estimate (frequencies, or the mean)
+    values_at: Callable[[int], np.ndarray]  # 1-based slot -> every user's value
+    bins: int  # leading bins the metrics use (an ABSENT category, if any, is the last bin)
+
+    @property
+    def domain_size(self) -> int:
+        return int(self.truth.shape[1])
+
+    @property
+    def slots(self) -> int:
+        return int(self.truth.shape[0])
+
+
+class LocalFamily:
+    name = "local"
+    mechanisms = tuple(MECHANISMS)
+
+    def add_arguments(self, group) -> None:
+        group.add_argument("--task", choices=("frequency", "mean"), default="frequency", help="frequencies of "
+                           "categories, or the mean over [0, B] with the Hybrid Mechanism on the -Con streams")
+        group.add_argument("--oracle", choices=("ada", "grr", "oue"), default="ada",
+                           help="frequency oracle (default: ada, the adaptive choice)")
+        group.add_argument("--mode", choices=MODES, default="report", help="draw every report, or sample the "
+                           "reports' sufficient statistic (same distribution, faster) (default: report)")
+        group.add_argument("--var-mode", choices=VAR_MODES, default="exact_avg", help="form of V(eps, n) in dis and "
+                           "err (default: exact_avg; paper_literal reproduces the printed formulas)")
+        group.add_argument("--beta", type=float, default=0.5, help="LBD/LBA/LPD/LPA/LP-DSAT_w: share of budget or users "
+                           "given to the dissimilarity (default: 0.5)")
+        group.add_argument("--u-min", type=int, default=1, help="LPD: fewest users a publication may ask (default: 1)")
+        group.add_argument("--pool", choices=("floor", "rest"), default="floor", help="LPD/LPA publication pool: "
+                           "floor((1-beta)N), or the users left by M1 (default: floor)")
+        group.add_argument("--bound", type=float, default=1.0, help="mean task: values are clipped into [0, B] (default: 1)")
+        group.add_argument("--sigma", type=float, default=0.1, help="mean task: spread of the -Con values around p_t "
+                           "(default: 0.1; the paper prints 10)")
+        group.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE, help="users per device block "
+                           f"(default: {DEFAULT_BLOCK_SIZE})")
+        group.add_argument("--runs", type=int, default=1, help="repeat with this many noise keys (seed, seed+1, ...) "
+                           "and average the errors (default: 1)")
+        group.add_argument("--roc", action="store_true", help="add the event-monitoring ROC AUC to the summary")
+
+    # --- data --------------------------------------------------------------------------------
+    def data(self, args) -> LocalData:
+        if args.input:
+            if args.task == "mean":
+                raise UsageError("--task mean runs on the synthetic -Con streams (--dataset), not on --input")
+            if not str(args.input).endswith(".npz"):
+                raise UsageError("the local model needs every user's values: give a .npz dump "
+                                 "(`wevent replay ... --dump`), not a CSV of counts")
+            return _dump_data(UserValues.load(args.input))
+        stream = synthetic(args.dataset, args.users, args.slots, args.seed)
+        if args.task == "mean":
+            if not args.sigma > 0:
+                raise UsageError(f"--sigma must be > 0, got {args.sigma}")
+            values = lambda t: stream.continuous_values_at(t, args.sigma, args.bound)  # noqa: E731
+            truth = np.array([[values(t).mean()] for t in range(1, stream.slots + 1)])
+            return LocalData(stream.users, truth, values, 1)
+        if stream.slots * stream.users <= _CACHED_VALUES:  # every mechanism and run reuses the same values
+            matrix = stream.values()
+            return LocalData(stream.users, stream.counts / stream.users, lambda t: matrix[t - 1], 2)
+        return LocalData(stream.users, stream.counts / stream.users, stream.values_at, 2)
+
+    # --- one mechanism -----------------------------------------------------------------------
+    def build(self, mechanism: str, args, data: LocalData, run: int):
+        seed = args.seed + run
+        options = dict(
+            oracle="hm" if args.task == "mean" else args.oracle,
+            var_mode=args.var_mode,
+            bound=args.bound if args.task == "mean" else None,
+            randomness=DerivedRandomness(SecretKey.from_seed(seed), args.stream),
+            devices=Devices.from_seed(seed, args.stream, block_size=args.block_size, mode=args.mode),
+        )
+        cls = MECHANISMS[mechanism]
+        if mechanism in ("lbd", "lba", "lpd", "lpa", "lp-dsat"):
+            options["beta"] = args.beta
+        if mechanism in ("lpd", "lpa"):
+            options["pool"] = args.pool
+        if mechanism == "lpd":
+            options["u_min"] = args.u_min
+        return cls(args.epsilon, args.window, data.domain_size, data.population, **options)
+
+    def run(self, mechanism: str, args):
+        from .simulate import Outcome
+
+        if args.runs < 1:
+            raise UsageError(f"--runs must be >= 1, got {args.runs}")
+        data = self.data(args)
+        floor = args.mre_floor if args.mre_floor is not None else FREQUENCY_MRE_FLOOR
+        summaries, records = [], []
+        for run in range(args.runs):
+            m = self.build(mechanism, args, data, run)
+            ledger = UserLedger(data.population, m.window)
+            results, spends = [], []
+            for t in progress(range(1, data.slots + 1), args.progress, total=data.slots, desc=f"{mechanism} run {run + 1}"):
+                results.append(m.step(data.values_at(t)))
+                spends.append(ledger.record(results[-1])[0])
+            summaries.append(self.summary(m, results, data, ledger, floor, args.roc))
+            if run == 0:
+                records = [ReleaseRecord.from_step(args.stream, m, r, s, extras=_extras(r)) for r, s in zip(results, spends)]
+        return Outcome(_average(summaries), records)
+
+    @staticmethod
+    def summary(m, results, data: LocalData, ledger: UserLedger, floor: float, roc: bool) -> dict:
+        run = SimulationRun(m, results, data.truth)
+        releases, truth = run.releases[:, : data.bins], data.truth[:, : data.bins]
+        summary = run.summary(mre_floor=floor)
+        summary.update(
+            domain_size=data.bins,
+            mae=mae(releases, truth),
+            mre=mre(releases, truth, floor),
+            mse=mse(releases, truth),
+            max_window_epsilon=ledger.max_window_spend,  # per user: the local guarantee (spec §1.4)
+            max_reports_per_user_in_window=ledger.max_window_reports,
+            cfpu=cfpu(results, data.population),
+            bits_per_user_per_slot=bits_per_user_per_slot(results, data.population),
+            users=data.population,
+        )
+        if roc:
+            try:
+                summary["roc_auc"] = roc_auc(*reversed(monitoring_events(releases, truth)))
+            except ParameterError:
+                summary["roc_auc"] = None  # the true stream has no event (or only events)
+        return summary
+
+
+def _dump_data(values: UserValues) -> LocalData:
+    """A dump's users; absent users report an extra ABSENT category, left out of the metrics (RES-18)."""
+    matrix = values.values
+    truth = values.counts() / values.users
+    if (matrix == ABSENT).any():
+        truth = np.hstack([truth, 1.0 - truth.sum(axis=1, keepdims=True)])
+        matrix = np.where(matrix == ABSENT, values.domain_size, matrix)
+    return LocalData(values.users, truth, lambda t: matrix[t - 1], values.domain_size)
+
+
+def _extras(result) -> dict:
+    return {"n1": result.n1, "n2": result.n2, "reports": result.reports, "bits": result.bits,
+            "oracle1": result.oracle1, "oracle2": result.oracle2}
+
+
+def _average(summaries: list[dict]) -> dict:
+    """Errors and communication averaged over runs; spends and report counts at their maximum."""
+    first = dict(summaries[0])
+    if len(summaries) > 1:
+        for key in _AVERAGED:
+            first[key] = float(np.mean([s[key] for s in summaries]))
+        aucs = [s.get("roc_auc") for s in summaries if s.get("roc_auc") is not None]
+        if "roc_auc" in first:
+            first["roc_auc"] = float(np.mean(aucs)) if aucs else None
+        first["max_window_epsilon"] = max(s["max_window_epsilon"] for s in summaries)
+        first["max_reports_per_user_in_window"] = max(s["max_reports_per_user_in_window"] for s in summaries)
+    first["runs"] = len(summaries)
+    return first
+
+
+FAMILY = LocalFamily()

@@ -1,0 +1,405 @@
+"""Shared plumbing of the local-model mechanisms: the per-slot request/response protocol.
+
+The server of an LDP stream never sees raw values, so a slot is a round of requests:
+
+1. ``request = m.open_slot()``: the M1 (dissimilarity) request of slot ``m.slot + 1``, or None
+   for methods without M1 (LBU, LSP, LPU). Population methods sample the users here.
+2. Devices answer; the collector sums the reports into the oracle's support and counts ``n``.
+3. ``dis = m.measure(support, n)``: M1's private dissimilarity.
+4. ``outcome = m.decide(dis)`` (``m.decide()`` without M1): M2's decision, either the
+   publication :class:`Request` or, when nothing is published, the slot's final result.
+5. ``result = m.publish(support, n)`` once the publication reports are collected.
+
+The state serialises between any two calls and restores to an identical continuation; the
+request in flight is :attr:`LocalMechanism.pending`. ``step(values)`` runs the same protocol
+in-process with the ``devices`` given at construction (simulation). Missing users are allowed
+(``n`` below the request's size); a publication nobody answered repeats the last release.
+
+Communication is accounted as in spec §6.4 (RES-20): a report costs its oracle's bits, plus one
+instruction bit when the server asked that user specifically (``instructs``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+
+from ..base import Mechanism, Strategy
+from ..randomness import DerivedRandomness, Phase
+from ..validation import ParameterError, check_domain, check_epsilon, check_positive_int
+from .adaptive import ORACLE_NAMES, make_oracle
+from .devices import Devices
+from .oracle import VAR_MODES
+from .population import PopulationLedger
+from .protocol import LocalDissimilarity, LocalStepResult, Request
+
+__all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision", "Populated", "Scheduled",
+           "Absorbing"]
+
+DecisionOverride = Callable[[int], "bool | None"]
+
+
+class LocalMechanism(Mechanism):
+    """A w-event LDP mechanism over ``population`` users with values in a domain of ``domain_size``.
+
+    ``oracle`` is ``ada`` (default), ``grr`` or ``oue`` for frequencies, or ``hm`` for means over
+    ``[0, bound]`` (``domain_size`` 1). ``var_mode`` picks the form of ``V`` (spec §2.4).
+    """
+
+    has_dissimilarity: ClassVar[bool] = False
+    instructs: ClassVar[tuple[bool, bool]] = (True, True)  # instruction bit per report in (M1, M2)
+
+    def __init__(
+        self,
+        epsilon: float,
+        window: int,
+        domain_size: int,
+        population: int,
+        *,
+        oracle: str = "ada",
+        var_mode: str = "exact_avg",
+        bound: float | None = None,
+        randomness: DerivedRandomness | None = None,
+        devices: Devices | None = None,
+        decision_override: DecisionOverride | None = None,
+    ) -> None:
+        super().__init__(epsilon, window, randomness=randomness)
+        self.domain_size = check_domain(domain_size)
+        self.population = check_positive_int(population, "population N")
+        if oracle not in ORACLE_NAMES:
+            raise ParameterError(f"unknown oracle {oracle!r}; choose one of {', '.join(ORACLE_NAMES)}")
+        if var_mode not in VAR_MODES:
+            raise ParameterError(f"var_mode must be one of {', '.join(VAR_MODES)}, got {var_mode!r}")
+        self.oracle = oracle
+        self.var_mode = var_mode
+        self.bound = (1.0 if bound is None else float(bound)) if oracle == "hm" else None
+        make_oracle(oracle, self.epsilon, self.domain_size, bound=self.bound)  # fail now, not at slot 1
+        self.devices = devices
+        self.decision_override = decision_override
+        self.last_release = self._freeze(np.zeros(self.domain_size))  # r_0 = 0 (RES-3)
+        self._stage = "open"
+        self._dissimilarity_request: Request | None = None
+        self._dissimilarity: LocalDissimilarity | None = None
+        self._err: float | None = None
+        self.pending: Request | None = None  # the request whose reports the next call expects
+
+    # --- the protocol ------------------------------------------------------------------------
+    @property
+    def expecting(self) -> str:
+        """The protocol call the mechanism waits for: open_slot, measure, decide or publish."""
+        return "open_slot" if self._stage == "open" else self._stage
+
+    def open_slot(self) -> Request | None:
+        """Start slot ``self.slot + 1``: its M1 request, or None when the method has no M1."""
+        self._expect("open", "open_slot")
+        slot = self.slot + 1
+        request = self._open(slot)
+        self._dissimilarity_request = self.pending = request
+        self._stage = "decide" if request is None else "measure"
+        return request
+
+    def measure(self, support, n: int) -> LocalDissimilarity:
+        """M1: ``mean_k (c1[k] - r_l[k])^2 - V(eps_1, n)`` from the support of ``n`` reports."""
+        self._expect("measure", "measure")
+        request = self._dissimilarity_request
+        n = self._answered(request, n)
+        oracle = request.make_oracle(self.var_mode)
+        variance = oracle.variance(n)
+        value = -math.inf  # no report: nothing is known, so nothing is published
+        if n:
+            value = float(np.mean((oracle.estimate(support, n) - self.last_release) ** 2)) - variance
+        self._dissimilarity = LocalDissimilarity(request.slot, value, request.epsilon, n, variance)
+        self.pending, self._stage = None, "decide"
+        return self._dissimilarity
+
+    def decide(self, dissimilarity: LocalDissimilarity | None = None) -> Request | LocalStepResult:
+        """M2: the publication request, or the slot's result when it repeats the last release."""
+        self._expect("decide", "decide")
+        if dissimilarity is not None and dissimilarity != self._dissimilarity:
+            raise ParameterError(f"dissimilarity of slot {dissimilarity.slot} is not the one measured in this slot")
+        outcome = self._decide(self.slot + 1, self._dissimilarity)
+        if isinstance(outcome, Request):
+            self.pending, self._stage = outcome, "publish"
+            return outcome
+        return self._close(outcome, None, 0)
+
+    def publish(self, support, n: int) -> LocalStepResult:
+        """The release from the support of ``n`` publication reports; ends the slot."""
+        self._expect("publish", "publish")
+        request = self.pending
+        n = self._answered(request, n)
+        if not n:
+            return self._close(Strategy.APPROXIMATE, request, 0)
+        estimate = request.make_oracle(self.var_mode).estimate(support, n)
+        self.last_release = self._freeze(self._fresh_release(estimate, request, n))
+        return self._close(Strategy.PUBLISH, request, n)
+
+    def step(self, values) -> LocalStepResult:
+        """One slot in-process: ``values`` holds every user's value; the devices perturb them."""
+        if self.devices is None:
+            raise ParameterError("step() needs devices: construct the mechanism with devices=Devices(...)")
+        if len(values) != self.population:
+            raise ParameterError(f"a slot needs the values of all {self.population} users, got {len(values)}")
+        request = self.open_slot()
+        if request is not None:
+            self.measure(*self.devices.collect(request, values))
+        outcome = self.decide()
+        if isinstance(outcome, Request):
+            outcome = self.publish(*self.devices.collect(outcome, values))
+        return outcome
+
+    @property
+    def window_spend_bound(self) -> float:
+        """Per user and window: ``epsilon`` unless a method states a tighter bound."""
+        return self.epsilon
+
+    # --- hooks -------------------------------------------------------------------------------
+    def _open(self, slot: int) -> Request | None:
+        """The M1 request of ``slot`` (None without M1)."""
+        return None
+
+    def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
+        raise NotImplementedError
+
+    def _fresh_release(self, estimate: np.ndarray, request: Request, n: int) -> np.ndarray:
+        """The release a publication makes of the oracle's estimate (itself, unless a method filters it)."""
+        return estimate
+
+    def _closed(self, slot: int, publication: Request | None) -> None:
+        """Bookkeeping at the end of ``slot`` (``publication``: the M2 request, if one was sent)."""
+
+    # --- helpers -----------------------------------------------------------------------------
+    def _request(self, slot: int, phase: Phase, epsilon: float, users: np.ndarray | None) -> Request:
+        oracle = make_oracle(self.oracle, epsilon, self.domain_size, bound=self.bound).name
+        return Request(slot, phase, float(epsilon), oracle, self.domain_size, self.population, users, self.bound)
+
+    def _set_threshold(self, err: float) -> None:
+        self._err = float(err)
+
+    def _expect(self, stage: str, call: str) -> None:
+        if self._stage != stage:
+            raise ParameterError(f"{call}() called out of turn: slot {self.slot + 1} is waiting for {self.expecting}()")
+
+    @staticmethod
+    def _answered(request: Request, n) -> int:
+        n = int(n)
+        if not 0 <= n <= request.size:
+            raise ParameterError(f"{n} answers to a request of {request.size} users")
+        return n
+
+    def _bits(self, request: Request | None, n: int, instructed: bool) -> int:
+        if request is None:
+            return 0
+        return n * (request.make_oracle().bits_per_report + int(instructed))
+
+    def _close(self, strategy: Strategy, publication: Request | None, n2: int) -> LocalStepResult:
+        slot = self.slot + 1
+        self._closed(slot, publication)
+        first, dis = self._dissimilarity_request, self._dissimilarity
+        n1 = dis.reporters if dis is not None else 0
+        result = LocalStepResult(
+            slot=slot,
+            release=self.last_release,
+            strategy=strategy,
+            eps1=first.epsilon if first is not None else 0.0,
+            eps2=publication.epsilon if publication is not None else 0.0,
+            dissimilarity=dis.value if dis is not None else None,
+            threshold=self._err,
+            n1=n1,
+            n2=n2,
+            reports=n1 + n2,
+            bits=self._bits(first, n1, self.instructs[0]) + self._bits(publication, n2, self.instructs[1]),
+            users1=first.users if first is not None else None,
+            users2=publication.users if publication is not None else None,
+            oracle1=first.oracle if first is not None else None,
+            oracle2=publication.oracle if publication is not None else None,
+        )
+        self.slot = slot
+        self._stage, self.pending = "open", None
+        self._dissimilarity_request = self._dissimilarity = self._err = None
+        return result
+
+    @staticmethod
+    def _freeze(vector) -> np.ndarray:
+        vector = np.array(vector, dtype=float)
+        vector.flags.writeable = False  # releases are shared between slots and subscribers
+        return vector
+
+    # --- state -------------------------------------------------------------------------------
+    def _params(self) -> dict[str, Any]:
+        return {**super()._params(), "domain_size": self.domain_size, "population": self.population,
+                "oracle": self.oracle, "var_mode": self.var_mode, "bound": self.bound}
+
+    def _dynamic(self) -> dict[str, Any]:
+        dis = self._dissimilarity
+        return {
+            "last_release": np.array(self.last_release),
+            "stage": self._stage,
+            "dissimilarity_request": None if self._dissimilarity_request is None else self._dissimilarity_request.to_dict(),
+            "pending": None if self.pending is None else self.pending.to_dict(),
+            "dissimilarity": None if dis is None else [dis.slot, dis.value, dis.epsilon, dis.reporters, dis.variance],
+            "err": self._err,
+        }
+
+    def _load(self, dynamic: dict[str, Any]) -> None:
+        self.last_release = self._freeze(dynamic["last_release"])
+        self._stage = dynamic["stage"]
+        first, pending, dis = dynamic["dissimilarity_request"], dynamic["pending"], dynamic["dissimilarity"]
+        self._dissimilarity_request = None if first is None else Request.from_dict(first)
+        self.pending = None if pending is None else Request.from_dict(pending)
+        self._dissimilarity = None if dis is None else LocalDissimilarity(int(dis[0]), float(dis[1]), float(dis[2]),
+                                                                          int(dis[3]), float(dis[4]))
+        self._err = dynamic["err"]
+
+
+class AdaptiveMechanism(LocalMechanism):
+    """A mechanism with M1: it publishes iff ``dis > err`` (strict, RES-2).
+
+    ``beta`` splits the budget (budget division) or the population (population division) between
+    M1 and M2 (spec §3, default 0.5); ``force_first`` publishes slot 1 whatever ``dis`` (RES-3);
+    ``decision_override(slot) -> bool | None`` is the test hook replacing ``dis > err``.
+    """
+
+    has_dissimilarity = True
+
+    def __init__(self, epsilon: float, window: int, domain_size: int, population: int, *, beta: float = 0.5,
+                 force_first: bool = False, **options) -> None:
+        super().__init__(epsilon, window, domain_size, population, **options)
+        beta = check_epsilon(beta, "beta")
+        if not beta < 1:
+            raise ParameterError(f"beta must lie strictly between 0 and 1, got {beta!r}")
+        self.beta = beta
+        self.force_first = bool(force_first)
+
+    def _publishes(self, slot: int, dissimilarity: LocalDissimilarity | None, err: float) -> bool:
+        self._set_threshold(err)
+        if self.decision_override is not None:
+            forced = self.decision_override(slot)
+            if forced is not None:
+                return bool(forced)
+        if self.force_first and slot == 1:
+            return True
+        return dissimilarity is not None and dissimilarity.value > err
+
+    def _params(self) -> dict[str, Any]:
+        return {**super()._params(), "beta": self.beta, "force_first": self.force_first}
+
+
+class BudgetDivision(AdaptiveMechanism):
+    """Every user reports at every slot; the window budget is split over slots (spec §3).
+
+    M1 asks everyone with ``eps_1 = beta * eps / w`` at every slot; publications share the
+    window pool ``(1 - beta) * eps``. Nobody is instructed for M1 (users report on a clock); M2
+    reports are requested, one instruction bit each (spec §6.4).
+    """
+
+    instructs = (False, True)
+
+    def __init__(self, epsilon: float, window: int, domain_size: int, population: int, **options) -> None:
+        super().__init__(epsilon, window, domain_size, population, **options)
+        self.eps1 = self.beta * self.epsilon / self.window
+        self.pool = (1.0 - self.beta) * self.epsilon
+
+    def _open(self, slot: int) -> Request:
+        return self._request(slot, Phase.DISSIMILARITY, self.eps1, None)
+
+    def _error(self, eps2: float) -> float:
+        """``err = V(eps_2, N)``: the error of a publication by every user at ``eps_2``."""
+        return make_oracle(self.oracle, eps2, self.domain_size, bound=self.bound, var_mode=self.var_mode).variance(
+            self.population)
+
+    def _ask(self, slot: int, eps2: float) -> Request:
+        return self._request(slot, Phase.PUBLICATION, eps2, None)
+
+
+class Populated:
+    """Mixin: users are asked with the whole ``eps`` and leave the available set for ``w`` slots
+    (:class:`PopulationLedger`), so no user reports twice in any window (spec §1.5). Samples come
+    from the server's generator at ``(slot, SAMPLE_DISSIMILARITY)`` and ``(slot, SAMPLE_PUBLICATION)``."""
+
+    def _take(self, slot: int, phase: Phase, users: int) -> Request:
+        sampling = Phase.SAMPLE_DISSIMILARITY if phase == Phase.DISSIMILARITY else Phase.SAMPLE_PUBLICATION
+        taken = self.ledger.take(slot, users, self.randomness.generator(slot, sampling))
+        return self._request(slot, phase, self.epsilon, taken)
+
+    def _error(self, users: int) -> float:
+        """``V(eps, users)``: the error of an estimate from ``users`` reports at ``eps``."""
+        return make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound,
+                           var_mode=self.var_mode).variance(users)
+
+    def _ask(self, slot: int, users: int) -> Request:
+        return self._take(slot, Phase.PUBLICATION, users)
+
+    def _closed(self, slot: int, publication: Request | None) -> None:
+        self.ledger.end_slot(slot)
+
+    @property
+    def window_spend_bound(self) -> float:
+        return self.epsilon  # one eps-LDP report per user per window (spec §1.5)
+
+    def _dynamic(self) -> dict[str, Any]:
+        return {**super()._dynamic(), "population": self.ledger.state()}
+
+    def _load(self, dynamic: dict[str, Any]) -> None:
+        super()._load(dynamic)
+        self.ledger.load(dynamic["population"])
+
+
+class PopulationDivision(Populated, AdaptiveMechanism):
+    """Every report uses the full ``eps``; users are split over slots (spec §1.5, §3, §4.6-4.7).
+
+    M1 samples ``n1 = floor(beta N / w)`` available users at every slot; publications draw from
+    the pool ``P = floor((1 - beta) N)`` (``pool='rest'``: ``N - w n1``, RES-5).
+    """
+
+    def __init__(self, epsilon: float, window: int, domain_size: int, population: int, *, pool: str = "floor",
+                 **options) -> None:
+        super().__init__(epsilon, window, domain_size, population, **options)
+        if self.population < 2 * self.window:
+            raise ParameterError(f"population division needs N >= 2w users; got N = {self.population}, w = {self.window}")
+        self.dissimilarity_users = math.floor(self.beta * self.population / self.window)
+        if self.dissimilarity_users < 1:
+            raise ParameterError(f"beta = {self.beta} leaves no dissimilarity users: floor(beta N / w) = 0")
+        if pool not in ("floor", "rest"):
+            raise ParameterError(f"pool must be 'floor' or 'rest', got {pool!r}")
+        self.pool_rule = pool
+        rest = self.population - self.window * self.dissimilarity_users
+        self.pool = rest if pool == "rest" else math.floor((1.0 - self.beta) * self.population)
+        self.ledger = PopulationLedger(self.population, self.window)
+
+    def _open(self, slot: int) -> Request:
+        return self._take(slot, Phase.DISSIMILARITY, self.dissimilarity_users)
+
+    def _params(self) -> dict[str, Any]:
+        return {**super()._params(), "pool": self.pool_rule}
+
+
+class Scheduled:
+    """Mixin: an adaptive method's publication schedule ``self.schedule`` is part of its state."""
+
+    def _dynamic(self) -> dict[str, Any]:
+        return {**super()._dynamic(), "schedule": self.schedule.state()}
+
+    def _load(self, dynamic: dict[str, Any]) -> None:
+        super()._load(dynamic)
+        self.schedule.load(dynamic["schedule"])
+
+
+class Absorbing(Scheduled):
+    """Mixin of LBA and LPA: absorption (:class:`~.schedules.Absorption`) of ``self.unit`` amounts
+    (a budget or a number of users) per slot; a publication asks for ``k * unit``."""
+
+    def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
+        if self.schedule.nullified(slot):
+            return Strategy.NULLIFIED
+        amount = self.schedule.units(slot) * self.unit
+        if self._publishes(slot, dissimilarity, self._error(amount)):
+            return self._ask(slot, amount)
+        return Strategy.APPROXIMATE
+
+    def _closed(self, slot: int, publication: Request | None) -> None:
+        if publication is not None:
+            self.schedule.published(slot, self.schedule.units(slot))
+        super()._closed(slot, publication)

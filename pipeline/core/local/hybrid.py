@@ -1,0 +1,132 @@
+"""Hybrid Mechanism (HM) for means over [0, B]: spec ldp-ids §2.6, [S] §6.1.1 (Wang et al., ICDE 2019).
+
+A device clips its value into ``[0, B]``, maps it to ``x = 2v/B - 1`` in ``[-1, 1]`` and reports
+one unbiased noisy number (RES-10, RES-11):
+
+* **SR** (Duchi's stochastic rounding): ``+C_d`` with probability ``1/2 + x (e^eps-1)/(2e^eps+2)``,
+  else ``-C_d``, where ``C_d = (e^eps+1)/(e^eps-1)``. Variance ``C_d^2 - x^2``.
+* **PM** (piecewise): with ``a = e^(eps/2)`` and ``C = (a+1)/(a-1)``, uniform on
+  ``[l(x), l(x) + C - 1]`` (``l(x) = (C+1)x/2 - (C-1)/2``) with probability ``a/(a+1)``, else uniform
+  on the rest of ``[-C, C]``. Variance ``x^2/(a-1) + (a+3)/(3(a-1)^2)``.
+* **HM**: for ``eps > eps* = 0.61`` PM with probability ``alpha = 1 - e^(-eps/2)``, else SR; for
+  ``eps <= eps*`` always SR. Worst-case variance ``Var*``: ``C_d^2`` below ``eps*``, and
+  ``e^(-eps/2) [C_d^2 + (a+3)/(3(a-1))]`` above, exact for every x (the x^2 terms cancel).
+  ``paper_literal`` uses [S] Eq (10)'s squared ``(a-1)^2`` instead (a typo, kept as an option).
+
+The server averages the ``n`` outputs into ``m`` and releases ``B (m + 1) / 2``, with
+``V_HM(eps, n) = (B/2)^2 Var*(eps) / n``. Reports are float64: 64 bits each (spec §2.7 leaves it open).
+
+Examples
+--------
+>>> hm = HybridMechanism(epsilon=1.0, bound=1.0)
+>>> f"{hm.worst_case_variance:.3f}", f"{stochastic_rounding_constant(1.0) ** 2:.3f}"
+('4.289', '4.683')
+>>> rng = np.random.default_rng(0)
+>>> reports = hm.perturb(np.full(100_000, 0.3), rng)
+>>> a = math.exp(0.5); bool(np.abs(reports).max() <= (a + 1) / (a - 1))  # PM's range [-C, C] is the wider
+True
+>>> round(float(hm.estimate(hm.support(reports), reports.size)[0]), 2)
+0.3
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..validation import ParameterError
+from .oracle import LocalOracle
+
+__all__ = ["HybridMechanism", "EPS_STAR", "stochastic_rounding_constant", "component_variance"]
+
+EPS_STAR = 0.61  # as printed in [S]; the exact crossing point is 0.6094 (RES-10)
+
+
+def stochastic_rounding_constant(epsilon: float) -> float:
+    """``C_d = (e^eps + 1) / (e^eps - 1)``: SR's two outputs are ``+-C_d``."""
+    e = math.exp(epsilon)
+    return (e + 1) / (e - 1)
+
+
+def component_variance(component: str, epsilon: float, x) -> np.ndarray:
+    """Exact output variance of ``sr``, ``pm`` or ``hm`` at inputs ``x`` in [-1, 1]."""
+    x = np.asarray(x, dtype=float)
+    a = math.exp(epsilon / 2)
+    sr = stochastic_rounding_constant(epsilon) ** 2 - x**2
+    pm = x**2 / (a - 1) + (a + 3) / (3 * (a - 1) ** 2)
+    if component == "sr":
+        return sr
+    if component == "pm":
+        return pm
+    alpha = 1 - 1 / a if epsilon > EPS_STAR else 0.0
+    return alpha * pm + (1 - alpha) * sr  # both unbiased, so the mixture adds no spread of means
+
+
+class HybridMechanism(LocalOracle):
+    name = "hm"
+
+    def __init__(self, epsilon: float, bound: float = 1.0, var_mode: str = "exact_avg") -> None:
+        super().__init__(epsilon, 1, var_mode)
+        if not (isinstance(bound, (int, float)) and math.isfinite(bound) and bound > 0):
+            raise ParameterError(f"the bound B of mean estimation must be a finite number > 0, got {bound!r}")
+        self.bound = float(bound)
+        self.pm_share = 1 - math.exp(-self.epsilon / 2) if self.epsilon > EPS_STAR else 0.0
+
+    def unit_inputs(self, values) -> np.ndarray:
+        """``x = 2 clip(v, 0, B) / B - 1`` (RES-11)."""
+        values = np.asarray(values, dtype=float)
+        if values.size and not np.isfinite(values).all():
+            raise ParameterError("mean-estimation values must be finite numbers")
+        return 2.0 * np.clip(values, 0.0, self.bound) / self.bound - 1.0
+
+    def perturb(self, values, rng: np.random.Generator, component: str = "hm") -> np.ndarray:
+        """HM outputs in ``[-C_d, C_d]``; ``component='sr'`` or ``'pm'`` forces one of the two parts."""
+        x = self.unit_inputs(values)
+        e = self.exp_eps
+        pick, coin, position = rng.random((3,) + x.shape)
+        c_d = stochastic_rounding_constant(self.epsilon)
+        sr = np.where(coin < 0.5 + x * (e - 1) / (2 * e + 2), c_d, -c_d)
+        a = math.sqrt(e)
+        c = (a + 1) / (a - 1)
+        left = (c + 1) / 2 * x - (c - 1) / 2
+        outer = -c + position * (c + 1)  # uniform over [-C, l) and (r, C], the gap [l, r] squeezed out
+        outer = np.where(outer >= left, outer + (c - 1), outer)
+        pm = np.where(coin < a / (a + 1), left + position * (c - 1), outer)
+        share = {"hm": self.pm_share, "sr": 0.0, "pm": 1.0}[component]
+        return np.where(pick < share, pm, sr)
+
+    def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
+        """HM has no sufficient statistic cheaper than its reports: the sum of ``perturb``."""
+        return self.support(self.perturb(values, rng))
+
+    def support(self, reports) -> np.ndarray:
+        return np.array([np.asarray(reports, dtype=float).sum()])
+
+    def estimate(self, support, n: int) -> np.ndarray:
+        n = self._reporters(n)
+        if n == 0:
+            return np.full(1, np.nan)
+        mean = float(np.asarray(support, dtype=float).reshape(-1)[0]) / n
+        return np.array([self.bound * (mean + 1) / 2])
+
+    @property
+    def worst_case_variance(self) -> float:
+        """``Var*(eps)`` of one output on the [-1, 1] scale."""
+        c_d2 = stochastic_rounding_constant(self.epsilon) ** 2
+        if self.epsilon <= EPS_STAR:
+            return c_d2
+        a = math.exp(self.epsilon / 2)
+        pm_term = (a + 3) / (3 * (a - 1) ** 2) if self.var_mode == "paper_literal" else (a + 3) / (3 * (a - 1))
+        return (c_d2 + pm_term) / a
+
+    def variance(self, n: int) -> float:
+        n = self._reporters(n)
+        return math.inf if n == 0 else (self.bound / 2) ** 2 * self.worst_case_variance / n
+
+    @property
+    def bits_per_report(self) -> int:
+        return 64
+
+    def __repr__(self) -> str:
+        return f"HybridMechanism(epsilon={self.epsilon!r}, bound={self.bound!r})"

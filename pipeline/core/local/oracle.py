@@ -1,0 +1,118 @@
+"""The small base every local randomiser derives from: device-side ``perturb`` plus its server side.
+
+A frequency oracle (or a mean mechanism) is an ``epsilon``-LDP randomiser that runs on each
+device, with an unbiased estimator on the server (spec ldp-ids §2). Its one online method is
+:meth:`LocalOracle.perturb`, vectorised over many users' values (one device is an array of one).
+The server side is additive: the collector sums reports into :meth:`LocalOracle.support`
+(GRR: counts of reported values; OUE: column sums of the bit vectors; HM: the sum of outputs)
+and :meth:`LocalOracle.estimate` turns ``(support, n)`` into the release. ``variance(n)`` is
+``V(epsilon, n)``, the error an estimate from ``n`` reports is expected to have, in one of three
+forms (``var_mode``, spec §2.4, RES-1):
+
+* ``exact_avg`` (default): the exact per-bin variance averaged over the ``d`` bins;
+* ``paper_literal``: the form printed in the papers (not the default; kept to reproduce them);
+* ``approx``: without the term that depends on the data.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import ClassVar
+
+import numpy as np
+
+from ..validation import ParameterError, check_domain, check_epsilon
+
+__all__ = ["LocalOracle", "FrequencyOracle", "VAR_MODES"]
+
+VAR_MODES = ("exact_avg", "paper_literal", "approx")
+
+
+class LocalOracle(abc.ABC):
+    """An ``epsilon``-LDP randomiser over a domain of ``domain_size`` values and its estimator."""
+
+    name: ClassVar[str]
+
+    def __init__(self, epsilon: float, domain_size: int, var_mode: str = "exact_avg") -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.domain_size = check_domain(domain_size)
+        if var_mode not in VAR_MODES:
+            raise ParameterError(f"var_mode must be one of {', '.join(VAR_MODES)}, got {var_mode!r}")
+        self.var_mode = var_mode
+        self.exp_eps = float(np.exp(self.epsilon))
+
+    # --- device side -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def perturb(self, values, rng: np.random.Generator) -> np.ndarray:
+        """The reports of users holding ``values`` (one report per value, in order)."""
+
+    def perturbed_support(self, values, rng: np.random.Generator) -> np.ndarray:
+        """``support(perturb(values, rng))``: the same draws, without building the wire format."""
+        return self.support(self.perturb(values, rng))
+
+    def batches_support(self, values, rngs, sizes) -> np.ndarray:
+        """The support of consecutive batches of ``values`` (``sizes``), batch b perturbed with ``rngs[b]``.
+
+        The same draws as ``perturbed_support`` per batch, summed; oracles may do it in one pass.
+        """
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        total = self.support(np.asarray(values)[:0])  # the support of no report, in the right dtype
+        for rng, start, stop in zip(rngs, bounds[:-1], bounds[1:]):
+            total = total + self.perturbed_support(values[start:stop], rng)
+        return total
+
+    @abc.abstractmethod
+    def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
+        """A draw of the support of ``len(values)`` reports, exact in distribution (spec §2.5)."""
+
+    # --- server side -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def support(self, reports) -> np.ndarray:
+        """The additive sufficient statistic of a batch of reports (sum batches to merge them)."""
+
+    @abc.abstractmethod
+    def estimate(self, support, n: int) -> np.ndarray:
+        """The unbiased estimate from the support of ``n`` reports."""
+
+    @abc.abstractmethod
+    def variance(self, n: int) -> float:
+        """``V(epsilon, n)``: expected squared error of one bin, averaged over bins (inf if n = 0)."""
+
+    @property
+    @abc.abstractmethod
+    def bits_per_report(self) -> int:
+        """Size of one report on the wire (spec §2.7)."""
+
+    # --- helpers -----------------------------------------------------------------------------
+    def _categories(self, values) -> np.ndarray:
+        """Values of a categorical domain: integers in ``0..d-1``, checked once per batch."""
+        array = np.asarray(values)
+        if array.size and not np.issubdtype(array.dtype, np.integer):
+            raise ParameterError(f"{self.name.upper()} values must be integers in 0..{self.domain_size - 1}")
+        if array.size and (array.min() < 0 or array.max() >= self.domain_size):
+            bad = array[(array < 0) | (array >= self.domain_size)][0]
+            raise ParameterError(f"value {bad} is outside the domain 0..{self.domain_size - 1}")
+        return array
+
+    @staticmethod
+    def _reporters(n) -> int:
+        if n < 0:
+            raise ParameterError(f"the number of reports must be >= 0, got {n}")
+        return int(n)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(epsilon={self.epsilon!r}, domain_size={self.domain_size})"
+
+
+class FrequencyOracle(LocalOracle):
+    """A frequency oracle whose report supports value k with probability ``p`` if the user holds
+    k and ``q`` otherwise (per report for GRR, per bit for OUE): ``c_hat[k] = (c'[k]/n - q)/(p - q)``."""
+
+    p: float
+    q: float
+
+    def estimate(self, support, n: int) -> np.ndarray:
+        n = self._reporters(n)
+        if n == 0:
+            return np.full(self.domain_size, np.nan)
+        return (np.asarray(support, dtype=float) / n - self.q) / (self.p - self.q)
