@@ -24,6 +24,7 @@ from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
 
 from pipeline.core.randomness import DerivedRandomness
+from pipeline.stream.codecs import Envelope
 from pipeline.stream.config import AppConfig
 from pipeline.stream.processors import Processor, Processors, dead_letter
 from pipeline.stream.query import QueryService
@@ -71,6 +72,16 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, tansu_
            table("dissimilarity-state", config.stream_partitions), processors.dissimilarity, topics)
     _agent(app, "publish", app.topic("dissimilarity", key_serializer="raw", value_serializer="raw"),
            table("publication-state", config.stream_partitions), processors.publication, topics)
+    _agent(app, "collect", app.topic("ldp.requests", "ldp.reports", key_serializer="raw", value_serializer="raw"),
+           table("collector-state", config.stream_partitions), processors.collector, topics)
+
+    local = [s.name for s in config.streams if s.model == "local"]
+    if local:
+        @app.timer(interval=1.0)
+        async def tick():
+            """Deadlines pass even when no report arrives: every second each collector looks at the clock."""
+            for name in local:
+                await topics["ldp.reports"].send(key=name.encode(), value=Envelope("tick", {"stream": name}).encode())
 
     @app.page("/healthz")
     async def healthz(self, request):

@@ -44,34 +44,10 @@ def handle(args) -> int:
 def _read_topic(args) -> list[dict]:
     import json
 
-    from confluent_kafka import Consumer, TopicPartition
-
     from ..stream.broker import resolve_bootstrap
-    from ..stream.kafka import consumer_config
+    from ..stream.subscription import read_topic
 
     bootstrap = resolve_bootstrap(args.bootstrap)
     if not bootstrap:
         raise UsageError("give a file, or a Kafka with --bootstrap / WEVENT_BOOTSTRAP")
-    consumer = Consumer(consumer_config(bootstrap))
-    try:
-        metadata = consumer.list_topics(args.topic, timeout=30)
-        if args.topic not in metadata.topics or not metadata.topics[args.topic].partitions:
-            raise UsageError(f"topic {args.topic!r} does not exist")
-        records = []
-        for p in metadata.topics[args.topic].partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(args.topic, p), timeout=30)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(args.topic, p, low)])
-            while True:
-                message = consumer.poll(5)
-                if message is None:
-                    break  # nothing more within 5 s
-                if message.error():
-                    continue
-                records.append(json.loads(message.value()))
-                if message.offset() >= high - 1:
-                    break
-        return records
-    finally:
-        consumer.close()
+    return [json.loads(value) for value in read_topic(bootstrap, args.topic)]

@@ -139,7 +139,7 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
         return lambda feed: DumpSink(args.dump, feed, args.from_slot)
     from ..stream.broker import resolve_bootstrap
     from ..stream.config import load_config
-    from ..stream.kafka import KafkaReportSink, check_feed_fits
+    from ..stream.kafka import check_feed_fits, sink_for
 
     if not args.config:
         raise UsageError("give --dump FILE, or --config FILE (and --bootstrap) to send the feed to Kafka")
@@ -153,7 +153,7 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
 
     def open_kafka(feed: Feed) -> SlotSink:
         check_feed_fits(feed, stream)
-        return KafkaReportSink(bootstrap, stream.name, config.report_partitions, tansu_compat=args.tansu_compat)
+        return sink_for(bootstrap, stream, config.report_partitions, args.tansu_compat)
 
     return open_kafka
 

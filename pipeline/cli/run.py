@@ -23,11 +23,13 @@ def register(sub) -> None:
     p.add_argument("--config", "-c", help="stream config file; default: one central stream over the feed")
     p.add_argument("--stream", help="stream of the config that the feed is replayed into (default: the first)")
     p.add_argument("--feed", help="a .npz dump of user values to replay (default: the bundled sample feed)")
-    p.add_argument("--mechanism", "-m", default="ba", help="mechanism of the default stream (default: ba)")
+    p.add_argument("--mechanism", "-m", default="ba", help="mechanism of the default stream (default: ba); a local-model "
+                   "one (lpa, ...) runs the devices too, pbd/pba get a generated requirement mix")
     p.add_argument("--epsilon", "-e", type=float, default=1.0, help="epsilon of the default stream (default: 1)")
     p.add_argument("--window", "-w", type=int, default=20, help="w of the default stream (default: 20)")
     p.add_argument("--slots", type=int, help="stop after this many slots (default: the whole feed)")
     p.add_argument("--release-log", help="write every release as one JSON line to this file")
+    p.add_argument("--audit-log", help="write every audit record (who was charged what) as one JSON line to this file")
     p.add_argument("--speed", type=float, default=1200.0,
                    help="replay speed as a multiple of real time; 0 = as fast as possible (default: 1200, "
                    "a 5-minute slot every 0.25 s)")
@@ -54,19 +56,26 @@ def demo_feed():
 
 
 def default_config(feed, args):
+    """One stream over the feed; its model follows from the mechanism (a local one runs devices)."""
+    from ..core.local import LocalMechanism
+    from ..core.personalized import PersonalizedMechanism
+    from ..core.registry import mechanisms
     from ..stream.config import parse_config
 
-    return parse_config({
-        "app": "wevent",
-        "report_partitions": 2,
-        "stream_partitions": 1,
-        "seed": 0,
-        "streams": [{
-            "name": feed.name, "model": "central", "mechanism": args.mechanism, "epsilon": args.epsilon,
-            "window": args.window, "domain": feed.domain_size, "users": feed.users,
-            "slot_seconds": feed.slot_seconds, "start": feed.start, "labels": list(feed.labels),
-        }],
-    })
+    cls = mechanisms().get(args.mechanism)
+    if cls is None:
+        raise UsageError(f"unknown mechanism {args.mechanism!r}")
+    stream = {"name": feed.name, "model": "central", "mechanism": args.mechanism, "epsilon": args.epsilon,
+              "window": args.window, "domain": feed.domain_size, "users": feed.users,
+              "slot_seconds": feed.slot_seconds, "start": feed.start, "labels": list(feed.labels)}
+    if issubclass(cls, LocalMechanism):
+        stream["model"] = "local"
+    elif issubclass(cls, PersonalizedMechanism):  # a generated mix tied to --epsilon/--window (the strictest pair)
+        stream.update(model="personalized", options={"requirements": {"mix": "groups", "epsilon": args.epsilon,
+                                                                      "window": args.window}})
+        del stream["epsilon"], stream["window"]
+    return parse_config({"app": "wevent", "report_partitions": 2, "stream_partitions": 1, "seed": 0,
+                         "streams": [stream]})
 
 
 def handle(args) -> int:
@@ -76,8 +85,8 @@ def handle(args) -> int:
     from ..core.data import UserValues
     from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
     from ..stream.config import load_config
-    from ..stream.kafka import KafkaReportSink, check_feed_fits
-    from ..stream.processes import WorkerProcess, write_config
+    from ..stream.kafka import check_feed_fits, sink_for
+    from ..stream.processes import DevicesProcess, WorkerProcess, write_config
     from ..stream.subscription import Releases, format_release
     from ..stream.truth import TruthMonitor
 
@@ -101,13 +110,20 @@ def handle(args) -> int:
     bootstrap = resolve_bootstrap(args.bootstrap)
     broker = None if bootstrap else EmbeddedBroker().start()
     bootstrap = bootstrap or broker.bootstrap
-    worker = None
+    children = []
     try:
         create_topics(bootstrap, config.topics())
         port = args.metrics_port or free_port()
         truth_port = args.truth_port or free_port()
-        worker = WorkerProcess(write_config(config, workdir), bootstrap, port, workdir / "worker.log",
+        config_path = write_config(config, workdir)
+        worker = WorkerProcess(config_path, bootstrap, port, workdir / "worker.log",
                                tansu_compat=broker is not None, datadir=workdir / "data").start()
+        children.append(worker)
+        if stream.model == "local":  # the users' devices hold the values and answer the server's requests
+            values = workdir / "values.npz"
+            _first_slots(feed, slots).data.save(values)
+            children.append(DevicesProcess(config_path, stream.name, values, bootstrap, workdir / "devices.log",
+                                           tansu_compat=broker is not None).start())
         start_http_server(truth_port, addr="127.0.0.1")
         print(f"broker {bootstrap}{' (embedded tansu)' if broker else ''}; worker metrics "
               f"http://127.0.0.1:{port}/metrics; error against truth http://127.0.0.1:{truth_port}/metrics; "
@@ -115,7 +131,7 @@ def handle(args) -> int:
         print(f"stream {stream.name!r}: {stream.mechanism}, epsilon = {stream.epsilon:g} per window of "
               f"w = {stream.window} slots of {stream.slot_seconds:g} s; {feed.users} users, d = {stream.domain}; "
               f"replaying {slots} slots", file=sys.stderr)
-        sink = KafkaReportSink(bootstrap, stream.name, config.report_partitions, tansu_compat=broker is not None)
+        sink = sink_for(bootstrap, stream, config.report_partitions, broker is not None)
         threading.Thread(target=replay, args=(_first_slots(feed, slots), sink, 1, args.speed), daemon=True).start()
         monitor = TruthMonitor.for_stream(stream, feed)
         released = 0
@@ -131,20 +147,38 @@ def handle(args) -> int:
                     released += 1
                     if released >= slots:
                         break
-                else:  # a second without releases: fine while the worker lives (it may be starting)
-                    if not worker.alive:
-                        raise UsageError(f"the worker stopped; its log ends with:\n{worker.log_tail()}")
+                else:  # a second without releases: fine while the processes live (they may be starting)
+                    for child in children:
+                        if not child.alive:
+                            raise UsageError(f"{child.command[3]} stopped; its log ends with:\n{child.log_tail()}")
+        if args.audit_log:
+            _write_audit_log(args.audit_log, bootstrap, stream.name, slots)
         error = monitor.total / monitor.cells if monitor.cells else float("nan")
         print(f"{released} releases of stream {stream.name!r}; mean absolute error against the truth {error:.3f}"
               + (f"; written to {args.release_log}" if args.release_log else ""), file=sys.stderr)
         return 0
     finally:
-        if worker:
-            worker.stop()
+        for child in children:
+            child.stop()
         if broker:
             broker.stop()
         if log:
             log.close()
+
+
+def _write_audit_log(path: str, bootstrap: str, stream: str, slots: int) -> None:
+    """The stream's audit records of slots 1..slots (once each), from the audit topic."""
+    import json
+
+    from ..stream.subscription import read_topic
+
+    records = {}
+    for value in read_topic(bootstrap, "audit"):
+        record = json.loads(value)
+        if record["stream"] == stream and record["slot"] <= slots:
+            records.setdefault(record["slot"], value.decode())
+    with open(path, "w") as fh:
+        fh.writelines(records[slot] + "\n" for slot in sorted(records))
 
 
 def _first_slots(feed, slots: int):

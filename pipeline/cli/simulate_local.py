@@ -24,6 +24,7 @@ from ..core.simulation import SimulationRun
 from ..core.synthetic import synthetic
 from ..core.validation import ParameterError
 from ..stream.codecs import ReleaseRecord
+from ..stream.logic import local_release_extras
 from ._common import UsageError, progress
 
 _CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
@@ -132,7 +133,8 @@ class LocalFamily:
                 spends.append(ledger.record(results[-1])[0])
             summaries.append(self.summary(m, results, data, ledger, floor, args.roc))
             if run == 0:
-                records = [ReleaseRecord.from_step(args.stream, m, r, s, extras=_extras(r)) for r, s in zip(results, spends)]
+                records = [ReleaseRecord.from_step(args.stream, m, r, s, extras=local_release_extras(r))
+                           for r, s in zip(results, spends)]
         return Outcome(_average(summaries), records)
 
     @staticmethod
@@ -167,11 +169,6 @@ def _dump_data(values: UserValues) -> LocalData:
         truth = np.hstack([truth, 1.0 - truth.sum(axis=1, keepdims=True)])
         matrix = np.where(matrix == ABSENT, values.domain_size, matrix)
     return LocalData(values.users, truth, lambda t: matrix[t - 1], values.domain_size)
-
-
-def _extras(result) -> dict:
-    return {"n1": result.n1, "n2": result.n2, "reports": result.reports, "bits": result.bits,
-            "oracle1": result.oracle1, "oracle2": result.oracle2}
 
 
 def _average(summaries: list[dict]) -> dict:

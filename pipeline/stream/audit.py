@@ -62,6 +62,10 @@ def _verify_stream(stream: str, records: dict[int, dict]) -> Finding:
     ordered = [records[s] for s in slots]
     first = ordered[0]
     epsilon, w = float(first["epsilon"]), int(first["window"])
+    if first.get("record") != "audit" and not _central(first["mechanism"]):
+        return Finding(stream, False, f"{stream}: {first['mechanism']} releases do not say who was charged what (users "
+                                      f"asked, requirement types): verify its audit records instead (the audit topic, "
+                                      f"or `wevent run --audit-log FILE`)")
     if first.get("types"):
         return _verify_types(stream, ordered, slots)
     if first.get("phases") is not None and any(p.get("users") is not None for r in ordered for p in r["phases"]):
@@ -73,6 +77,16 @@ def _verify_stream(stream: str, records: dict[int, dict]) -> Finding:
         return Finding(stream, False, f"{stream}: {_window(end, w, slots)} spend {spend[end]:.12g} > epsilon {epsilon:g}")
     return Finding(stream, True, f"{stream}: {len(slots)} slots ({slots[0]}..{slots[-1]}), "
                                  f"max window spend {spend[end]:.6g} <= epsilon {epsilon:g} (w = {w})")
+
+
+def _central(mechanism: str) -> bool:
+    """Whether a central mechanism (a release record's eps1/eps2 are then what every user paid)."""
+    from ..core.central import CentralMechanism
+    from ..core.personalized import PersonalizedMechanism
+    from ..core.registry import mechanisms
+
+    cls = mechanisms().get(mechanism)
+    return cls is not None and issubclass(cls, CentralMechanism) and not issubclass(cls, PersonalizedMechanism)
 
 
 def _verify_types(stream, ordered, slots) -> Finding:

@@ -40,13 +40,17 @@ class KafkaReportSink:
     """Sends a stream's per-slot user values to ``reports``: batched binary, then watermarks.
 
     Users are spread over partitions by ``user mod partitions``. After a slot's reports, every
-    partition gets a watermark at the slot's end, so every assembler can close the slot.
+    partition gets a watermark at the slot's end, so every assembler can close the slot. For a
+    local-model stream (``clock_only``) only the watermarks are sent: the values stay with the
+    devices, which answer the server's requests with perturbed reports.
     """
 
-    def __init__(self, bootstrap: str, stream: str, partitions: int, tansu_compat: bool = False) -> None:
+    def __init__(self, bootstrap: str, stream: str, partitions: int, tansu_compat: bool = False,
+                 clock_only: bool = False) -> None:
         from confluent_kafka import Producer
 
         self.stream = stream
+        self.clock_only = clock_only  # a local-model stream: values stay with the devices
         self.partitions = partitions
         self.producer = Producer(producer_config(bootstrap, tansu_compat))
         self.reports_sent = 0
@@ -63,6 +67,9 @@ class KafkaReportSink:
         self.messages_sent += 1
 
     def send_slot(self, slot: int, slot_start: float, slot_end: float, users: np.ndarray, values: np.ndarray) -> None:
+        if self.clock_only:
+            self.watermark(slot_end)
+            return
         users = np.asarray(users, dtype=np.int64)
         values = np.asarray(values, dtype=np.int64)
         part = users % self.partitions
@@ -82,6 +89,11 @@ class KafkaReportSink:
 
     def close(self) -> None:
         self.producer.flush(30)
+
+
+def sink_for(bootstrap: str, stream, partitions: int, tansu_compat: bool) -> "KafkaReportSink":
+    """The sink a replay into ``stream`` uses: reports and clock, or the clock alone (local model)."""
+    return KafkaReportSink(bootstrap, stream.name, partitions, tansu_compat, clock_only=stream.model == "local")
 
 
 def check_feed_fits(feed, stream) -> None:

@@ -48,8 +48,16 @@ class StreamLogic:
         return np.array([self.stream.epsilon])
 
     def charges(self, result: StepResult) -> np.ndarray:
-        """What each group was charged at this slot."""
+        """What the slot charged, one column per group (what M2 keeps for ``max(group_windows)`` slots)."""
         return np.array([result.eps1 + result.eps2])
+
+    @property
+    def charge_columns(self) -> int:
+        return self.groups
+
+    def window_spend(self, history: np.ndarray) -> np.ndarray:
+        """Every group's spend over its own window ending at the newest row of ``history``."""
+        return np.array([history[-w:, k].sum() for k, w in enumerate(self.group_windows)])
 
     def record(self, mechanism: Mechanism, result: StepResult, group_window_spend: np.ndarray,
                slot_start: float = 0.0, slot_end: float = 0.0) -> ReleaseRecord:
@@ -82,8 +90,16 @@ class StreamLogic:
         """M1: the private dissimilarity fields for slot ``slot`` (empty when the mechanism has none)."""
         raise NotImplementedError
 
+    def slot_ready(self, slot: int, counts: np.ndarray, last_release: np.ndarray) -> tuple[str, dict[str, Any]]:
+        """What M1 sends M2 once slot ``slot`` closed everywhere and release ``slot - 1`` is known:
+        the slot's counts with their private dissimilarity (kind ``measured``)."""
+        return "measured", {"counts": counts, **self.measure(slot, counts, last_release)}
+
     def publish(self, mechanism: Mechanism, counts: np.ndarray, measured: dict[str, Any]) -> StepResult:
         raise NotImplementedError
+
+    def observe(self, mechanism: Mechanism, result: StepResult) -> None:
+        """Model-specific metrics of a released slot (none here)."""
 
     def audit(self, mechanism: Mechanism, result: StepResult) -> AuditRecord:
         return AuditRecord(
@@ -185,6 +201,98 @@ class PersonalizedLogic(CentralLogic):
         )
 
 
+class LocalLogic(StreamLogic):
+    """The local model: M2 hosts the mechanism's request/response protocol, M1 measures phase 1.
+
+    No raw value reaches the server: the assembler only keeps the slot clock (watermarks), devices
+    answer ``ldp.requests`` with perturbed reports, the collector sums them into the oracle's
+    support, M1 turns a phase-1 support into the dissimilarity (:func:`dissimilarity_of`), and M2
+    decides and publishes. ``options.block_size`` is the devices' and ``options.deadline_seconds``
+the collector's (not the mechanism's).
+    """
+
+    DEVICE_OPTIONS = ("block_size", "deadline_seconds")  # options of the devices and the collector
+
+    def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
+        super().__init__(stream, randomness)
+        self._template = self.new_mechanism()  # validates parameters up front
+
+    def new_mechanism(self):
+        s = self.stream
+        options = {k: v for k, v in s.options.items() if k not in self.DEVICE_OPTIONS}
+        try:
+            return REGISTRY[s.mechanism](s.epsilon, s.window, s.domain, s.users, oracle=s.oracle,
+                                         randomness=self.randomness, **options)
+        except TypeError as exc:
+            raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
+
+    def slot_ready(self, slot, counts, last_release):
+        return "ready", {}  # the server has no data: M2 opens the slot's request/response round
+
+    @property
+    def deadline_seconds(self) -> float:
+        """How long the collector waits for the users asked in one phase."""
+        return float(self.stream.options.get("deadline_seconds", 30.0))
+
+    @property
+    def block_size(self) -> int:
+        from ..core.local.devices import DEFAULT_BLOCK_SIZE
+
+        return int(self.stream.options.get("block_size", DEFAULT_BLOCK_SIZE))
+
+    def measure_support(self, request: dict, support, n: int, last_release) -> list:
+        """M1: the dissimilarity of a phase-1 support, as a list for the wire."""
+        from ..core.local import Request
+        from ..core.local._base import dissimilarity_of
+
+        d = dissimilarity_of(Request.from_dict(request), support, n, np.asarray(last_release, dtype=float),
+                             self._template.var_mode)
+        return [d.slot, d.value, d.epsilon, d.reporters, d.variance]
+
+    # Budgets charged to every user add up over a window; a listed user (population division) is
+    # asked at most once per window, so listed users' window spend is the largest listed budget.
+    # The audit re-checks every user exactly.
+    charge_columns = 2
+
+    def charges(self, result):
+        everyone = sum(e for users, e in ((result.users1, result.eps1), (result.users2, result.eps2)) if users is None)
+        listed = max([e for users, e in ((result.users1, result.eps1), (result.users2, result.eps2)) if users is not None],
+                     default=0.0)
+        return np.array([everyone, listed])
+
+    def window_spend(self, history):
+        window = history[-self.stream.window:]
+        return np.array([window[:, 0].sum() + window[:, 1].max()])
+
+    def record(self, mechanism, result, group_window_spend, slot_start=0.0, slot_end=0.0):
+        return ReleaseRecord.from_step(self.stream.name, mechanism, result, float(group_window_spend.max()), slot_start,
+                                       slot_end, extras=local_release_extras(result))
+
+    def observe(self, mechanism, result):
+        from . import metrics
+
+        metrics.communication_bits.labels(self.stream.name).inc(result.bits)
+        ledger = getattr(mechanism, "ledger", None)  # population division: who may be asked
+        if ledger is not None:
+            metrics.available_population.labels(self.stream.name).set(ledger.available)
+
+    def audit(self, mechanism, result):
+        phases = [{"phase": phase, "epsilon": float(e), "users": None if users is None else users.tolist()}
+                  for phase, users, e in ((1, result.users1, result.eps1), (2, result.users2, result.eps2)) if e > 0]
+        return AuditRecord(stream=self.stream.name, slot=result.slot, mechanism=mechanism.name,
+                           epsilon=mechanism.epsilon, window=mechanism.window, eps1=float(result.eps1),
+                           eps2=float(result.eps2), phases=phases)
+
+
+def local_release_extras(result) -> dict:
+    """What a local-model release line adds: reports, communication, oracles (and the noise variance)."""
+    extras = {"n1": result.n1, "n2": result.n2, "reports": result.reports, "bits": result.bits,
+              "oracle1": result.oracle1, "oracle2": result.oracle2}
+    if result.published and result.threshold is not None:
+        extras["variance"] = result.threshold  # V(eps_2, n_2) per bin: what a query index needs
+    return extras
+
+
 def personalized_release_record(stream: str, mechanism, result, type_window_spend: np.ndarray,
                                 slot_start: float = 0.0, slot_end: float = 0.0) -> ReleaseRecord:
     """One slot's release line with every type's charges.
@@ -227,9 +335,14 @@ def load_requirements(stream: StreamConfig):
 
 def logic_for(config: AppConfig, stream: StreamConfig) -> StreamLogic:
     randomness = DerivedRandomness(config.noise_key(), stream.name)
+    from ..core.local import LocalMechanism
     from ..core.personalized import PersonalizedMechanism
 
     cls = REGISTRY[stream.mechanism]
+    if stream.model == "local":
+        if not issubclass(cls, LocalMechanism):
+            raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is not a local-model mechanism")
+        return LocalLogic(stream, randomness)
     if stream.model == "personalized":
         if not issubclass(cls, PersonalizedMechanism):
             raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is not a personalized mechanism (pbd, pba)")
@@ -238,4 +351,6 @@ def logic_for(config: AppConfig, stream: StreamConfig) -> StreamLogic:
         if not issubclass(cls, CentralMechanism) or issubclass(cls, PersonalizedMechanism):
             raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is not a central-model mechanism")
         return CentralLogic(stream, randomness)
-    raise ConfigError(f"stream {stream.name!r}: model {stream.model!r} is not supported by this pipeline yet")
+    if issubclass(cls, LocalMechanism):
+        raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is a local-model mechanism: set model = \"local\"")
+    raise ConfigError(f"stream {stream.name!r}: model {stream.model!r} is not supported")

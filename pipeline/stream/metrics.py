@@ -44,3 +44,8 @@ release_error = Gauge(
     "Replays with ground truth: running mean absolute error of releases against the true histograms",
     ["stream"],
 )
+device_refusals = Counter(
+    "wevent_device_refusals_total",
+    "Local model: reports a device refused (its user's window budget would be exceeded, or no value)",
+    ["stream"],
+)

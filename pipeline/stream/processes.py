@@ -19,23 +19,16 @@ def write_config(config: AppConfig, directory: Path) -> Path:
     return path
 
 
-class WorkerProcess:
-    """A `wevent worker` child process with its own web port and log file."""
+class ChildProcess:
+    """A `wevent ...` child process with its own log file, stopped as a process group."""
 
-    def __init__(self, config_path: Path, bootstrap: str, web_port: int, log_path: Path, *, tansu_compat: bool,
-                 datadir: Path | None = None, env: dict | None = None) -> None:
-        self.command = [sys.executable, "-m", "pipeline.cli", "worker", "--config", str(config_path),
-                        "--bootstrap", bootstrap, "--web-port", str(web_port)]
-        if tansu_compat:
-            self.command.append("--tansu-compat")
-        if datadir:
-            self.command += ["--datadir", str(datadir)]
-        self.web_port = web_port
+    def __init__(self, arguments: list[str], log_path: Path, env: dict | None = None) -> None:
+        self.command = [sys.executable, "-m", "pipeline.cli", *arguments]
         self.log_path = Path(log_path)
         self.env = {**os.environ, **(env or {})}
         self.process: subprocess.Popen | None = None
 
-    def start(self) -> "WorkerProcess":
+    def start(self) -> "ChildProcess":
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, env=self.env,
                                         start_new_session=True)
@@ -67,6 +60,35 @@ class WorkerProcess:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except FileNotFoundError:
             return ""
+
+
+class WorkerProcess(ChildProcess):
+    """A `wevent worker` with its own web port (/metrics, /healthz, /query)."""
+
+    def __init__(self, config_path: Path, bootstrap: str, web_port: int, log_path: Path, *, tansu_compat: bool,
+                 datadir: Path | None = None, env: dict | None = None) -> None:
+        arguments = ["worker", "--config", str(config_path), "--bootstrap", bootstrap, "--web-port", str(web_port)]
+        if tansu_compat:
+            arguments.append("--tansu-compat")
+        if datadir:
+            arguments += ["--datadir", str(datadir)]
+        super().__init__(arguments, log_path, env)
+        self.web_port = web_port
+
+
+class DevicesProcess(ChildProcess):
+    """A `wevent devices` fleet for one shard of a local-model stream's users."""
+
+    def __init__(self, config_path: Path, stream: str, values: Path, bootstrap: str, log_path: Path, *,
+                 tansu_compat: bool, shard: int = 0, shards: int = 1, metrics_port: int | None = None) -> None:
+        arguments = ["devices", "--config", str(config_path), "--stream", stream, "--values", str(values),
+                     "--bootstrap", bootstrap, "--shard", f"{shard}/{shards}"]
+        if tansu_compat:
+            arguments.append("--tansu-compat")
+        if metrics_port:
+            arguments += ["--metrics-port", str(metrics_port)]
+        super().__init__(arguments, log_path)
+        self.metrics_port = metrics_port
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.1) -> bool:

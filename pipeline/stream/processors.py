@@ -28,6 +28,8 @@ import numpy as np
 
 from ..core import state as packing
 from . import metrics
+from ..core.base import StepResult
+from ..core.local.protocol import LocalDissimilarity
 from .codecs import (
     DeadLetter,
     DecodeError,
@@ -40,7 +42,7 @@ from .codecs import (
 from .config import AppConfig
 from .logic import StreamLogic, logic_for
 
-__all__ = ["Out", "Processor", "Assembler", "DissimilarityProcessor", "PublicationProcessor", "Processors"]
+__all__ = ["Out", "Processor", "Assembler", "DissimilarityProcessor", "PublicationProcessor", "Collector", "Processors"]
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +156,10 @@ class Assembler(Processor):
         stream = self.config.stream(message.stream)
         if isinstance(message, Watermark):
             return self._advance(state, stream, message.time, partition, now)
+        if stream.model == "local":  # raw values must never reach the server: refuse, copy nothing
+            metrics.reports_rejected.labels(stream.name, "raw_value_for_local_stream").inc(message.users.size)
+            return [dead_letter("raw_value_for_local_stream", topic, f"{message.users.size} raw report(s) for local-model "
+                                f"stream {stream.name!r} dropped unread: devices answer ldp.requests instead", stream.name)]
         return self._accept(state, stream, message, topic)
 
     def _accept(self, state, stream, batch: ReportBatch, topic) -> list[Out]:
@@ -261,6 +267,8 @@ class DissimilarityProcessor(Processor):
             if message.slot > state["last_slot"]:
                 state["last_slot"] = message.slot
                 state["last_release"] = np.asarray(message.release, dtype=float)
+        elif message.kind == "support":  # local model: the phase-1 reports of the open slot
+            return self._measure_support(state, name, message)
         else:
             slot = int(message["slot"])
             if slot >= state["next"]:
@@ -269,6 +277,14 @@ class DissimilarityProcessor(Processor):
                 state["closed_at"][key] = max(state["closed_at"].get(key, 0.0), float(message["closed_at"]))
         return self._advance(state, name)
 
+    def _measure_support(self, state, name, message) -> list[Out]:
+        slot = int(message["slot"])
+        if slot != state["last_slot"] + 1:  # measured against release slot-1 only
+            return []
+        dis = self.logics[name].measure_support(message["request"], message["support"], message["n"],
+                                                state["last_release"])
+        return [Out("dissimilarity", Envelope("dissimilarity", {"stream": name, "slot": slot, "dis": dis}).encode(), name)]
+
     def _advance(self, state, name) -> list[Out]:
         slot = state["next"]
         key = str(slot)
@@ -276,9 +292,8 @@ class DissimilarityProcessor(Processor):
         if len(partials) < self.config.report_partitions or state["last_slot"] != slot - 1:
             return []
         counts = sum(np.asarray(c, dtype=np.int64) for c in partials.values())
-        measured = self.logics[name].measure(slot, counts, state["last_release"])
-        envelope = Envelope("measured", {"stream": name, "slot": slot, "counts": counts,
-                                         "closed_at": state["closed_at"].pop(key), **measured})
+        kind, fields = self.logics[name].slot_ready(slot, counts, state["last_release"])
+        envelope = Envelope(kind, {"stream": name, "slot": slot, "closed_at": state["closed_at"].pop(key), **fields})
         del state["partials"][key]
         state["next"] = slot + 1
         return [Out("dissimilarity", envelope.encode(), name)]
@@ -307,34 +322,68 @@ class PublicationProcessor(Processor):
 
     def initial(self, key):
         logic = self.logics[key]
-        return {"offsets": {}, "mechanism": logic.new_mechanism().to_bytes(), "recent": {},
-                "spend": np.zeros((0, logic.groups))}
+        return {"offsets": {}, "mechanism": logic.new_mechanism().to_bytes(), "recent": {}, "steps": {},
+                "spend": np.zeros((0, logic.charge_columns)), "closed_at": 0.0}
 
     def apply(self, state, message, topic, partition, now):
         name = message["stream"]
         logic = self.logics[name]
-        stream = logic.stream
         mechanism = logic.restore(state["mechanism"])
         slot = int(message["slot"])
-        if slot <= mechanism.slot:  # a replayed input: re-emit exactly what was released then
-            kept = state["recent"].get(str(slot))
-            return [Out(t, v.encode(), name) for t, v in kept.items()] if kept else []
+        step = f"{slot}:{message.kind}:{message.get('phase', 0)}"
+        if slot <= mechanism.slot or step in state["steps"]:  # a replayed input: re-emit what it caused
+            kept = state["recent"].get(str(slot)) if message.kind == "measured" else state["steps"].get(step)
+            return [Out(t, v, name) for t, v in kept.items()] if kept else []
         if slot != mechanism.slot + 1:
             return [dead_letter("gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}", name)]
         changed = logic.parameters_changed(mechanism)
         if changed:
             log.error("stream %s: mechanism parameters changed; slot %d not released: %s", name, slot, changed)
             return [dead_letter("config_changed", topic, f"slot {slot} not released: {changed}", name)]
-        result = logic.publish(mechanism, message["counts"], message.fields)
-        # Every group's charges over the slots of its own window (the largest window is kept).
-        history = np.vstack([np.asarray(state["spend"], dtype=float).reshape(-1, logic.groups),
-                             logic.charges(result)[None, :]])[-int(logic.group_windows.max()):]
-        group_spend = np.array([history[-w:, k].sum() for k, w in enumerate(logic.group_windows)])
-        record = logic.record(mechanism, result, group_spend, stream.slot_start(slot), stream.slot_end(slot))
-        audit = logic.audit(mechanism, result)
+        if message.kind == "measured":  # central and personalized: one step per slot
+            outcome = logic.publish(mechanism, message["counts"], message.fields)
+            state["closed_at"] = float(message["closed_at"])
+        else:
+            outcome = self._local_step(state, mechanism, message)
+            if outcome is None:
+                return []
+        if isinstance(outcome, StepResult):
+            outputs = self._release(state, logic, mechanism, outcome, now)
+        else:  # the local model asks the devices: a request for this slot's next phase
+            outputs = {"ldp.requests": Envelope("request", {"stream": name, **outcome.to_dict()}).encode()}
         state["mechanism"] = mechanism.to_bytes()
+        if message.kind != "measured":
+            state["steps"][step] = outputs
+            for old in [k for k in state["steps"] if int(k.split(":")[0]) <= slot - RECENT_RELEASES]:
+                del state["steps"][old]
+        return [Out(t, v, name) for t, v in outputs.items()]
+
+    @staticmethod
+    def _local_step(state, mechanism, message):
+        """Advance a local mechanism's protocol by the message it waits for (None for anything else)."""
+        expected = {"ready": "open_slot", "dissimilarity": "measure", "support": "publish"}[message.kind]
+        if mechanism.expecting != expected:
+            return None
+        if message.kind == "ready":
+            state["closed_at"] = float(message["closed_at"])
+            request = mechanism.open_slot()
+            return request if request is not None else mechanism.decide()
+        if message.kind == "dissimilarity":
+            return mechanism.decide(LocalDissimilarity(*message["dis"]))
+        return mechanism.publish(message["support"], message["n"])
+
+    def _release(self, state, logic, mechanism, result: StepResult, now: float) -> dict[str, bytes]:
+        """The release and audit record of a finished slot; keeps the window accounting and metrics."""
+        name, slot = logic.stream.name, result.slot
+        # The charges of the slots of the longest window, and every group's spend over its own.
+        history = np.vstack([np.asarray(state["spend"], dtype=float).reshape(-1, logic.charge_columns),
+                             logic.charges(result)[None, :]])[-int(logic.group_windows.max()):]
+        group_spend = logic.window_spend(history)
+        record = logic.record(mechanism, result, group_spend, logic.stream.slot_start(slot), logic.stream.slot_end(slot))
+        audit = logic.audit(mechanism, result)
         state["spend"] = history[1:] if len(history) == logic.group_windows.max() else history
-        state["recent"][str(slot)] = {"releases": record.to_json(), "audit": audit.to_json()}
+        outputs = {"releases": record.to_bytes(), "audit": audit.to_bytes()}
+        state["recent"][str(slot)] = outputs
         for old in [k for k in state["recent"] if int(k) <= slot - RECENT_RELEASES]:
             del state["recent"][old]
         tightest = int(np.argmax(group_spend / logic.group_epsilons))  # the group closest to its budget
@@ -343,8 +392,151 @@ class PublicationProcessor(Processor):
         metrics.release_time.labels(name).set(now)
         metrics.window_spent.labels(name).set(group_spend[tightest])
         metrics.window_budget.labels(name).set(logic.group_epsilons[tightest])
-        metrics.slot_close_latency.labels(name).observe(max(0.0, now - float(message["closed_at"])))
-        return [Out("releases", record.to_bytes(), name), Out("audit", audit.to_bytes(), name)]
+        metrics.slot_close_latency.labels(name).observe(max(0.0, now - float(state["closed_at"])))
+        logic.observe(mechanism, result)
+        return outputs
+
+
+# ---------------------------------------------------------------------------------------------
+# Collector (local model): perturbed reports -> the oracle's support, per (slot, phase)
+# ---------------------------------------------------------------------------------------------
+CLOSED_ROUNDS_KEPT = 16  # closed rounds remembered, so that a late report is told apart from an unrequested one
+
+
+def valid_reports(request: dict, reports: np.ndarray, n: int) -> np.ndarray:
+    """Which of ``n`` reports the request's oracle could have produced (shape and range)."""
+    d, oracle = int(request["domain_size"]), request["oracle"]
+    reports = np.asarray(reports)
+    if oracle == "grr":
+        if reports.shape != (n,) or reports.dtype.kind not in "iu":
+            return np.zeros(n, dtype=bool)
+        return (reports >= 0) & (reports < d)
+    if oracle == "oue":
+        width = -(-d // 8)
+        return np.full(n, reports.dtype == np.uint8 and reports.shape == (n, width))
+    if reports.shape != (n,) or reports.dtype.kind != "f":  # hm: outputs in [-C_d, C_d]
+        return np.zeros(n, dtype=bool)
+    e = np.exp(float(request["epsilon"]))
+    return np.isfinite(reports) & (np.abs(reports) <= (e + 1) / (e - 1) * (1 + 1e-12))
+
+
+class Collector(Processor):
+    """Sums the perturbed reports of each (slot, phase) round into the oracle's support.
+
+    Reads ``ldp.requests`` (M2's requests: which users are asked) and ``ldp.reports`` (the devices'
+    answers, and ticks). A round closes when every asked user answered or its deadline passed
+    (the users who did not answer are counted); its support goes to M1 (phase 1, on ``slots``) or
+    M2 (phase 2, on ``dissimilarity``). A report from a user who was not asked, a second report, a
+    report for a closed round, or one no oracle could produce is counted and dead-lettered.
+    """
+
+    def route(self, raw, topic, partition):
+        try:
+            message = Envelope.decode(raw)
+            name = message["stream"]
+        except (DecodeError, KeyError) as exc:
+            metrics.reports_rejected.labels("", "malformed").inc()
+            return None, None, [dead_letter("malformed", topic, str(exc), payload=raw[:4096].hex())]
+        stream = self.config.stream(name)
+        if stream is None or stream.model != "local":
+            metrics.reports_rejected.labels("", "unknown_stream").inc()
+            return None, None, [dead_letter("unknown_stream", topic, f"no local-model stream named {name!r}", name)]
+        return name, message, []
+
+    def initial(self, key):
+        return {"offsets": {}, "rounds": {}, "closed": [], "early": {}}
+
+    def apply(self, state, message, topic, partition, now):
+        name = message["stream"]
+        outputs = []
+        if message.kind == "request":
+            key = f"{message['slot']}:{message['phase']}"
+            if key not in state["rounds"] and key not in state["closed"]:
+                request = {k: v for k, v in message.fields.items() if k != "stream"}
+                size = request["population"] if request["users"] is None else len(request["users"])
+                state["rounds"][key] = {"request": request, "asked": size, "answered": np.zeros(0, dtype=np.int64),
+                                        "support": None, "n": 0,
+                                        "deadline": now + self.logics[name].deadline_seconds}
+                for early in state["early"].pop(key, []):  # reports that overtook their request
+                    outputs += self._accept(state, name, early, topic)
+        elif message.kind == "reports":
+            outputs += self._accept(state, name, message.fields, topic, now)
+        return outputs + self._close_due(state, name, now) + self._expire_early(state, name, now, topic)
+
+    def _accept(self, state, name, fields: dict, topic, now: float | None = None) -> list[Out]:
+        key = f"{fields['slot']}:{fields['phase']}"
+        users = np.asarray(fields["users"], dtype=np.int64)
+        round_ = state["rounds"].get(key)
+        if round_ is None:
+            if key in state["closed"]:
+                return self._reject(name, "late", topic, users, f"round {key} is closed")
+            # The two topics are read without order between them: a device's reports may arrive
+            # before the request they answer. They wait for it, then count, or expire as unrequested.
+            state["early"].setdefault(key, []).append({**fields, "received": now})
+            return []
+        from ..core.local import Request
+
+        request = Request.from_dict(round_["request"])
+        if users.size != len(fields["reports"]):
+            return self._reject(name, "malformed", topic, users, "users and reports differ in number")
+        ok = valid_reports(round_["request"], fields["reports"], users.size)
+        asked = request.asks(users)
+        first = np.zeros(users.size, dtype=bool)
+        first[np.unique(users, return_index=True)[1]] = True
+        fresh = first & ~seen_contains(round_["answered"], users)
+        outputs = []
+        for mask, reason in ((~ok, "out_of_domain"), (ok & ~asked, "unrequested"), (ok & asked & ~fresh, "duplicate")):
+            if mask.any():
+                outputs += self._reject(name, reason, topic, users[mask], f"round {key}")
+        keep = ok & asked & fresh
+        if keep.any():
+            support = request.make_oracle().support(np.asarray(fields["reports"])[keep])
+            round_["support"] = support if round_["support"] is None else round_["support"] + support
+            round_["answered"] = seen_add(round_["answered"], users[keep], request.population)
+            round_["n"] += int(keep.sum())
+            metrics.reports_accepted.labels(name).inc(int(keep.sum()))
+        return outputs
+
+    def _expire_early(self, state, name, now: float, topic) -> list[Out]:
+        """Reports that waited a whole deadline for a request that never came were not requested."""
+        outputs = []
+        grace = self.logics[name].deadline_seconds
+        for key in list(state["early"]):
+            waiting = [e for e in state["early"][key] if e["received"] + grace > now]
+            for expired in (e for e in state["early"][key] if e["received"] + grace <= now):
+                outputs += self._reject(name, "unrequested", topic, np.asarray(expired["users"], dtype=np.int64),
+                                        f"no request for round {key} within {grace:g} s")
+            if waiting:
+                state["early"][key] = waiting
+            else:
+                del state["early"][key]
+        return outputs
+
+    @staticmethod
+    def _reject(name, reason, topic, users, detail) -> list[Out]:
+        metrics.reports_rejected.labels(name, reason).inc(users.size)
+        return [dead_letter(reason, topic, f"{users.size} report(s) rejected: {detail}", name,
+                            {"count": int(users.size), "users": users[:DEADLETTER_SAMPLE].tolist()})]
+
+    def _close_due(self, state, name, now: float, only: str | None = None) -> list[Out]:
+        outputs = []
+        for key in sorted(k for k in state["rounds"] if only is None or k == only):
+            round_ = state["rounds"][key]
+            if round_["n"] < round_["asked"] and now < round_["deadline"]:
+                continue
+            del state["rounds"][key]
+            state["closed"] = [*state["closed"], key][-CLOSED_ROUNDS_KEPT:]
+            missing = round_["asked"] - round_["n"]
+            if missing:
+                metrics.ldp_missing_reports.labels(name).inc(missing)
+            request = round_["request"]
+            support = round_["support"] if round_["support"] is not None else np.zeros(
+                1 if request["oracle"] == "hm" else request["domain_size"])
+            slot, phase = (int(x) for x in key.split(":"))
+            envelope = Envelope("support", {"stream": name, "slot": slot, "phase": phase, "support": support,
+                                            "n": round_["n"], "missing": missing, "request": request})
+            outputs.append(Out("slots" if phase == 1 else "dissimilarity", envelope.encode(), name))
+        return outputs
 
 
 @dataclass
@@ -352,8 +544,10 @@ class Processors:
     assembler: Assembler
     dissimilarity: DissimilarityProcessor
     publication: PublicationProcessor
+    collector: Collector
 
     @classmethod
     def build(cls, config: AppConfig) -> "Processors":
         logics = {s.name: logic_for(config, s) for s in config.streams}
-        return cls(Assembler(config, logics), DissimilarityProcessor(config, logics), PublicationProcessor(config, logics))
+        return cls(Assembler(config, logics), DissimilarityProcessor(config, logics), PublicationProcessor(config, logics),
+                   Collector(config, logics))

@@ -73,3 +73,34 @@ def format_release(record: ReleaseRecord, top: int = 3) -> str:
     bins = "  ".join(f"[{i}] {values[i]:.1f}" for i in order)
     return (f"{record.stream:<10} slot {record.slot:>5}  {when:<16}  {record.strategy:<11} "
             f"eps {record.eps1 + record.eps2:.4f}  window {record.window_spend:.3f}/{record.epsilon:g}   {bins}")
+
+
+def read_topic(bootstrap: str, topic: str, timeout: float = 30.0) -> list[bytes]:
+    """Every message currently in ``topic`` (all partitions, up to their high watermarks)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from ..errors import UsageError
+
+    consumer = Consumer(consumer_config(bootstrap))
+    values = []
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout)
+        if topic not in metadata.topics or not metadata.topics[topic].partitions:
+            raise UsageError(f"topic {topic!r} does not exist")
+        for p in metadata.topics[topic].partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topic, p, low)])
+            while True:
+                message = consumer.poll(5)
+                if message is None:
+                    break  # nothing more within 5 s
+                if message.error():
+                    continue
+                values.append(message.value())
+                if message.offset() >= high - 1:
+                    break
+    finally:
+        consumer.close()
+    return values

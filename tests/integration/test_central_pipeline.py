@@ -150,30 +150,9 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
 
 
 def _read_all(bootstrap, topic):
-    from confluent_kafka import Consumer, TopicPartition
+    from pipeline.stream.subscription import read_topic
 
-    from pipeline.stream.kafka import consumer_config
-
-    consumer = Consumer(consumer_config(bootstrap))
-    values = []
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(topic, p, low)])
-            while True:
-                message = consumer.poll(5)
-                if message is None:
-                    break
-                if not message.error():
-                    values.append(message.value())
-                    if message.offset() >= high - 1:
-                        break
-    finally:
-        consumer.close()
-    return values
+    return read_topic(bootstrap, topic)
 
 
 @pytest.mark.slow

@@ -17,10 +17,11 @@ from pipeline.stream.processors import Processors
 
 
 class InProcessPipeline:
-    def __init__(self, config: AppConfig) -> None:
+    def __init__(self, config: AppConfig, fleets: dict | None = None) -> None:
         self.config = config
         self.processors = Processors.build(config)
-        self.tables = {"assembler": {}, "m1": {}, "m2": {}}
+        self.tables = {"assembler": {}, "m1": {}, "m2": {}, "collector": {}}
+        self.fleets = fleets or {}  # stream -> producers.devices.DeviceFleet answering its requests
         self.offsets = defaultdict(int)
         self.log = defaultdict(list)  # topic -> every message value produced, in order
         self.queue = deque()
@@ -37,6 +38,10 @@ class InProcessPipeline:
         self.queue.append((topic, p, offset, value))
 
     def send_slot(self, stream: str, slot_start: float, slot_end: float, users, values) -> None:
+        if self.config.stream(stream).model == "local":  # the values stay with the devices: the clock only
+            for p in range(self.config.report_partitions):
+                self.produce("reports", Watermark(stream, slot_end).encode(), partition=p)
+            return
         users = np.asarray(users)
         for p in range(self.config.report_partitions):
             chosen = users % self.config.report_partitions == p
@@ -47,9 +52,13 @@ class InProcessPipeline:
 
     def run(self, now: float = 0.0) -> None:
         routes = {"reports": ("assembler", self.processors.assembler), "slots": ("m1", self.processors.dissimilarity),
-                  "releases": ("m1", self.processors.dissimilarity), "dissimilarity": ("m2", self.processors.publication)}
+                  "releases": ("m1", self.processors.dissimilarity), "dissimilarity": ("m2", self.processors.publication),
+                  "ldp.requests": ("collector", self.processors.collector),
+                  "ldp.reports": ("collector", self.processors.collector)}
         while self.queue:
             topic, p, offset, value = self.queue.popleft()
+            if topic == "ldp.requests":
+                self.answer(value)
             if topic not in routes:
                 continue
             table_name, processor = routes[topic]
@@ -58,6 +67,19 @@ class InProcessPipeline:
             table.update(updates)
             for out in outputs:
                 self.produce(out.topic, out.value, out.key)
+
+    def answer(self, value: bytes) -> None:
+        """The devices read the request too (after the collector, or before: both orders happen)."""
+        from pipeline.core.local import Request
+        from pipeline.stream.codecs import Envelope
+
+        envelope = Envelope.decode(value)
+        fleet = self.fleets.get(envelope["stream"])
+        if fleet is None:
+            return
+        request = Request.from_dict({k: v for k, v in envelope.fields.items() if k != "stream"})
+        for batch in fleet.answer(request):
+            self.produce("ldp.reports", Envelope("reports", batch).encode(), key=envelope["stream"])
 
     def releases(self, stream: str) -> list[ReleaseRecord]:
         seen = {}

@@ -41,6 +41,30 @@ __all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationD
 DecisionOverride = Callable[[int], "bool | None"]
 
 
+def answered(request: Request, n) -> int:
+    """How many users answered ``request`` (at most the users it asked)."""
+    n = int(n)
+    if not 0 <= n <= request.size:
+        raise ParameterError(f"{n} answers to a request of {request.size} users")
+    return n
+
+
+def dissimilarity_of(request: Request, support, n: int, last_release: np.ndarray, var_mode: str = "exact_avg"
+                     ) -> LocalDissimilarity:
+    """M1's private dissimilarity ([A] Eq 4): ``mean_k (c1[k] - r_l[k])^2 - V(eps_1, n)``.
+
+    ``support`` sums the ``n`` reports answering ``request``; with no report nothing is known, so
+    the dissimilarity is ``-inf`` and nothing is published.
+    """
+    n = answered(request, n)
+    oracle = request.make_oracle(var_mode)
+    variance = oracle.variance(n)
+    value = -math.inf
+    if n:
+        value = float(np.mean((oracle.estimate(support, n) - last_release) ** 2)) - variance
+    return LocalDissimilarity(request.slot, value, request.epsilon, n, variance)
+
+
 class LocalMechanism(Mechanism):
     """A w-event LDP mechanism over ``population`` users with values in a domain of ``domain_size``.
 
@@ -103,19 +127,23 @@ class LocalMechanism(Mechanism):
     def measure(self, support, n: int) -> LocalDissimilarity:
         """M1: ``mean_k (c1[k] - r_l[k])^2 - V(eps_1, n)`` from the support of ``n`` reports."""
         self._expect("measure", "measure")
-        request = self._dissimilarity_request
-        n = self._answered(request, n)
-        oracle = request.make_oracle(self.var_mode)
-        variance = oracle.variance(n)
-        value = -math.inf  # no report: nothing is known, so nothing is published
-        if n:
-            value = float(np.mean((oracle.estimate(support, n) - self.last_release) ** 2)) - variance
-        self._dissimilarity = LocalDissimilarity(request.slot, value, request.epsilon, n, variance)
+        self._dissimilarity = dissimilarity_of(self._dissimilarity_request, support, n, self.last_release, self.var_mode)
         self.pending, self._stage = None, "decide"
         return self._dissimilarity
 
     def decide(self, dissimilarity: LocalDissimilarity | None = None) -> Request | LocalStepResult:
-        """M2: the publication request, or the slot's result when it repeats the last release."""
+        """M2: the publication request, or the slot's result when it repeats the last release.
+
+        When M1 runs in another processor (the pipeline), the mechanism still waits for
+        ``measure`` and ``dissimilarity`` is M1's result: :func:`dissimilarity_of` the M1 request's
+        support against the same last release, so it is accepted if it belongs to that request.
+        """
+        if self._stage == "measure" and dissimilarity is not None:
+            request = self._dissimilarity_request
+            if (dissimilarity.slot, dissimilarity.epsilon) != (request.slot, request.epsilon) \
+                    or not 0 <= dissimilarity.reporters <= request.size:
+                raise ParameterError(f"dissimilarity of slot {dissimilarity.slot} does not answer this slot's M1 request")
+            self._dissimilarity, self.pending, self._stage = dissimilarity, None, "decide"
         self._expect("decide", "decide")
         if dissimilarity is not None and dissimilarity != self._dissimilarity:
             raise ParameterError(f"dissimilarity of slot {dissimilarity.slot} is not the one measured in this slot")
@@ -129,7 +157,7 @@ class LocalMechanism(Mechanism):
         """The release from the support of ``n`` publication reports; ends the slot."""
         self._expect("publish", "publish")
         request = self.pending
-        n = self._answered(request, n)
+        n = answered(request, n)
         if not n:
             return self._close(Strategy.APPROXIMATE, request, 0)
         estimate = request.make_oracle(self.var_mode).estimate(support, n)
@@ -181,13 +209,6 @@ class LocalMechanism(Mechanism):
     def _expect(self, stage: str, call: str) -> None:
         if self._stage != stage:
             raise ParameterError(f"{call}() called out of turn: slot {self.slot + 1} is waiting for {self.expecting}()")
-
-    @staticmethod
-    def _answered(request: Request, n) -> int:
-        n = int(n)
-        if not 0 <= n <= request.size:
-            raise ParameterError(f"{n} answers to a request of {request.size} users")
-        return n
 
     def _bits(self, request: Request | None, n: int, instructed: bool) -> int:
         if request is None:

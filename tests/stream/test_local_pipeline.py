@@ -1,0 +1,135 @@
+"""The local model through the processors in-process: devices, collector, M1, M2."""
+
+import json
+
+import numpy as np
+import pytest
+
+from pipeline.core.data import UserValues
+from pipeline.core.local import MECHANISMS
+from pipeline.core.local.devices import Devices
+from pipeline.core.randomness import DerivedRandomness, SecretKey
+from pipeline.core.synthetic import synthetic
+from pipeline.stream.audit import verify
+from pipeline.stream.codecs import DeadLetter, Envelope
+from pipeline.stream.config import parse_config
+from producers.devices import DeviceFleet
+from tests.stream.harness import InProcessPipeline
+from tests.stream.test_processors import START
+
+USERS, SLOTS, W, SEED, BLOCK = 1200, 40, 5, 13, 256
+
+
+def local_config(mechanism, **options):
+    return parse_config({"seed": SEED, "report_partitions": 2, "stream_partitions": 1, "streams": [{
+        "name": "l", "model": "local", "mechanism": mechanism, "epsilon": 1.0, "window": W, "domain": 2,
+        "users": USERS, "slot_seconds": 60, "start": START, "options": {"block_size": BLOCK, **options}}]})
+
+
+def run_pipeline(config, values, fleets=None, extra=None):
+    stream = config.stream("l")
+    fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
+                        Devices(DerivedRandomness(config.device_key(), "l"), block_size=BLOCK))
+    pipeline = InProcessPipeline(config, fleets or {"l": fleet})
+    for slot in range(1, SLOTS + 1):  # the wall clock advances 100 s a slot (deadlines are 30 s)
+        pipeline.send_slot("l", stream.slot_start(slot), stream.slot_end(slot), None, None)
+        if extra:
+            extra(pipeline, slot)
+        pipeline.run(now=100.0 * slot)
+    pipeline.produce("ldp.reports", Envelope("tick", {"stream": "l"}).encode(), key="l")
+    pipeline.run(now=100.0 * (SLOTS + 1))  # a last tick: every deadline has passed
+    return pipeline, fleet
+
+
+def simulated(mechanism, values):
+    m = MECHANISMS[mechanism](1.0, W, 2, USERS, randomness=DerivedRandomness(SecretKey.from_seed(SEED), "l"),
+                              devices=Devices.from_seed(SEED, "l", block_size=BLOCK))
+    return [m.step(values[t]) for t in range(SLOTS)]
+
+
+@pytest.mark.parametrize("mechanism", ["lba", "lpa", "lbd", "lpu", "lsp"])
+def test_local_releases_equal_the_simulation_and_audit_per_user(mechanism):
+    values = synthetic("sin", USERS, SLOTS, seed=3).values().astype(np.int64)
+    pipeline, fleet = run_pipeline(local_config(mechanism), values)
+    got = pipeline.releases("l")
+    expected = simulated(mechanism, values)
+    assert [r.slot for r in got] == list(range(1, SLOTS + 1))
+    assert [r.release for r in got] == [e.release.tolist() for e in expected]
+    assert [r.strategy for r in got] == [e.strategy.value for e in expected]
+    assert [r.extras["n1"] + r.extras["n2"] for r in got] == [e.reports for e in expected]
+    assert fleet.refused == 0
+    audit = [json.loads(v) for v in pipeline.log["audit"]]
+    finding = verify(audit)[0]
+    assert finding.ok, finding.message
+    assert all(r.window_spend <= 1.0 + 1e-12 for r in got)
+
+
+def test_no_raw_value_reaches_any_topic():
+    values = synthetic("log", USERS, SLOTS, seed=4).values().astype(np.int64)
+    pipeline, _ = run_pipeline(local_config("lpa"), values)
+    kept = reports = 0
+    for topic, messages in pipeline.log.items():
+        for value in messages:
+            assert not value.startswith(b"WRB1"), f"a raw report batch on {topic}"
+            if topic == "ldp.reports" and Envelope.decode(value).kind == "reports":
+                envelope = Envelope.decode(value)
+                truth = values[envelope["slot"] - 1, np.asarray(envelope["users"])]
+                kept += int((np.asarray(envelope["reports"]) == truth).sum())
+                reports += truth.size
+    # LPA asks with the whole epsilon = 1: a GRR report (d = 2) keeps the true value with
+    # p = e/(e+1) = 0.731, not 1. Binomial standard error sqrt(p(1-p)/n); 5 of them.
+    p = np.e / (np.e + 1)
+    assert reports > 5000 and abs(kept / reports - p) < 5 * np.sqrt(p * (1 - p) / reports)
+
+
+def test_bad_ldp_input_is_counted_and_changes_nothing():
+    values = synthetic("sin", USERS, SLOTS, seed=5).values().astype(np.int64)
+    clean, _ = run_pipeline(local_config("lpa"), values)
+
+    def inject(pipeline, slot):
+        key = "l"
+        bad = [
+            Envelope("reports", {"stream": "l", "slot": slot, "phase": 1, "users": np.array([USERS - 1]),
+                                 "reports": np.array([7])}),  # GRR report outside the domain
+            Envelope("reports", {"stream": "l", "slot": slot + 500, "phase": 2, "users": np.array([3]),
+                                 "reports": np.array([1])}),  # a round nobody opened
+            Envelope("reports", {"stream": "nope", "slot": slot, "phase": 1, "users": np.array([3]),
+                                 "reports": np.array([1])}),  # unknown stream
+        ]
+        for envelope in bad:
+            pipeline.produce("ldp.reports", envelope.encode(), key=key)
+        pipeline.produce("ldp.reports", b"\x00garbage", key=key)
+
+    dirty, _ = run_pipeline(local_config("lpa"), values, extra=inject)
+    assert [r.to_json() for r in dirty.releases("l")] == [r.to_json() for r in clean.releases("l")]
+    reasons = {}
+    for value in dirty.log["deadletter"]:
+        letter = DeadLetter.from_json(value)
+        reasons[letter.reason] = reasons.get(letter.reason, 0) + 1
+    assert reasons["malformed"] == SLOTS and reasons["unknown_stream"] == SLOTS
+    assert reasons["unrequested"] == SLOTS  # no request came for them within the 30 s deadline
+
+
+def test_duplicates_and_unrequested_users_are_rejected_by_the_collector():
+    values = synthetic("sin", USERS, SLOTS, seed=6).values().astype(np.int64)
+    config = local_config("lpa")
+    stream = config.stream("l")
+    fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
+                        Devices(DerivedRandomness(config.device_key(), "l"), block_size=BLOCK))
+
+    class Misbehaving:  # answers twice, and also for a user who was not asked
+        def answer(self, request):
+            batches = fleet.answer(request)
+            if batches:  # while the round is still open (a closed round's reports are merely late)
+                first = batches[0]
+                asked = set(int(u) for b in batches for u in b["users"])
+                stranger = next(u for u in range(USERS) if u not in asked)
+                batches = [first, first, {**first, "users": np.array([stranger]), "reports": first["reports"][:1]},
+                           *batches[1:]]
+            return batches
+
+    pipeline, _ = run_pipeline(config, values, fleets={"l": Misbehaving()})
+    clean, _ = run_pipeline(config, values)
+    assert [r.to_json() for r in pipeline.releases("l")] == [r.to_json() for r in clean.releases("l")]
+    reasons = {DeadLetter.from_json(v).reason for v in pipeline.log["deadletter"]}
+    assert reasons == {"duplicate", "unrequested"}
