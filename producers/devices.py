@@ -52,14 +52,14 @@ class DeviceLedger:
     def admit(self, slot: int, phase: int, users: np.ndarray, epsilon: float) -> np.ndarray:
         """Which ``users`` may report at ``(slot, phase)`` for ``epsilon`` each; charges them."""
         users = np.asarray(users, dtype=np.int64)
-        if slot < self.newest:  # a window only moves forward: an older slot cannot be charged safely
-            return np.zeros(users.size, dtype=bool)
-        while self._charges and self._charges[0][0] <= slot - self.window:
-            _, old, eps = self._charges.popleft()
-            self.spend[old] -= eps
         before = self._answered.get((slot, phase), np.zeros(0, dtype=np.int64))
         # Asked again at the same (slot, phase): the same derived report, already paid for.
         repeat = np.isin(users, before)
+        if slot < self.newest:  # a window only moves forward: an older slot cannot be charged safely
+            return repeat
+        while self._charges and self._charges[0][0] <= slot - self.window:
+            _, old, eps = self._charges.popleft()
+            self.spend[old] -= eps
         allowed = repeat | (self.spend[users] + epsilon <= self.epsilon * (1 + 1e-12))
         charged = users[allowed & ~repeat]
         self.spend[charged] += epsilon

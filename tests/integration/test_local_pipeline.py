@@ -1,0 +1,150 @@
+"""The local model against a real broker, a real worker and real device fleet processes (issues 4, 5)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+
+from pipeline.core.data import UserValues
+from pipeline.stream.audit import verify
+from pipeline.stream.broker import free_port
+from pipeline.stream.codecs import DecodeError, Envelope, ReleaseRecord, decode_report_message
+from pipeline.stream.config import parse_config
+from pipeline.stream.kafka import KafkaReportSink, producer_config
+from pipeline.stream.processes import DevicesProcess
+from pipeline.stream.subscription import read_topic
+from tests.integration.conftest import metric_value
+from tests.integration.test_central_pipeline import START, categorical_feed, collect
+
+pytestmark = [pytest.mark.integration]
+
+USERS, SLOTS, DOMAIN, SEED, BLOCK = 2000, 60, 8, 21, 512
+
+
+def local_stream(name, mechanism):
+    return {"name": name, "model": "local", "mechanism": mechanism, "epsilon": 1.0, "window": 10, "domain": DOMAIN,
+            "users": USERS, "slot_seconds": 60, "start": START, "options": {"block_size": BLOCK}}
+
+
+def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster_factory, tmp_path):
+    config = parse_config({"seed": SEED, "report_partitions": 2, "stream_partitions": 2,
+                           "streams": [local_stream("lba", "lba"), local_stream("lpa", "lpa")]})
+    cluster = cluster_factory(config)
+    cluster.start_worker()
+    values = categorical_feed(users=USERS, slots=SLOTS, domain=DOMAIN, seed=SEED)
+    dump = tmp_path / "values.npz"
+    UserValues(values, DOMAIN, user_ids=[str(u) for u in range(USERS)], slot_seconds=60, start=START).save(dump)
+    fleets = [DevicesProcess(cluster.config_path, name, dump, cluster.bootstrap, tmp_path / f"devices-{name}-{k}.log",
+                             tansu_compat=True, shard=k, shards=2).start()
+              for name in ("lba", "lpa") for k in range(2)]  # two processes split each stream's users
+    try:
+        for name in ("lba", "lpa"):
+            sink = KafkaReportSink(cluster.bootstrap, name, 2, tansu_compat=True, clock_only=True)
+            stream = config.stream(name)
+            for slot in range(1, SLOTS + 1):
+                sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), None, None)
+            sink.close()
+        got = collect(cluster.bootstrap, ["lba", "lpa"], 2 * SLOTS, 300, cluster)
+    finally:
+        for fleet in fleets:
+            fleet.stop()
+    for name in ("lba", "lpa"):
+        log = tmp_path / f"{name}.jsonl"
+        subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", name, "--input", str(dump), "-e", "1",
+                        "-w", "10", "--seed", str(SEED), "--stream", name, "--block-size", str(BLOCK),
+                        "--releases", str(log), "--json"], check=True, capture_output=True, timeout=300)
+        simulated = [ReleaseRecord.from_json(line) for line in log.read_text().splitlines()]
+        assert [r.slot for r in simulated] == list(range(1, SLOTS + 1))
+        for record in simulated:
+            assert got[name][record.slot].release == record.release, f"{name} slot {record.slot}"
+            assert got[name][record.slot].extras == record.extras
+    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
+                           capture_output=True, text=True, timeout=120)
+    assert audit.returncode == 0 and audit.stdout.count("PASS") == 2, audit.stdout + audit.stderr
+
+    # Every message of every topic, changelogs included: no raw report, and the devices' reports are
+    # perturbed. LPA asks with epsilon = 1, where Ada picks GRR (d = 8 < 3e + 2): a report keeps the
+    # true value with p = e/(e+d-1). LBA's budgets are smaller, where Ada picks OUE: a report sets
+    # the true value's bit with p = 1/2. Binomial standard errors; 5 of them.
+    from confluent_kafka.admin import AdminClient
+
+    topics = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=30).topics
+    kept = {"grr": 0, "oue": 0}
+    reports = {"grr": 0, "oue": 0}
+    messages = 0
+    for topic in topics:
+        for value in read_topic(cluster.bootstrap, topic):
+            messages += 1
+            try:
+                decoded = decode_report_message(value)
+                assert not hasattr(decoded, "values"), f"a raw report on {topic}"
+            except DecodeError:
+                pass
+            if topic == "ldp.reports":
+                envelope = Envelope.decode(value)
+                if envelope.kind == "reports":
+                    truth = values[envelope["slot"] - 1, np.asarray(envelope["users"])]
+                    sent = np.asarray(envelope["reports"])
+                    oracle = "oue" if sent.ndim == 2 else "grr"
+                    if oracle == "oue":
+                        sent = np.unpackbits(sent, axis=1, count=DOMAIN)[np.arange(truth.size), truth]
+                        truth = np.ones_like(truth)
+                    kept[oracle] += int((sent == truth).sum())
+                    reports[oracle] += truth.size
+    assert messages > 1000 and min(reports.values()) > 5_000
+    for oracle, p in (("grr", np.e / (np.e + DOMAIN - 1)), ("oue", 0.5)):
+        assert abs(kept[oracle] / reports[oracle] - p) < 5 * np.sqrt(p * (1 - p) / reports[oracle]), oracle
+
+
+def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(broker, tmp_path):
+    """A misbehaving server: a fleet answers only what each user's own ledger allows (issue 5)."""
+    from pipeline.stream.broker import create_topics
+    from pipeline.stream.processes import write_config
+
+    config = parse_config({"seed": 2, "report_partitions": 1, "stream_partitions": 1,
+                           "streams": [local_stream("guarded", "lpa")]})
+    create_topics(broker.bootstrap, config.topics())
+    values = categorical_feed(users=USERS, slots=SLOTS, domain=DOMAIN, seed=3)
+    dump = tmp_path / "values.npz"
+    UserValues(values, DOMAIN, slot_seconds=60, start=START).save(dump)
+    port = free_port()
+    fleet = DevicesProcess(write_config(config, tmp_path), "guarded", dump, broker.bootstrap, tmp_path / "devices.log",
+                           tansu_compat=True, metrics_port=port).start()
+    from confluent_kafka import Producer
+
+    producer = Producer(producer_config(broker.bootstrap, tansu_compat=True))
+
+    def ask(slot, phase, users, epsilon):
+        request = {"stream": "guarded", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",
+                   "domain_size": DOMAIN, "population": USERS, "users": np.asarray(users, dtype=np.int64), "bound": None}
+        producer.produce("ldp.requests", Envelope("request", request).encode(), key=b"guarded")
+        producer.flush()
+
+    try:
+        ask(1, 1, [1, 2, 3], 1.0)        # fine: users 1-3 spend their whole epsilon
+        ask(2, 2, [3, 4], 1.0)           # user 3 again within w = 10 slots: refused; user 4 fine
+        ask(3, 1, [5], 1.5)              # more than epsilon in one report: refused
+        ask(1, 1, [1, 2, 3], 1.0)        # the first request repeated: the same reports, no new charge
+        deadline = time.monotonic() + 60
+        while True:  # until the repeated request's answer is in too (or the deadline)
+            answered = {}
+            for value in read_topic(broker.bootstrap, "ldp.reports"):
+                envelope = Envelope.decode(value)
+                answered.setdefault((envelope["slot"], envelope["phase"]), []).append(envelope)
+            if len(answered.get((1, 1), [])) >= 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert {k: sorted(u for e in v for u in e["users"].tolist()) for k, v in answered.items()} == {
+            (1, 1): [1, 1, 2, 2, 3, 3], (2, 2): [4]}
+        first, again = answered[(1, 1)]
+        assert np.array_equal(first["reports"], again["reports"])  # a retried report is identical
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            assert metric_value(response.read().decode(), "wevent_device_refusals_total", stream="guarded") == 2
+    finally:
+        fleet.stop()
