@@ -31,6 +31,8 @@ personalized-w-event §10.1:
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -222,8 +224,8 @@ class Preprocessed:
 
 
 def check_slot_seconds(slot_seconds: float) -> float:
-    if not slot_seconds > 0:
-        raise ParameterError(f"slot length must be > 0 seconds, got {slot_seconds!r}")
+    if not 0 < slot_seconds < math.inf:
+        raise ParameterError(f"slot length must be a finite number of seconds > 0, got {slot_seconds!r}")
     return slot_seconds
 
 

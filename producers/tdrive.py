@@ -43,13 +43,21 @@ OUTSIDE_BOX = "outside box"
 BEIJING = BoundingBox(116.0, 116.8, 39.5, 40.3)  # personalized-w-event §10.1
 
 
+def utc_offset(text: str) -> int:
+    """A time zone offset in minutes: a whole number within +-24 hours."""
+    minutes = int(text)
+    if abs(minutes) > 24 * 60:
+        raise ValueError(f"a UTC offset is at most 1440 minutes either way, got {minutes}")
+    return minutes
+
+
 @dataclass(frozen=True)
 class TDriveProfile(SlotSettings):
     box: BoundingBox = setting(BEIJING, "bounding box; points outside are skipped", BoundingBox.parse,
                                "LON0,LON1,LAT0,LAT1")
     grid: tuple[int, int] = setting((10, 10), "grid over the box; its cells are the domain", parse_grid, "ROWSxCOLS")
     utc_offset_minutes: int = setting(480, "time zone of the timestamps, minutes east of UTC (Beijing: 480)",
-                                      int, "MINUTES")
+                                      utc_offset, "MINUTES")
 
     def layout(self) -> Grid:
         return Grid(self.box, *self.grid)

@@ -87,6 +87,14 @@ def rates(index, rows, queries, insert) -> tuple[float, float, list]:
 
 
 def handle(args) -> int:
+    from ..errors import UsageError
+
+    for name in ("window", "bins", "queries", "naive_queries", "slots"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if not 0 < args.decay <= 1 or not args.epsilon > 0:
+        raise UsageError("--decay must be in (0, 1] and --epsilon > 0")
     window, bins = args.window, args.bins
     slots = args.slots or 2 * window
     counts = drifting_counts(slots, bins, args.seed)
@@ -122,7 +130,7 @@ def handle(args) -> int:
     if args.flat:
         flat_inserts(args.decay, args.epsilon, randomness)
     if args.accuracy:
-        accuracy(window, args.decay, args.epsilon, queries, randomness)
+        accuracy(window, args.decay, args.epsilon, queries, slots, randomness)
     return 0 if agree else 1
 
 
@@ -140,7 +148,7 @@ def flat_inserts(decay: float, epsilon: float, randomness: DerivedRandomness, in
         print(f"{size:>9,} {(time.perf_counter() - start) / inserts * 1e6:>10.2f}")
 
 
-def accuracy(window: int, decay: float, epsilon: float, queries, randomness: DerivedRandomness) -> None:
+def accuracy(window: int, decay: float, epsilon: float, queries, drawn_at: int, randomness: DerivedRandomness) -> None:
     """Mean exact variance over the queries: the MSE each configuration would show (spec §4 [OURS])."""
     print(f"exact MSE over the same {len(queries):,} queries (epsilon = {epsilon:g}, event level):")
     print(f"{'configuration':<34} {'L':>7} {'MSE':>10}")
@@ -150,13 +158,13 @@ def accuracy(window: int, decay: float, epsilon: float, queries, randomness: Der
             for mode in ("exact", "paper_literal"):
                 index = RTPDMM(epsilon, window, decay, block_size=block_size, lambda_variant=variant,
                                noise_mode=mode, randomness=randomness)
-                print(f"{'RTP_DMM ' + variant + ' Λ, ' + mode:<34} {block_size:>7,} {mse(index, zeros, queries):>10.1f}")
+                print(f"{'RTP_DMM ' + variant + ' Λ, ' + mode:<34} {block_size:>7,} {mse(index, zeros, queries, drawn_at):>10.1f}")
     lp_item = ReleaseIndex(window, decay)  # every slot released with its own Lap(1/ε): variance 2/ε²
-    print(f"{'LP-item':<34} {'-':>7} {mse(lp_item, zeros, queries, variance=2 / epsilon**2):>10.1f}")
+    print(f"{'LP-item':<34} {'-':>7} {mse(lp_item, zeros, queries, drawn_at, variance=2 / epsilon**2):>10.1f}")
 
 
-def mse(index, zeros, queries, **insert) -> float:
+def mse(index, zeros, queries, drawn_at: int, **insert) -> float:
     for value in zeros[index.slot :]:
         index.insert(value, **insert)
-    t_shift = len(zeros) - max(r for _, r in queries)  # the queries were drawn at the benchmark's last slot
+    t_shift = len(zeros) - drawn_at  # the queries were drawn at slot drawn_at; this index is at len(zeros)
     return float(np.mean([index.query(l + t_shift, r + t_shift)[1][0] ** 2 for l, r in queries]))

@@ -8,7 +8,7 @@ from typing import Iterable, TypeVar
 
 from ..errors import UsageError
 
-__all__ = ["UsageError", "OneLineParser", "progress"]
+__all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics"]
 
 T = TypeVar("T")
 
@@ -28,3 +28,13 @@ def progress(iterable: Iterable[T], enabled: bool | None, total: int | None = No
 
     return tqdm(iterable, total=total, desc=desc, unit="slot", disable=None if enabled is None else False,
                 file=sys.stderr, mininterval=0.5, leave=False)
+
+
+def serve_metrics(port: int, address: str = "0.0.0.0") -> None:
+    """Serve this process's Prometheus metrics on ``port`` (/metrics); a busy port is a usage error."""
+    from prometheus_client import start_http_server
+
+    try:
+        start_http_server(port, addr=address)
+    except OSError as exc:
+        raise UsageError(f"cannot serve metrics on port {port}: {exc.strerror}") from None

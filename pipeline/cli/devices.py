@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import UsageError
+from ._common import UsageError, serve_metrics
 
 
 def register(sub) -> None:
@@ -31,7 +31,7 @@ def handle(args) -> int:
     from pipeline.stream.codecs import DecodeError, Envelope
     from pipeline.stream.config import load_config
     from pipeline.stream.kafka import consumer_config, producer_config
-    from pipeline.stream.logic import logic_for
+    from pipeline.stream.logic import device_block_size
     from producers.devices import DeviceFleet
 
     config = load_config(args.config)
@@ -45,14 +45,12 @@ def handle(args) -> int:
     bootstrap = resolve_bootstrap(args.bootstrap)
     if not bootstrap:
         raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
-    block_size = logic_for(config, stream).block_size
+    block_size = device_block_size(stream)
     fleet = DeviceFleet(stream, UserValues.load(args.values),
                         Devices(DerivedRandomness(config.device_key(), stream.name), block_size=block_size),
                         shard, shards)
     if args.metrics_port:
-        from prometheus_client import start_http_server
-
-        start_http_server(args.metrics_port)
+        serve_metrics(args.metrics_port)
     from confluent_kafka import Consumer, Producer
 
     consumer = Consumer(consumer_config(bootstrap, group=f"wevent-devices-{stream.name}-{shard}of{shards}"))

@@ -22,7 +22,7 @@ from producers.preprocess import Preprocessed
 from producers.profiles import resolve, settings_of
 from producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
 
-from ._common import OneLineParser, UsageError, progress
+from ._common import OneLineParser, UsageError, progress, serve_metrics
 
 __all__ = ["register"]
 
@@ -162,12 +162,12 @@ def handle(args) -> int:
     command: FeedCommand = args.feed_command
     overrides = {s.name: getattr(args, f"set_{s.name}") for s in settings_of(_profile_class(command))}
     profile = resolve(command.profiles, args.profile, **overrides)
+    if args.truth_port and args.dump:
+        raise UsageError("--truth-port follows releases in Kafka: it does not go with --dump")
     open_sink = _sink_factory(args)
     feed, data = command.load(args, profile)
     sink = open_sink(feed)
     if args.truth_port:
-        if args.dump:
-            raise UsageError("--truth-port follows releases in Kafka: it does not go with --dump")
         _follow_truth(args, feed)
     stats = replay(feed, sink, args.from_slot, args.speed,
                    progress=lambda slots, total: progress(slots, args.progress, total=total, desc="replay"))
@@ -190,8 +190,6 @@ def handle(args) -> int:
 
 def _follow_truth(args, feed) -> None:
     """A thread that scores the stream's releases against the feed (served as Prometheus metrics)."""
-    from prometheus_client import start_http_server
-
     from ..stream.broker import resolve_bootstrap
     from ..stream.config import load_config
     from ..stream.subscription import Releases
@@ -200,7 +198,7 @@ def _follow_truth(args, feed) -> None:
     config = load_config(args.config)
     stream = config.stream(args.stream) if args.stream else config.streams[0]
     monitor = TruthMonitor.for_stream(stream, feed)
-    start_http_server(args.truth_port)
+    serve_metrics(args.truth_port)
 
     def follow() -> None:
         with Releases(resolve_bootstrap(args.bootstrap), streams=[stream.name]) as releases:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import UsageError
+from ._common import UsageError, serve_metrics
 
 
 def register(sub) -> None:
@@ -79,8 +79,6 @@ def default_config(feed, args):
 
 
 def handle(args) -> int:
-    from prometheus_client import start_http_server
-
     from producers.replay import MatrixFeed, replay
     from ..core.data import UserValues
     from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
@@ -124,7 +122,7 @@ def handle(args) -> int:
             _first_slots(feed, slots).data.save(values)
             children.append(DevicesProcess(config_path, stream.name, values, bootstrap, workdir / "devices.log",
                                            tansu_compat=broker is not None).start())
-        start_http_server(truth_port, addr="127.0.0.1")
+        serve_metrics(truth_port, "127.0.0.1")
         print(f"broker {bootstrap}{' (embedded tansu)' if broker else ''}; worker metrics "
               f"http://127.0.0.1:{port}/metrics; error against truth http://127.0.0.1:{truth_port}/metrics; "
               f"worker log {worker.log_path}", file=sys.stderr)

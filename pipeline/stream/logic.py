@@ -234,12 +234,6 @@ the collector's (not the mechanism's).
         """How long the collector waits for the users asked in one phase."""
         return float(self.stream.options.get("deadline_seconds", 30.0))
 
-    @property
-    def block_size(self) -> int:
-        from ..core.local.devices import DEFAULT_BLOCK_SIZE
-
-        return int(self.stream.options.get("block_size", DEFAULT_BLOCK_SIZE))
-
     def measure_support(self, request: dict, support, n: int, last_release) -> list:
         """M1: the dissimilarity of a phase-1 support, as a list for the wire."""
         from ..core.local import Request
@@ -282,6 +276,13 @@ the collector's (not the mechanism's).
         return AuditRecord(stream=self.stream.name, slot=result.slot, mechanism=mechanism.name,
                            epsilon=mechanism.epsilon, window=mechanism.window, eps1=float(result.eps1),
                            eps2=float(result.eps2), phases=phases)
+
+
+def device_block_size(stream: StreamConfig) -> int:
+    """Users per device block of a local-model stream (the devices need no server key to know it)."""
+    from ..core.local.devices import DEFAULT_BLOCK_SIZE
+
+    return int(stream.options.get("block_size", DEFAULT_BLOCK_SIZE))
 
 
 def local_release_extras(result) -> dict:
