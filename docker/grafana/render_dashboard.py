@@ -29,7 +29,8 @@ COLORS = {"green": "#73bf69", "red": "#f2495c", "orange": "#ff9830", "blue": "#5
 def grafana_promql(expr: str, streams: list[str], rate_interval: str) -> str:
     """The expression as Grafana sends it: the stream variable set to ``streams``, $__rate_interval filled."""
     expr = expr.replace("$__rate_interval", rate_interval)
-    expr = re.sub(r"\$\{stream\}|\$stream\b", "(" + "|".join(map(re.escape, streams)) + ")", expr)
+    escaped = [re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\\\1", s) for s in streams]  # as Grafana: \\ in a PromQL string
+    expr = re.sub(r"\$\{stream\}|\$stream\b", lambda _: "(" + "|".join(escaped) + ")", expr)
     if "$" in expr:
         raise ValueError(f"a dashboard variable this renderer does not set: {expr}")
     return expr

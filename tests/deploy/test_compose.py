@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from pipeline.cli import build_parser
-from pipeline.stream.config import AppConfig
+from pipeline.stream.config import AppConfig, load_config
+from pipeline.stream.processors import Processors
 
 from .conftest import (COMPOSE_FILE, DASHBOARDS, DOCKER, PROMETHEUS_CONFIG, STREAMS_FILE, compose_config, host_file,
                        keys_env, source_of)
@@ -89,7 +90,7 @@ def test_service_command_is_a_valid_wevent_invocation(compose, streams_raw, name
 
 def test_every_service_command_of_the_wevent_image_is_checked():
     """The list above is the compose file's: a new wevent service is checked without editing the test."""
-    assert {"worker-1", "worker-2", "replay", "devices-1", "devices-2"} <= set(WEVENT_SERVICES)
+    assert {"worker-1", "worker-2", "replay", "replay-personalized", "devices-1", "devices-2"} <= set(WEVENT_SERVICES)
 
 
 def test_topic_creation_matches_the_stream_config(compose, streams_raw):
@@ -100,11 +101,22 @@ def test_topic_creation_matches_the_stream_config(compose, streams_raw):
     assert created == config.topics()
 
 
-def test_prometheus_scrapes_every_worker_on_its_web_port(compose):
-    workers = {name: parse_wevent(compose["services"][name]["command"]).web_port for name in worker_services(compose)}
+def test_prometheus_scrapes_every_worker_and_every_truth_monitor(compose):
+    """Job wevent-worker: every worker's web port; job wevent-truth: every replay's --truth-port."""
+    expected = {"wevent-worker": set(), "wevent-truth": set()}
+    for name in WEVENT_SERVICES:
+        command = compose["services"][name]["command"]
+        if command[0] != "worker" and "--truth-port" not in command:
+            continue
+        args = parse_wevent(command)
+        if args.command == "worker":
+            expected["wevent-worker"].add(f"{name}:{args.web_port}")
+        elif getattr(args, "truth_port", None):
+            expected["wevent-truth"].add(f"{name}:{args.truth_port}")
     scrape = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
-    targets = {t for job in scrape["scrape_configs"] for group in job["static_configs"] for t in group["targets"]}
-    assert targets == {f"{name}:{port}" for name, port in workers.items()}
+    jobs = {job["job_name"]: {t for group in job["static_configs"] for t in group["targets"]}
+            for job in scrape["scrape_configs"]}
+    assert jobs == expected
     assert compose["services"]["prometheus"]["volumes"][0].startswith(f"{PROMETHEUS_CONFIG.parent}:")
 
 
@@ -133,3 +145,12 @@ def test_grafana_provisions_the_dashboards_and_datasource_from_files(compose):
     datasource = yaml.safe_load((DOCKER / "grafana/provisioning/datasources/prometheus.yml").read_text())
     url = datasource["datasources"][0]["url"]
     assert re.fullmatch(r"http://prometheus:\d+", url) and "prometheus" in compose["services"]
+
+
+def test_the_workers_accept_the_stack_stream_config(monkeypatch):
+    """What `wevent worker` does with config/streams.toml before it joins the group: load it and
+    build every stream's processors (a stream the pipeline cannot run stops the worker)."""
+    monkeypatch.setenv("WEVENT_NOISE_KEY", keys_env()["WEVENT_NOISE_KEY"])
+    config = load_config(STREAMS_FILE)
+    processors = Processors.build(config)
+    assert set(processors.publication.logics) == {s.name for s in config.streams}

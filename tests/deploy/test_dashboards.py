@@ -4,8 +4,9 @@ budget alert stays silent.
 
 The run uses the stack's stream config (docker/config/streams.toml) with every stream whose kind
 the pipeline supports (probed with the real config parser and `logic_for`); the central stream is
-fed by `wevent run`, and the test sends one malformed message and one late report so that the
-rejection and dead-letter panels have something to show. Panels on metrics only a kind the pipeline
+fed by `wevent run`, the others by the stack's own replay and device-fleet commands, taken from
+docker-compose.yml and pointed at this run. The test sends one malformed message and one late
+report so that the rejection and dead-letter panels have something to show. Panels on metrics only a kind the pipeline
 does not support yet exports (the local model's) are skipped with the parser's reason.
 
 `WEVENT_DASHBOARD_PNG=docker/grafana/dashboard.png` also renders the dashboard from this run's data
@@ -26,7 +27,7 @@ import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pytest
@@ -98,6 +99,7 @@ class Run:
     rules: list[dict] = field(default_factory=list)
     targets: list[dict] = field(default_factory=list)
     spent: list = field(default_factory=list)  # the series the budget alert compares with the budget
+    released: set[str] = field(default_factory=set)  # streams with a scraped release
     log: str = ""
 
 
@@ -152,28 +154,38 @@ def wevent_process(argv: list[str], log: Path, env: dict | None = None) -> subpr
                             stderr=open(log, "ab"), start_new_session=True, env={**os.environ, **(env or {})})
 
 
-def on_this_machine(service: dict, config_path: Path, bootstrap: str, values: Path) -> list[str]:
-    """A compose service's `wevent` arguments pointed at this run's config, broker and files."""
+def option(argv: list[str], flag: str) -> str | None:
+    return argv[argv.index(flag) + 1] if flag in argv else None
+
+
+def feeders(compose: dict, streams: set[str]) -> list[dict]:
+    """The stack's services that send one of ``streams`` to Kafka: replays and device-fleet shards."""
+    return [s for s in compose["services"].values() if s.get("command", [""])[0] in ("replay", "devices")
+            and "--bootstrap" in s["command"] and option(s["command"], "--stream") in streams]
+
+
+def on_this_machine(service: dict, replacements: dict) -> list[str]:
+    """A compose service's `wevent` arguments with some options replaced and its mounted files on the host."""
     argv = list(service["command"])
-    for flag, value in (("--config", config_path), ("--bootstrap", bootstrap), ("--values", values), ("--dump", values)):
+    for flag, value in replacements.items():
         if flag in argv:
             argv[argv.index(flag) + 1] = str(value)
     host = [source_of(service, arg) if arg.startswith("/") else None for arg in argv]
     return [f"{found[0]}/{found[1]}" if found and found[0].startswith("/") else arg for arg, found in zip(argv, host)]
 
 
-def start_device_fleet(compose: dict, stream: str, config_path: Path, bootstrap: str, tmp: Path) -> list:
-    """The stack's device fleet for a local stream: the services that --dump the devices' values,
-    then every `wevent devices` shard, as docker-compose runs them (tests/deploy/test_compose.py)."""
-    services = compose["services"].values()
-    shards = [s for s in services if s["command"][0] == "devices" and s["command"][s["command"].index("--stream") + 1] == stream]
-    values = tmp / f"{stream}-values.npz"
-    for writer in (s for s in services if "--dump" in s.get("command", [])):
-        if source_of(writer, writer["command"][writer["command"].index("--dump") + 1]) == \
-                source_of(shards[0], shards[0]["command"][shards[0]["command"].index("--values") + 1]):
-            assert wevent_process(on_this_machine(writer, config_path, bootstrap, values), tmp / "devices.log").wait(120) == 0
-    key = {"WEVENT_DEVICE_KEY": secrets.token_hex(32)}
-    return [wevent_process(on_this_machine(s, config_path, bootstrap, values), tmp / "devices.log", key) for s in shards]
+def start_feeder(compose: dict, service: dict, replacements: dict, env: dict, tmp: Path) -> subprocess.Popen:
+    """A feeder as docker-compose runs it; a device shard's values are first dumped by the service
+    that writes them there (tests/deploy/test_compose.py checks that one does)."""
+    log = tmp / "feeders.log"
+    values = option(service["command"], "--values")
+    if values:
+        writer = next(s for s in compose["services"].values() if "--dump" in s.get("command", [])
+                      and source_of(s, option(s["command"], "--dump")) == source_of(service, values))
+        dump = tmp / PurePosixPath(values).name
+        assert wevent_process(on_this_machine(writer, {"--dump": dump}), log).wait(120) == 0, log.read_text()
+        replacements = {**replacements, "--values": dump}
+    return wevent_process(on_this_machine(service, replacements), log, env)
 
 
 @pytest.fixture(scope="module")
@@ -182,14 +194,17 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
     config, unsupported = supported_config(streams_raw)
     config_path = tmp / "streams.json"
     config_path.write_text(json.dumps(config))
-    central = next(s for s in config["streams"] if s["model"] == "central")
+    central = next(s for s in config["streams"] if s["model"] == "central")  # fed by `wevent run`
+    others = [(service, {"--truth-port": free_port()} if "--truth-port" in service["command"] else {})
+              for service in feeders(compose, {s["name"] for s in config["streams"]} - {central["name"]})]
     worker_port, truth_port, prometheus_port = free_port(), free_port(), free_port()
+    truth_targets = [f"127.0.0.1:{port}" for port in [truth_port, *(p["--truth-port"] for _, p in others if p)]]
     (tmp / "prometheus.yml").write_text(yaml.safe_dump({
         "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
         "rule_files": [str(ALERT_RULES)],
         "scrape_configs": [
             {"job_name": "wevent-worker", "static_configs": [{"targets": [f"127.0.0.1:{worker_port}"]}]},
-            {"job_name": "wevent-truth", "static_configs": [{"targets": [f"127.0.0.1:{truth_port}"]}]},
+            {"job_name": "wevent-truth", "static_configs": [{"targets": truth_targets}]},
         ],
     }))
     prometheus = subprocess.Popen(
@@ -210,8 +225,9 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
         released = f'wevent_last_released_slot{{stream="{central["name"]}"}} >= 2'
         wait_for(lambda: query(result.prometheus, released), 90, "a scraped release of slot 2", log)
         send_bad_input(bootstrap, central)
-        for stream in (s for s in config["streams"] if s["model"] == "local"):
-            fleet += start_device_fleet(compose, stream["name"], config_path, bootstrap, tmp)
+        env = {"WEVENT_DEVICE_KEY": secrets.token_hex(32), "WEVENT_TANSU_COMPAT": "1"}
+        fleet = [start_feeder(compose, service, {**ports, "--config": config_path, "--bootstrap": bootstrap,
+                                                 "--speed": SPEED}, env, tmp) for service, ports in others]
         expressions = {promql(t["expr"], result.streams): not kinds_needed(panel) & set(unsupported)
                        for _, panel in PANELS for t in panel["targets"]}  # expression -> its data is expected
         answers = {}
@@ -219,7 +235,9 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
         while wevent.poll() is None and time.monotonic() < deadline:  # instant queries see live series only
             answers.update({expr: got for expr in expressions.keys() - answers.keys()
                             if (got := query(result.prometheus, expr))})
-            if not RENDER_TO and all(expr in answers for expr, expected in expressions.items() if expected):
+            result.released = {r["metric"]["stream"] for r in query(result.prometheus, "wevent_last_released_slot")}
+            if not RENDER_TO and all(expr in answers for expr, expected in expressions.items() if expected) \
+                    and result.released == set(result.streams):
                 break
             time.sleep(1)
         result.answers = {expr: answers.get(expr, []) for expr in expressions}
@@ -256,8 +274,14 @@ def test_every_panel_expression_returns_data(run, dashboard, panel):
                        + f"\nstreams {run.streams}; wevent run's output:\n{run.log}")
 
 
-def test_prometheus_scraped_the_worker_and_the_truth_monitor(run):
-    assert {t["labels"]["job"]: t["health"] for t in run.targets} == {"wevent-worker": "up", "wevent-truth": "up"}
+def test_every_stream_of_the_run_is_released(run):
+    """Each supported stream's feeder from docker-compose.yml reaches the worker (not only `wevent run`'s)."""
+    assert run.released == set(run.streams), run.log
+
+
+def test_prometheus_scraped_the_worker_and_every_truth_monitor(run):
+    assert {t["labels"]["job"] for t in run.targets} == {"wevent-worker", "wevent-truth"}
+    assert {t["scrapeUrl"]: t["health"] for t in run.targets if t["health"] != "up"} == {}
 
 
 def test_alert_rules_evaluate_and_the_budget_alert_stays_silent(run):
