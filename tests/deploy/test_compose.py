@@ -90,7 +90,8 @@ def test_service_command_is_a_valid_wevent_invocation(compose, streams_raw, name
 
 def test_every_service_command_of_the_wevent_image_is_checked():
     """The list above is the compose file's: a new wevent service is checked without editing the test."""
-    assert {"worker-1", "worker-2", "replay", "replay-personalized", "devices-1", "devices-2"} <= set(WEVENT_SERVICES)
+    assert {"worker-1", "worker-2", "replay", "replay-personalized", "replay-local", "devices-1",
+            "devices-2"} <= set(WEVENT_SERVICES)
 
 
 def test_topic_creation_matches_the_stream_config(compose, streams_raw):
@@ -101,18 +102,18 @@ def test_topic_creation_matches_the_stream_config(compose, streams_raw):
     assert created == config.topics()
 
 
-def test_prometheus_scrapes_every_worker_and_every_truth_monitor(compose):
-    """Job wevent-worker: every worker's web port; job wevent-truth: every replay's --truth-port."""
-    expected = {"wevent-worker": set(), "wevent-truth": set()}
+def test_prometheus_scrapes_every_worker_truth_monitor_and_device_shard(compose):
+    """Jobs: wevent-worker, every worker's web port; wevent-truth, every replay's --truth-port;
+    wevent-devices, every device shard's --metrics-port."""
+    expected = {"wevent-worker": set(), "wevent-truth": set(), "wevent-devices": set()}
     for name in WEVENT_SERVICES:
-        command = compose["services"][name]["command"]
-        if command[0] != "worker" and "--truth-port" not in command:
-            continue
-        args = parse_wevent(command)
+        args = parse_wevent(compose["services"][name]["command"])
         if args.command == "worker":
             expected["wevent-worker"].add(f"{name}:{args.web_port}")
         elif getattr(args, "truth_port", None):
             expected["wevent-truth"].add(f"{name}:{args.truth_port}")
+        elif args.command == "devices" and args.metrics_port:
+            expected["wevent-devices"].add(f"{name}:{args.metrics_port}")
     scrape = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
     jobs = {job["job_name"]: {t for group in job["static_configs"] for t in group["targets"]}
             for job in scrape["scrape_configs"]}

@@ -100,6 +100,8 @@ class Run:
     targets: list[dict] = field(default_factory=list)
     spent: list = field(default_factory=list)  # the series the budget alert compares with the budget
     released: set[str] = field(default_factory=set)  # streams with a scraped release
+    jobs: set[str] = field(default_factory=set)  # scrape jobs of the generated config
+    stopped_feeders: list[str] = field(default_factory=list)  # feeders that exited during the run
     log: str = ""
 
 
@@ -195,17 +197,19 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
     config_path = tmp / "streams.json"
     config_path.write_text(json.dumps(config))
     central = next(s for s in config["streams"] if s["model"] == "central")  # fed by `wevent run`
-    others = [(service, {"--truth-port": free_port()} if "--truth-port" in service["command"] else {})
+    scraped = {"--truth-port": "wevent-truth", "--metrics-port": "wevent-devices"}  # feeders' ports -> job
+    others = [(service, {flag: free_port() for flag in scraped if flag in service["command"]})
               for service in feeders(compose, {s["name"] for s in config["streams"]} - {central["name"]})]
     worker_port, truth_port, prometheus_port = free_port(), free_port(), free_port()
-    truth_targets = [f"127.0.0.1:{port}" for port in [truth_port, *(p["--truth-port"] for _, p in others if p)]]
+    targets = {"wevent-worker": [worker_port], "wevent-truth": [truth_port]}
+    for _, ports in others:
+        for flag, port in ports.items():
+            targets.setdefault(scraped[flag], []).append(port)
     (tmp / "prometheus.yml").write_text(yaml.safe_dump({
         "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
         "rule_files": [str(ALERT_RULES)],
-        "scrape_configs": [
-            {"job_name": "wevent-worker", "static_configs": [{"targets": [f"127.0.0.1:{worker_port}"]}]},
-            {"job_name": "wevent-truth", "static_configs": [{"targets": truth_targets}]},
-        ],
+        "scrape_configs": [{"job_name": job, "static_configs": [{"targets": [f"127.0.0.1:{p}" for p in ports]}]}
+                           for job, ports in targets.items()],
     }))
     prometheus = subprocess.Popen(
         [tool("prometheus", "prometheus"), f"--config.file={tmp / 'prometheus.yml'}",
@@ -216,7 +220,8 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
                              "--speed", str(SPEED), "--metrics-port", str(worker_port), "--truth-port", str(truth_port),
                              "--quiet"], output, {"WEVENT_NOISE_KEY": secrets.token_hex(32)})
     fleet = []
-    result = Run([s["name"] for s in config["streams"]], unsupported, f"http://127.0.0.1:{prometheus_port}")
+    result = Run([s["name"] for s in config["streams"]], unsupported, f"http://127.0.0.1:{prometheus_port}",
+                 jobs=set(targets))
     log = lambda: output.read_text(errors="replace")  # noqa: E731
     try:
         wait_for_port("127.0.0.1", prometheus_port)
@@ -226,8 +231,9 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
         wait_for(lambda: query(result.prometheus, released), 90, "a scraped release of slot 2", log)
         send_bad_input(bootstrap, central)
         env = {"WEVENT_DEVICE_KEY": secrets.token_hex(32), "WEVENT_TANSU_COMPAT": "1"}
+        devices_first = sorted(others, key=lambda other: other[0]["command"][0] != "devices")  # before the requests
         fleet = [start_feeder(compose, service, {**ports, "--config": config_path, "--bootstrap": bootstrap,
-                                                 "--speed": SPEED}, env, tmp) for service, ports in others]
+                                                 "--speed": SPEED}, env, tmp) for service, ports in devices_first]
         expressions = {promql(t["expr"], result.streams): not kinds_needed(panel) & set(unsupported)
                        for _, panel in PANELS for t in panel["targets"]}  # expression -> its data is expected
         answers = {}
@@ -241,6 +247,7 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
                 break
             time.sleep(1)
         result.answers = {expr: answers.get(expr, []) for expr in expressions}
+        result.stopped_feeders = [" ".join(p.args[3:]) for p in fleet if p.poll() is not None]
         assert wevent.poll() is None, f"wevent run ended while the test was still querying:\n{log()}"
         result.rules = [rule for group in api(result.prometheus, "rules")["groups"] for rule in group["rules"]]
         result.targets = api(result.prometheus, "targets")["activeTargets"]
@@ -249,7 +256,9 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
             subprocess.run([os.environ.get("WEVENT_RENDER_PYTHON", sys.executable), str(RENDERER),
                             "--prometheus", result.prometheus, "--minutes", "4.5", "--rate-interval", "20s",
                             "--out", RENDER_TO, *result.streams], check=True)
-        result.log = log()
+        feeders_log = tmp / "feeders.log"
+        result.log = log() + (f"\nfeeders (docker-compose commands):\n{feeders_log.read_text(errors='replace')[-3000:]}"
+                              if feeders_log.exists() else "")
     finally:
         for process in (*fleet, wevent, prometheus):
             if process.poll() is None:
@@ -274,14 +283,20 @@ def test_every_panel_expression_returns_data(run, dashboard, panel):
                        + f"\nstreams {run.streams}; wevent run's output:\n{run.log}")
 
 
+def test_the_stack_feeders_keep_running(run):
+    """The replays (serving the truth afterwards) and device shards of docker-compose.yml never exit."""
+    assert run.stopped_feeders == [], run.log
+
+
 def test_every_stream_of_the_run_is_released(run):
     """Each supported stream's feeder from docker-compose.yml reaches the worker (not only `wevent run`'s)."""
     assert run.released == set(run.streams), run.log
 
 
-def test_prometheus_scraped_the_worker_and_every_truth_monitor(run):
-    assert {t["labels"]["job"] for t in run.targets} == {"wevent-worker", "wevent-truth"}
-    assert {t["scrapeUrl"]: t["health"] for t in run.targets if t["health"] != "up"} == {}
+def test_prometheus_scraped_every_target(run):
+    assert {t["labels"]["job"] for t in run.targets} == run.jobs
+    down = {t["scrapeUrl"]: (t["labels"]["job"], t["lastError"]) for t in run.targets if t["health"] != "up"}
+    assert down == {}, run.log
 
 
 def test_alert_rules_evaluate_and_the_budget_alert_stays_silent(run):
