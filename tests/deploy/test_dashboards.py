@@ -6,8 +6,9 @@ The run uses the stack's stream config (docker/config/streams.toml) with every s
 the pipeline supports (probed with the real config parser and `logic_for`); the central stream is
 fed by `wevent run`, the others by the stack's own replay and device-fleet commands, taken from
 docker-compose.yml and pointed at this run. The test sends one malformed message and one late
-report so that the rejection and dead-letter panels have something to show. Panels on metrics only a kind the pipeline
-does not support yet exports (the local model's) are skipped with the parser's reason.
+report so that the rejection and dead-letter panels have something to show. A panel on metrics
+that only a stream kind the pipeline refuses would export (the local model's) is skipped with the
+refusal as its reason.
 
 `WEVENT_DASHBOARD_PNG=docker/grafana/dashboard.png` also renders the dashboard from this run's data
 with docker/grafana/render_dashboard.py (needs matplotlib) and runs the replay longer for it.
