@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test test-quick clean
+.PHONY: setup deploy-tools run test test-quick clean
 
 setup: $(VENV)/.installed
 
@@ -13,14 +13,35 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
+# What tests/deploy runs besides Python: Debian's docker-compose (`docker-compose config`) and
+# prometheus (promtool, the server) when missing, testcontainers in the venv, and a Python 3.12
+# venv with helm-sdkpy where a Python 3.12 exists. Quick when all is there already.
+DEPLOY_DEBS := docker-compose:docker-compose promtool:prometheus prometheus:prometheus
+HELM_VENV := .venv312
+
+deploy-tools: $(VENV)/.installed
+	@missing=$$(for pair in $(DEPLOY_DEBS); do command -v $${pair%%:*} >/dev/null || echo $${pair##*:}; done | sort -u); \
+	if [ -n "$$missing" ]; then \
+		echo "apt-get install $$missing"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
+			|| echo "could not install $$missing: the deploy tests that need them will fail"; \
+	fi
+	@$(PY) -c "import testcontainers" 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check -r tests/deploy/testcontainers-requirements.txt
+	@python312=$$($(PY) tests/deploy/python312.py) || { echo "no Python 3.12: the helm lint tests will skip"; exit 0; }; \
+	if [ ! -f $(HELM_VENV)/.installed ] || [ tests/deploy/helm-requirements.txt -nt $(HELM_VENV)/.installed ]; then \
+		$$python312 -m venv $(HELM_VENV) && \
+		$(HELM_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/deploy/helm-requirements.txt && \
+		touch $(HELM_VENV)/.installed; \
+	fi
+
 run: setup
 	$(VENV)/bin/wevent simulate --mechanism all
 
-test: setup
+test: setup deploy-tools
 	$(PY) -m pytest
 
-test-quick: setup
+test-quick: setup deploy-tools
 	$(PY) -m pytest -m "not slow"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(HELM_VENV) .pytest_cache .hypothesis build *.egg-info

@@ -1,0 +1,85 @@
+"""Shared paths and helpers of the deployment tests (docker/, helm/).
+
+The tools these tests run (Debian's docker-compose and prometheus packages, a Python 3.12 venv with
+helm-sdkpy) are installed by `make setup`; a test whose tool is missing fails and says how to get it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path, PurePosixPath
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKER = ROOT / "docker"
+COMPOSE_FILE = DOCKER / "docker-compose.yml"
+STREAMS_FILE = DOCKER / "config" / "streams.toml"
+PROMETHEUS_CONFIG = DOCKER / "prometheus" / "prometheus.yml"
+ALERT_RULES = DOCKER / "prometheus" / "alerts.yml"
+DASHBOARDS = DOCKER / "grafana" / "dashboards"
+CHART = ROOT / "helm" / "wevent"
+
+
+def tool(name: str, debian_package: str) -> str:
+    """The path of a command-line tool, or a failure naming the package that provides it."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"`{name}` is not installed: `make setup` installs it (apt-get install {debian_package})")
+    return path
+
+
+def keys_env() -> dict[str, str]:
+    """The environment with fresh secret keys, as an operator sets them before `docker compose up`."""
+    return {**os.environ, "WEVENT_NOISE_KEY": secrets.token_hex(32), "WEVENT_DEVICE_KEY": secrets.token_hex(32)}
+
+
+def compose_config(env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`docker-compose config`: the compose file parsed, merged and interpolated (no engine needed)."""
+    return subprocess.run([tool("docker-compose", "docker-compose"), "-f", str(COMPOSE_FILE), "config"],
+                          capture_output=True, text=True, env=env, cwd=DOCKER, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def compose() -> dict:
+    """The compose file as docker-compose resolves it (anchors merged, paths absolute)."""
+    result = compose_config(keys_env())
+    assert result.returncode == 0, f"docker-compose config failed:\n{result.stderr}"
+    return yaml.safe_load(result.stdout)
+
+
+@pytest.fixture(scope="session")
+def streams_raw() -> dict:
+    """docker/config/streams.toml as plain data (the stack's stream config)."""
+    return tomllib.loads(STREAMS_FILE.read_text())
+
+
+def mounts(service: dict) -> list[tuple[str, PurePosixPath]]:
+    """(source, container path) of each volume; the source is a host path or a named volume."""
+    result = []
+    for volume in service.get("volumes", []):
+        source, target = volume.split(":")[:2]
+        result.append((source, PurePosixPath(target)))
+    return result
+
+
+def source_of(service: dict, container_path: str) -> tuple[str, PurePosixPath] | None:
+    """The mount holding ``container_path`` and the path below it, or None."""
+    path = PurePosixPath(container_path)
+    for source, target in mounts(service):
+        if path == target or target in path.parents:
+            return source, path.relative_to(target)
+    return None
+
+
+def host_file(service: dict, container_path: str) -> Path:
+    found = source_of(service, container_path)
+    assert found is not None, f"{container_path} is on no volume of the service"
+    source, below = found
+    assert source.startswith("/"), f"{container_path} is on the named volume {source!r}, not a host path"
+    return Path(source) / below
