@@ -26,6 +26,7 @@ from faust.sensors.prometheus import setup_prometheus_sensors
 from pipeline.core.randomness import DerivedRandomness
 from pipeline.stream.codecs import Envelope
 from pipeline.stream.config import AppConfig
+from pipeline.stream.kafka import KafkaCredentials
 from pipeline.stream.processors import Processor, Processors, dead_letter
 from pipeline.stream.query import QueryService
 
@@ -48,6 +49,9 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, tansu_
     )
     if datadir:
         options["datadir"] = datadir
+    credentials = KafkaCredentials.from_env()
+    if credentials:
+        options["broker_credentials"] = credentials.faust()
     if tansu_compat:
         # tansu reports wrong high watermarks for multi-record batches, which loses data after a
         # restart; one record per batch avoids it (shared/notes/tansu-and-faust.md). Our records

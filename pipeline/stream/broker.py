@@ -90,7 +90,9 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0)
     """Create missing topics with their partition counts; existing ones must already match."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from .kafka import client_config
+
+    admin = AdminClient(client_config(bootstrap))
     try:
         existing = admin.list_topics(timeout=timeout).topics
     except Exception as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
@@ -10,10 +12,60 @@ from .codecs import ReportBatch, Watermark
 
 MAX_REPORTS_PER_MESSAGE = 65_536  # 512 KiB of report payload: under Kafka's default 1 MiB message limit
 
+# Kafka credentials come from the environment (the Helm chart fills them from its Secret).
+SASL_ENV = {"mechanism": "WEVENT_KAFKA_SASL_MECHANISM", "username": "WEVENT_KAFKA_USERNAME",
+            "password": "WEVENT_KAFKA_PASSWORD", "protocol": "WEVENT_KAFKA_SECURITY_PROTOCOL"}
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+@dataclass(frozen=True)
+class KafkaCredentials:
+    """SASL over TLS (``SASL_SSL``, the default) or plain TCP (``SASL_PLAINTEXT``)."""
+
+    mechanism: str
+    username: str
+    password: str
+    protocol: str = "SASL_SSL"
+
+    @classmethod
+    def from_env(cls) -> "KafkaCredentials | None":
+        """The credentials in WEVENT_KAFKA_*, or None when no username is set (no authentication)."""
+        from ..errors import UsageError
+
+        username = os.environ.get(SASL_ENV["username"], "")
+        if not username:
+            return None
+        mechanism = os.environ.get(SASL_ENV["mechanism"], "SCRAM-SHA-512").upper()
+        protocol = os.environ.get(SASL_ENV["protocol"], "SASL_SSL").upper()
+        if mechanism not in SASL_MECHANISMS:
+            raise UsageError(f"{SASL_ENV['mechanism']} must be one of {', '.join(SASL_MECHANISMS)}, got {mechanism!r}")
+        if protocol not in ("SASL_SSL", "SASL_PLAINTEXT"):
+            raise UsageError(f"{SASL_ENV['protocol']} must be SASL_SSL or SASL_PLAINTEXT, got {protocol!r}")
+        return cls(mechanism, username, os.environ.get(SASL_ENV["password"], ""), protocol)
+
+    def librdkafka(self) -> dict:
+        return {"security.protocol": self.protocol, "sasl.mechanism": self.mechanism, "sasl.username": self.username,
+                "sasl.password": self.password}
+
+    def faust(self):
+        import ssl
+
+        import faust
+
+        context = ssl.create_default_context() if self.protocol == "SASL_SSL" else None
+        return faust.SASLCredentials(username=self.username, password=self.password, mechanism=self.mechanism,
+                                     ssl_context=context)
+
+
+def client_config(bootstrap: str) -> dict:
+    """What every confluent client needs: the servers, and the credentials if any."""
+    credentials = KafkaCredentials.from_env()
+    return {"bootstrap.servers": bootstrap, **(credentials.librdkafka() if credentials else {})}
+
 
 def producer_config(bootstrap: str, tansu_compat: bool) -> dict:
     config = {
-        "bootstrap.servers": bootstrap,
+        **client_config(bootstrap),
         # Java-compatible key hashing, as Faust (aiokafka) uses: keyed messages from any client
         # land on the partition a Faust table expects.
         "partitioner": "murmur2_random",
@@ -28,7 +80,7 @@ def producer_config(bootstrap: str, tansu_compat: bool) -> dict:
 
 def consumer_config(bootstrap: str, group: str | None = None) -> dict:
     return {
-        "bootstrap.servers": bootstrap,
+        **client_config(bootstrap),
         "group.id": group or "wevent-observer",
         "enable.auto.commit": group is not None,
         "auto.offset.reset": "earliest",

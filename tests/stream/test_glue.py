@@ -110,3 +110,31 @@ def test_audit_checks_every_user_of_population_methods():
     bad = good[:4] + [slot(5, [3], [11])] + good[5:]  # user 3 again two slots after slot 3
     finding = verify(bad)[0]
     assert not finding.ok and "user 3" in finding.message
+
+
+def test_kafka_credentials_come_from_the_environment(monkeypatch):
+    """Only the mapping is testable here: tansu cannot create SCRAM users on its authenticated listener."""
+    import faust
+
+    from pipeline.errors import UsageError
+    from pipeline.stream.kafka import KafkaCredentials, consumer_config, producer_config
+
+    for name in ("WEVENT_KAFKA_USERNAME", "WEVENT_KAFKA_PASSWORD", "WEVENT_KAFKA_SASL_MECHANISM",
+                 "WEVENT_KAFKA_SECURITY_PROTOCOL"):
+        monkeypatch.delenv(name, raising=False)
+    assert KafkaCredentials.from_env() is None
+    assert "sasl.username" not in producer_config("k:9092", tansu_compat=False)
+    monkeypatch.setenv("WEVENT_KAFKA_USERNAME", "alice")
+    monkeypatch.setenv("WEVENT_KAFKA_PASSWORD", "s3cret")
+    config = consumer_config("k:9092")
+    assert (config["security.protocol"], config["sasl.mechanism"], config["sasl.username"], config["sasl.password"]) == (
+        "SASL_SSL", "SCRAM-SHA-512", "alice", "s3cret")
+    credentials = KafkaCredentials.from_env().faust()
+    assert isinstance(credentials, faust.SASLCredentials) and credentials.ssl_context is not None
+    assert credentials.mechanism.value == "SCRAM-SHA-512" and credentials.username == "alice"
+    monkeypatch.setenv("WEVENT_KAFKA_SECURITY_PROTOCOL", "sasl_plaintext")
+    monkeypatch.setenv("WEVENT_KAFKA_SASL_MECHANISM", "plain")
+    assert KafkaCredentials.from_env().faust().ssl_context is None
+    monkeypatch.setenv("WEVENT_KAFKA_SASL_MECHANISM", "kerberos-please")
+    with pytest.raises(UsageError, match="WEVENT_KAFKA_SASL_MECHANISM"):
+        KafkaCredentials.from_env()
