@@ -101,6 +101,7 @@ class DerivedRandomness:
         self._hasher.update(struct.pack("<q", len(self.stream.encode())) + self.stream.encode())
         self._bits = np.random.PCG64(0)
         self._scratch = np.random.Generator(self._bits)
+        self._pool: list[np.random.Generator] = []  # reusable generators of generators()
 
     def _state(self, slot: int, phase: int, block: int) -> dict:
         h = self._hasher.copy()  # the keyed, personalised prefix is hashed once per stream
@@ -118,6 +119,19 @@ class DerivedRandomness:
         bits = np.random.PCG64(0)
         bits.state = self._state(slot, phase, block)
         return np.random.Generator(bits)
+
+    def generators(self, slot: int, phase: int, blocks) -> list[np.random.Generator]:
+        """The generators of several blocks at once (the same streams as :meth:`generator`).
+
+        They reuse pooled bit generators (1 µs each instead of ~17 µs), so they are valid only
+        until the next call of this method: the hot path of the devices' per-report perturbation.
+        """
+        blocks = list(blocks)
+        while len(self._pool) < len(blocks):
+            self._pool.append(np.random.Generator(np.random.PCG64(0)))
+        for generator, block in zip(self._pool, blocks):
+            generator.bit_generator.state = self._state(slot, phase, block)
+        return self._pool[: len(blocks)]
 
     def laplace(self, slot: int, phase: int, scale: float, size: int | None = None):
         """Laplace(0, scale) noise at (slot, phase): a float when ``size`` is None, else an array.

@@ -103,6 +103,6 @@ class Devices:
             return oracle.sample_support(asked, rng), request.size
         blocks = list(self.blocks(request))
         asked = values if request.users is None else values[request.users]
-        rngs = [self.randomness.generator(request.slot, request.phase, block=block) for block, _ in blocks]
+        rngs = self.randomness.generators(request.slot, request.phase, (block for block, _ in blocks))
         sizes = [users.stop - users.start if isinstance(users, slice) else users.size for _, users in blocks]
         return oracle.batches_support(asked, rngs, sizes), request.size

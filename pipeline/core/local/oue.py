@@ -87,7 +87,9 @@ class OUE(FrequencyOracle):
             lanes = raw[: d * width // 8].view(np.uint8)
             np.less(lanes.reshape(d, width), self._threshold, out=bits[:, offset : offset + width])
             own.append(np.take(lanes, values[start : start + size] * width + np.arange(size)) < _HALF)
-            words.append(raw[d * width // 8 :])
+            # Keep a copy of the few spare words, not a view: the block's buffer is freed at once and
+            # the allocator reuses it for the next block (live views made it map fresh pages each time).
+            words.append(raw[d * width // 8 :].copy())
         if self._extra_rate > 0 and words:
             block, position = _sparse_successes(words, d * widths, self._extra_rate, rngs)
             bits.ravel()[position // widths[block] * total + offsets[block] + position % widths[block]] = True
