@@ -1,4 +1,5 @@
-"""``wevent bench producers``: T-Drive preprocessing time per million lines, against a csv-module loop.
+"""``wevent bench producers``: T-Drive preprocessing time per million lines, against a csv-module loop,
+and reports per second from the files into a broker.
 
 The input is T-Drive-format files written to a temporary directory by the fixture generator
 (:func:`producers.fixtures.generate.tdrive_sample`, gaps of 170 s like the real data's ~177 s,
@@ -7,6 +8,11 @@ all of it; the baseline (:func:`csv_baseline`: ``csv.reader``, ``datetime.strpti
 and dictionaries, one line at a time) reads the first files up to ``--baseline-lines``. Both build
 the same (slot x taxi) matrix and skip the same lines; the benchmark checks that on the baseline's
 files before printing the ratio. The baseline is also the tests' slow reference implementation.
+
+Then the preprocessed matrix is replayed as fast as the broker takes it (the embedded tansu broker,
+one record per batch, or ``--bootstrap``) through the same sink as ``wevent replay``: batched
+binary reports and per-partition watermarks. Its rate, and the file-to-broker rate including the
+preprocessing, are printed.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ def register(sub) -> None:
     p.add_argument("--lines", type=int, default=1_000_000,
                    help="input lines for the vectorised reader (default: 1000000)")
     p.add_argument("--baseline-lines", type=int, default=200_000, help="lines for the csv baseline (default: 200000)")
+    p.add_argument("--partitions", type=int, default=4, help="partitions of the reports topic (default: 4)")
+    p.add_argument("--bootstrap", "-b", help="a Kafka to send to instead of the embedded broker")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(handler=handle)
 
@@ -144,4 +152,28 @@ def handle(args) -> int:
           f"{fast_rate:>12,.0f}")
     print(f"{'csv loop':<12} {lines:>11,} {slow_seconds:>9.2f} {slow_seconds / lines * 1e6:>15.2f} {slow_rate:>12,.0f}")
     print(f"speed-up {fast_rate / slow_rate:.1f}x; same matrix and skipped lines on the baseline's files: {agree}")
+    reports, sending = to_broker(fast.values, args.partitions, args.bootstrap)
+    print(f"to the broker: {reports:,} reports in {sending:.2f} s = {reports / sending:,.0f} reports/s; file to broker "
+          f"(preprocessing included): {reports / (fast_seconds + sending):,.0f} reports/s "
+          f"({fast.lines / (fast_seconds + sending):,.0f} input lines/s)")
     return 0 if agree else 1
+
+
+def to_broker(values: UserValues, partitions: int, bootstrap: str | None) -> tuple[int, float]:
+    """Replay ``values`` into ``reports`` as fast as possible: (reports sent, seconds until all acknowledged)."""
+    from producers.replay import MatrixFeed, replay
+
+    from ..stream.broker import EmbeddedBroker, create_topics
+    from ..stream.kafka import KafkaReportSink
+
+    broker = None if bootstrap else EmbeddedBroker().start()
+    try:
+        target = bootstrap or broker.bootstrap
+        create_topics(target, {"reports": partitions})
+        sink = KafkaReportSink(target, "taxi", partitions, tansu_compat=broker is not None)
+        start = time.perf_counter()
+        stats = replay(MatrixFeed(values), sink)  # closes the sink: every message acknowledged
+        return stats.reports, time.perf_counter() - start
+    finally:
+        if broker:
+            broker.stop()
