@@ -3,7 +3,7 @@
 Grafana itself cannot be installed on the project's machines (no package registry carries it), so the
 picture in the README is drawn by this script from the very queries of the dashboard file, sent to a
 real Prometheus that scraped a real run: tests/deploy/test_dashboards.py runs it when
-WEVENT_DASHBOARD_PNG is set (see README-deploy.md). Needs matplotlib.
+WEVENT_DASHBOARD_PNG is set (see docker/README.md). Needs matplotlib.
 
     python docker/grafana/render_dashboard.py --prometheus http://127.0.0.1:9090 --minutes 5 \\
         --out docker/grafana/dashboard.png taxi

@@ -11,7 +11,7 @@ from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_counts, check_domain
 from .dissimilarity import Dissimilarity, DissimilarityMeasure
 
-__all__ = ["CentralMechanism"]
+__all__ = ["CentralMechanism", "AdaptiveCentralMechanism"]
 
 DecisionOverride = Callable[[int], "bool | None"]
 
@@ -128,3 +128,25 @@ class CentralMechanism(Mechanism):
 
     def _load(self, dynamic: dict[str, Any]) -> None:
         self.last_release = self._freeze(dynamic["last_release"])
+
+
+class AdaptiveCentralMechanism(CentralMechanism):
+    """BD and BA: M1 is the shared dissimilarity measure, M2 decides with it.
+
+    ``budget_shift`` moves budget from M1 to M2 when ``d > 2w`` (spec §3.6a);
+    ``force_first_publish`` publishes slot 1 with the budget the rule would give (RES-3).
+    """
+
+    def __init__(self, epsilon: float, window: int, domain_size: int, *, budget_shift: bool = False,
+                 force_first_publish: bool = False, **options) -> None:
+        super().__init__(epsilon, window, domain_size, **options)
+        self.dissimilarity_measure = DissimilarityMeasure(self.epsilon, self.window, self.domain_size,
+                                                          budget_shift=budget_shift)
+        self.force_first_publish = bool(force_first_publish)
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            **super()._params(),
+            "budget_shift": self.dissimilarity_measure.budget_shift,
+            "force_first_publish": self.force_first_publish,
+        }

@@ -31,28 +31,17 @@ from typing import Any
 import numpy as np
 
 from ..base import StepResult, Strategy
-from ._base import CentralMechanism
-from .dissimilarity import Dissimilarity, DissimilarityMeasure
+from ._base import AdaptiveCentralMechanism
+from .dissimilarity import Dissimilarity
 
 __all__ = ["BudgetAbsorption"]
 
 
-class BudgetAbsorption(CentralMechanism):
+class BudgetAbsorption(AdaptiveCentralMechanism):
     name = "ba"
 
-    def __init__(
-        self,
-        epsilon: float,
-        window: int,
-        domain_size: int,
-        *,
-        budget_shift: bool = False,
-        force_first_publish: bool = False,
-        **options,
-    ) -> None:
+    def __init__(self, epsilon: float, window: int, domain_size: int, **options) -> None:
         super().__init__(epsilon, window, domain_size, **options)
-        self.dissimilarity_measure = DissimilarityMeasure(self.epsilon, self.window, self.domain_size, budget_shift=budget_shift)
-        self.force_first_publish = bool(force_first_publish)
         self.unit = self.dissimilarity_measure.publication_pool / self.window
         self.last_publication = 0  # l: the virtual release r_0 at slot 0 ...
         self.last_units = 1  # ... used one unit, so nothing is nullified after it (RES-3)
@@ -74,13 +63,6 @@ class BudgetAbsorption(CentralMechanism):
             self.last_publication, self.last_units = slot, units
             return self._result(slot, Strategy.PUBLISH, eps2, dissimilarity, threshold)
         return self._repeat(slot, Strategy.APPROXIMATE, dissimilarity, threshold)
-
-    def _params(self) -> dict[str, Any]:
-        return {
-            **super()._params(),
-            "budget_shift": self.dissimilarity_measure.budget_shift,
-            "force_first_publish": self.force_first_publish,
-        }
 
     def _dynamic(self) -> dict[str, Any]:
         return {**super()._dynamic(), "last_publication": self.last_publication, "last_units": self.last_units}

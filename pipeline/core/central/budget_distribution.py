@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from ..base import StepResult, Strategy
-from ._base import CentralMechanism
-from .dissimilarity import Dissimilarity, DissimilarityMeasure
+from ._base import AdaptiveCentralMechanism
+from .dissimilarity import Dissimilarity
 
 __all__ = ["BudgetDistribution"]
 
@@ -41,22 +41,11 @@ __all__ = ["BudgetDistribution"]
 _TINY_BUDGET = 1e-300
 
 
-class BudgetDistribution(CentralMechanism):
+class BudgetDistribution(AdaptiveCentralMechanism):
     name = "bd"
 
-    def __init__(
-        self,
-        epsilon: float,
-        window: int,
-        domain_size: int,
-        *,
-        budget_shift: bool = False,
-        force_first_publish: bool = False,
-        **options,
-    ) -> None:
+    def __init__(self, epsilon: float, window: int, domain_size: int, **options) -> None:
         super().__init__(epsilon, window, domain_size, **options)
-        self.dissimilarity_measure = DissimilarityMeasure(self.epsilon, self.window, self.domain_size, budget_shift=budget_shift)
-        self.force_first_publish = bool(force_first_publish)
         # eps_{k,2} of the previous w-1 slots, in a ring indexed by slot (0 for slots <= 0).
         self._recent = np.zeros(self.window - 1)
 
@@ -84,13 +73,6 @@ class BudgetDistribution(CentralMechanism):
         if self.window > 1:
             self._recent[slot % (self.window - 1)] = result.eps2
         return result
-
-    def _params(self) -> dict[str, Any]:
-        return {
-            **super()._params(),
-            "budget_shift": self.dissimilarity_measure.budget_shift,
-            "force_first_publish": self.force_first_publish,
-        }
 
     def _dynamic(self) -> dict[str, Any]:
         return {**super()._dynamic(), "recent_publication_budgets": self._recent.copy()}
