@@ -15,12 +15,18 @@ from .codecs import ReleaseRecord
 
 
 class TruthMonitor:
-    """Mean absolute error of every release seen so far against the feed's true histograms."""
+    """Mean absolute error of every release seen so far against the feed's true histograms.
 
-    def __init__(self, stream: str, feed, slot_offset: int = 0) -> None:
+    Central and personalized releases estimate counts; local-model releases estimate the share of
+    the ``population`` users holding each value (absent users in an extra last category when the
+    stream has one), so their truth is scaled to match.
+    """
+
+    def __init__(self, stream: str, feed, slot_offset: int = 0, population: int | None = None) -> None:
         self.stream = stream
         self.feed = feed
         self.slot_offset = slot_offset  # stream slot s is feed slot s - slot_offset
+        self.population = population  # local model: releases are frequencies over these users
         self.total = 0.0
         self.cells = 0
         self._lock = threading.Lock()
@@ -28,14 +34,20 @@ class TruthMonitor:
     @classmethod
     def for_stream(cls, stream, feed) -> "TruthMonitor":
         """The monitor of ``stream`` (a StreamConfig) replayed from ``feed``, aligning their slot clocks."""
-        return cls(stream.name, feed, slot_offset=round((feed.start - stream.start) / stream.slot_seconds))
+        return cls(stream.name, feed, slot_offset=round((feed.start - stream.start) / stream.slot_seconds),
+                   population=stream.users if stream.model == "local" else None)
 
     def truth(self, slot: int, domain: int) -> np.ndarray | None:
         feed_slot = slot - self.slot_offset
         if not 1 <= feed_slot <= self.feed.slots:
             return None
         values = np.asarray(self.feed.values_at(feed_slot))
-        return np.bincount(values[values >= 0], minlength=domain)[:domain].astype(float)
+        counts = np.bincount(values[values >= 0], minlength=domain)[:domain].astype(float)
+        if self.population is None:
+            return counts
+        if domain == self.feed.domain_size + 1:  # absent users report the extra last category
+            counts[-1] = self.population - counts[:-1].sum()
+        return counts / self.population
 
     def observe(self, record: ReleaseRecord) -> float | None:
         truth = self.truth(record.slot, len(record.release))
