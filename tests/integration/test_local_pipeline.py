@@ -43,6 +43,19 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     fleets = [DevicesProcess(cluster.config_path, name, dump, cluster.bootstrap, tmp_path / f"devices-{name}-{k}.log",
                              tansu_compat=True, shard=k, shards=2).start()
               for name in ("lba", "lpa") for k in range(2)]  # two processes split each stream's users
+    # A report from a user the server does not ask at slot 1 (the request is derived, so computable),
+    # sent before the request exists: it must wait, then be refused, and change nothing.
+    from confluent_kafka import Producer
+
+    from pipeline.core.local import LPA
+    from pipeline.core.randomness import DerivedRandomness, SecretKey
+
+    asked = LPA(1.0, 10, DOMAIN, USERS, randomness=DerivedRandomness(SecretKey.from_seed(SEED), "lpa")).open_slot().users
+    stranger = next(u for u in range(USERS) if u not in set(asked.tolist()))
+    producer = Producer(producer_config(cluster.bootstrap, tansu_compat=True))
+    bad = {"stream": "lpa", "slot": 1, "phase": 1, "users": np.array([stranger]), "reports": np.array([0])}
+    producer.produce("ldp.reports", Envelope("reports", bad).encode(), key=b"lpa")
+    producer.flush()
     try:
         for name in ("lba", "lpa"):
             sink = KafkaReportSink(cluster.bootstrap, name, 2, tansu_compat=True, clock_only=True)
@@ -67,6 +80,8 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
                            capture_output=True, text=True, timeout=120)
     assert audit.returncode == 0 and audit.stdout.count("PASS") == 2, audit.stdout + audit.stderr
+    text = cluster.metrics(cluster.workers[0])
+    assert metric_value(text, "wevent_reports_rejected_total", stream="lpa", reason="unrequested") == 1
 
     # Every message of every topic, changelogs included: no raw report, and the devices' reports are
     # perturbed. LPA asks with epsilon = 1, where Ada picks GRR (d = 8 < 3e + 2): a report keeps the

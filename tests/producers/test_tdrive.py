@@ -178,3 +178,28 @@ def test_profiles_and_overrides(tdrive_paths):
     with pytest.raises(ParameterError, match="no setting"):
         read_tdrive(tdrive_paths, "personalized", colour="red")
     assert ABSENT not in ldp.values.values
+
+
+def test_grid_cells_follow_the_personalized_spec_oracle():
+    """Spec personalized §11 item 12: col = floor((lon-116)/0.08), row = floor((lat-39.5)/0.08),
+    clamped to 9 at the upper edge. On five-decimal coordinates (as in the data) the reader agrees
+    everywhere except exactly on a cell edge, where the spec's float division can round down a
+    quotient that is exactly whole; there the reader's cell is the mathematically right one."""
+    from decimal import Decimal
+
+    from producers.tdrive import BEIJING
+    from producers.preprocess import Grid
+
+    rng = np.random.default_rng(12)
+    lon = np.round(rng.uniform(116.0, 116.8, 200_000), 5)
+    lat = np.round(rng.uniform(39.5, 40.3, 200_000), 5)
+    edges = np.round(116.0 + 0.08 * np.arange(11), 5), np.round(39.5 + 0.08 * np.arange(11), 5)
+    lon[:11], lat[11:22] = edges  # every edge itself
+    cells = Grid(BEIJING, 10, 10).cells(lon, lat)
+    spec = np.minimum(np.floor((lat - 39.5) / 0.08), 9) * 10 + np.minimum(np.floor((lon - 116) / 0.08), 9)
+    differ = np.flatnonzero(cells != spec)
+    assert differ.size < 20  # only edge points
+    for i in differ:
+        exact_col = min(int((Decimal(str(float(lon[i]))) - Decimal("116")) / Decimal("0.08")), 9)
+        exact_row = min(int((Decimal(str(float(lat[i]))) - Decimal("39.5")) / Decimal("0.08")), 9)
+        assert cells[i] == exact_row * 10 + exact_col
