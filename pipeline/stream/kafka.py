@@ -60,7 +60,9 @@ class KafkaCredentials:
 def client_config(bootstrap: str) -> dict:
     """What every confluent client needs: the servers, and the credentials if any."""
     credentials = KafkaCredentials.from_env()
-    return {"bootstrap.servers": bootstrap, **(credentials.librdkafka() if credentials else {})}
+    # Warnings and errors only: at librdkafka's default (info) every client printed a "Disconnected"
+    # line when a run stopped its embedded broker.
+    return {"bootstrap.servers": bootstrap, "log_level": 4, **(credentials.librdkafka() if credentials else {})}
 
 
 def producer_config(bootstrap: str, tansu_compat: bool) -> dict:
