@@ -7,8 +7,11 @@ second, independent release; averaging two independent releases would halve the 
 
 The same holds on devices: a retried local report is identical to the first one, because the
 device-side perturbation of block ``b`` of users at ``(stream, slot, phase)`` has its own
-generator (users are grouped in blocks so that a vectorised fleet needs one generator per block,
-not one per user).
+:class:`KeyStream` (users are grouped in blocks so that a vectorised fleet needs one keystream per
+block, not one per user). Device randomness is AES-128 in counter mode, a cryptographic generator:
+the server sees reports that depend on these bytes, so no report may help predict the others (a
+PCG64 state can be recovered from enough of its output). It is also the fastest source here:
+AES-NI fills a buffer at about 10 GB/s, where PCG64 gives about 5 GB/s.
 
 Examples
 --------
@@ -30,10 +33,12 @@ import hashlib
 import math
 import os
 import struct
+import threading
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-__all__ = ["Phase", "SecretKey", "DerivedRandomness", "ZeroNoise"]
+__all__ = ["Phase", "SecretKey", "DerivedRandomness", "KeyStream", "ZeroNoise"]
 
 _COORDINATES = struct.Struct("<qqq")  # slot, phase, block
 _TWO_TO_MINUS_53 = 2.0**-53
@@ -89,7 +94,8 @@ class DerivedRandomness:
     """Counter-based randomness for one stream.
 
     ``generator(slot, phase, block)`` returns a numpy generator whose PCG64 state is a keyed
-    BLAKE2b hash of the coordinates: the draws depend on the coordinates only, never on call
+    BLAKE2b hash of the coordinates, and ``keystream(slot, phase, block)`` the devices' AES-CTR
+    keystream keyed by another such hash: the draws depend on the coordinates only, never on call
     order or process. ``laplace`` gives the same stream as ``generator(...).laplace`` through a
     reused bit generator (1 µs instead of ~17 µs per slot: the central mechanisms' hot path).
     """
@@ -97,22 +103,16 @@ class DerivedRandomness:
     def __init__(self, key: SecretKey, stream: str = "default") -> None:
         self.key = SecretKey(bytes(key))
         self.stream = str(stream)
-        self._hasher = hashlib.blake2b(key=self.key, digest_size=32, person=b"wevent-rng-v1")
-        self._hasher.update(struct.pack("<q", len(self.stream.encode())) + self.stream.encode())
+        prefix = struct.pack("<q", len(self.stream.encode())) + self.stream.encode()
+        self._hasher = hashlib.blake2b(prefix, key=self.key, digest_size=32, person=b"wevent-rng-v1")
+        self._keystreams = hashlib.blake2b(prefix, key=self.key, digest_size=32, person=b"wevent-aes-v1")
         self._bits = np.random.PCG64(0)
         self._scratch = np.random.Generator(self._bits)
-        self._pool: list[np.random.Generator] = []  # reusable generators of generators()
 
     def _state(self, slot: int, phase: int, block: int) -> dict:
         h = self._hasher.copy()  # the keyed, personalised prefix is hashed once per stream
         h.update(_COORDINATES.pack(slot, phase, block))
-        digest = h.digest()
-        return {
-            "bit_generator": "PCG64",
-            "state": {"state": int.from_bytes(digest[:16], "little"), "inc": int.from_bytes(digest[16:], "little") | 1},
-            "has_uint32": 0,
-            "uinteger": 0,
-        }
+        return _pcg64_state(h.digest())
 
     def generator(self, slot: int, phase: int, block: int = 0) -> np.random.Generator:
         """An independent generator for these coordinates (safe to keep and pass around)."""
@@ -120,18 +120,11 @@ class DerivedRandomness:
         bits.state = self._state(slot, phase, block)
         return np.random.Generator(bits)
 
-    def generators(self, slot: int, phase: int, blocks) -> list[np.random.Generator]:
-        """The generators of several blocks at once (the same streams as :meth:`generator`).
-
-        They reuse pooled bit generators (1 µs each instead of ~17 µs), so they are valid only
-        until the next call of this method: the hot path of the devices' per-report perturbation.
-        """
-        blocks = list(blocks)
-        while len(self._pool) < len(blocks):
-            self._pool.append(np.random.Generator(np.random.PCG64(0)))
-        for generator, block in zip(self._pool, blocks):
-            generator.bit_generator.state = self._state(slot, phase, block)
-        return self._pool[: len(blocks)]
+    def keystream(self, slot: int, phase: int, block: int = 0) -> "KeyStream":
+        """The devices' keystream of block ``block`` at ``(slot, phase)`` (independent of :meth:`generator`)."""
+        h = self._keystreams.copy()
+        h.update(_COORDINATES.pack(slot, phase, block))
+        return KeyStream(h.digest())
 
     def laplace(self, slot: int, phase: int, scale: float, size: int | None = None):
         """Laplace(0, scale) noise at (slot, phase): a float when ``size`` is None, else an array.
@@ -150,6 +143,70 @@ class DerivedRandomness:
 
     def for_stream(self, stream: str) -> "DerivedRandomness":
         return type(self)(self.key, stream)
+
+
+class KeyStream:
+    """The AES-128-CTR keystream of 32 secret bytes (a 16-byte key, then the initial counter block).
+
+    Reads continue where the last one stopped: :meth:`fill` writes the next bytes into a buffer
+    (no allocation: the hot path of OUE), :meth:`words` returns the next 64-bit words, and
+    :meth:`generator` seeds a numpy PCG64 from the next 32 bytes, for the draws numpy's
+    distributions do best (GRR's other value, HM's piecewise output).
+
+    Examples
+    --------
+    >>> a, b = KeyStream.from_seed(1), KeyStream.from_seed(1)
+    >>> first = a.words(3)
+    >>> bool((np.concatenate([first, a.words(2)]) == b.words(5)).all())  # one stream, however it is read
+    True
+    >>> buffer = np.empty(8, np.uint8)
+    >>> bool((KeyStream.from_seed(1).fill(buffer).view(np.uint64) == first[:1]).all())
+    True
+    """
+
+    _ZEROS = threading.local()  # the plaintext: counter-mode output over zeros is the keystream
+
+    def __init__(self, secret: bytes) -> None:
+        if len(secret) != 32:
+            raise ValueError(f"a keystream needs 32 secret bytes, got {len(secret)}")
+        self._cipher = Cipher(algorithms.AES(secret[:16]), modes.CTR(secret[16:])).encryptor()
+
+    @classmethod
+    def from_seed(cls, seed: int) -> "KeyStream":
+        """A reproducible keystream for examples and tests."""
+        return cls(hashlib.blake2b(f"wevent-keystream:{int(seed)}".encode(), digest_size=32).digest())
+
+    def fill(self, out: np.ndarray) -> np.ndarray:
+        """Write the next ``out.nbytes`` bytes of the stream into the C-contiguous ``out``; returns it."""
+        if not out.flags.c_contiguous:
+            raise ValueError("a keystream fills C-contiguous buffers only")
+        size = out.nbytes
+        zeros = getattr(self._ZEROS, "buffer", None)
+        if zeros is None or zeros.size < size:
+            zeros = self._ZEROS.buffer = np.zeros(max(size, 4096), np.uint8)
+        written = self._cipher.update_into(zeros[:size], out.reshape(-1).view(np.uint8))
+        assert written == size  # counter mode is a stream: every byte in gives one out
+        return out
+
+    def words(self, count: int) -> np.ndarray:
+        """The next ``count`` 64-bit words of the stream."""
+        return self.fill(np.empty(count, np.uint64))
+
+    def generator(self) -> np.random.Generator:
+        """A numpy generator (PCG64) whose state is the next 32 bytes of the stream."""
+        bits = np.random.PCG64(0)
+        bits.state = _pcg64_state(self.words(4).tobytes())
+        return np.random.Generator(bits)
+
+
+def _pcg64_state(secret: bytes) -> dict:
+    """The PCG64 state whose 128-bit state and increment are the two halves of 32 secret bytes."""
+    return {
+        "bit_generator": "PCG64",
+        "state": {"state": int.from_bytes(secret[:16], "little"), "inc": int.from_bytes(secret[16:], "little") | 1},
+        "has_uint32": 0,
+        "uinteger": 0,
+    }
 
 
 class ZeroNoise(DerivedRandomness):

@@ -1,11 +1,12 @@
-"""Derived randomness: reproducible per coordinate, independent across coordinates, Laplace-distributed."""
+"""Derived randomness: reproducible per coordinate, independent across coordinates, Laplace-distributed;
+the devices' AES-CTR keystreams."""
 
 import math
 
 import numpy as np
 import pytest
 
-from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey, ZeroNoise
+from pipeline.core.randomness import DerivedRandomness, KeyStream, Phase, SecretKey, ZeroNoise
 
 
 def test_same_coordinates_same_draws_across_instances():
@@ -14,16 +15,58 @@ def test_same_coordinates_same_draws_across_instances():
     assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("kind", ["generator", "keystream"])
 @pytest.mark.parametrize("change", ["seed", "stream", "slot", "phase", "block"])
-def test_any_coordinate_changes_the_stream(change):
+def test_any_coordinate_changes_the_stream(change, kind):
     base = dict(seed=1, stream="s", slot=2, phase=Phase.DISSIMILARITY, block=0)
     other = dict(base)
     other[change] = {"seed": 2, "stream": "t", "slot": 3, "phase": Phase.PUBLICATION, "block": 1}[change]
 
     def draw(c):
-        return DerivedRandomness(SecretKey.from_seed(c["seed"]), c["stream"]).generator(c["slot"], c["phase"], c["block"]).random(4)
+        randomness = DerivedRandomness(SecretKey.from_seed(c["seed"]), c["stream"])
+        if kind == "keystream":
+            return randomness.keystream(c["slot"], c["phase"], c["block"]).words(4)
+        return randomness.generator(c["slot"], c["phase"], c["block"]).random(4)
 
+    assert np.array_equal(draw(base), draw(dict(base)))
     assert not np.array_equal(draw(base), draw(other))
+
+
+def test_keystream_is_aes128_ctr():
+    """NIST SP 800-38A, F.5.1 (CTR-AES128.Encrypt), first two blocks: keystream = ciphertext XOR plaintext."""
+    secret = bytes.fromhex("2b7e151628aed2a6abf7158809cf4f3c" "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff")
+    plaintext = bytes.fromhex("6bc1bee22e409f96e93d7e117393172a" "ae2d8a571e03ac9c9eb76fac45af8e51")
+    ciphertext = bytes.fromhex("874d6191b620e3261bef6864990db6ce" "9806f66b7970fdff8617187bb9fffdff")
+    expected = bytes(c ^ p for c, p in zip(ciphertext, plaintext))
+    assert KeyStream(secret).fill(np.empty(32, np.uint8)).tobytes() == expected
+
+
+def test_keystream_reads_continue_and_refuse_strided_buffers():
+    whole = KeyStream.from_seed(4).fill(np.empty(1000, np.uint8))
+    stream = KeyStream.from_seed(4)
+    parts = [stream.fill(np.empty(size, np.uint8)) for size in (0, 7, 393, 600)]
+    assert np.concatenate(parts).tobytes() == whole.tobytes()
+    assert KeyStream.from_seed(4).words(125).tobytes() == whole.tobytes()
+    with pytest.raises(ValueError, match="contiguous"):
+        KeyStream.from_seed(4).fill(np.empty((4, 4), np.uint8)[:, 0])
+    with pytest.raises(ValueError, match="32 secret bytes"):
+        KeyStream(b"short")
+
+
+def test_keystream_bytes_are_uniform():
+    """1e6 bytes: each of the 256 values ~ Bin(n, 1/256); Pearson's statistic has mean 255 and
+    standard deviation sqrt(2 * 255) = 22.6, so 6 standard deviations bound it at 390."""
+    counts = np.bincount(DerivedRandomness(SecretKey.from_seed(9), "s").keystream(1, Phase.PUBLICATION, 0)
+                         .fill(np.empty(10**6, np.uint8)), minlength=256)
+    expected = 10**6 / 256
+    assert ((counts - expected) ** 2 / expected).sum() < 255 + 6 * math.sqrt(2 * 255)
+
+
+def test_keystream_generator_is_reproducible_and_moves_the_stream_on():
+    a, b = KeyStream.from_seed(2), KeyStream.from_seed(2)
+    assert np.array_equal(a.generator().random(3), b.generator().random(3))
+    assert np.array_equal(a.words(2), b.words(2))  # both read 32 bytes for the seed
+    assert not np.array_equal(KeyStream.from_seed(2).words(4), KeyStream.from_seed(2).generator().bit_generator.random_raw(4))
 
 
 def test_vector_laplace_equals_generator_stream_and_ignores_call_order():

@@ -2,7 +2,7 @@
 
 Randomness comes from the **devices'** key, never the server's: users are grouped in blocks of
 ``block_size`` consecutive indices, and the reports of the requested users of block ``b`` at
-``(slot, phase)`` are drawn from ``DerivedRandomness(device_key, stream).generator(slot, phase,
+``(slot, phase)`` are drawn from ``DerivedRandomness(device_key, stream).keystream(slot, phase,
 block=b)`` in ascending user order. A fleet process holding whole blocks (:func:`block_reports`)
 therefore produces exactly the reports the simulation produces, and a retried report is
 identical to the first.
@@ -52,7 +52,7 @@ def block_reports(randomness: DerivedRandomness, request: Request, block: int, v
                   oracle: LocalOracle | None = None) -> np.ndarray:
     """The reports of the requested users of ``block``, given their values in ascending user order."""
     oracle = oracle if oracle is not None else request.make_oracle()
-    return oracle.perturb(values, randomness.generator(request.slot, request.phase, block=block))
+    return oracle.perturb(values, randomness.keystream(request.slot, request.phase, block=block))
 
 
 class Devices:
@@ -103,6 +103,6 @@ class Devices:
             return oracle.sample_support(asked, rng), request.size
         blocks = list(self.blocks(request))
         asked = values if request.users is None else values[request.users]
-        rngs = self.randomness.generators(request.slot, request.phase, (block for block, _ in blocks))
+        streams = [self.randomness.keystream(request.slot, request.phase, block) for block, _ in blocks]
         sizes = [users.stop - users.start if isinstance(users, slice) else users.size for _, users in blocks]
-        return oracle.batches_support(asked, rngs, sizes), request.size
+        return oracle.batches_support(asked, streams, sizes), request.size

@@ -16,8 +16,8 @@ Examples
 >>> grr = GRR(epsilon=1.0, domain_size=5)
 >>> round(grr.p / grr.q, 12) == round(float(np.exp(1.0)), 12)
 True
->>> rng = np.random.default_rng(0)
->>> reports = grr.perturb(np.array([0, 0, 3, 4]), rng)
+>>> from pipeline.core.randomness import KeyStream
+>>> reports = grr.perturb(np.array([0, 0, 3, 4]), KeyStream.from_seed(0))
 >>> reports.shape, bool(((0 <= reports) & (reports < 5)).all())
 ((4,), True)
 >>> round(float(grr.estimate(grr.support(reports), 4).sum()), 12)
@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from ..randomness import KeyStream
 from ..validation import ParameterError
 from .oracle import FrequencyOracle
 
@@ -51,9 +52,10 @@ class GRR(FrequencyOracle):
         self.p = self.exp_eps / (self.exp_eps + self.domain_size - 1)
         self.q = 1.0 / (self.exp_eps + self.domain_size - 1)
 
-    def perturb(self, values, rng: np.random.Generator) -> np.ndarray:
+    def perturb(self, values, stream: KeyStream) -> np.ndarray:
         """Vectorised GRR on 0-based values: ``where(U < p, v, (v + randint(1, d)) mod d)``."""
         values = self._categories(values)
+        rng = stream.generator()
         keep = rng.random(values.shape) < self.p
         other = (values + rng.integers(1, self.domain_size, values.shape)) % self.domain_size
         return np.where(keep, values, other).astype(np.int64)

@@ -21,8 +21,8 @@ Examples
 >>> hm = HybridMechanism(epsilon=1.0, bound=1.0)
 >>> f"{hm.worst_case_variance:.3f}", f"{stochastic_rounding_constant(1.0) ** 2:.3f}"
 ('4.289', '4.683')
->>> rng = np.random.default_rng(0)
->>> reports = hm.perturb(np.full(100_000, 0.3), rng)
+>>> from pipeline.core.randomness import KeyStream
+>>> reports = hm.perturb(np.full(100_000, 0.3), KeyStream.from_seed(0))
 >>> a = math.exp(0.5); bool(np.abs(reports).max() <= (a + 1) / (a - 1))  # PM's range [-C, C] is the wider
 True
 >>> round(float(hm.estimate(hm.support(reports), reports.size)[0]), 2)
@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from ..randomness import KeyStream
 from ..validation import ParameterError
 from .oracle import LocalOracle
 
@@ -80,8 +81,11 @@ class HybridMechanism(LocalOracle):
             raise ParameterError("mean-estimation values must be finite numbers")
         return 2.0 * np.clip(values, 0.0, self.bound) / self.bound - 1.0
 
-    def perturb(self, values, rng: np.random.Generator, component: str = "hm") -> np.ndarray:
+    def perturb(self, values, stream: KeyStream, component: str = "hm") -> np.ndarray:
         """HM outputs in ``[-C_d, C_d]``; ``component='sr'`` or ``'pm'`` forces one of the two parts."""
+        return self._outputs(values, stream.generator(), component)
+
+    def _outputs(self, values, rng: np.random.Generator, component: str = "hm") -> np.ndarray:
         x = self.unit_inputs(values)
         e = self.exp_eps
         pick, coin, position = rng.random((3,) + x.shape)
@@ -98,7 +102,7 @@ class HybridMechanism(LocalOracle):
 
     def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
         """HM has no sufficient statistic cheaper than its reports: the sum of ``perturb``."""
-        return self.support(self.perturb(values, rng))
+        return self.support(self._outputs(values, rng))
 
     def support(self, reports) -> np.ndarray:
         return np.array([np.asarray(reports, dtype=float).sum()])

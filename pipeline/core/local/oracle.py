@@ -3,7 +3,8 @@
 A frequency oracle (or a mean mechanism) is an ``epsilon``-LDP randomiser that runs on each
 device, with an unbiased estimator on the server (spec ldp-ids §2). Its one online method is
 :meth:`LocalOracle.perturb`, vectorised over many users' values (one device is an array of one).
-The server side is additive: the collector sums reports into :meth:`LocalOracle.support`
+Devices draw from a :class:`~pipeline.core.randomness.KeyStream` (one per block of users at a
+slot and phase, so a retried report is the same report). The server side is additive: the collector sums reports into :meth:`LocalOracle.support`
 (GRR: counts of reported values; OUE: column sums of the bit vectors; HM: the sum of outputs)
 and :meth:`LocalOracle.estimate` turns ``(support, n)`` into the release. ``variance(n)`` is
 ``V(epsilon, n)``, the error an estimate from ``n`` reports is expected to have, in one of three
@@ -21,6 +22,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..randomness import KeyStream
 from ..validation import ParameterError, check_domain, check_epsilon
 
 __all__ = ["LocalOracle", "FrequencyOracle", "VAR_MODES"]
@@ -43,27 +45,28 @@ class LocalOracle(abc.ABC):
 
     # --- device side -------------------------------------------------------------------------
     @abc.abstractmethod
-    def perturb(self, values, rng: np.random.Generator) -> np.ndarray:
+    def perturb(self, values, stream: KeyStream) -> np.ndarray:
         """The reports of users holding ``values`` (one report per value, in order)."""
 
-    def perturbed_support(self, values, rng: np.random.Generator) -> np.ndarray:
-        """``support(perturb(values, rng))``: the same draws, without building the wire format."""
-        return self.support(self.perturb(values, rng))
+    def perturbed_support(self, values, stream: KeyStream) -> np.ndarray:
+        """``support(perturb(values, stream))``: the same draws, without building the wire format."""
+        return self.support(self.perturb(values, stream))
 
-    def batches_support(self, values, rngs, sizes) -> np.ndarray:
-        """The support of consecutive batches of ``values`` (``sizes``), batch b perturbed with ``rngs[b]``.
+    def batches_support(self, values, streams, sizes) -> np.ndarray:
+        """The support of consecutive batches of ``values`` (``sizes``), batch b perturbed with ``streams[b]``.
 
         The same draws as ``perturbed_support`` per batch, summed; oracles may do it in one pass.
         """
         bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         total = self.support(np.asarray(values)[:0])  # the support of no report, in the right dtype
-        for rng, start, stop in zip(rngs, bounds[:-1], bounds[1:]):
-            total = total + self.perturbed_support(values[start:stop], rng)
+        for stream, start, stop in zip(streams, bounds[:-1], bounds[1:]):
+            total = total + self.perturbed_support(values[start:stop], stream)
         return total
 
     @abc.abstractmethod
     def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
-        """A draw of the support of ``len(values)`` reports, exact in distribution (spec §2.5)."""
+        """A draw of the support of ``len(values)`` reports, exact in distribution (spec §2.5): the
+        server-side shortcut of a simulation, from the server's own generator."""
 
     # --- server side -------------------------------------------------------------------------
     @abc.abstractmethod

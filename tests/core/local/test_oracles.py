@@ -12,7 +12,9 @@ import pytest
 from scipy import optimize
 
 from pipeline.core.local import GRR, OUE, HybridMechanism, choose, make_oracle
+from pipeline.core.local import oue as oue_module
 from pipeline.core.local.hybrid import EPS_STAR, component_variance, stochastic_rounding_constant
+from pipeline.core.randomness import KeyStream
 from pipeline.core.validation import ParameterError
 
 SE = 4  # tolerance in standard errors
@@ -90,18 +92,18 @@ def test_invalid_inputs_give_parameter_errors():
     with pytest.raises(ParameterError, match="d >= 2"):
         GRR(1.0, 1)
     with pytest.raises(ParameterError, match="outside the domain"):
-        GRR(1.0, 3).perturb(np.array([0, 3]), np.random.default_rng(0))
+        GRR(1.0, 3).perturb(np.array([0, 3]), KeyStream.from_seed(0))
     with pytest.raises(ParameterError, match="outside the domain"):
-        OUE(1.0, 3).perturb(np.array([-1]), np.random.default_rng(0))
+        OUE(1.0, 3).perturb(np.array([-1]), KeyStream.from_seed(0))
     with pytest.raises(ParameterError, match="integers"):
-        GRR(1.0, 3).perturb(np.array([0.5]), np.random.default_rng(0))
+        GRR(1.0, 3).perturb(np.array([0.5]), KeyStream.from_seed(0))
     for bad in (0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ParameterError, match="epsilon"):
             OUE(bad, 3)
     with pytest.raises(ParameterError, match="bound"):
         HybridMechanism(1.0, bound=0)
     with pytest.raises(ParameterError, match="finite"):
-        HybridMechanism(1.0).perturb(np.array([np.nan]), np.random.default_rng(0))
+        HybridMechanism(1.0).perturb(np.array([np.nan]), KeyStream.from_seed(0))
     with pytest.raises(ParameterError, match="var_mode"):
         GRR(1.0, 3, "exact")
 
@@ -109,7 +111,7 @@ def test_invalid_inputs_give_parameter_errors():
 # --- device side -----------------------------------------------------------------------------
 def test_grr_reports_sum_to_one_and_estimator_matches_formula():
     g = GRR(EPS, D)
-    reports = g.perturb(VALUES, np.random.default_rng(3))
+    reports = g.perturb(VALUES, KeyStream.from_seed(3))
     support = g.support(reports)
     assert support.sum() == VALUES.size
     assert g.estimate(support, VALUES.size).sum() == pytest.approx(1.0, abs=1e-12)
@@ -119,11 +121,11 @@ def test_grr_reports_sum_to_one_and_estimator_matches_formula():
 def test_oue_packed_reports_round_trip_and_one_hot_bit():
     o = OUE(2.0, 11)
     values = np.random.default_rng(0).integers(0, 11, 1000)
-    reports = o.perturb(values, np.random.default_rng(1))
+    reports = o.perturb(values, KeyStream.from_seed(1))
     assert reports.shape == (1000, 2) and reports.dtype == np.uint8
     bits = np.unpackbits(reports, axis=1, count=11).astype(bool)
     assert (o.support(reports) == bits.sum(axis=0)).all()
-    assert (o.perturbed_support(values, np.random.default_rng(1)) == bits.sum(axis=0)).all()  # same draws
+    assert (o.perturbed_support(values, KeyStream.from_seed(1)) == bits.sum(axis=0)).all()  # same draws
     # the true bit is 1 with probability 1/2: 1000 draws, 4 standard errors of sqrt(0.25/1000)
     assert abs(bits[np.arange(1000), values].mean() - 0.5) < SE * math.sqrt(0.25 / 1000)
 
@@ -133,7 +135,7 @@ def test_oue_zero_bits_are_exactly_q(eps):
     """The byte-threshold plus sparse-correction draw gives P(0 -> 1) = q (not floor(256 q)/256)."""
     o = OUE(eps, 64)
     values = np.zeros(20_000, dtype=np.int64)
-    counts = o.perturbed_support(values, np.random.default_rng(7))[1:]  # bins 1..63 hold no value
+    counts = o.perturbed_support(values, KeyStream.from_seed(7))[1:]  # bins 1..63 hold no value
     trials = 63 * values.size
     rate = counts.sum() / trials
     se = math.sqrt(o.q * (1 - o.q) / trials)
@@ -143,11 +145,43 @@ def test_oue_zero_bits_are_exactly_q(eps):
         assert abs(rate - coarse) > SE * se
 
 
+def test_oue_batches_are_drawn_as_if_each_were_alone(monkeypatch):
+    """A fleet process holding one block draws that block's reports alone; the simulation draws all
+    blocks in one pass: both must give the same bits, also when a batch's spare words run out."""
+    o = OUE(1.0, 13)
+    values = np.random.default_rng(0).integers(0, 13, 3000)
+    sizes = [1, 1200, 1799]
+
+    def draws():
+        together = o.batches_support(values, [KeyStream.from_seed(b) for b in range(3)], sizes)
+        alone = sum(o.perturbed_support(part, KeyStream.from_seed(b))
+                    for b, part in enumerate(np.split(values, np.cumsum(sizes)[:-1])))
+        return together, alone
+
+    together, alone = draws()
+    assert np.array_equal(together, alone)
+    monkeypatch.setattr(oue_module, "_spare_words", lambda lanes, rate: np.ones(lanes.size, dtype=np.int64))
+    short_together, short_alone = draws()  # every batch tops its uniforms up from its keystream
+    assert np.array_equal(short_together, short_alone)
+    # the top-up reads on where the spare words end, so the bits do not depend on how many were reserved
+    assert np.array_equal(short_together, together)
+
+
+def test_oue_zero_bits_stay_exactly_q_when_spare_words_run_out(monkeypatch):
+    monkeypatch.setattr(oue_module, "_spare_words", lambda lanes, rate: np.full(lanes.size, 3, dtype=np.int64))
+    o = OUE(1.0, 64)
+    counts = o.perturbed_support(np.zeros(20_000, dtype=np.int64), KeyStream.from_seed(8))[1:]
+    trials = 63 * 20_000
+    assert abs(counts.sum() / trials - o.q) < SE * math.sqrt(o.q * (1 - o.q) / trials)
+
+
 # --- statistics (§7.2) ----------------------------------------------------------------------
 def repeated_estimates(oracle, values, reps, seed, mode):
-    rng = np.random.default_rng(seed)
-    draw = oracle.perturbed_support if mode == "report" else oracle.sample_support
-    return np.array([oracle.estimate(draw(values, rng), values.size) for _ in range(reps)])
+    if mode == "report":  # one device keystream, read on from draw to draw
+        draw, source = oracle.perturbed_support, KeyStream.from_seed(seed)
+    else:
+        draw, source = oracle.sample_support, np.random.default_rng(seed)
+    return np.array([oracle.estimate(draw(values, source), values.size) for _ in range(reps)])
 
 
 @pytest.mark.slow
@@ -191,10 +225,10 @@ def test_modes_agree_in_distribution_quick():
 def test_hybrid_components_unbiased_with_spec_variance(eps, component):  # item 5
     hm = HybridMechanism(eps, bound=2.0)
     n = 200_000
-    rng = np.random.default_rng(5)
+    stream = KeyStream.from_seed(5)
     for x in (-1.0, -0.8, 0.0, 0.5, 1.0):
         value = (x + 1) * hm.bound / 2  # the device maps it back to x
-        outputs = hm.perturb(np.full(n, value), rng, component=component)
+        outputs = hm.perturb(np.full(n, value), stream, component=component)
         variance = float(component_variance(component, eps, x))
         assert abs(outputs.mean() - x) < SE * math.sqrt(variance / n)
         # sample variance of n draws: SE = sqrt((mu4 - var^2)/n); bounded outputs: mu4 <= C^2 var
@@ -206,7 +240,7 @@ def test_hybrid_components_unbiased_with_spec_variance(eps, component):  # item 
 
 def test_hybrid_estimate_maps_back_and_clips():
     hm = HybridMechanism(1.0, bound=10.0)
-    outputs = hm.perturb(np.array([-5.0, 20.0]), np.random.default_rng(0), component="sr")
+    outputs = hm.perturb(np.array([-5.0, 20.0]), KeyStream.from_seed(0), component="sr")
     assert set(np.round(np.abs(outputs), 9)) == {round(stochastic_rounding_constant(1.0), 9)}
     assert hm.unit_inputs([-5.0, 0.0, 5.0, 20.0]).tolist() == [-1.0, -1.0, 0.0, 1.0]
     assert hm.estimate(np.array([0.0]), 4)[0] == 5.0  # m = 0 is the middle of [0, B]
