@@ -4,11 +4,11 @@ A frequency oracle (or a mean mechanism) is an ``epsilon``-LDP randomiser that r
 device, with an unbiased estimator on the server (spec ldp-ids §2). Its one online method is
 :meth:`LocalOracle.perturb`, vectorised over many users' values (one device is an array of one).
 Devices draw from a :class:`~pipeline.core.randomness.KeyStream` (one per block of users at a
-slot and phase, so a retried report is the same report). The server side is additive: the collector sums reports into :meth:`LocalOracle.support`
-(GRR: counts of reported values; OUE: column sums of the bit vectors; HM: the sum of outputs)
-and :meth:`LocalOracle.estimate` turns ``(support, n)`` into the release. ``variance(n)`` is
-``V(epsilon, n)``, the error an estimate from ``n`` reports is expected to have, in one of three
-forms (``var_mode``, spec §2.4, RES-1):
+slot and phase, so a retried report is the same report). The server side is additive: the
+collector sums reports into :meth:`LocalOracle.support` (GRR: counts of reported values; OUE:
+column sums of the bit vectors; HM: the sum of outputs) and :meth:`LocalOracle.estimate` turns
+``(support, n)`` into the release. ``variance(n)`` is ``V(epsilon, n)``, the error an estimate
+from ``n`` reports is expected to have, in one of three forms (``var_mode``, spec §2.4, RES-1):
 
 * ``exact_avg`` (default): the exact per-bin variance averaged over the ``d`` bins;
 * ``paper_literal``: the form printed in the papers (not the default; kept to reproduce them);
