@@ -461,6 +461,8 @@ class Collector(Processor):
             name = message["stream"]
         except (DecodeError, KeyError) as exc:
             return None, None, [malformed(self.config, topic, raw, str(exc))]
+        except ValueError:  # the codec failed deeper (text, array buffers); its message may quote the bytes
+            return None, None, [malformed(self.config, topic, raw, "malformed internal message")]
         stream = self.config.stream(name)
         if stream is None or stream.model != "local":
             metrics.reports_rejected.labels("", "unknown_stream").inc()

@@ -1,5 +1,5 @@
-"""The assembler's edges in-process: partition ownership, dead letters without raw bytes, and
-watermarks that jump too far."""
+"""The edges of the assembler (and the collector's malformed input) in-process: partition
+ownership, dead letters without raw bytes, and watermarks that jump too far."""
 
 import hashlib
 import json
@@ -125,6 +125,23 @@ def test_dead_letters_of_unreadable_or_local_input_carry_no_raw_bytes():
     # a central stream's server is trusted with raw values: its dead letter keeps the rejected report
     central = letters[("out_of_domain", "reports", "c")].payload
     assert (central["users"], central["values"]) == ([2], [9])
+
+
+@pytest.mark.parametrize("field, corrupt", [(b'"stream":"l"', b'"stream":"\x82"'),  # not UTF-8
+                                            (b'"dtype":"<i8"', b'"dtype":"|O8"')])  # an object array
+def test_a_corrupt_ldp_envelope_is_dead_lettered_as_malformed_by_the_collector(field, corrupt):
+    config = local_and_central_config()
+    pipeline = InProcessPipeline(config)
+    envelope = Envelope("reports", {"stream": "l", "slot": 1, "phase": 1, "users": np.array([1, 2]),
+                                    "reports": np.array([0, 1])}).encode()
+    raw = envelope.replace(field, corrupt, 1)
+    assert len(raw) == len(envelope) and raw != envelope
+    before = rejected("", "malformed")
+    pipeline.produce("ldp.reports", raw, key="l")
+    pipeline.run()
+    [letter] = dead_letters(pipeline)
+    assert (letter.reason, letter.payload) == ("malformed", {"bytes": len(raw), "blake2b_128": keyed_digest(config, raw)})
+    assert rejected("", "malformed") - before == 1
 
 
 def test_a_watermark_jumping_too_far_is_refused_and_changes_no_release():
