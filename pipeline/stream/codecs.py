@@ -111,7 +111,9 @@ class ReportBatch:
                 times = base + np.frombuffer(data, dtype="<u4", count=n, offset=offset + 8 * n).astype(np.int64)
             else:
                 times = np.full(n, base, dtype=np.int64)
-        except (struct.error, UnicodeDecodeError, ValueError) as exc:
+        except UnicodeDecodeError:  # its message would quote a byte, maybe of a raw value: say nothing of it
+            raise DecodeError("malformed report batch: the stream name is not UTF-8") from None
+        except (struct.error, ValueError) as exc:
             raise DecodeError(f"malformed report batch: {exc}") from None
         return cls(stream, users, values, times)
 
@@ -133,7 +135,8 @@ def report_partition(users: np.ndarray, partitions: int) -> np.ndarray:
     This is the partitioning contract of ``reports``, for producers in any language. A report of
     user index ``u`` (the unsigned 32-bit index of the :class:`ReportBatch` wire format, or the
     ``user`` of a JSON report) belongs on partition ``u % P``, where ``P`` is the partition count of
-    the topic (``report_partitions`` in the config; the same ``P`` for every stream). Producers
+    the topic (``report_partitions`` in the config; the same ``P`` for every stream) and ``%`` is
+    the remainder of unsigned integers (in Java, ``Integer.remainderUnsigned(u, P)``). Producers
     choose the partition explicitly; message keys play no part. A batch may hold reports of
     several users, all owned by the partition it is sent to.
 

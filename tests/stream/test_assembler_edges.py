@@ -127,6 +127,16 @@ def test_dead_letters_of_unreadable_or_local_input_carry_no_raw_bytes():
     assert (central["users"], central["values"]) == ([2], [9])
 
 
+def test_the_detail_of_a_malformed_batch_quotes_none_of_its_bytes():
+    pipeline = InProcessPipeline(local_and_central_config())
+    raw = bytearray(ReportBatch("l", np.array([4]), np.array([200]), np.array([0])).encode())
+    raw[4] = 20  # a corrupt name length: the "name" runs into the raw value 200 (0xc8, not UTF-8)
+    pipeline.produce("reports", bytes(raw), partition=0)
+    pipeline.run()
+    [letter] = dead_letters(pipeline)
+    assert letter.reason == "malformed" and "c8" not in letter.detail.lower()
+
+
 @pytest.mark.parametrize("field, corrupt", [(b'"stream":"l"', b'"stream":"\x82"'),  # not UTF-8
                                             (b'"dtype":"<i8"', b'"dtype":"|O8"')])  # an object array
 def test_a_corrupt_ldp_envelope_is_dead_lettered_as_malformed_by_the_collector(field, corrupt):
