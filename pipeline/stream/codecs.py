@@ -143,8 +143,9 @@ def report_partition(users: np.ndarray, partitions: int) -> np.ndarray:
     The assembler of partition ``p`` counts a report only if ``u % P == p``, and rejects any other
     (reason ``wrong_partition``). It keeps one report per user per slot, so together the
     assemblers count each user at most once per slot, however a producer routes its reports.
-    Watermarks are per partition, carry no user, and are valid on any partition: a producer sends
-    each one to every partition it writes to.
+    Watermarks carry no user and are valid on any partition. Each partition's assembler closes
+    slots on that partition's watermarks alone, so a producer sends every watermark to every
+    partition.
 
     >>> report_partition(np.array([0, 1, 5, 6, 4_294_967_295]), 3).tolist()
     [0, 1, 2, 0, 0]
@@ -341,7 +342,7 @@ class AuditRecord:
 class DeadLetter:
     """Rejected input with its reason, on the ``deadletter`` topic.
 
-    ``payload`` never holds input bytes. For bytes that decode to no stream (so that nobody can
+    ``payload`` never copies input bytes. For bytes that decode to no stream (so that nobody can
     tell whether they carry a local-model stream's raw values) it is :func:`unread_bytes`: their
     length and a keyed digest. A dead letter of a local-model stream holds counts and user
     indices at most, never a report's value. Only central and personalized streams, whose server
@@ -365,10 +366,10 @@ class DeadLetter:
 def unread_bytes(data: bytes, key: bytes) -> dict:
     """What a dead letter keeps of bytes it must not copy: their length and a digest.
 
-    The digest is BLAKE2b-128 keyed with ``key`` (the server's secret): it tells two dead letters'
-    inputs apart and matches a suspected input for whoever holds the key. An unkeyed digest would
-    not do, because a single report is short and guessable: hashing every candidate value would
-    recover it.
+    The digest is BLAKE2b-128 keyed with ``key`` (the server's secret, personalised apart from the
+    noise it derives): it tells two dead letters' inputs apart and matches a suspected input for
+    whoever holds the key. An unkeyed digest would not do, because a single report is short and
+    guessable: hashing every candidate value would recover it.
 
     >>> letter = unread_bytes(b"not a report", bytes(32))
     >>> letter["bytes"], len(letter["blake2b_128"])
