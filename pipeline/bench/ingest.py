@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
+from ..stream.codecs import report_partition
 from ..stream.config import parse_config
 from ..stream.kafka import KafkaReportSink
 from ..stream.processes import WorkerProcess, write_config
@@ -92,10 +93,11 @@ def handle(args) -> int:
             n = args.json_reports
             json_users = rng.choice(args.users, n, replace=False)
             json_values = rng.integers(0, 100, n)
+            json_partitions = report_partition(json_users, args.partitions)
             started = time.monotonic()
-            for user, value in zip(json_users.tolist(), json_values.tolist()):
+            for user, value, partition in zip(json_users.tolist(), json_values.tolist(), json_partitions.tolist()):
                 report = json.dumps({"stream": "json", "user": user, "time": stream.slot_start(1), "value": value})
-                json_sink._produce(report.encode(), user % args.partitions)
+                json_sink._produce(report.encode(), partition)
             json_sink.watermark(stream.slot_end(1))
             json_sink.producer.flush()
             json_rate = n / (_wait_for(releases, "json", 1) - started)

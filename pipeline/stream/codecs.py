@@ -13,6 +13,7 @@ Imported by producers, workers, devices and the CLI alike; it needs only numpy.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import struct
@@ -27,11 +28,13 @@ __all__ = [
     "DecodeError",
     "ReportBatch",
     "Watermark",
+    "report_partition",
     "decode_report_message",
     "Envelope",
     "ReleaseRecord",
     "AuditRecord",
     "DeadLetter",
+    "unread_bytes",
     "encode_users",
     "decode_users",
 ]
@@ -108,7 +111,9 @@ class ReportBatch:
                 times = base + np.frombuffer(data, dtype="<u4", count=n, offset=offset + 8 * n).astype(np.int64)
             else:
                 times = np.full(n, base, dtype=np.int64)
-        except (struct.error, UnicodeDecodeError, ValueError) as exc:
+        except UnicodeDecodeError:  # its message would quote a byte, maybe of a raw value: say nothing of it
+            raise DecodeError("malformed report batch: the stream name is not UTF-8") from None
+        except (struct.error, ValueError) as exc:
             raise DecodeError(f"malformed report batch: {exc}") from None
         return cls(stream, users, values, times)
 
@@ -122,6 +127,30 @@ class Watermark:
 
     def encode(self) -> bytes:
         return json.dumps({"type": "watermark", "stream": self.stream, "time": self.time}).encode()
+
+
+def report_partition(users: np.ndarray, partitions: int) -> np.ndarray:
+    """The partition of the ``reports`` topic that owns each user: ``user mod partitions``.
+
+    This is the partitioning contract of ``reports``, for producers in any language. A report of
+    user index ``u`` (the unsigned 32-bit index of the :class:`ReportBatch` wire format, or the
+    ``user`` of a JSON report) belongs on partition ``u % P``, where ``P`` is the partition count of
+    the topic (``report_partitions`` in the config; the same ``P`` for every stream) and ``%`` is
+    the remainder of unsigned integers (in Java, ``Integer.remainderUnsigned(u, P)``). Producers
+    choose the partition explicitly; message keys play no part. A batch may hold reports of
+    several users, all owned by the partition it is sent to.
+
+    The assembler of partition ``p`` counts a report only if ``u % P == p``, and rejects any other
+    (reason ``wrong_partition``). It keeps one report per user per slot, so together the
+    assemblers count each user at most once per slot, however a producer routes its reports.
+    Watermarks carry no user and are valid on any partition. Each partition's assembler closes
+    slots on that partition's watermarks alone, so a producer sends every watermark to every
+    partition.
+
+    >>> report_partition(np.array([0, 1, 5, 6, 4_294_967_295]), 3).tolist()
+    [0, 1, 2, 0, 0]
+    """
+    return np.asarray(users, dtype=np.int64) % int(partitions)
 
 
 def decode_report_message(data: bytes) -> ReportBatch | Watermark:
@@ -311,7 +340,14 @@ class AuditRecord:
 
 @dataclass(frozen=True)
 class DeadLetter:
-    """Rejected input with its reason; ``payload`` holds the rejected reports or the raw bytes (hex)."""
+    """Rejected input with its reason, on the ``deadletter`` topic.
+
+    ``payload`` never copies input bytes. For bytes that decode to no stream (so that nobody can
+    tell whether they carry a local-model stream's raw values) it is :func:`unread_bytes`: their
+    length and a keyed digest. A dead letter of a local-model stream holds counts and user
+    indices at most, never a report's value. Only central and personalized streams, whose server
+    is trusted with raw values, keep a sample of the rejected reports (users, values, times).
+    """
 
     reason: str
     topic: str
@@ -325,3 +361,19 @@ class DeadLetter:
     @classmethod
     def from_json(cls, text: str | bytes) -> "DeadLetter":
         return cls(**json.loads(text))
+
+
+def unread_bytes(data: bytes, key: bytes) -> dict:
+    """What a dead letter keeps of bytes it must not copy: their length and a digest.
+
+    The digest is BLAKE2b-128 keyed with ``key`` (the server's secret, personalised apart from the
+    noise it derives): it tells two dead letters' inputs apart and matches a suspected input for
+    whoever holds the key. An unkeyed digest would not do, because a single report is short and
+    guessable: hashing every candidate value would recover it.
+
+    >>> letter = unread_bytes(b"not a report", bytes(32))
+    >>> letter["bytes"], len(letter["blake2b_128"])
+    (12, 32)
+    """
+    digest = hashlib.blake2b(bytes(data), key=bytes(key), digest_size=16, person=b"wevent-dlq-v1")
+    return {"bytes": len(data), "blake2b_128": digest.hexdigest()}

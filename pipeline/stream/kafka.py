@@ -8,7 +8,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .codecs import ReportBatch, Watermark
+from .codecs import ReportBatch, Watermark, report_partition
 
 MAX_REPORTS_PER_MESSAGE = 65_536  # 512 KiB of report payload: under Kafka's default 1 MiB message limit
 
@@ -93,8 +93,9 @@ def consumer_config(bootstrap: str, group: str | None = None) -> dict:
 class KafkaReportSink:
     """Sends a stream's per-slot user values to ``reports``: batched binary, then watermarks.
 
-    Users are spread over partitions by ``user mod partitions``. After a slot's reports, every
-    partition gets a watermark at the slot's end, so every assembler can close the slot. For a
+    Each user's reports go to the partition that owns the user (:func:`report_partition`). After a
+    slot's reports, every partition gets a watermark at the slot's end, so every assembler can
+    close the slot. For a
     local-model stream (``clock_only``) only the watermarks are sent: the values stay with the
     devices, which answer the server's requests with perturbed reports.
     """
@@ -126,7 +127,7 @@ class KafkaReportSink:
             return
         users = np.asarray(users, dtype=np.int64)
         values = np.asarray(values, dtype=np.int64)
-        part = users % self.partitions
+        part = report_partition(users, self.partitions)
         time_ms = round(slot_start * 1000)
         for p in range(self.partitions):
             chosen = np.flatnonzero(part == p)

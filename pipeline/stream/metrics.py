@@ -12,7 +12,8 @@ reports_accepted = Counter("wevent_reports_accepted_total", "Reports counted int
 reports_rejected = Counter(
     "wevent_reports_rejected_total",
     "Reports rejected and dead-lettered, by reason (malformed, unknown_stream, unknown_user, "
-    "out_of_domain, duplicate, late, before_start, too_far_ahead, unrequested)",
+    "out_of_domain, duplicate, late, before_start, too_far_ahead, wrong_partition, "
+    "watermark_too_far_ahead, raw_value_for_local_stream, unrequested)",
     ["stream", "reason"],
 )
 dead_letters = Counter("wevent_dead_letters_total", "Messages written to the deadletter topic", ["reason"])

@@ -38,6 +38,8 @@ from .codecs import (
     ReportBatch,
     Watermark,
     decode_report_message,
+    report_partition,
+    unread_bytes,
 )
 from .config import AppConfig
 from .logic import StreamLogic, logic_for
@@ -46,8 +48,13 @@ __all__ = ["Out", "Processor", "Assembler", "DissimilarityProcessor", "Publicati
 
 log = logging.getLogger(__name__)
 
-MAX_SLOTS_AHEAD = 10_000  # reports or watermarks further ahead of the closed slots are rejected
-DEADLETTER_SAMPLE = 1_000  # rejected reports copied into one dead letter
+MAX_SLOTS_AHEAD = 10_000  # reports further ahead of the closed slots are rejected: it bounds the open slots
+# How many slots one watermark may close at once, unless a stream sets ``max_watermark_jump_slots``
+# (1..MAX_SLOTS_AHEAD). Producers send a watermark at every slot's end, so a larger jump is a clock
+# error (a time zone, seconds for milliseconds) or a forgery, and would close slots before their
+# reports arrive.
+MAX_WATERMARK_JUMP_SLOTS = 60
+DEADLETTER_SAMPLE = 1_000  # rejected reports copied into one dead letter (central and personalized streams)
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,12 @@ class Out:
 def dead_letter(reason: str, topic: str, detail: str, stream: str | None = None, payload: Any = None) -> Out:
     metrics.dead_letters.labels(reason).inc()
     return Out("deadletter", DeadLetter(reason, topic, detail, stream, payload).to_bytes())
+
+
+def malformed(config: AppConfig, topic: str, raw: bytes, detail: str) -> Out:
+    """The dead letter of bytes that decode to no stream: their length and keyed digest, never the bytes."""
+    metrics.reports_rejected.labels("", "malformed").inc()
+    return dead_letter("malformed", topic, detail, payload=unread_bytes(raw, config.noise_key()))
 
 
 class Processor:
@@ -104,7 +117,9 @@ class Processor:
 # ---------------------------------------------------------------------------------------------
 # Assembler: reports -> per-partition slot partials
 # ---------------------------------------------------------------------------------------------
-REJECT_REASONS = ("unknown_user", "out_of_domain", "before_start", "late", "too_far_ahead", "duplicate")
+# In order of precedence: a report is rejected for the first that applies.
+REJECT_REASONS = ("unknown_user", "out_of_domain", "before_start", "late", "too_far_ahead", "wrong_partition",
+                  "duplicate")
 
 
 def seen_contains(seen: np.ndarray, users: np.ndarray) -> np.ndarray:
@@ -128,20 +143,27 @@ def seen_add(seen: np.ndarray, users: np.ndarray, population: int) -> np.ndarray
     return np.union1d(seen, users)
 
 
+def max_watermark_jump(stream) -> int:
+    """How many slots one watermark of ``stream`` may close at once (``max_watermark_jump_slots``)."""
+    return int(getattr(stream, "max_watermark_jump_slots", MAX_WATERMARK_JUMP_SLOTS))
+
+
 class Assembler(Processor):
     """Validates reports, keeps one report per user per slot, and closes slots on watermarks.
 
     State key: ``stream/partition`` (the assembler of a stream runs on every ``reports`` partition).
-    A slot closes when the partition's watermark passes its end plus the allowed lateness; the
-    assembler then emits the slot's partial histogram (zeros if nothing arrived) to ``slots``.
+    It counts only the users its partition owns (:func:`~pipeline.stream.codecs.report_partition`),
+    so that no user is counted twice in a slot across partitions. A slot closes when the
+    partition's watermark passes its end plus the allowed lateness; the assembler then emits the
+    slot's partial histogram (zeros if nothing arrived) to ``slots``. A watermark that would close
+    more than ``max_watermark_jump_slots`` slots at once is refused and leaves the clock where it was.
     """
 
     def route(self, raw, topic, partition):
         try:
             message = decode_report_message(raw)
         except DecodeError as exc:
-            metrics.reports_rejected.labels("", "malformed").inc()
-            return None, None, [dead_letter("malformed", topic, str(exc), payload=raw[:4096].hex())]
+            return None, None, [malformed(self.config, topic, raw, str(exc))]
         stream = self.config.stream(message.stream)
         if stream is None:
             n = 1 if isinstance(message, Watermark) else int(message.users.size)
@@ -160,18 +182,18 @@ class Assembler(Processor):
             metrics.reports_rejected.labels(stream.name, "raw_value_for_local_stream").inc(message.users.size)
             return [dead_letter("raw_value_for_local_stream", topic, f"{message.users.size} raw report(s) for local-model "
                                 f"stream {stream.name!r} dropped unread: devices answer ldp.requests instead", stream.name)]
-        return self._accept(state, stream, message, topic)
+        return self._accept(state, stream, message, topic, partition)
 
-    def _accept(self, state, stream, batch: ReportBatch, topic) -> list[Out]:
+    def _accept(self, state, stream, batch: ReportBatch, topic, partition: int) -> list[Out]:
         logic = self.logics[stream.name]
         users, values = batch.users, batch.values
         slots = stream.slot_of_ms(batch.times_ms)
         reason = np.zeros(users.size, dtype=np.int8)  # 0 = accepted, else 1 + index in REJECT_REASONS
-        reason[(users < 0) | (users >= stream.users)] = 1
-        reason[(reason == 0) & ((values < 0) | (values >= stream.domain))] = 2
-        reason[(reason == 0) & (slots <= 0)] = 3
-        reason[(reason == 0) & (slots <= state["closed"])] = 4
-        reason[(reason == 0) & (slots > state["closed"] + MAX_SLOTS_AHEAD)] = 5
+        failed = ((users < 0) | (users >= stream.users), (values < 0) | (values >= stream.domain), slots <= 0,
+                  slots <= state["closed"], slots > state["closed"] + MAX_SLOTS_AHEAD,
+                  report_partition(users, self.config.report_partitions) != partition)
+        for code, fails in enumerate(failed, start=1):
+            reason[(reason == 0) & fails] = code
         groups = logic.group_of_users()
         for slot in np.unique(slots[reason == 0]):
             idx = np.flatnonzero((reason == 0) & (slots == slot))
@@ -215,9 +237,12 @@ class Assembler(Processor):
         if time <= state["watermark"]:
             return []
         through = stream.closable_through(time)
-        if through - state["closed"] > MAX_SLOTS_AHEAD:
-            return [dead_letter("too_far_ahead", "reports", f"watermark {time} is {through - state['closed']} slots ahead",
-                                stream.name)]
+        limit = max_watermark_jump(stream)
+        if through - state["closed"] > limit:
+            metrics.reports_rejected.labels(stream.name, "watermark_too_far_ahead").inc()
+            return [dead_letter("watermark_too_far_ahead", "reports",
+                                f"watermark {time:.3f} on partition {partition} would close slots {state['closed'] + 1}.."
+                                f"{through} at once; at most {limit} (max_watermark_jump_slots)", stream.name)]
         state["watermark"] = float(time)
         logic = self.logics[stream.name]
         outputs = []
@@ -435,8 +460,9 @@ class Collector(Processor):
             message = Envelope.decode(raw)
             name = message["stream"]
         except (DecodeError, KeyError) as exc:
-            metrics.reports_rejected.labels("", "malformed").inc()
-            return None, None, [dead_letter("malformed", topic, str(exc), payload=raw[:4096].hex())]
+            return None, None, [malformed(self.config, topic, raw, str(exc))]
+        except ValueError:  # the codec failed deeper (text, array buffers); its message may quote the bytes
+            return None, None, [malformed(self.config, topic, raw, "malformed internal message")]
         stream = self.config.stream(name)
         if stream is None or stream.model != "local":
             metrics.reports_rejected.labels("", "unknown_stream").inc()

@@ -94,6 +94,9 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
         ]
         for value in bad:
             raw.produce("reports", value, partition=slot % 3)
+        # user 1 belongs on partition 1, where it reports too: a second copy on partition 0 is refused
+        stray = ReportBatch("dirty", np.array([1]), (values[slot - 1, 1:2] + 1) % DOMAIN, np.array([t0])).encode()
+        raw.produce("reports", stray, partition=0)
         raw.flush()
         users = np.arange(USERS)
         for name, sink in sinks.items():
@@ -135,7 +138,8 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
             assert record.release == result.release.tolist(), f"{name} slot {result.slot}"
             assert record.strategy == result.strategy.value
     text = cluster.metrics(worker)
-    for reason, expected in (("out_of_domain", SLOTS), ("unknown_user", SLOTS), ("duplicate", SLOTS), ("late", SLOTS)):
+    for reason, expected in (("out_of_domain", SLOTS), ("unknown_user", SLOTS), ("duplicate", SLOTS), ("late", SLOTS),
+                             ("wrong_partition", SLOTS)):
         assert metric_value(text, "wevent_reports_rejected_total", stream="dirty", reason=reason) == expected, reason
     assert metric_value(text, "wevent_reports_rejected_total", stream="", reason="malformed") == SLOTS
     assert metric_value(text, "wevent_reports_rejected_total", stream="", reason="unknown_stream") == SLOTS
@@ -146,7 +150,9 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
     for value in letters:
         reasons[DeadLetter.from_json(value).reason] = reasons.get(DeadLetter.from_json(value).reason, 0) + 1
     assert reasons == {"malformed": SLOTS, "unknown_stream": SLOTS, "out_of_domain": SLOTS, "unknown_user": SLOTS,
-                       "duplicate": SLOTS, "late": SLOTS}
+                       "duplicate": SLOTS, "late": SLOTS, "wrong_partition": SLOTS}
+    malformed = [DeadLetter.from_json(v).payload for v in letters if DeadLetter.from_json(v).reason == "malformed"]
+    assert all(set(p) == {"bytes", "blake2b_128"} and p["bytes"] == len(b"\xff\x00 not a report") for p in malformed)
 
 
 def _read_all(bootstrap, topic):

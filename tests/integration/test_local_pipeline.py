@@ -14,7 +14,7 @@ import pytest
 from pipeline.core.data import UserValues
 from pipeline.stream.audit import verify
 from pipeline.stream.broker import free_port
-from pipeline.stream.codecs import DecodeError, Envelope, ReleaseRecord, decode_report_message
+from pipeline.stream.codecs import DecodeError, Envelope, ReleaseRecord, ReportBatch, decode_report_message
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink, producer_config
 from pipeline.stream.processes import DevicesProcess
@@ -55,6 +55,14 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     producer = Producer(producer_config(cluster.bootstrap, tansu_compat=True))
     bad = {"stream": "lpa", "slot": 1, "phase": 1, "users": np.array([stranger]), "reports": np.array([0])}
     producer.produce("ldp.reports", Envelope("reports", bad).encode(), key=b"lpa")
+    # Raw values sent by mistake, unreadable: a raw batch cut by one byte and a JSON report without
+    # a time. Nobody can tell their stream, so their dead letters must not copy them.
+    raw_users = np.arange(0, 64, 2)  # users of partition 0
+    t0 = round(START * 1000)
+    truncated = ReportBatch("lpa", raw_users, values[0, raw_users], np.full(raw_users.size, t0)).encode()[:-1]
+    no_time = json.dumps({"stream": "lpa", "user": 6, "value": int(values[0, 6])}).encode()
+    for unreadable in (truncated, no_time):
+        producer.produce("reports", unreadable, partition=0)
     producer.flush()
     try:
         for name in ("lba", "lpa"):
@@ -82,6 +90,7 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     assert audit.returncode == 0 and audit.stdout.count("PASS") == 2, audit.stdout + audit.stderr
     text = cluster.metrics(cluster.workers[0])
     assert metric_value(text, "wevent_reports_rejected_total", stream="lpa", reason="unrequested") == 1
+    assert metric_value(text, "wevent_reports_rejected_total", stream="", reason="malformed") == 2
 
     # Every message of every topic, changelogs included: no raw report, and the devices' reports are
     # perturbed. LPA asks with epsilon = 1, where Ada picks GRR (d = 8 < 3e + 2): a report keeps the
@@ -96,6 +105,9 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     for topic in topics:
         for value in read_topic(cluster.bootstrap, topic):
             messages += 1
+            if topic != "reports":  # where the producer put them: no copy anywhere else, as bytes or hex
+                assert truncated[-4 * raw_users.size:] not in value and truncated[-64:].hex().encode() not in value
+                assert no_time not in value and no_time.hex().encode() not in value, topic
             try:
                 decoded = decode_report_message(value)
                 assert not hasattr(decoded, "values"), f"a raw report on {topic}"

@@ -11,7 +11,7 @@ from collections import defaultdict, deque
 
 import numpy as np
 
-from pipeline.stream.codecs import ReleaseRecord, ReportBatch, Watermark
+from pipeline.stream.codecs import ReleaseRecord, ReportBatch, Watermark, report_partition
 from pipeline.stream.config import AppConfig
 from pipeline.stream.processors import Processors
 
@@ -44,7 +44,7 @@ class InProcessPipeline:
             return
         users = np.asarray(users)
         for p in range(self.config.report_partitions):
-            chosen = users % self.config.report_partitions == p
+            chosen = report_partition(users, self.config.report_partitions) == p
             batch = ReportBatch(stream, users[chosen], np.asarray(values)[chosen], np.full(int(chosen.sum()), round(slot_start * 1000)))
             self.produce("reports", batch.encode(), partition=p)
         for p in range(self.config.report_partitions):
