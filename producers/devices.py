@@ -177,7 +177,8 @@ class DeviceLedger:
             self.save()
         return allowed
 
-    def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, users: np.ndarray, bits: np.ndarray) -> None:
+    def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, users: np.ndarray,
+                bits: np.ndarray) -> None:
         self._charged[(slot, phase)] = (digest, epsilon, users, bits)
         self.spend[users] += epsilon
 
@@ -312,12 +313,13 @@ class DeviceFleet:
             return []
         asked = np.concatenate([users for _, users in blocks])
         values = self.values_at(request.slot)
-        held = values[asked] if values is not None else np.full(asked.size, ABSENT)
+        if values is None:
+            self._refuse(asked.size, request, "no_value", f"no value for slot {request.slot}")
+            return []
+        held = values[asked]
         present = held != ABSENT
         admitted = np.zeros(asked.size, dtype=bool)
         try:
-            if values is None:
-                raise RequestRefused("no_value", f"no value for slot {request.slot}")
             # Only users with a value are charged: the others send nothing. The ledger is on disk
             # before any report of this request leaves.
             admitted[present] = self.ledger.admit(request, asked[present])
@@ -337,8 +339,8 @@ class DeviceFleet:
                 continue
             # Every asked user of the block is perturbed in order, so each report is the one the
             # simulation draws whoever else answers; refused or absent users' reports are dropped.
-            reports = block_reports(self.devices.randomness, request, block, np.where(block_held == ABSENT, 0, block_held),
-                                    oracle)
+            reports = block_reports(self.devices.randomness, request, block,
+                                    np.where(block_held == ABSENT, 0, block_held), oracle)
             for first in range(0, int(chosen.sum()), MAX_REPORTS_PER_MESSAGE):
                 kept = np.flatnonzero(chosen)[first:first + MAX_REPORTS_PER_MESSAGE]
                 batches.append({"stream": self.stream.name, "slot": request.slot, "phase": int(request.phase),
@@ -354,8 +356,9 @@ class DeviceFleet:
                                               f"{request.domain_size}; stream {stream.name!r} has {stream.users} "
                                               f"users and d = {stream.domain}")
         users = request.users
-        if users is not None and users.size and (users[0] < 0 or users[-1] >= stream.users or np.any(np.diff(users) <= 0)):
-            raise RequestRefused("malformed", f"the asked users are not distinct, ascending ids in 0..{stream.users - 1}")
+        if users is not None and users.size and (users[0] < 0 or users[-1] >= stream.users
+                                                 or np.any(np.diff(users) <= 0)):
+            raise RequestRefused("malformed", f"the asked users are not distinct ascending ids in 0..{stream.users - 1}")
         try:
             request.make_oracle()
         except ParameterError as exc:

@@ -19,7 +19,8 @@ def register(sub) -> None:
                    "(default: 0/1, every user)")
     p.add_argument("--ledger-dir", default=DEFAULT_LEDGER_DIR,
                    help="directory of the users' ledgers (their spend in the current window), one file per stream "
-                   f"and shard, written before any report leaves and read back at start (default: ./{DEFAULT_LEDGER_DIR})")
+                   "and shard, written before any report leaves and read back at start "
+                   f"(default: ./{DEFAULT_LEDGER_DIR})")
     p.add_argument("--max-slots-ahead", type=int,
                    help="refuse a request more than this many slots past the newest charged one (default: 10 w)")
     p.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
