@@ -59,13 +59,14 @@ LEDGER_FORMAT = "wevent-device-ledger/1"
 
 
 def request_digest(request: Request) -> bytes:
-    """BLAKE2b of the request's canonical encoding: equal exactly when the requests are byte-identical.
+    """BLAKE2b of the request's canonical encoding: equal exactly when every field of the requests is.
 
     The scalar fields go in a sorted-key JSON header (floats as their exact hex form), the asked
     users after it as little-endian int64, so an int32 copy of the same users digests the same.
     """
     fields = request.to_dict()
     users = fields.pop("users")
+    # Every field of the wire form is in, so a field added to requests later is covered too.
     header = {**fields, "slot": int(fields["slot"]), "phase": int(fields["phase"]), "oracle": str(fields["oracle"]),
               "domain_size": int(fields["domain_size"]), "population": int(fields["population"]),
               "epsilon": float(fields["epsilon"]).hex(),
@@ -356,8 +357,8 @@ class DeviceFleet:
                                               f"{request.domain_size}; stream {stream.name!r} has {stream.users} "
                                               f"users and d = {stream.domain}")
         users = request.users
-        if users is not None and users.size and (users[0] < 0 or users[-1] >= stream.users
-                                                 or np.any(np.diff(users) <= 0)):
+        if users is not None and (users.ndim != 1 or users.size and (users[0] < 0 or users[-1] >= stream.users
+                                                                     or np.any(np.diff(users) <= 0))):
             raise RequestRefused("malformed", f"the asked users are not distinct ascending ids in 0..{stream.users - 1}")
         try:
             request.make_oracle()

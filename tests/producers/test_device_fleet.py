@@ -95,7 +95,7 @@ def test_a_negative_budget_cannot_refill_a_window():
     assert ledger.admit(ask(3, [4]), np.array([4])).tolist() == [False]
 
 
-@pytest.mark.parametrize("users", [[5, 5, 5], [9, 2], [-1, 3], [3, USERS]])
+@pytest.mark.parametrize("users", [[5, 5, 5], [9, 2], [-1, 3], [3, USERS], [[1, 2], [3, 4]]])
 def test_users_that_are_not_distinct_ascending_ids_are_refused(users):
     devices = fleet()
     assert devices.answer(ask(1, users)) == []
@@ -189,3 +189,23 @@ def test_another_sharding_of_the_same_ledger_directory_is_refused(tmp_path):
     fleet(ledger_dir=tmp_path, shard=0, shards=2).answer(ask(1, None))
     with pytest.raises(Exception, match="another sharding"):
         fleet(ledger_dir=tmp_path)
+
+
+def test_the_digest_follows_every_field_and_not_the_users_dtype():
+    from producers.devices import request_digest
+
+    base = ask(4, [1, 2, 3], epsilon=0.5)
+    assert request_digest(base) == request_digest(ask(4, np.array([1, 2, 3], dtype=np.int32), epsilon=0.5))
+    assert request_digest(base) == request_digest(Request.from_dict(base.to_dict()))
+    others = [ask(5, [1, 2, 3], 0.5), ask(4, [1, 2, 3], 0.5, phase=Phase.DISSIMILARITY), ask(4, [1, 2], 0.5),
+              ask(4, [1, 2, 3], np.nextafter(0.5, 1)), ask(4, [1, 2, 3], 0.5, oracle="oue"), ask(4, None, 0.5),
+              Request.from_dict({**base.to_dict(), "bound": 1.0}), Request.from_dict({**base.to_dict(), "population": 65})]
+    assert len({request_digest(r) for r in [base, *others]}) == 1 + len(others)
+
+
+def test_a_ledger_that_cannot_be_written_stops_the_fleet_before_any_report(tmp_path):
+    devices = fleet(ledger_dir=tmp_path)
+    (tmp_path / "s-0of1.ledger.tmp").mkdir()  # the file the ledger is written to first cannot be opened
+    with pytest.raises(StateError, match="cannot write device ledger"):
+        devices.answer(ask(1, [0, 1]))
+    assert not (tmp_path / "s-0of1.ledger").exists() and devices.answered == 0
