@@ -100,7 +100,10 @@ class DeviceLedger:
         The window budget of every user.
     max_ahead : int, optional
         A request more than this many slots past the newest charged slot is refused, so a forged
-        far-future request cannot move the window past the real stream (default ``10 * window``).
+        far-future request cannot move the window past the real stream. The default, ``100 *
+        window``, is far above the gaps the mechanisms leave between requests (``w`` for LSP; the
+        sampling interval of LP-RescueDP grows in calm streams: 121 slots at ``w = 10`` after
+        3000 synthetic slots).
     newest : int
         The slot the bound counts from while nothing is charged (a fleet passes the slot before
         its first value).
@@ -119,7 +122,7 @@ class DeviceLedger:
     def __init__(self, population: int, window: int, epsilon: float, *, max_ahead: int | None = None,
                  newest: int = 0, path: str | os.PathLike | None = None, owner: str = "") -> None:
         self.population, self.window, self.epsilon = int(population), int(window), float(epsilon)
-        self.max_ahead = 10 * self.window if max_ahead is None else int(max_ahead)
+        self.max_ahead = 100 * self.window if max_ahead is None else int(max_ahead)
         if self.max_ahead < 1:
             raise ParameterError(f"the slots a request may run ahead must be >= 1, got {self.max_ahead}")
         self.path, self.owner = (None if path is None else Path(path)), owner

@@ -22,7 +22,7 @@ def register(sub) -> None:
                    "and shard, written before any report leaves and read back at start "
                    f"(default: ./{DEFAULT_LEDGER_DIR})")
     p.add_argument("--max-slots-ahead", type=int,
-                   help="refuse a request more than this many slots past the newest charged one (default: 10 w)")
+                   help="refuse a request more than this many slots past the newest charged one (default: 100 w)")
     p.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     p.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                    help="the broker is tansu: one record per batch")

@@ -209,3 +209,10 @@ def test_a_ledger_that_cannot_be_written_stops_the_fleet_before_any_report(tmp_p
     with pytest.raises(StateError, match="cannot write device ledger"):
         devices.answer(ask(1, [0, 1]))
     assert not (tmp_path / "s-0of1.ledger").exists() and devices.answered == 0
+
+
+def test_by_default_a_request_may_run_a_hundred_windows_ahead():
+    ledger = DeviceLedger(USERS, WINDOW, 1.0)
+    assert ledger.admit(ask(100 * WINDOW, [0]), np.array([0])).tolist() == [True]
+    with pytest.raises(Exception, match=f"more than {100 * WINDOW} slots past slot {100 * WINDOW}"):
+        ledger.admit(ask(200 * WINDOW + 1, [0]), np.array([0]))
