@@ -8,77 +8,261 @@ the perturbed reports to ``ldp.reports``. Raw values never leave this process.
 
 Each user's own ledger (:class:`DeviceLedger`) refuses a report that would take the user over
 epsilon within any window of w slots, so privacy holds even against a server that asks too
-often. Refusals are counted and logged. An identical request repeated (a server re-emitting
-after a crash) is answered with the identical reports at no new cost.
+often. Every distinct request is charged: a ``(slot, phase)`` is bound to the first request
+charged there (by the BLAKE2b digest of its canonical encoding), a byte-identical repeat (a
+server re-emitting after a crash) is answered with the identical reports at no new cost, and
+any other request for that ``(slot, phase)`` is refused whole. So are requests whose budget is
+not a finite number in ``(0, epsilon]``, requests for a slot older than the newest charged one,
+and requests more than ``max_ahead`` slots past it. With a ``path`` the ledger is written
+atomically to disk before any report leaves, and read back at start: a restart forgets no spend.
 
+>>> from pipeline.core.randomness import Phase
+>>> def ask(slot, users, epsilon=1.0):
+...     return Request(slot, Phase.PUBLICATION, epsilon, "grr", 2, 4, np.array(users))
 >>> ledger = DeviceLedger(population=4, window=3, epsilon=1.0)
->>> ledger.admit(slot=1, phase=1, users=np.array([0, 1]), epsilon=1.0).tolist()
+>>> ledger.admit(ask(1, [0, 1]), np.array([0, 1])).tolist()
 [True, True]
->>> ledger.admit(slot=2, phase=1, users=np.array([1, 2]), epsilon=1.0).tolist()  # user 1 again in the window
+>>> ledger.admit(ask(2, [1, 2]), np.array([1, 2])).tolist()  # user 1 again in the window
 [False, True]
->>> ledger.admit(slot=2, phase=1, users=np.array([2]), epsilon=1.0).tolist()  # the same request again: free
-[True]
->>> ledger.admit(slot=4, phase=1, users=np.array([1]), epsilon=1.0).tolist()  # slot 1 left the window
+>>> ledger.admit(ask(2, [1, 2]), np.array([1, 2])).tolist()  # the same request again: free
+[False, True]
+>>> ledger.admit(ask(2, [1, 2], epsilon=0.5), np.array([1, 2]))  # another request, same (slot, phase)
+Traceback (most recent call last):
+...
+producers.devices.RequestRefused: slot 2 phase 2 was charged for another request
+>>> ledger.admit(ask(4, [1]), np.array([1])).tolist()  # slot 1 left the window
 [True]
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
-from collections import deque
+import math
+import os
+from pathlib import Path
 
 import numpy as np
 
 from pipeline.core.data import ABSENT, UserValues
 from pipeline.core.local import Request
 from pipeline.core.local.devices import Devices, block_reports
+from pipeline.core.state import StateError, pack, unpack
 from pipeline.core.validation import ParameterError
 
 log = logging.getLogger("wevent.devices")
 
 MAX_REPORTS_PER_MESSAGE = 16_384  # OUE reports of d ~ 100 bins: well under Kafka's default 1 MiB message
+DIGEST_BYTES = 32
+LEDGER_FORMAT = "wevent-device-ledger/1"
+
+
+def request_digest(request: Request) -> bytes:
+    """BLAKE2b of the request's canonical encoding: equal exactly when every field of the requests is.
+
+    The scalar fields go in a sorted-key JSON header (floats as their exact hex form), the asked
+    users after it as little-endian int64, so an int32 copy of the same users digests the same.
+    """
+    fields = request.to_dict()
+    users = fields.pop("users")
+    # Every field of the wire form is in, so a field added to requests later is covered too.
+    header = {**fields, "slot": int(fields["slot"]), "phase": int(fields["phase"]), "oracle": str(fields["oracle"]),
+              "domain_size": int(fields["domain_size"]), "population": int(fields["population"]),
+              "epsilon": float(fields["epsilon"]).hex(),
+              "bound": None if fields["bound"] is None else float(fields["bound"]).hex(),
+              "users": None if users is None else int(np.size(users))}
+    digest = hashlib.blake2b(json.dumps(header, sort_keys=True).encode(), digest_size=DIGEST_BYTES,
+                             person=b"wevent-request")
+    if users is not None:
+        digest.update(np.ascontiguousarray(users, dtype="<i8").tobytes())
+    return digest.digest()
+
+
+class RequestRefused(Exception):
+    """A whole request a device fleet does not answer; ``reason`` is the metric's label."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class DeviceLedger:
-    """Every user's budget spent in the last ``window`` slots, as their own device keeps it."""
+    """Every user's budget spent in the last ``window`` slots, as their own device keeps it.
 
-    def __init__(self, population: int, window: int, epsilon: float) -> None:
+    Parameters
+    ----------
+    population : int
+        Users ``0..population-1``.
+    window : int
+        ``w``: a user spends at most ``epsilon`` in any ``w`` consecutive slots.
+    epsilon : float
+        The window budget of every user.
+    max_ahead : int, optional
+        A request more than this many slots past the newest charged slot is refused, so a forged
+        far-future request cannot move the window past the real stream. The default, ``100 *
+        window``, is far above the gaps the mechanisms leave between requests (``w`` for LSP; the
+        sampling interval of LP-RescueDP grows in calm streams: 121 slots at ``w = 10`` after
+        3000 synthetic slots).
+    newest : int
+        The slot the bound counts from while nothing is charged (a fleet passes the slot before
+        its first value).
+    path : path-like, optional
+        Where the ledger is kept: every change is written there (atomically) before ``admit``
+        returns. ``owner`` names the stream and shard it belongs to; :meth:`open` checks it.
+
+    Attributes
+    ----------
+    spend : numpy.ndarray
+        Every user's spend in the window ending at :attr:`newest`.
+    newest : int
+        The newest charged slot.
+    """
+
+    def __init__(self, population: int, window: int, epsilon: float, *, max_ahead: int | None = None,
+                 newest: int = 0, path: str | os.PathLike | None = None, owner: str = "") -> None:
         self.population, self.window, self.epsilon = int(population), int(window), float(epsilon)
+        self.max_ahead = 100 * self.window if max_ahead is None else int(max_ahead)
+        if self.max_ahead < 1:
+            raise ParameterError(f"the slots a request may run ahead must be >= 1, got {self.max_ahead}")
+        self.path, self.owner = (None if path is None else Path(path)), owner
         self.spend = np.zeros(self.population)
-        self._charges: deque[tuple[int, np.ndarray, float]] = deque()  # (slot, users, epsilon)
-        self._answered: dict[tuple[int, int], np.ndarray] = {}  # (slot, phase) -> users admitted
-        self.newest = 0
+        # (slot, phase) -> (digest of the request charged there, its epsilon, the users it charged,
+        # the same users as a bitmap of the population: what the file holds)
+        self._charged: dict[tuple[int, int], tuple[bytes, float, np.ndarray, np.ndarray]] = {}
+        self.newest = int(newest)
 
-    def admit(self, slot: int, phase: int, users: np.ndarray, epsilon: float) -> np.ndarray:
-        """Which ``users`` may report at ``(slot, phase)`` for ``epsilon`` each; charges them."""
+    @classmethod
+    def open(cls, path: str | os.PathLike, population: int, window: int, epsilon: float, *,
+             max_ahead: int | None = None, newest: int = 0, owner: str = "") -> "DeviceLedger":
+        """The ledger kept at ``path`` (a new one if there is no file); a file that does not check is an error."""
+        ledger = cls(population, window, epsilon, max_ahead=max_ahead, newest=newest, path=path, owner=owner)
+        try:
+            data = ledger.path.read_bytes()
+        except FileNotFoundError:
+            return ledger
+        except OSError as exc:
+            raise StateError(f"cannot read device ledger {path}: {exc.strerror}") from None
+        ledger._restore(data)
+        return ledger
+
+    def admit(self, request: Request, users: np.ndarray) -> np.ndarray:
+        """Which of ``users`` (distinct indices asked by ``request``) may report; charges them.
+
+        Raises :class:`RequestRefused` when the request is refused for every user.
+        """
         users = np.asarray(users, dtype=np.int64)
-        before = self._answered.get((slot, phase), np.zeros(0, dtype=np.int64))
-        # Asked again at the same (slot, phase): the same derived report, already paid for.
-        repeat = np.isin(users, before)
+        slot, phase = int(request.slot), int(request.phase)
+        where = f"slot {slot} phase {phase}"
+        digest = request_digest(request)
+        charged = self._charged.get((slot, phase))
+        if charged is not None:
+            if charged[0] != digest:
+                raise RequestRefused("conflict", f"{where} was charged for another request")
+            return np.isin(users, charged[2])  # asked again: the same derived reports, already paid for
+        epsilon = float(request.epsilon)
+        if not math.isfinite(epsilon) or not 0 < epsilon <= self.epsilon:
+            raise RequestRefused("bad_epsilon", f"{where} asks for epsilon = {request.epsilon!r}, outside (0, "
+                                                f"{self.epsilon:g}]")
         if slot < self.newest:  # a window only moves forward: an older slot cannot be charged safely
-            return repeat
-        while self._charges and self._charges[0][0] <= slot - self.window:
-            _, old, eps = self._charges.popleft()
-            self.spend[old] -= eps
-        allowed = repeat | (self.spend[users] + epsilon <= self.epsilon * (1 + 1e-12))
-        charged = users[allowed & ~repeat]
-        self.spend[charged] += epsilon
-        self._charges.append((slot, charged, epsilon))
-        self._answered[(slot, phase)] = np.concatenate([before, charged])
+            raise RequestRefused("stale", f"{where} is older than the newest charged slot {self.newest}")
+        if slot > self.newest + self.max_ahead:
+            raise RequestRefused("ahead", f"{where} is more than {self.max_ahead} slots past slot {self.newest}")
+        for key in [k for k in self._charged if k[0] <= slot - self.window]:  # out of every later window
+            _, spent, old, _ = self._charged.pop(key)
+            self.spend[old] -= spent
+        allowed = self.spend[users] + epsilon <= self.epsilon * (1 + 1e-12)
+        chosen = users[allowed]
+        bits = np.zeros(self.population, dtype=bool)
+        bits[chosen] = True
+        self._charge(slot, phase, digest, epsilon, chosen, np.packbits(bits))
         self.newest = slot
-        for key in [k for k in self._answered if k[0] <= slot - self.window]:
-            del self._answered[key]
+        if self.path is not None:
+            self.save()
         return allowed
+
+    def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, users: np.ndarray,
+                bits: np.ndarray) -> None:
+        self._charged[(slot, phase)] = (digest, epsilon, users, bits)
+        self.spend[users] += epsilon
+
+    # --- on disk -------------------------------------------------------------------------------
+    def _state(self) -> dict:
+        return {"format": LEDGER_FORMAT, "owner": self.owner, "population": self.population, "window": self.window,
+                "newest": self.newest,
+                "charges": [{"slot": slot, "phase": phase, "digest": digest, "epsilon": epsilon, "users": bits}
+                            for (slot, phase), (digest, epsilon, _, bits) in sorted(self._charged.items())]}
+
+    def save(self) -> None:
+        """Write the ledger to :attr:`path`: a new file, synced, then renamed over the old one.
+
+        A failure is a :class:`StateError`: the fleet stops rather than send reports it could forget.
+        """
+        body = pack(self._state())
+        data = body + hashlib.blake2b(body, digest_size=DIGEST_BYTES).digest()
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        try:
+            with open(temporary, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(temporary, self.path)
+            directory = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)  # the rename itself survives a power cut
+            finally:
+                os.close(directory)
+        except OSError as exc:
+            raise StateError(f"cannot write device ledger {self.path}: {exc.strerror}") from None
+
+    def _restore(self, data: bytes) -> None:
+        def corrupt(problem: str) -> StateError:
+            return StateError(f"device ledger {self.path} is unusable ({problem}); it holds the users' spend in "
+                              f"the current window, so it is not reset: restore it, or remove it knowingly")
+
+        body, checksum = data[:-DIGEST_BYTES], data[-DIGEST_BYTES:]
+        if len(data) <= DIGEST_BYTES or hashlib.blake2b(body, digest_size=DIGEST_BYTES).digest() != checksum:
+            raise corrupt("checksum mismatch: truncated or damaged")
+        try:
+            state = unpack(body)
+        except StateError as exc:
+            raise corrupt(str(exc)) from None
+        expected = {"format": LEDGER_FORMAT, "owner": self.owner, "population": self.population, "window": self.window}
+        for field, value in expected.items():
+            if state.get(field) != value:
+                raise corrupt(f"{field} is {state.get(field)!r}, this fleet has {value!r}")
+        try:
+            newest = int(state["newest"])
+            for charge in state["charges"]:
+                slot, phase, epsilon = int(charge["slot"]), int(charge["phase"]), float(charge["epsilon"])
+                digest, bits = charge["digest"], np.asarray(charge["users"])
+                if not newest - self.window < slot <= newest or (slot, phase) in self._charged:
+                    raise ValueError(f"a charge at slot {slot} phase {phase} outside the window ending at {newest}")
+                if not math.isfinite(epsilon) or epsilon <= 0 or len(digest) != DIGEST_BYTES \
+                        or bits.dtype != np.uint8 or bits.shape != (-(-self.population // 8),):
+                    raise ValueError(f"a malformed charge at slot {slot} phase {phase}")
+                users = np.flatnonzero(np.unpackbits(bits, count=self.population))
+                self._charge(slot, phase, bytes(digest), epsilon, users, bits)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise corrupt(str(exc)) from None
+        self.newest = newest
 
 
 class DeviceFleet:
-    """The devices of one shard of users: answers requests with perturbed reports."""
+    """The devices of one shard of users: answers requests with perturbed reports.
 
-    def __init__(self, stream, values: UserValues, devices: Devices, shard: int = 0, shards: int = 1) -> None:
+    ``ledger_dir`` keeps the shard's :class:`DeviceLedger` on disk (one file per stream and
+    shard); without it the ledger lives in memory only. ``max_ahead`` bounds how far past the
+    newest charged slot a request may be (see :class:`DeviceLedger`).
+    """
+
+    def __init__(self, stream, values: UserValues, devices: Devices, shard: int = 0, shards: int = 1, *,
+                 ledger_dir: str | os.PathLike | None = None, max_ahead: int | None = None) -> None:
+        from pipeline.stream.kafka import check_feed_fits
+
         if not 0 <= shard < shards:
             raise ParameterError(f"shard must be in 0..{shards - 1}, got {shard}")
-        if values.users > stream.users:
-            raise ParameterError(f"the values hold {values.users} users, stream {stream.name!r} has {stream.users}")
+        check_feed_fits(values, stream)  # users, domain, slot length and start alignment
         self.stream = stream
         self.values = values
         self.devices = devices
@@ -86,9 +270,28 @@ class DeviceFleet:
         # A user with no value in a slot reports the extra ABSENT category when the stream has one.
         self.absent_category = values.domain_size if stream.domain == values.domain_size + 1 else None
         self.slot_offset = round((values.start - stream.start) / stream.slot_seconds)
-        self.ledger = DeviceLedger(stream.users, stream.window, stream.epsilon)
+        options = dict(max_ahead=max_ahead, newest=self.slot_offset)  # nothing charged: count from the first value
+        if ledger_dir is None:
+            self.ledger = DeviceLedger(stream.users, stream.window, stream.epsilon, **options)
+        else:
+            self.ledger = DeviceLedger.open(self._ledger_path(Path(ledger_dir)), stream.users, stream.window,
+                                            stream.epsilon, owner=f"{stream.name} {shard}/{shards}", **options)
         self.refused = 0
         self.answered = 0
+
+    def _ledger_path(self, directory: Path) -> Path:
+        """This shard's ledger file; the ledgers of another sharding of the stream are an error."""
+        name = self.stream.name
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            others = sorted(p.name for p in directory.glob(f"{name}-*of*.ledger")
+                            if not p.name.endswith(f"of{self.shards}.ledger"))
+        except OSError as exc:
+            raise ParameterError(f"cannot use ledger directory {directory}: {exc.strerror}") from None
+        if others:  # another sharding splits the users differently: its spend would be forgotten
+            raise ParameterError(f"ledger directory {directory} holds {', '.join(others)} of another sharding than "
+                                 f"{self.shard}/{self.shards}: re-sharding would forget the users' spend")
+        return directory / f"{name}-{self.shard}of{self.shards}.ledger"
 
     def values_at(self, slot: int) -> np.ndarray | None:
         feed_slot = slot - self.slot_offset
@@ -103,34 +306,75 @@ class DeviceFleet:
 
     def answer(self, request: Request) -> list[dict]:
         """The report batches this shard sends for ``request`` (users admitted by their ledgers)."""
+        try:
+            self._check(request)
+        except RequestRefused as refusal:  # nothing about the request can be trusted, not even its users
+            self._refuse(0, request, refusal.reason, str(refusal))
+            return []
+        blocks = [(block, np.arange(users.start, users.stop) if isinstance(users, slice) else users)
+                  for block, users in self.devices.blocks(request) if block % self.shards == self.shard]
+        if not blocks:
+            return []
+        asked = np.concatenate([users for _, users in blocks])
         values = self.values_at(request.slot)
+        if values is None:
+            self._refuse(asked.size, request, "no_value", f"no value for slot {request.slot}")
+            return []
+        held = values[asked]
+        present = held != ABSENT
+        admitted = np.zeros(asked.size, dtype=bool)
+        try:
+            # Only users with a value are charged: the others send nothing. The ledger is on disk
+            # before any report of this request leaves.
+            admitted[present] = self.ledger.admit(request, asked[present])
+        except RequestRefused as refusal:
+            self._refuse(asked.size, request, refusal.reason, str(refusal))
+            return []
+        if not admitted.all():
+            self._refuse(int((~admitted).sum()), request, None, "over budget or absent")
         batches = []
-        for block, users in self.devices.blocks(request):
-            if block % self.shards != self.shard:
+        oracle = request.make_oracle()
+        start = 0
+        for block, users in blocks:
+            chosen = admitted[start:start + users.size]
+            block_held = held[start:start + users.size]
+            start += users.size
+            if not chosen.any():
                 continue
-            users = np.arange(users.start, users.stop) if isinstance(users, slice) else np.asarray(users)
-            if values is None:
-                self._refuse(users.size, request, "no value for this slot")
-                continue
-            held = values[users]
             # Every asked user of the block is perturbed in order, so each report is the one the
             # simulation draws whoever else answers; refused or absent users' reports are dropped.
-            reports = block_reports(self.devices.randomness, request, block, np.where(held == ABSENT, 0, held))
-            present = held != ABSENT
-            admitted = present & self.ledger.admit(request.slot, int(request.phase), users, request.epsilon)
-            if (~admitted).any():
-                self._refuse(int((~admitted).sum()), request, "over budget or absent")
-            for start in range(0, int(admitted.sum()), MAX_REPORTS_PER_MESSAGE):
-                chosen = np.flatnonzero(admitted)[start:start + MAX_REPORTS_PER_MESSAGE]
+            reports = block_reports(self.devices.randomness, request, block,
+                                    np.where(block_held == ABSENT, 0, block_held), oracle)
+            for first in range(0, int(chosen.sum()), MAX_REPORTS_PER_MESSAGE):
+                kept = np.flatnonzero(chosen)[first:first + MAX_REPORTS_PER_MESSAGE]
                 batches.append({"stream": self.stream.name, "slot": request.slot, "phase": int(request.phase),
-                                "users": users[chosen], "reports": reports[chosen]})
-                self.answered += chosen.size
+                                "users": users[kept], "reports": reports[kept]})
+                self.answered += kept.size
         return batches
 
-    def _refuse(self, count: int, request: Request, reason: str) -> None:
+    def _check(self, request: Request) -> None:
+        """The request is one this stream's devices can answer: its population, users, domain and oracle."""
+        stream = self.stream
+        if request.population != stream.users or request.domain_size != stream.domain:
+            raise RequestRefused("malformed", f"a request for {request.population} users and d = "
+                                              f"{request.domain_size}; stream {stream.name!r} has {stream.users} "
+                                              f"users and d = {stream.domain}")
+        users = request.users
+        if users is not None and (users.ndim != 1 or users.size and (users[0] < 0 or users[-1] >= stream.users
+                                                                     or np.any(np.diff(users) <= 0))):
+            raise RequestRefused("malformed", f"the asked users are not distinct ascending ids in 0..{stream.users - 1}")
+        try:
+            request.make_oracle()
+        except ParameterError as exc:
+            raise RequestRefused("malformed", str(exc)) from None
+
+    def _refuse(self, count: int, request: Request, reason: str | None, message: str) -> None:
+        """Count ``count`` refused reports and, for a whole refused request, its ``reason``; one log line."""
         from pipeline.stream import metrics
 
         self.refused += count
         metrics.device_refusals.labels(self.stream.name).inc(count)
-        log.warning("stream %s slot %d phase %d: %d device(s) refused (%s)", self.stream.name, request.slot,
-                    int(request.phase), count, reason)
+        if reason is not None:
+            metrics.device_requests_refused.labels(self.stream.name, reason).inc()
+        log.warning("stream %s slot %s phase %s: %d device(s) refused (%s)", self.stream.name, request.slot,
+                    request.phase, count, message)

@@ -7,6 +7,8 @@ import sys
 
 from ._common import UsageError, serve_metrics
 
+DEFAULT_LEDGER_DIR = "wevent-devices-ledger"
+
 
 def register(sub) -> None:
     p = sub.add_parser("devices", help="the local model's devices: answer ldp.requests with perturbed reports")
@@ -15,6 +17,12 @@ def register(sub) -> None:
     p.add_argument("--values", required=True, help="the users' true values: a .npz dump (wevent replay --dump)")
     p.add_argument("--shard", default="0/1", help="K/N: this process holds the device blocks b with b mod N = K "
                    "(default: 0/1, every user)")
+    p.add_argument("--ledger-dir", default=DEFAULT_LEDGER_DIR,
+                   help="directory of the users' ledgers (their spend in the current window), one file per stream "
+                   "and shard, written before any report leaves and read back at start "
+                   f"(default: ./{DEFAULT_LEDGER_DIR})")
+    p.add_argument("--max-slots-ahead", type=int,
+                   help="refuse a request more than this many slots past the newest charged one (default: 100 w)")
     p.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     p.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                    help="the broker is tansu: one record per batch")
@@ -42,13 +50,14 @@ def handle(args) -> int:
         shard, shards = (int(x) for x in args.shard.split("/"))
     except ValueError:
         raise UsageError(f"--shard must be K/N, got {args.shard!r}") from None
+    block_size = device_block_size(stream)
+    # The dump is checked against the stream, and the ledger read, before anything connects.
+    fleet = DeviceFleet(stream, UserValues.load(args.values),
+                        Devices(DerivedRandomness(config.device_key(), stream.name), block_size=block_size),
+                        shard, shards, ledger_dir=args.ledger_dir, max_ahead=args.max_slots_ahead)
     bootstrap = resolve_bootstrap(args.bootstrap)
     if not bootstrap:
         raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
-    block_size = device_block_size(stream)
-    fleet = DeviceFleet(stream, UserValues.load(args.values),
-                        Devices(DerivedRandomness(config.device_key(), stream.name), block_size=block_size),
-                        shard, shards)
     if args.metrics_port:
         serve_metrics(args.metrics_port)
     from confluent_kafka import Consumer, Producer
@@ -57,7 +66,8 @@ def handle(args) -> int:
     producer = Producer(producer_config(bootstrap, args.tansu_compat))
     consumer.subscribe(["ldp.requests"])
     print(f"devices of stream {stream.name!r}: shard {shard}/{shards} of {stream.users} users in blocks of "
-          f"{block_size}; waiting for requests", file=sys.stderr, flush=True)
+          f"{block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}); waiting for "
+          "requests", file=sys.stderr, flush=True)
     try:
         while True:
             message = consumer.poll(0.5)

@@ -50,3 +50,9 @@ device_refusals = Counter(
     "Local model: reports a device refused (its user's window budget would be exceeded, or no value)",
     ["stream"],
 )
+device_requests_refused = Counter(
+    "wevent_device_requests_refused_total",
+    "Local model: whole requests a device fleet refused, by reason (malformed, bad_epsilon, conflict, stale, "
+    "ahead, no_value)",
+    ["stream", "reason"],
+)

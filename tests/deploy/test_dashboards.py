@@ -153,8 +153,10 @@ def send_bad_input(bootstrap: str, stream: dict) -> None:
 
 
 def wevent_process(argv: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
+    """Run in the log's directory, as a container in its own: a device fleet keeps its ledger there."""
     return subprocess.Popen([sys.executable, "-m", "pipeline.cli", *argv], stdout=subprocess.DEVNULL,
-                            stderr=open(log, "ab"), start_new_session=True, env={**os.environ, **(env or {})})
+                            stderr=open(log, "ab"), start_new_session=True, env={**os.environ, **(env or {})},
+                            cwd=log.parent)
 
 
 def option(argv: list[str], flag: str) -> str | None:

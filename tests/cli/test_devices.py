@@ -1,0 +1,76 @@
+"""`wevent devices` as an operator starts it: a dump that does not fit the stream is one line, exit 2."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pipeline.core.data import UserValues
+from pipeline.stream.config import dump_config, parse_config
+
+USERS, DOMAIN, START = 40, 5, 1_201_910_400.0
+
+
+def wevent(*args, cwd=None):
+    """No Kafka is configured: a fleet that passes its checks stops when it looks for one."""
+    env = {k: v for k, v in os.environ.items() if k != "WEVENT_BOOTSTRAP"}
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env=env)
+
+
+@pytest.fixture
+def config_path(tmp_path):
+    config = parse_config({"seed": 1, "streams": [{
+        "name": "l", "model": "local", "mechanism": "lpa", "epsilon": 1.0, "window": 4, "domain": DOMAIN,
+        "users": USERS, "slot_seconds": 60, "start": START}]})
+    path = tmp_path / "streams.json"
+    path.write_text(json.dumps(dump_config(config)))
+    return path
+
+
+def dump(tmp_path, users=USERS, domain=DOMAIN, slot_seconds=60.0, start=START):
+    values = np.random.default_rng(0).integers(0, domain, (6, users))
+    path = tmp_path / "values.npz"
+    UserValues(values, domain, slot_seconds=slot_seconds, start=start).save(path)
+    return path
+
+
+@pytest.mark.parametrize("mismatch, named", [
+    ({"users": USERS + 1}, [f"{USERS + 1} users", f"{USERS} users"]),
+    ({"domain": DOMAIN + 2}, [f"d = {DOMAIN + 2}", f"d = {DOMAIN}"]),
+    ({"slot_seconds": 30.0}, ["30 s", "60 s"]),
+    ({"start": START + 90}, [f"from {START + 90:g}", f"from {START:g}"]),
+])
+def test_a_dump_that_does_not_fit_the_stream_is_refused_before_anything_starts(tmp_path, config_path, mismatch, named):
+    values = dump(tmp_path, **mismatch)
+    proc = wevent("devices", "--config", str(config_path), "--values", str(values), "--ledger-dir",
+                  str(tmp_path / "ledger"))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert all(text in proc.stderr for text in named), proc.stderr
+
+
+@pytest.mark.parametrize("domain", [DOMAIN, DOMAIN - 1])  # d - 1 values: the extra category is ABSENT
+def test_a_dump_that_fits_passes_the_checks(tmp_path, config_path, domain):
+    values = dump(tmp_path, users=USERS - 3, domain=domain, start=START + 120)
+    proc = wevent("devices", "--config", str(config_path), "--values", str(values), "--ledger-dir",
+                  str(tmp_path / "ledger"))
+    assert proc.returncode == 2 and "no Kafka to connect to" in proc.stderr, proc.stderr
+
+
+def test_a_damaged_ledger_stops_the_fleet_with_one_line(tmp_path, config_path):
+    ledger = tmp_path / "ledger"
+    ledger.mkdir()
+    (ledger / "l-0of1.ledger").write_bytes(b"WEVS1 not a ledger at all, and far too short to be one")
+    proc = wevent("devices", "--config", str(config_path), "--values", str(dump(tmp_path)), "--ledger-dir", str(ledger))
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "l-0of1.ledger is unusable" in proc.stderr and "not reset" in proc.stderr
+    assert (ledger / "l-0of1.ledger").read_bytes().startswith(b"WEVS1 not a ledger")  # left as it was
+
+
+def test_the_ledger_directory_defaults_to_the_working_directory(tmp_path, config_path):
+    wevent("devices", "--config", str(config_path), "--values", str(dump(tmp_path)), cwd=tmp_path)
+    assert (tmp_path / "wevent-devices-ledger").is_dir()

@@ -1,0 +1,218 @@
+"""The device fleet's own ledger: every distinct request charged, malformed ones refused, kept on disk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.core.data import UserValues
+from pipeline.core.local import Devices, Request
+from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey
+from pipeline.core.state import StateError, unpack
+from pipeline.stream import metrics
+from pipeline.stream.codecs import Envelope
+from pipeline.stream.config import parse_config
+from producers.devices import DeviceFleet, DeviceLedger
+
+USERS, DOMAIN, WINDOW, SLOTS, BLOCK, START = 64, 4, 5, 30, 8, 1_201_910_400.0
+VALUES = np.random.default_rng(7).integers(0, DOMAIN, (SLOTS, USERS))
+
+
+def stream(name="s", epsilon=1.0, window=WINDOW):
+    return parse_config({"seed": 1, "streams": [{
+        "name": name, "model": "local", "mechanism": "lpa", "epsilon": epsilon, "window": window, "domain": DOMAIN,
+        "users": USERS, "slot_seconds": 60, "start": START, "options": {"block_size": BLOCK}}]}).streams[0]
+
+
+def fleet(**options) -> DeviceFleet:
+    config = stream()
+    devices = Devices(DerivedRandomness(SecretKey.from_seed(3, purpose="devices"), config.name), block_size=BLOCK)
+    return DeviceFleet(config, UserValues(VALUES, DOMAIN, slot_seconds=60, start=START), devices, **options)
+
+
+def ask(slot, users, epsilon=1.0, phase=Phase.PUBLICATION, oracle="grr"):
+    return Request(slot, phase, epsilon, oracle, DOMAIN, USERS, None if users is None else np.asarray(users, np.int64))
+
+
+def answered(batches) -> list[int]:
+    return [int(u) for batch in batches for u in batch["users"]]
+
+
+def refusals(reason, name="s") -> float:
+    return metrics.device_requests_refused.labels(name, reason)._value.get()
+
+
+def test_a_second_request_at_a_charged_slot_and_phase_is_refused_whatever_its_budget():
+    devices = fleet()
+    assert answered(devices.answer(ask(1, [3, 9], epsilon=0.001))) == [3, 9]
+    # The same users at the same (slot, phase) for epsilon = 50: the old ledger sent an almost
+    # noiseless report for the 0.001 already charged.
+    before = metrics.device_refusals.labels("s")._value.get()
+    assert devices.answer(ask(1, [3, 9], epsilon=50.0)) == []
+    assert devices.refused == 2 and metrics.device_refusals.labels("s")._value.get() == before + 2
+    assert devices.ledger.spend[[3, 9]].tolist() == [0.001, 0.001]
+    before = refusals("conflict")
+    devices.answer(ask(1, [3, 9], epsilon=0.002))
+    assert refusals("conflict") == before + 1
+
+
+def test_asking_again_with_other_block_companions_gets_no_fresh_report():
+    devices = fleet()
+    user = 12  # block 1 (users 8..15)
+    companions = [u for u in range(USERS) if u != user][:41]
+    reports = [devices.answer(ask(2, sorted([user, other]))) for other in companions]
+    # The first request is charged and answered; the 40 others differ from it, so they are refused:
+    # the old ledger answered all 41, each a fresh GRR draw of the same true value, for one charge.
+    assert [user in answered(r) for r in reports] == [True] + [False] * 40
+    assert devices.ledger.spend[user] == 1.0
+
+
+def test_an_identical_repeat_is_answered_with_identical_bytes_at_no_new_cost():
+    devices = fleet()
+    request = ask(3, None, epsilon=0.5)
+    first = [Envelope("reports", b).encode() for b in devices.answer(request)]
+    spend = devices.ledger.spend.copy()
+    again = [Envelope("reports", b).encode() for b in devices.answer(Request.from_dict(request.to_dict()))]
+    assert first and again == first
+    assert np.array_equal(devices.ledger.spend, spend) and spend.max() == 0.5
+
+
+@pytest.mark.parametrize("epsilon, reason", [(float("nan"), "malformed"), (float("inf"), "malformed"),
+                                             (-1.0, "malformed"), (0.0, "malformed"), (1.5, "bad_epsilon")])
+def test_a_budget_outside_zero_to_epsilon_is_refused_and_charges_nothing(epsilon, reason):
+    devices = fleet()
+    before = refusals(reason)
+    assert devices.answer(ask(1, [0, 1], epsilon=epsilon)) == []
+    assert refusals(reason) == before + 1 and not devices.ledger.spend.any()
+    assert answered(devices.answer(ask(2, [0, 1]))) == [0, 1]  # nothing was taken from the users' budget
+
+
+def test_a_negative_budget_cannot_refill_a_window():
+    ledger = DeviceLedger(USERS, WINDOW, 1.0)
+    assert ledger.admit(ask(1, [4]), np.array([4])).tolist() == [True]
+    with pytest.raises(Exception, match="epsilon"):
+        ledger.admit(ask(2, [4], epsilon=-1.0), np.array([4]))
+    assert ledger.admit(ask(3, [4]), np.array([4])).tolist() == [False]
+
+
+@pytest.mark.parametrize("users", [[5, 5, 5], [9, 2], [-1, 3], [3, USERS], [[1, 2], [3, 4]]])
+def test_users_that_are_not_distinct_ascending_ids_are_refused(users):
+    devices = fleet()
+    assert devices.answer(ask(1, users)) == []
+    assert not devices.ledger.spend.any()
+
+
+@pytest.mark.parametrize("change", [{"population": USERS + 1}, {"domain_size": DOMAIN + 1}, {"oracle": "nope"}])
+def test_a_request_for_another_stream_shape_is_refused(change):
+    devices = fleet()
+    assert devices.answer(Request.from_dict({**ask(1, [0]).to_dict(), **change})) == []
+
+
+def test_older_slots_and_slots_far_ahead_are_refused():
+    devices = fleet(max_ahead=3)
+    assert devices.answer(ask(5, [0])) == []  # nothing charged yet: at most 3 past the data's first slot
+    assert answered(devices.answer(ask(3, [0]))) == [0]
+    assert devices.answer(ask(2, [1])) == []  # older than the newest charged slot
+    before = refusals("ahead")
+    assert devices.answer(ask(20, [1])) == []  # a forged request far ahead cannot move the window
+    assert refusals("ahead") == before + 1 and devices.ledger.newest == 3
+    assert answered(devices.answer(ask(6, [1]))) == [1]
+
+
+def test_a_user_without_a_value_is_not_charged():
+    values = VALUES.copy()
+    values[0, 2] = -1
+    config = stream()
+    devices = DeviceFleet(config, UserValues(values, DOMAIN, slot_seconds=60, start=START),
+                          Devices.from_seed(3, config.name, block_size=BLOCK))
+    assert answered(devices.answer(ask(1, [1, 2, 3]))) == [1, 3]
+    assert devices.ledger.spend[[1, 2, 3]].tolist() == [1.0, 0.0, 1.0]
+
+
+# --- on disk -----------------------------------------------------------------------------------
+def test_save_and_load_round_trip(tmp_path):
+    path = tmp_path / "s.ledger"
+    ledger = DeviceLedger(USERS, WINDOW, 1.0, path=path, owner="s 0/1")
+    ledger.admit(ask(1, [0, 1, 2], epsilon=0.25), np.array([0, 1, 2]))
+    ledger.admit(ask(1, [2, 3], epsilon=0.5, phase=Phase.DISSIMILARITY), np.array([2, 3]))
+    ledger.admit(ask(2, [0], epsilon=0.75), np.array([0]))
+    back = DeviceLedger.open(path, USERS, WINDOW, 1.0, owner="s 0/1")
+    assert np.array_equal(back.spend, ledger.spend) and back.newest == 2
+    assert back.spend[:4].tolist() == [1.0, 0.25, 0.75, 0.5]
+    assert back.admit(ask(2, [0], epsilon=0.75), np.array([0])).tolist() == [True]  # the identical repeat
+    with pytest.raises(Exception, match="another request"):
+        back.admit(ask(2, [0], epsilon=0.5), np.array([0]))
+    assert back.admit(ask(3, [0, 1], epsilon=0.5), np.array([0, 1])).tolist() == [False, True]
+
+
+def test_the_file_holds_the_last_window_only(tmp_path):
+    path = tmp_path / "s.ledger"
+    ledger = DeviceLedger(USERS, WINDOW, 1.0, path=path, owner="s")
+    last = 4 * WINDOW
+    for slot in range(1, last + 1):
+        ledger.admit(ask(slot, [slot % USERS], epsilon=0.1), np.array([slot % USERS]))
+    state = unpack(path.read_bytes()[:-32])  # the body, before its checksum
+    assert [c["slot"] for c in state["charges"]] == list(range(last - WINDOW + 1, last + 1))
+    back = DeviceLedger.open(path, USERS, WINDOW, 1.0, owner="s")
+    assert back.spend.sum() == pytest.approx(0.1 * WINDOW)
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "window", "owner", "population"])
+def test_a_damaged_or_foreign_file_is_an_error_not_a_reset(tmp_path, damage):
+    path = tmp_path / "s.ledger"
+    ledger = DeviceLedger(USERS, WINDOW, 1.0, path=path, owner="s 0/1")
+    ledger.admit(ask(1, [0, 1]), np.array([0, 1]))
+    data = path.read_bytes()
+    if damage == "flip":
+        path.write_bytes(data[:40] + bytes([data[40] ^ 1]) + data[41:])
+    elif damage == "truncate":
+        path.write_bytes(data[:-5])
+    elif damage == "empty":
+        path.write_bytes(b"")
+    shape = {"window": (USERS, WINDOW + 1, "s 0/1"), "owner": (USERS, WINDOW, "s 0/2"),
+             "population": (USERS + 1, WINDOW, "s 0/1")}.get(damage, (USERS, WINDOW, "s 0/1"))
+    with pytest.raises(StateError, match="is unusable") as error:
+        DeviceLedger.open(path, shape[0], shape[1], 1.0, owner=shape[2])
+    assert "\n" not in str(error.value) and "not reset" in str(error.value)
+
+
+def test_a_fleet_restarted_on_its_ledger_directory_keeps_the_spend(tmp_path):
+    devices = fleet(ledger_dir=tmp_path)
+    assert answered(devices.answer(ask(1, [0, 1], epsilon=0.6))) == [0, 1]
+    restarted = fleet(ledger_dir=tmp_path)
+    assert restarted.answer(ask(2, [0, 1], epsilon=0.6)) == [] and restarted.refused == 2  # 1.2 > 1
+    assert answered(restarted.answer(ask(1, [0, 1], epsilon=0.6))) == [0, 1]  # the repeat, free
+    assert restarted.answer(ask(1, [0, 1], epsilon=0.3)) == []  # another request for a charged slot
+
+
+def test_another_sharding_of_the_same_ledger_directory_is_refused(tmp_path):
+    fleet(ledger_dir=tmp_path, shard=0, shards=2).answer(ask(1, None))
+    with pytest.raises(Exception, match="another sharding"):
+        fleet(ledger_dir=tmp_path)
+
+
+def test_the_digest_follows_every_field_and_not_the_users_dtype():
+    from producers.devices import request_digest
+
+    base = ask(4, [1, 2, 3], epsilon=0.5)
+    assert request_digest(base) == request_digest(ask(4, np.array([1, 2, 3], dtype=np.int32), epsilon=0.5))
+    assert request_digest(base) == request_digest(Request.from_dict(base.to_dict()))
+    others = [ask(5, [1, 2, 3], 0.5), ask(4, [1, 2, 3], 0.5, phase=Phase.DISSIMILARITY), ask(4, [1, 2], 0.5),
+              ask(4, [1, 2, 3], np.nextafter(0.5, 1)), ask(4, [1, 2, 3], 0.5, oracle="oue"), ask(4, None, 0.5),
+              Request.from_dict({**base.to_dict(), "bound": 1.0}), Request.from_dict({**base.to_dict(), "population": 65})]
+    assert len({request_digest(r) for r in [base, *others]}) == 1 + len(others)
+
+
+def test_a_ledger_that_cannot_be_written_stops_the_fleet_before_any_report(tmp_path):
+    devices = fleet(ledger_dir=tmp_path)
+    (tmp_path / "s-0of1.ledger.tmp").mkdir()  # the file the ledger is written to first cannot be opened
+    with pytest.raises(StateError, match="cannot write device ledger"):
+        devices.answer(ask(1, [0, 1]))
+    assert not (tmp_path / "s-0of1.ledger").exists() and devices.answered == 0
+
+
+def test_by_default_a_request_may_run_a_hundred_windows_ahead():
+    ledger = DeviceLedger(USERS, WINDOW, 1.0)
+    assert ledger.admit(ask(100 * WINDOW, [0]), np.array([0])).tolist() == [True]
+    with pytest.raises(Exception, match=f"more than {100 * WINDOW} slots past slot {100 * WINDOW}"):
+        ledger.admit(ask(200 * WINDOW + 1, [0]), np.array([0]))
