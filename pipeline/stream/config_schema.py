@@ -184,7 +184,7 @@ class Text(Kind):
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_NO_CONTROL = r"^[^\u0000-\u001f\u007f]*$"
+_NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"  # RE2 (Helm's schema validator) has no \u escapes
 
 
 @dataclass(frozen=True)
