@@ -207,6 +207,8 @@ def _stream(raw, index: int) -> StreamConfig:
         if "oracle" in fields and model != "local":
             raise SchemaError("oracle is for local-model streams only")
         options = check_options(fields.get("options", {}), mechanism)
+        if "bound" in options and fields.get("oracle") != "hm":
+            raise SchemaError("options.bound is the range of mean estimation: for oracle hm only")
     except SchemaError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     stream = StreamConfig(

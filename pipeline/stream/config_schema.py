@@ -84,10 +84,14 @@ class Boolean(Kind):
 
 def _range_text(low, high, low_open: bool, high_open: bool) -> str:
     """``> 0 and <= 100``: the bounds in words a config's author reads at once."""
-    bounds = [f"{'>' if low_open else '>='} {low:g}"] if low is not None else []
+    bounds = [f"{'>' if low_open else '>='} {_number(low)}"] if low is not None else []
     if high is not None:
-        bounds.append(f"{'<' if high_open else '<='} {high:g}")
+        bounds.append(f"{'<' if high_open else '<='} {_number(high)}")
     return " and ".join(bounds)
+
+
+def _number(value) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ class Integer(Kind):
             raise SchemaError(f"{name} must be an integer, got {show(value)}")
         value = int(value)
         if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
-            raise SchemaError(f"{name} must be {self.range}, got {value}")
+            raise SchemaError(f"{name} must be {self.range}, got {show(value)}")
         return value
 
     @property
