@@ -470,7 +470,8 @@ QUERY = Table({
 STREAM_FIELDS: dict[str, Field] = {
     "name": Field(STREAM_NAME, "the stream's name (keys, topics' records, metrics labels)", required=True),
     "model": Field(Choice(MODELS), "central, local or personalized", required=True),
-    "mechanism": Field(Choice(tuple(MECHANISMS), catalogue=True), "the mechanism (its model must be the stream's)", required=True),
+    "mechanism": Field(Choice(tuple(MECHANISMS), catalogue=True), "the mechanism (its model must be the stream's)",
+                       required=True),
     "epsilon": Field(Number(0, 100, open_low=True), "the budget of every window (not for personalized streams)"),
     "window": Field(Integer(1, 2**20), "w, in slots (not for personalized streams)"),
     "domain": Field(Integer(1, 2**20), "d: values are 0..d-1", required=True),

@@ -91,7 +91,8 @@ def test_block_size_is_a_positive_integer(value, fragment):
     ("30", "must be a number, got '30'"),
 ])
 def test_deadline_seconds_is_a_finite_positive_number(value, fragment):
-    assert refused(with_options(LOCAL, deadline_seconds=value)) == f"stream 'taxi-local': options.deadline_seconds {fragment}"
+    message = refused(with_options(LOCAL, deadline_seconds=value))
+    assert message == f"stream 'taxi-local': options.deadline_seconds {fragment}"
 
 
 def test_nan_from_a_json_config_file_is_refused(tmp_path):
