@@ -38,7 +38,7 @@ from typing import Any
 
 from ..core.validation import ParameterError
 
-__all__ = ["SchemaError", "Field", "Option", "Mechanism", "MECHANISMS", "MODELS", "STREAM_FIELDS", "APP_FIELDS",
+__all__ = ["SchemaError", "Field", "Option", "MechanismSchema", "MECHANISMS", "MODELS", "STREAM_FIELDS", "APP_FIELDS",
            "show", "check_table", "config_json_schema", "write_helm_schema"]
 
 MODELS = ("central", "local", "personalized")
@@ -266,7 +266,6 @@ class Table(Kind):
     """A mapping with known keys only: an unknown key is an error, never ignored."""
 
     fields: dict[str, Field]
-    what: str = "table/mapping"
 
     def check(self, value, name):
         return check_table(value, self.fields, name)
@@ -301,22 +300,20 @@ class StreamList(Kind):
 
 
 @dataclass(frozen=True)
-class AnyOf(Kind):
-    """The first of several kinds that fits (the message lists what each one wanted)."""
+class ByType(Kind):
+    """One kind per Python type of the value, e.g. a path (a string) or settings (a table)."""
 
-    kinds: tuple[Kind, ...]
+    kinds: tuple[tuple[type, Kind], ...]
     what: str
 
     def check(self, value, name):
-        for kind in self.kinds:
-            try:
+        for base, kind in self.kinds:
+            if isinstance(value, base):
                 return kind.check(value, name)
-            except SchemaError:
-                continue
         raise SchemaError(f"{name} must be {self.what}, got {show(value)}")
 
     def json_schema(self):
-        return {"anyOf": [k.json_schema() for k in self.kinds]}
+        return {"anyOf": [kind.json_schema() for _, kind in self.kinds]}
 
 
 def check_table(value, fields: dict[str, Field], name: str, extra: str = "") -> dict[str, Any]:
@@ -380,8 +377,8 @@ REQUIREMENT_SETTINGS = Table({
     "seed": Field(Integer(0, 2**63 - 1), "seed of the draws"),
 })
 PERSONALIZED = {
-    "requirements": Option(AnyOf((PATH, REQUIREMENT_SETTINGS), "a CSV file of user,w,epsilon lines or a table of "
-                                 "generation settings (mix, epsilon, window, groups, share, seed)"),
+    "requirements": Option(ByType(((str, PATH), (dict, REQUIREMENT_SETTINGS)), "a CSV file of user,w,epsilon lines "
+                                  "or a table of generation settings (mix, epsilon, window, groups, share, seed)"),
                            "every user's (w_i, eps_i): a CSV file or generation settings", required=True,
                            stream_level=True),
     "threshold": Option(Choice(("sqrt-error", "scale")), "what the dissimilarity is compared with"),
@@ -406,28 +403,28 @@ POPULATION = {**ADAPTIVE_LOCAL, "pool": Option(Choice(("floor", "rest")), "the p
 
 
 @dataclass(frozen=True)
-class Mechanism:
+class MechanismSchema:
     model: str
     options: dict[str, Option] = field(default_factory=dict)
 
 
-MECHANISMS: dict[str, Mechanism] = {
-    "uniform": Mechanism("central", CENTRAL),
-    "sample": Mechanism("central", CENTRAL),
-    "bd": Mechanism("central", ADAPTIVE_CENTRAL),
-    "ba": Mechanism("central", ADAPTIVE_CENTRAL),
-    "pbd": Mechanism("personalized", {
+MECHANISMS: dict[str, MechanismSchema] = {
+    "uniform": MechanismSchema("central", CENTRAL),
+    "sample": MechanismSchema("central", CENTRAL),
+    "bd": MechanismSchema("central", ADAPTIVE_CENTRAL),
+    "ba": MechanismSchema("central", ADAPTIVE_CENTRAL),
+    "pbd": MechanismSchema("personalized", {
         **PERSONALIZED,
         "lookback": Option(Choice(("paper", "artifact")), "slots of past publications subtracted: w-1 or w")}),
-    "pba": Mechanism("personalized", PERSONALIZED),
-    "lbu": Mechanism("local", LOCAL),
-    "lsp": Mechanism("local", LOCAL),
-    "lpu": Mechanism("local", LOCAL),
-    "lbd": Mechanism("local", ADAPTIVE_LOCAL),
-    "lba": Mechanism("local", ADAPTIVE_LOCAL),
-    "lpd": Mechanism("local", {**POPULATION, "u_min": Option(Integer(1, 2**32), "fewest users a publication asks")}),
-    "lpa": Mechanism("local", POPULATION),
-    "lp-dsat": Mechanism("local", {
+    "pba": MechanismSchema("personalized", PERSONALIZED),
+    "lbu": MechanismSchema("local", LOCAL),
+    "lsp": MechanismSchema("local", LOCAL),
+    "lpu": MechanismSchema("local", LOCAL),
+    "lbd": MechanismSchema("local", ADAPTIVE_LOCAL),
+    "lba": MechanismSchema("local", ADAPTIVE_LOCAL),
+    "lpd": MechanismSchema("local", {**POPULATION, "u_min": Option(Integer(1, 2**32), "fewest users a publication asks")}),
+    "lpa": MechanismSchema("local", POPULATION),
+    "lp-dsat": MechanismSchema("local", {
         **POPULATION,
         "cutoff": Option(Integer(1, 2**20), "target publications per window C (below w)"),
         "threshold": Option(Number(0, 2), "initial threshold T"),
@@ -435,7 +432,7 @@ MECHANISMS: dict[str, Mechanism] = {
         "gain": Option(FINITE, "controller gain theta"),
         "rate_denominator": Option(Choice(("window", "slot")), "the publication rate divides by min(t, w) or t"),
     }),
-    "lp-rescuedp": Mechanism("local", {
+    "lp-rescuedp": MechanismSchema("local", {
         **LOCAL,
         "sample_share": Option(POSITIVE, "phi: the sampling share's growth"),
         "max_share": Option(Number(0, 1, open_low=True), "p_max: the largest share of available users sampled"),
@@ -458,8 +455,9 @@ REFUSED_OPTIONS = {
 
 
 # --- the stream and the app ---------------------------------------------------------------------
-STREAM_NAME = Text(100, r"[A-Za-z0-9][A-Za-z0-9._-]*", "1 to 100 letters, digits, '.', '_' or '-' "
-                   "starting with a letter or digit (without '/')")
+# Names go into table keys ("stream/slot"), Kafka record keys, topic-safe ids and metric labels.
+NAME = Text(100, r"[A-Za-z0-9][A-Za-z0-9._-]*", "1 to 100 letters, digits, '.', '_' or '-' starting with a "
+            "letter or digit (without '/')")
 QUERY = Table({
     "mode": Field(Choice(("A", "B", "C")), "A: over the releases; B: RTP_DMM on raw counts; C: both"),
     "window": Field(Integer(1, 2**24), "the sliding window of the range queries, in slots"),
@@ -468,7 +466,7 @@ QUERY = Table({
     "lambda_variant": Field(Choice(("none", "paper", "cai")), "the matrix mechanism's lambda variant"),
 })
 STREAM_FIELDS: dict[str, Field] = {
-    "name": Field(STREAM_NAME, "the stream's name (keys, topics' records, metrics labels)", required=True),
+    "name": Field(NAME, "the stream's name (keys, topics' records, metrics labels)", required=True),
     "model": Field(Choice(MODELS), "central, local or personalized", required=True),
     "mechanism": Field(Choice(tuple(MECHANISMS), catalogue=True), "the mechanism (its model must be the stream's)",
                        required=True),
@@ -485,8 +483,7 @@ STREAM_FIELDS: dict[str, Field] = {
     "query": Field(QUERY, "decayed range queries over the stream"),
 }
 APP_FIELDS: dict[str, Field] = {
-    "app": Field(Text(100, r"[A-Za-z0-9][A-Za-z0-9._-]*", "1 to 100 letters, digits, '.', '_' or '-'"),
-                 "the Faust app id: consumer group and table topics"),
+    "app": Field(NAME, "the Faust app id: consumer group and table topics"),
     "report_partitions": Field(Integer(1, 10000), "partitions of the reports topic"),
     "stream_partitions": Field(Integer(1, 10000), "partitions of the stream-keyed topics"),
     "seed": Field(Integer(0, 2**63 - 1), "reproducible noise (experiments); production sets WEVENT_NOISE_KEY"),
@@ -524,7 +521,12 @@ def stream_json_schema() -> dict:
 
 
 def config_json_schema() -> dict:
-    """JSON Schema (draft-07) of a stream configuration: the checks that do not span several fields."""
+    """JSON Schema (draft-07) of a stream configuration.
+
+    It holds every field's type and range and, per mechanism, its model and options; the few
+    rules across fields beyond those (a query index of mode B/C on central streams only, its
+    budget below epsilon, ``bound`` with oracle ``hm`` only) are the loader's alone.
+    """
     return table_json_schema(APP_FIELDS)
 
 

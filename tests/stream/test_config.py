@@ -134,7 +134,9 @@ def test_options_are_per_mechanism(stream, option):
     ({"epsilon": 1.0}, "a personalized stream has no single epsilon"),
     ({"window": 20}, "a personalized stream has no single window"),
     ({"options": {}}, "options: missing field(s) requirements"),
-    ({"options": {"requirements": {"mix": "groups", "window": "12"}}}, "options.requirements must be a CSV file"),
+    ({"options": {"requirements": {"mix": "groups", "window": "12"}}}, "options.requirements.window must be an "
+                                                                        "integer, got '12'"),
+    ({"options": {"requirements": {"mix": "all"}}}, "options.requirements.mix must be one of groups, per-user"),
     ({"options": {"requirements": 3}}, "options.requirements must be a CSV file"),
 ])
 def test_personalized_streams_take_requirements_not_a_pair(changes, fragment):
