@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import tomllib
 
 import pytest
 import yaml
@@ -18,7 +19,7 @@ from pipeline.core.personalized import Requirements
 from pipeline.stream.config import load_config
 from pipeline.stream.logic import logic_for
 
-from .conftest import CHART
+from .conftest import CHART, STREAMS_FILE
 from .python312 import HELM_VENV, find_python312
 
 # helm's lint severities (pkg/lint/support): 1 info, 2 warning, 3 error
@@ -144,6 +145,14 @@ PERSONALIZED = {k: v for k, v in STREAM.items() if k not in ("epsilon", "window"
 ])
 def test_helm_lint_rejects_stream_configs_the_workers_refuse(helm_python, tmp_path, stream):
     assert schema_error(helm_python, chart_with(tmp_path, {"config": {"streams": [stream]}}))
+
+
+def test_helm_lint_accepts_the_compose_stack_streams(helm_python, tmp_path):
+    """docker/config/streams.toml (one stream of each model) passes the chart's schema as it loads in a worker."""
+    streams = tomllib.loads(STREAMS_FILE.read_text())
+    assert load_config(STREAMS_FILE).streams
+    chart = chart_with(tmp_path, {"config": streams})
+    assert problems(lint(helm_python, chart)) == []
 
 
 def noise_key_of(rendered: dict[str, list[dict]]) -> tuple[str, str, str | None]:
