@@ -25,31 +25,33 @@ epsilon and w: ``options.requirements`` is a CSV file of ``user,w,epsilon`` line
 stream's user indices) or a table of generation settings, e.g.
 ``{ mix = "groups", epsilon = 0.6, window = 120, seed = 1 }`` (spec personalized §10.2).
 
-Every problem is reported as one :class:`ConfigError` naming the stream and the field.
+Options are the mechanism's own, typed and per mechanism (:mod:`pipeline.stream.config_schema`
+lists them): ``budget_shift = "false"`` is an error, not a true value, and an option the mechanism
+does not take is an error, not ignored. Every problem is reported as one :class:`ConfigError`
+line naming the stream and the field, when the config is loaded.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..core.registry import mechanisms
 from ..core.randomness import SecretKey
 from ..core.validation import ParameterError
+from .config_schema import APP_FIELDS, MECHANISMS, STREAM_FIELDS, SchemaError, check_options, check_table, show
 
 __all__ = ["ConfigError", "StreamConfig", "AppConfig", "load_config", "NOISE_KEY_ENV", "DEVICE_KEY_ENV"]
 
 NOISE_KEY_ENV = "WEVENT_NOISE_KEY"  # 64 hex characters: the server's secret noise key
 DEVICE_KEY_ENV = "WEVENT_DEVICE_KEY"  # the simulated devices' key (local model)
-MODELS = ("central", "local", "personalized")
+DEFAULT_DEADLINE_SECONDS = 30.0  # how long the collector waits for the users asked in one phase
 
 
 class ConfigError(ParameterError):
@@ -58,6 +60,13 @@ class ConfigError(ParameterError):
 
 @dataclass(frozen=True)
 class StreamConfig:
+    """One stream's settings, checked and typed (:func:`parse_config` is the way to make one).
+
+    ``options`` holds the options the config gave, typed; the mechanism's defaults apply to the
+    others. :attr:`mechanism_options` are the mechanism constructor's keywords; ``block_size``,
+    ``deadline_seconds`` and ``requirements`` are the stream layer's own.
+    """
+
     name: str
     model: str
     mechanism: str
@@ -74,8 +83,31 @@ class StreamConfig:
     query: dict[str, Any] | None = None  # decayed range queries (pipeline.stream.query)
 
     @property
+    def mechanism_options(self) -> dict[str, Any]:
+        """The options for the mechanism's constructor (those given in the config only)."""
+        schema = MECHANISMS[self.mechanism].options
+        return {k: v for k, v in self.options.items() if not schema[k].stream_level}
+
+    @property
+    def block_size(self) -> int:
+        """Users per device block (local model)."""
+        from ..core.local.devices import DEFAULT_BLOCK_SIZE
+
+        return self.options.get("block_size", DEFAULT_BLOCK_SIZE)
+
+    @property
+    def deadline_seconds(self) -> float:
+        """How long the collector waits for the users asked in one phase (local model)."""
+        return self.options.get("deadline_seconds", DEFAULT_DEADLINE_SECONDS)
+
+    @property
+    def requirements(self) -> str | dict | None:
+        """A personalized stream's requirements: a CSV path or generation settings."""
+        return self.options.get("requirements")
+
+    @property
     def query_settings(self):
-        from .query import QuerySettings
+        from .query import QuerySettings  # the decayed core, only for streams with a query index
 
         return QuerySettings.parse(self.query, f"stream {self.name!r}") if self.query is not None else None
 
@@ -152,76 +184,42 @@ def _key(env: str, seed: int | None, purpose: str) -> SecretKey:
     return SecretKey.from_seed(seed, purpose)
 
 
-def _parse_time(value, where: str) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, dt.datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)).timestamp()
-    if isinstance(value, str):
-        try:
-            parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise ConfigError(f"{where}: start {value!r} is not ISO 8601 or epoch seconds") from None
-        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)).timestamp()
-    raise ConfigError(f"{where}: start must be a time, got {value!r}")
-
-
-def _stream(raw: dict, index: int) -> StreamConfig:
+def _stream(raw, index: int) -> StreamConfig:
     where = f"streams[{index}]"
     if not isinstance(raw, dict):
-        raise ConfigError(f"{where} must be a table/mapping")
-    name = raw.get("name")
-    if not isinstance(name, str) or not name or "/" in name:
-        raise ConfigError(f"{where}: a stream needs a non-empty `name` without '/'")
-    where = f"stream {name!r}"
-    known = {f for f in StreamConfig.__dataclass_fields__}
-    unknown = set(raw) - known
-    if unknown:
-        raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-    required = ("model", "mechanism", "domain", "users", "slot_seconds", "start")
-    if raw.get("model") != "personalized":
-        required += ("epsilon", "window")
-    missing = [f for f in required if f not in raw]
-    if missing:
-        raise ConfigError(f"{where}: missing field(s) {', '.join(missing)}")
-    model = raw["model"]
-    if model not in MODELS:
-        raise ConfigError(f"{where}: model must be one of {', '.join(MODELS)}, got {model!r}")
-    if raw["mechanism"] not in mechanisms():
-        raise ConfigError(f"{where}: unknown mechanism {raw['mechanism']!r}")
-
-    def number(key, cast, minimum):
-        value = raw[key] if key in raw else StreamConfig.__dataclass_fields__[key].default
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ConfigError(f"{where}: {key} must be a number, got {value!r}")
-        if cast is int and float(value) != int(value):
-            raise ConfigError(f"{where}: {key} must be an integer, got {value!r}")
-        if value < minimum or (minimum == 0 and key != "lateness_seconds" and value == 0):
-            raise ConfigError(f"{where}: {key} must be > {minimum}" if minimum == 0 else f"{where}: {key} must be >= {minimum}")
-        return cast(value)
-
-    options = raw.get("options", {})
-    if not isinstance(options, dict):
-        raise ConfigError(f"{where}: options must be a table/mapping")
+        raise ConfigError(f"{where} must be a table/mapping, got {show(raw)}")
+    if "name" not in raw:
+        raise ConfigError(f"{where}: missing field(s) name")
+    try:
+        name = STREAM_FIELDS["name"].kind.check(raw["name"], "name")
+        where = f"stream {name!r}"
+        fields = check_table(raw, STREAM_FIELDS, "")
+        model, mechanism = fields["model"], fields["mechanism"]
+        belongs = MECHANISMS[mechanism].model
+        if belongs != model:
+            raise SchemaError(f"{mechanism} is not a {model}-model mechanism: it belongs to the {belongs} model")
+        pair = [key for key in ("epsilon", "window") if key in fields]
+        if model == "personalized" and pair:
+            raise SchemaError(f"a personalized stream has no single {' or '.join(pair)}: every user has their own "
+                              f"(w_i, eps_i) in options.requirements")
+        if model != "personalized" and len(pair) < 2:
+            raise SchemaError(f"missing field(s) {', '.join(k for k in ('epsilon', 'window') if k not in fields)}")
+        if "oracle" in fields and model != "local":
+            raise SchemaError("oracle is for local-model streams only")
+        options = check_options(fields.get("options", {}), mechanism)
+        if "bound" in options and fields.get("oracle") != "hm":
+            raise SchemaError("options.bound is the range of mean estimation: for oracle hm only")
+    except SchemaError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     stream = StreamConfig(
-        name=name,
-        model=model,
-        mechanism=raw["mechanism"],
-        epsilon=number("epsilon", float, 0) if "epsilon" in raw else None,
-        window=number("window", int, 1) if "window" in raw else None,
-        domain=number("domain", int, 1),
-        users=number("users", int, 1),
-        slot_seconds=number("slot_seconds", float, 0),
-        start=_parse_time(raw["start"], where),
-        lateness_seconds=number("lateness_seconds", float, 0) if "lateness_seconds" in raw else 0.0,
-        oracle=str(raw.get("oracle", "ada")),
-        options=dict(options),
-        labels=tuple(str(x) for x in raw.get("labels", ())),
-        query=raw.get("query"),
+        name=name, model=model, mechanism=mechanism, epsilon=fields.get("epsilon"), window=fields.get("window"),
+        domain=fields["domain"], users=fields["users"], slot_seconds=fields["slot_seconds"], start=fields["start"],
+        lateness_seconds=fields.get("lateness_seconds", 0.0), oracle=fields.get("oracle", "ada"), options=options,
+        labels=fields.get("labels", ()), query=fields.get("query"),
     )
     try:
-        settings = stream.query_settings  # validates the query table
-    except ParameterError as exc:
+        settings = stream.query_settings
+    except ParameterError as exc:  # the query settings' own checks name the stream already
         raise ConfigError(str(exc)) from None
     if settings is not None and settings.reserved_epsilon:
         if model != "central":
@@ -233,69 +231,92 @@ def _stream(raw: dict, index: int) -> StreamConfig:
     return stream
 
 
-def parse_config(raw: dict) -> AppConfig:
-    if not isinstance(raw, dict):
-        raise ConfigError("the config must be a table/mapping")
-    streams = raw.get("streams")
-    if not isinstance(streams, list) or not streams:
-        raise ConfigError("the config declares no `streams`")
-    parsed = tuple(_stream(s, i) for i, s in enumerate(streams))
+def parse_config(raw) -> AppConfig:
+    """A config mapping (what a config file holds) checked against the schema, as typed settings."""
+    try:
+        fields = check_table(raw, APP_FIELDS, "")
+    except SchemaError as exc:
+        raise ConfigError(str(exc)) from None
+    parsed = tuple(_stream(s, i) for i, s in enumerate(fields["streams"]))
     names = [s.name for s in parsed]
     if len(set(names)) != len(names):
         raise ConfigError("stream names must be unique")
-    unknown = set(raw) - {"streams", "app", "report_partitions", "stream_partitions", "seed"}
-    if unknown:
-        raise ConfigError(f"unknown top-level field(s) {', '.join(sorted(unknown))}")
-    for key in ("report_partitions", "stream_partitions"):
-        if key in raw and (not isinstance(raw[key], int) or isinstance(raw[key], bool) or raw[key] < 1):
-            raise ConfigError(f"{key} must be an integer >= 1")
-    seed = raw.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise ConfigError("seed must be an integer")
     return AppConfig(
         streams=parsed,
-        app=str(raw.get("app", "wevent")),
-        report_partitions=raw.get("report_partitions", 4),
-        stream_partitions=raw.get("stream_partitions", 2),
-        seed=seed,
+        app=fields.get("app", "wevent"),
+        report_partitions=fields.get("report_partitions", 4),
+        stream_partitions=fields.get("stream_partitions", 2),
+        seed=fields.get("seed"),
     )
 
 
+MAX_CONFIG_BYTES = 16 * 2**20
+
+
 def load_config(path: str | Path) -> AppConfig:
+    """A config file (.toml, .yaml/.yml or .json) as typed settings; any problem is one ConfigError line."""
     path = Path(path)
     try:
-        text = path.read_bytes()
+        return parse_config(_read(path))
+    except ConfigError as exc:
+        raise ConfigError(" ".join(str(exc).split())) from None  # one line, whatever a parser said
+
+
+def _read(path: Path):
+    if path.suffix not in (".toml", ".yaml", ".yml", ".json"):
+        raise ConfigError(f"{path}: use a .toml, .yaml or .json config file")
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: a config file has at most {MAX_CONFIG_BYTES // 2**20} MiB")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory, not a config file") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
     try:
         if path.suffix == ".toml":
-            raw = tomllib.loads(text.decode())
-        elif path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            raw = yaml.safe_load(text)
-        elif path.suffix == ".json":
-            raw = json.loads(text)
-        else:
-            raise ConfigError(f"{path}: use a .toml, .yaml or .json config file")
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return tomllib.loads(data.decode("utf-8"))
+        if path.suffix == ".json":
+            return json.loads(data.decode("utf-8"))
+        return _load_yaml(data)
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text (a binary file?)") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply") from None
+    except ValueError as exc:  # TOMLDecodeError, JSONDecodeError and YAML's errors (see _load_yaml)
         raise ConfigError(f"{path}: {exc}") from None
-    except Exception as exc:  # yaml.YAMLError without importing yaml at module load
-        if type(exc).__module__.startswith("yaml"):
-            raise ConfigError(f"{path}: {exc}") from None
-        raise
-    return parse_config(raw)
+
+
+def _load_yaml(data: bytes):
+    import yaml
+
+    try:
+        return yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def dump_config(config: AppConfig) -> dict:
-    """The config as a plain mapping (what `wevent run` writes for the workers it starts)."""
+    """The config as a plain mapping (what `wevent run` writes for the workers it starts).
+
+    Settings left at their defaults are left out, so that the mapping loads again as the same config.
+    """
     return {
         "app": config.app,
         "report_partitions": config.report_partitions,
         "stream_partitions": config.stream_partitions,
         **({"seed": config.seed} if config.seed is not None else {}),
-        "streams": [
-            {k: (list(v) if isinstance(v, tuple) else v) for k, v in s.__dict__.items() if v is not None}
-            for s in config.streams
-        ],
+        "streams": [_given(s) for s in config.streams],
     }
+
+
+def _given(stream: StreamConfig) -> dict[str, Any]:
+    out = {}
+    for f in dataclass_fields(stream):
+        value = getattr(stream, f.name)
+        default = f.default_factory() if callable(f.default_factory) else f.default
+        if value is not None and value != default:
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out

@@ -125,7 +125,7 @@ class CentralLogic(StreamLogic):
         s = self.stream
         try:  # a Mode B/C query index takes its budget out of every window first (composition)
             return REGISTRY[s.mechanism](s.host_epsilon, s.window, s.domain, randomness=self.randomness,
-                                         **s.options)
+                                         **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 
@@ -163,10 +163,9 @@ class PersonalizedLogic(CentralLogic):
 
     def new_mechanism(self):
         s = self.stream
-        options = {k: v for k, v in s.options.items() if k != "requirements"}
         try:
             return REGISTRY[s.mechanism].for_requirements(self.requirements, s.domain, randomness=self.randomness,
-                                                          **options)
+                                                          **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 
@@ -208,10 +207,8 @@ class LocalLogic(StreamLogic):
     answer ``ldp.requests`` with perturbed reports, the collector sums them into the oracle's
     support, M1 turns a phase-1 support into the dissimilarity (:func:`dissimilarity_of`), and M2
     decides and publishes. ``options.block_size`` is the devices' and ``options.deadline_seconds``
-the collector's (not the mechanism's).
+    the collector's (not the mechanism's).
     """
-
-    DEVICE_OPTIONS = ("block_size", "deadline_seconds")  # options of the devices and the collector
 
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         super().__init__(stream, randomness)
@@ -219,10 +216,9 @@ the collector's (not the mechanism's).
 
     def new_mechanism(self):
         s = self.stream
-        options = {k: v for k, v in s.options.items() if k not in self.DEVICE_OPTIONS}
         try:
             return REGISTRY[s.mechanism](s.epsilon, s.window, s.domain, s.users, oracle=s.oracle,
-                                         randomness=self.randomness, **options)
+                                         randomness=self.randomness, **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 
@@ -232,7 +228,7 @@ the collector's (not the mechanism's).
     @property
     def deadline_seconds(self) -> float:
         """How long the collector waits for the users asked in one phase."""
-        return float(self.stream.options.get("deadline_seconds", 30.0))
+        return self.stream.deadline_seconds
 
     def measure_support(self, request: dict, support, n: int, last_release) -> list:
         """M1: the dissimilarity of a phase-1 support, as a list for the wire."""
@@ -280,9 +276,7 @@ the collector's (not the mechanism's).
 
 def device_block_size(stream: StreamConfig) -> int:
     """Users per device block of a local-model stream (the devices need no server key to know it)."""
-    from ..core.local.devices import DEFAULT_BLOCK_SIZE
-
-    return int(stream.options.get("block_size", DEFAULT_BLOCK_SIZE))
+    return stream.block_size
 
 
 def local_release_extras(result) -> dict:
@@ -313,23 +307,15 @@ def personalized_release_record(stream: str, mechanism, result, type_window_spen
 def load_requirements(stream: StreamConfig):
     from ..core.personalized import Requirements, generate
 
-    spec = stream.options.get("requirements")
+    spec = stream.requirements  # a CSV path or generation settings, typed by the config
     where = f"stream {stream.name!r}"
-    if isinstance(spec, str):
-        requirements = Requirements.load_csv(spec)
-    elif isinstance(spec, dict):
-        settings = dict(spec)
-        mix = settings.pop("mix", "groups")
-        try:
-            requirements = generate(mix, stream.users, **{k.replace("-", "_"): v for k, v in settings.items()})
-        except TypeError as exc:
-            raise ConfigError(f"{where}: invalid requirement settings: {exc}") from None
-    else:
-        raise ConfigError(f"{where}: a personalized stream needs options.requirements: a CSV file of "
-                          f"user,w,epsilon or a table of generation settings")
-    expected = [str(u) for u in range(stream.users)]
     try:
-        return requirements.for_users(expected)
+        if isinstance(spec, str):
+            requirements = Requirements.load_csv(spec)
+        else:
+            settings = dict(spec)
+            requirements = generate(settings.pop("mix", "groups"), stream.users, **settings)
+        return requirements.for_users([str(u) for u in range(stream.users)])
     except ParameterError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
