@@ -77,6 +77,7 @@ class StreamConfig:
     slot_seconds: float
     start: float
     lateness_seconds: float = 0.0
+    max_watermark_jump_slots: int = 60  # producers send a watermark at every slot's end: jumps are 1
     oracle: str = "ada"
     options: dict[str, Any] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
@@ -214,7 +215,8 @@ def _stream(raw, index: int) -> StreamConfig:
     stream = StreamConfig(
         name=name, model=model, mechanism=mechanism, epsilon=fields.get("epsilon"), window=fields.get("window"),
         domain=fields["domain"], users=fields["users"], slot_seconds=fields["slot_seconds"], start=fields["start"],
-        lateness_seconds=fields.get("lateness_seconds", 0.0), oracle=fields.get("oracle", "ada"), options=options,
+        lateness_seconds=fields.get("lateness_seconds", 0.0),
+        max_watermark_jump_slots=fields.get("max_watermark_jump_slots", 60), oracle=fields.get("oracle", "ada"), options=options,
         labels=fields.get("labels", ()), query=fields.get("query"),
     )
     try:

@@ -477,6 +477,8 @@ STREAM_FIELDS: dict[str, Field] = {
     "slot_seconds": Field(Number(0.001, 1e9), "the slot length", required=True),
     "start": Field(Time(), "the start of slot 1 (ISO 8601 or epoch seconds)", required=True),
     "lateness_seconds": Field(Number(0, 1e9), "how long a slot stays open after its end"),
+    "max_watermark_jump_slots": Field(Integer(1, 10_000), "the most slots one watermark may close at once "
+                                      "(default 60): a larger jump is a clock error or a forgery"),
     "oracle": Field(Choice(("ada", "grr", "oue", "hm")), "the frequency oracle (local streams only)"),
     "options": Field(PerMechanism(), "the mechanism's options"),
     "labels": Field(TextList(Text(200), 2**20), "a name for each value"),

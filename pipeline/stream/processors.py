@@ -49,11 +49,6 @@ __all__ = ["Out", "Processor", "Assembler", "DissimilarityProcessor", "Publicati
 log = logging.getLogger(__name__)
 
 MAX_SLOTS_AHEAD = 10_000  # reports further ahead of the closed slots are rejected: it bounds the open slots
-# How many slots one watermark may close at once, unless a stream sets ``max_watermark_jump_slots``
-# (1..MAX_SLOTS_AHEAD). Producers send a watermark at every slot's end, so a larger jump is a clock
-# error (a time zone, seconds for milliseconds) or a forgery, and would close slots before their
-# reports arrive.
-MAX_WATERMARK_JUMP_SLOTS = 60
 DEADLETTER_SAMPLE = 1_000  # rejected reports copied into one dead letter (central and personalized streams)
 
 
@@ -141,11 +136,6 @@ def seen_add(seen: np.ndarray, users: np.ndarray, population: int) -> np.ndarray
         np.bitwise_or.at(seen, users >> 3, (128 >> (users & 7)).astype(np.uint8))
         return seen
     return np.union1d(seen, users)
-
-
-def max_watermark_jump(stream) -> int:
-    """How many slots one watermark of ``stream`` may close at once (``max_watermark_jump_slots``)."""
-    return int(getattr(stream, "max_watermark_jump_slots", MAX_WATERMARK_JUMP_SLOTS))
 
 
 class Assembler(Processor):
@@ -237,7 +227,7 @@ class Assembler(Processor):
         if time <= state["watermark"]:
             return []
         through = stream.closable_through(time)
-        limit = max_watermark_jump(stream)
+        limit = stream.max_watermark_jump_slots
         if through - state["closed"] > limit:
             metrics.reports_rejected.labels(stream.name, "watermark_too_far_ahead").inc()
             return [dead_letter("watermark_too_far_ahead", "reports",

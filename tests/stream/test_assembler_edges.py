@@ -11,7 +11,6 @@ from prometheus_client import REGISTRY
 from pipeline.core.synthetic import synthetic
 from pipeline.stream.codecs import DeadLetter, Envelope, ReportBatch, Watermark, report_partition
 from pipeline.stream.config import parse_config
-from pipeline.stream.processors import MAX_WATERMARK_JUMP_SLOTS
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, config_for, feed
 
@@ -163,7 +162,7 @@ def test_a_watermark_jumping_too_far_is_refused_and_changes_no_release():
     before = rejected("s", "watermark_too_far_ahead")
     for slot in range(1, slots + 1):
         if slot == forged_at + 1:  # partition 0 has closed slot 10: this one would close 11..71 at once
-            far = stream.slot_end(forged_at + MAX_WATERMARK_JUMP_SLOTS + 1)
+            far = stream.slot_end(forged_at + stream.max_watermark_jump_slots + 1)
             dirty.produce("reports", Watermark("s", far).encode(), partition=0)
         dirty.send_slot("s", stream.slot_start(slot), stream.slot_end(slot), np.arange(USERS), values[slot - 1])
     dirty.run()
@@ -173,10 +172,18 @@ def test_a_watermark_jumping_too_far_is_refused_and_changes_no_release():
     assert rejected("s", "watermark_too_far_ahead") - before == 1
 
 
-def test_a_watermark_may_close_up_to_the_bound_at_once_and_no_more():
-    pipeline = InProcessPipeline(config_for(("s", "uniform"), partitions=1, users=10))
+@pytest.mark.parametrize("bound", [None, 5])
+def test_a_watermark_may_close_up_to_the_bound_at_once_and_no_more(bound):
+    config = config_for(("s", "uniform"), partitions=1, users=10)
+    if bound is not None:  # the stream's own `max_watermark_jump_slots` instead of the default 60
+        raw = {"seed": 11, "report_partitions": 1, "stream_partitions": 2, "streams": [
+            {"name": "s", "model": "central", "mechanism": "uniform", "epsilon": 1.0, "window": 10, "domain": 2,
+             "users": 10, "slot_seconds": 60, "start": START, "max_watermark_jump_slots": bound}]}
+        config = parse_config(raw)
+    pipeline = InProcessPipeline(config)
     stream = pipeline.config.stream("s")
-    limit = MAX_WATERMARK_JUMP_SLOTS
+    limit = stream.max_watermark_jump_slots
+    assert limit == (bound or 60)
 
     def closed_after(slot_end_of):
         pipeline.produce("reports", Watermark("s", stream.slot_end(slot_end_of)).encode(), partition=0)
