@@ -49,3 +49,9 @@ device_refusals = Counter(
     "Local model: reports a device refused (its user's window budget would be exceeded, or no value)",
     ["stream"],
 )
+forged_messages = Counter(
+    "wevent_forged_messages_total",
+    "Messages refused on an internal or LDP topic: no valid MAC or signature (unauthenticated), or "
+    "authentic-looking but impossible (out_of_range); workers also dead-letter them",
+    ["topic", "reason"],
+)
