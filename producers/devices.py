@@ -11,6 +11,10 @@ epsilon within any window of w slots, so privacy holds even against a server tha
 often. Refusals are counted and logged. An identical request repeated (a server re-emitting
 after a crash) is answered with the identical reports at no new cost.
 
+A fleet acts only on requests signed by the server (:class:`SignedRequests`, checked with the
+server's public key: the devices hold no server secret) and signs its report batches with a key
+derived from the devices' key, so no one else can spend a user's budget or answer in their name.
+
 >>> ledger = DeviceLedger(population=4, window=3, epsilon=1.0)
 >>> ledger.admit(slot=1, phase=1, users=np.array([0, 1]), epsilon=1.0).tolist()
 [True, True]
@@ -33,6 +37,7 @@ from pipeline.core.data import ABSENT, UserValues
 from pipeline.core.local import Request
 from pipeline.core.local.devices import Devices, block_reports
 from pipeline.core.validation import ParameterError
+from pipeline.stream.codecs import AuthenticationError, DecodeError, Envelope, SignatureSeal, check_seal, seal, unseal
 
 log = logging.getLogger("wevent.devices")
 
@@ -134,3 +139,42 @@ class DeviceFleet:
         metrics.device_refusals.labels(self.stream.name).inc(count)
         log.warning("stream %s slot %d phase %d: %d device(s) refused (%s)", self.stream.name, request.slot,
                     int(request.phase), count, reason)
+
+
+class SignedRequests:
+    """Reads a stream's requests from ``ldp.requests``: only those the server signed.
+
+    A request without a valid signature (anyone can write to the broker) is refused before any
+    ledger sees it: counted (``wevent_forged_messages_total``), logged in one line, charging no one.
+    """
+
+    def __init__(self, stream: str, server: SignatureSeal) -> None:
+        self.stream = stream
+        self.server = server  # the server's public key
+        self.forged = 0
+
+    def read(self, raw: bytes) -> Request | None:
+        """The request in ``raw`` if it is a request of this stream signed by the server, else None."""
+        body, tag = unseal(raw)
+        try:
+            envelope = Envelope.decode(body)
+        except DecodeError:
+            return None
+        if envelope.kind != "request" or envelope.get("stream") != self.stream:
+            return None
+        try:
+            check_seal(self.server, "ldp.requests", self.stream, body, tag)
+        except AuthenticationError as exc:
+            from pipeline.stream import metrics
+
+            self.forged += 1
+            metrics.forged_messages.labels("ldp.requests", "unauthenticated").inc()
+            log.warning("stream %s: refused a request of slot %s phase %s: %s", self.stream, envelope.get("slot"),
+                        envelope.get("phase"), exc)
+            return None
+        return Request.from_dict({k: v for k, v in envelope.fields.items() if k != "stream"})
+
+
+def signed_reports(batches: list[dict], devices: SignatureSeal) -> list[bytes]:
+    """The ``ldp.reports`` messages of a fleet's answer: one signature per batch, not per report."""
+    return [seal("ldp.reports", batch["stream"], Envelope("reports", batch).encode(), devices) for batch in batches]
