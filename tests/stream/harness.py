@@ -41,6 +41,13 @@ class InProcessPipeline:
         self.log[topic].append(value)
         self.queue.append((topic, p, offset, value))
 
+    def inject(self, topic: str, value: bytes, key: str | None = None) -> None:
+        """A message from outside the pipeline (a forger): delivered like any other, but not logged,
+        so that :meth:`releases` are the releases the workers published."""
+        p = self.partition(topic, key)
+        self.queue.append((topic, p, self.offsets[(topic, p)], value))
+        self.offsets[(topic, p)] += 1
+
     def send_slot(self, stream: str, slot_start: float, slot_end: float, users, values) -> None:
         if self.config.stream(stream).model == "local":  # the values stay with the devices: the clock only
             for p in range(self.config.report_partitions):
