@@ -55,7 +55,7 @@ from .codecs import (
     seal,
     unseal,
 )
-from .config import AppConfig, ConfigError
+from .config import DEVICE_KEY_ENV, AppConfig, ConfigError
 from .logic import StreamLogic, logic_for
 
 __all__ = ["Out", "ServerKeys", "Processor", "Assembler", "DissimilarityProcessor", "PublicationProcessor", "Collector",
@@ -109,11 +109,16 @@ class ServerKeys:
         reports = None
         if any(s.model == "local" for s in config.streams):
             text = os.environ.get(REPORT_KEY_ENV)
-            try:
-                reports = SignatureSeal.from_public_hex(text) if text else report_seal(config.device_key()).public()
-            except (ValueError, ConfigError) as exc:
-                raise ConfigError(f"no key to check the devices' reports: set {REPORT_KEY_ENV} to the devices' public "
-                                  f"key (`wevent keys` prints it) ({exc})") from None
+            if text:
+                try:
+                    reports = SignatureSeal.from_public_hex(text)
+                except ValueError as exc:
+                    raise ConfigError(f"{REPORT_KEY_ENV}: {exc}") from None
+            elif os.environ.get(DEVICE_KEY_ENV) or config.seed is not None:
+                reports = report_seal(config.device_key()).public()
+            else:
+                raise ConfigError(f"no key to check the devices' reports with: set {REPORT_KEY_ENV} to the devices' "
+                                  "public key (`wevent keys` prints it)")
         return cls(internal_seal(server), request_seal(server), reports)
 
     def for_topic(self, topic: str) -> MacSeal | SignatureSeal | None:
