@@ -16,6 +16,10 @@ not a finite number in ``(0, epsilon]``, requests for a slot older than the newe
 and requests more than ``max_ahead`` slots past it. With a ``path`` the ledger is written
 atomically to disk before any report leaves, and read back at start: a restart forgets no spend.
 
+A fleet acts only on requests signed by the server (:class:`SignedRequests`, checked with the
+server's public key: the devices hold no server secret) and signs its report batches with a key
+derived from the devices' key, so no one else can spend a user's budget or answer in their name.
+
 >>> from pipeline.core.randomness import Phase
 >>> def ask(slot, users, epsilon=1.0):
 ...     return Request(slot, Phase.PUBLICATION, epsilon, "grr", 2, 4, np.array(users))
@@ -50,6 +54,7 @@ from pipeline.core.local import Request
 from pipeline.core.local.devices import Devices, block_reports
 from pipeline.core.state import StateError, pack, unpack
 from pipeline.core.validation import ParameterError
+from pipeline.stream.codecs import AuthenticationError, DecodeError, Envelope, SignatureSeal, check_seal, seal, unseal
 
 log = logging.getLogger("wevent.devices")
 
@@ -378,3 +383,42 @@ class DeviceFleet:
             metrics.device_requests_refused.labels(self.stream.name, reason).inc()
         log.warning("stream %s slot %s phase %s: %d device(s) refused (%s)", self.stream.name, request.slot,
                     request.phase, count, message)
+
+
+class SignedRequests:
+    """Reads a stream's requests from ``ldp.requests``: only those the server signed.
+
+    A request without a valid signature (anyone can write to the broker) is refused before any
+    ledger sees it: counted (``wevent_forged_messages_total``), logged in one line, charging no one.
+    """
+
+    def __init__(self, stream: str, server: SignatureSeal) -> None:
+        self.stream = stream
+        self.server = server  # the server's public key
+        self.forged = 0
+
+    def read(self, raw: bytes) -> Request | None:
+        """The request in ``raw`` if it is a request of this stream signed by the server, else None."""
+        body, tag = unseal(raw)
+        try:
+            envelope = Envelope.decode(body)
+        except DecodeError:
+            return None
+        if envelope.kind != "request" or envelope.get("stream") != self.stream:
+            return None
+        try:
+            check_seal(self.server, "ldp.requests", self.stream, body, tag)
+        except AuthenticationError as exc:
+            from pipeline.stream import metrics
+
+            self.forged += 1
+            metrics.forged_messages.labels("ldp.requests", "unauthenticated").inc()
+            log.warning("stream %s: refused a request of slot %s phase %s: %s", self.stream, envelope.get("slot"),
+                        envelope.get("phase"), exc)
+            return None
+        return Request.from_dict({k: v for k, v in envelope.fields.items() if k != "stream"})
+
+
+def signed_reports(batches: list[dict], devices: SignatureSeal) -> list[bytes]:
+    """The ``ldp.reports`` messages of a fleet's answer: one signature per batch, not per report."""
+    return [seal("ldp.reports", batch["stream"], Envelope("reports", batch).encode(), devices) for batch in batches]

@@ -24,7 +24,7 @@ from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
 
 from pipeline.core.randomness import DerivedRandomness
-from pipeline.stream.codecs import Envelope
+from pipeline.stream.codecs import AuthenticationError, Envelope, check_seal, unseal
 from pipeline.stream.config import AppConfig
 from pipeline.stream.kafka import KafkaCredentials
 from pipeline.stream.processors import Processor, Processors, dead_letter
@@ -91,11 +91,11 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, tansu_
     async def healthz(self, request):
         return self.json({"status": "ok", "streams": [s.name for s in config.streams]})
 
-    _query_service(app, config)
+    _query_service(app, config, processors)
     return app
 
 
-def _query_service(app: faust.App, config: AppConfig) -> None:
+def _query_service(app: faust.App, config: AppConfig, processors: Processors) -> None:
     """Decayed range queries: an agent keeps per-stream indexes, `GET /query` answers (400 on bad input)."""
     queried = {s.name: s for s in config.streams if s.query is not None}
     service = QueryService(queried, lambda name: DerivedRandomness(config.noise_key(), name))
@@ -115,8 +115,14 @@ def _query_service(app: faust.App, config: AppConfig) -> None:
         @app.agent(app.topic("releases", "dissimilarity", key_serializer="raw", value_serializer="raw"), name="index")
         async def index(stream):
             async for event in stream.events():
+                topic = event.message.topic
+                try:  # a forged message is refused, counted and dead-lettered by M1 or M2, which read it too
+                    check_seal(processors.publication.keys.for_topic(topic), topic, (event.key or b"").decode(),
+                               *unseal(event.value))
+                except (AuthenticationError, UnicodeDecodeError):
+                    continue
                 try:
-                    service.ingest(event.value, event.message.topic, load, save, delete)
+                    service.ingest(event.value, topic, load, save, delete)
                 except Exception:  # a bad message or a bug must not stop the stream
                     log.error("index failed on %s[%d]@%d: %s", event.message.topic, event.message.partition,
                               event.message.offset, traceback.format_exc())

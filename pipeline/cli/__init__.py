@@ -15,7 +15,7 @@ from ..core.validation import ParameterError
 from ._common import OneLineParser, UsageError
 
 # Subcommand modules, in the order `wevent --help` lists them.
-COMMANDS = ("run", "simulate", "replay", "worker", "devices", "subscribe", "audit", "query", "bench")
+COMMANDS = ("run", "simulate", "replay", "worker", "devices", "keys", "subscribe", "audit", "query", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,20 +27,23 @@ def register(sub) -> None:
     p.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                    help="the broker is tansu: one record per batch")
     p.add_argument("--metrics-port", type=int, help="serve the fleet's counters on this port (/metrics)")
+    p.add_argument("--request-key", default=os.environ.get("WEVENT_REQUEST_PUBLIC_KEY"),
+                   help="the server's public key (64 hex characters; `wevent keys` prints it), which requests must "
+                   "be signed with (default: $WEVENT_REQUEST_PUBLIC_KEY; without it, derived from the server's key "
+                   "where the devices run beside it: $WEVENT_NOISE_KEY or the config's seed)")
     p.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
     from pipeline.core.data import UserValues
-    from pipeline.core.local import Request
     from pipeline.core.local.devices import Devices
     from pipeline.core.randomness import DerivedRandomness
     from pipeline.stream.broker import resolve_bootstrap
-    from pipeline.stream.codecs import DecodeError, Envelope
+    from pipeline.stream.codecs import report_seal
     from pipeline.stream.config import load_config
     from pipeline.stream.kafka import consumer_config, producer_config
     from pipeline.stream.logic import device_block_size
-    from producers.devices import DeviceFleet
+    from producers.devices import DeviceFleet, SignedRequests, signed_reports
 
     config = load_config(args.config)
     stream = config.stream(args.stream) if args.stream else config.streams[0]
@@ -55,6 +58,8 @@ def handle(args) -> int:
     fleet = DeviceFleet(stream, UserValues.load(args.values),
                         Devices(DerivedRandomness(config.device_key(), stream.name), block_size=block_size),
                         shard, shards, ledger_dir=args.ledger_dir, max_ahead=args.max_slots_ahead)
+    requests = SignedRequests(stream.name, server_public_key(args.request_key, config))
+    reports = report_seal(config.device_key())
     bootstrap = resolve_bootstrap(args.bootstrap)
     if not bootstrap:
         raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
@@ -73,17 +78,31 @@ def handle(args) -> int:
             message = consumer.poll(0.5)
             if message is None or message.error():
                 continue
-            try:
-                envelope = Envelope.decode(message.value())
-            except DecodeError:
+            request = requests.read(message.value())
+            if request is None:
                 continue
-            if envelope.kind != "request" or envelope.get("stream") != stream.name:
-                continue
-            request = Request.from_dict({k: v for k, v in envelope.fields.items() if k != "stream"})
-            for batch in fleet.answer(request):
-                producer.produce("ldp.reports", Envelope("reports", batch).encode(), key=stream.name.encode())
+            for value in signed_reports(fleet.answer(request), reports):
+                producer.produce("ldp.reports", value, key=stream.name.encode())
                 producer.poll(0)
             producer.flush(30)
     finally:
         consumer.close()
     return 0
+
+
+def server_public_key(text: str | None, config):
+    """The key requests are checked with: the given public key, else the public half of the
+    server's own key where the devices run beside the server (its key or seed at hand)."""
+    from pipeline.stream.codecs import SignatureSeal, request_seal
+    from pipeline.stream.config import ConfigError
+
+    if text:
+        try:
+            return SignatureSeal.from_public_hex(text)
+        except ValueError as exc:
+            raise UsageError(f"--request-key: {exc}") from None
+    try:
+        return request_seal(config.noise_key()).public()
+    except ConfigError:
+        raise UsageError("no key to check the server's requests with: pass --request-key HEX or set "
+                         "WEVENT_REQUEST_PUBLIC_KEY (`wevent keys` prints it)") from None

@@ -56,3 +56,9 @@ device_requests_refused = Counter(
     "ahead, no_value)",
     ["stream", "reason"],
 )
+forged_messages = Counter(
+    "wevent_forged_messages_total",
+    "Messages refused on an internal or LDP topic: no valid MAC or signature (unauthenticated), or "
+    "authentic-looking but impossible (out_of_range); workers also dead-letter them",
+    ["topic", "reason"],
+)

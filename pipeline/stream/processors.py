@@ -15,12 +15,18 @@ Exactly-once effect on state over an at-least-once transport:
   instead: an input for a slot already released re-emits the stored release.
 
 Outputs are deterministic (derived randomness), so every re-emission is identical to the first.
+
+Anyone who can write to the broker could otherwise stall or steer a stream, so every message a
+worker acts on is authenticated (:class:`ServerKeys`): outputs are sealed as they leave
+:meth:`Processor.process`, and each ``route`` refuses an input without a valid seal, or an
+authentic-looking one no worker could have sent, before it reaches any state.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -31,20 +37,31 @@ from . import metrics
 from ..core.base import StepResult
 from ..core.local.protocol import LocalDissimilarity
 from .codecs import (
+    REPORT_KEY_ENV,
+    AuthenticationError,
     DeadLetter,
     DecodeError,
     Envelope,
+    MacSeal,
     ReleaseRecord,
     ReportBatch,
+    SignatureSeal,
     Watermark,
+    check_seal,
     decode_report_message,
+    internal_seal,
     report_partition,
+    report_seal,
+    request_seal,
+    seal,
     unread_bytes,
+    unseal,
 )
-from .config import AppConfig
+from .config import DEVICE_KEY_ENV, AppConfig, ConfigError
 from .logic import StreamLogic, logic_for
 
-__all__ = ["Out", "Processor", "Assembler", "DissimilarityProcessor", "PublicationProcessor", "Collector", "Processors"]
+__all__ = ["Out", "ServerKeys", "Processor", "Assembler", "DissimilarityProcessor", "PublicationProcessor", "Collector",
+           "Processors"]
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +86,66 @@ def dead_letter(reason: str, topic: str, detail: str, stream: str | None = None,
 def malformed(config: AppConfig, topic: str, raw: bytes, detail: str) -> Out:
     """The dead letter of bytes that decode to no stream: their length and keyed digest, never the bytes."""
     metrics.reports_rejected.labels("", "malformed").inc()
-    return dead_letter("malformed", topic, detail, payload=unread_bytes(raw, config.noise_key()))
+    return dead_letter("malformed", topic, detail, payload=unread_bytes(raw, config.noise_key().derive("deadletter-digest")))
+
+
+def refuse(reason: str, topic: str, detail: str, stream: str | None = None) -> Out:
+    """A message refused as forged (``unauthenticated``) or impossible (``out_of_range``)."""
+    metrics.forged_messages.labels(topic, reason).inc()
+    log.warning("refused a message of %s (%s): %s", topic, reason, detail)
+    return dead_letter(reason, topic, detail, stream)
+
+
+@dataclass(frozen=True)
+class ServerKeys:
+    """What the workers seal and check messages with; every worker derives the same keys.
+
+    ``internal`` (a MAC under a sub-key of the server's secret) seals ``slots``, ``dissimilarity``
+    and ``releases``; ``requests`` signs ``ldp.requests``; ``reports`` is the devices' public key,
+    which checks ``ldp.reports`` (None without a local-model stream). It comes from
+    ``WEVENT_DEVICE_PUBLIC_KEY``; without it, from the devices' own key (``WEVENT_DEVICE_KEY`` or
+    the config's ``seed``), where the devices are simulated beside the server.
+    """
+
+    internal: MacSeal
+    requests: SignatureSeal
+    reports: SignatureSeal | None
+
+    @classmethod
+    def from_config(cls, config: AppConfig) -> "ServerKeys":
+        server = config.noise_key()
+        reports = None
+        if any(s.model == "local" for s in config.streams):
+            text = os.environ.get(REPORT_KEY_ENV)
+            if text:
+                try:
+                    reports = SignatureSeal.from_public_hex(text)
+                except ValueError as exc:
+                    raise ConfigError(f"{REPORT_KEY_ENV}: {exc}") from None
+            elif os.environ.get(DEVICE_KEY_ENV) or config.seed is not None:
+                reports = report_seal(config.device_key()).public()
+            else:
+                raise ConfigError(f"no key to check the devices' reports with: set {REPORT_KEY_ENV} to the devices' "
+                                  "public key (`wevent keys` prints it)")
+        return cls(internal_seal(server), request_seal(server), reports)
+
+    def for_topic(self, topic: str) -> MacSeal | SignatureSeal | None:
+        """The seal of a topic's messages (None: not sealed)."""
+        return {"slots": self.internal, "dissimilarity": self.internal, "releases": self.internal,
+                "ldp.requests": self.requests, "ldp.reports": self.reports}.get(topic)
+
+    def sealed(self, out: Out) -> Out:
+        """``out`` with its topic's tag (outputs of workers are keyed by their stream)."""
+        by = self.for_topic(out.topic)
+        return out if by is None else Out(out.topic, seal(out.topic, out.key, out.value, by), out.key)
+
+    def refusal(self, topic: str, stream: str, body: bytes, tag: bytes | None) -> list[Out]:
+        """[] when ``tag`` is the valid seal of ``body`` on (topic, stream); else the refusal."""
+        try:
+            check_seal(self.for_topic(topic), topic, stream, body, tag)
+        except AuthenticationError as exc:
+            return [refuse("unauthenticated", topic, str(exc), stream)]
+        return []
 
 
 class Processor:
@@ -78,9 +154,10 @@ class Processor:
     #: M2 persists its ledger before its release leaves; the others deliver outputs before state.
     persist_before_send = False
 
-    def __init__(self, config: AppConfig, logics: dict[str, StreamLogic]) -> None:
+    def __init__(self, config: AppConfig, logics: dict[str, StreamLogic], keys: ServerKeys) -> None:
         self.config = config
         self.logics = logics
+        self.keys = keys
 
     def route(self, raw: bytes, topic: str, partition: int) -> tuple[str | None, Any, list[Out]]:
         """Decode ``raw``: (state key or None, decoded message, outputs such as dead letters)."""
@@ -94,7 +171,7 @@ class Processor:
 
     def process(self, raw: bytes, topic: str, partition: int, offset: int,
                 load: Callable[[str], bytes | None], now: float) -> tuple[list[Out], dict[str, bytes]]:
-        """One input message: returns (outputs, {state key: packed new state})."""
+        """One input message: returns (sealed outputs, {state key: packed new state})."""
         key, message, outputs = self.route(raw, topic, partition)
         if key is None:
             return outputs, {}
@@ -106,7 +183,7 @@ class Processor:
                 return [], {}  # applied before a crash, and its outputs were delivered before that
             state["offsets"][mark] = int(offset)
         outputs += self.apply(state, message, topic, partition, now)
-        return outputs, {key: packing.pack(state)}
+        return [self.keys.sealed(out) for out in outputs], {key: packing.pack(state)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,18 +335,20 @@ class DissimilarityProcessor(Processor):
     """
 
     def route(self, raw, topic, partition):
+        body, tag = unseal(raw)
         try:
             if topic == "releases":
-                record = ReleaseRecord.from_json(raw)
+                record = ReleaseRecord.from_json(body)
                 stream_name, message = record.stream, record
             else:
-                message = Envelope.decode(raw)
+                message = Envelope.decode(body)
                 stream_name = message["stream"]
-        except (DecodeError, json.JSONDecodeError, TypeError, KeyError) as exc:
+        except (DecodeError, json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as exc:
             return None, None, [dead_letter("malformed", topic, str(exc))]
         if stream_name not in self.logics:
             return None, None, [dead_letter("unknown_stream", topic, f"no stream named {stream_name!r}", stream_name)]
-        return stream_name, message, []
+        refused = self.keys.refusal(topic, stream_name, body, tag)
+        return (None, None, refused) if refused else (stream_name, message, [])
 
     def initial(self, key):
         stream = self.config.stream(key)
@@ -278,6 +357,9 @@ class DissimilarityProcessor(Processor):
 
     def apply(self, state, message, topic, partition, now):
         name = message.stream if topic == "releases" else message["stream"]
+        impossible = self._impossible(state, message, topic)
+        if impossible:
+            return [refuse("out_of_range", topic, impossible, name)]
         if topic == "releases":
             if message.slot > state["last_slot"]:
                 state["last_slot"] = message.slot
@@ -291,6 +373,17 @@ class DissimilarityProcessor(Processor):
                 state["partials"].setdefault(key, {})[str(message["partition"])] = message["counts"]
                 state["closed_at"][key] = max(state["closed_at"].get(key, 0.0), float(message["closed_at"]))
         return self._advance(state, name)
+
+    def _impossible(self, state, message, topic) -> str | None:
+        """Why an authentic-looking message cannot come from a worker (None if it can)."""
+        if topic == "releases":  # M2 releases slot t only after M1 measured it, and M1 then moved on
+            if not 1 <= message.slot < state["next"]:
+                return f"release of slot {message.slot} while slots 1..{state['next'] - 1} were measured"
+        elif message.kind == "partial":
+            slot, partition = int(message["slot"]), int(message["partition"])
+            if not 1 <= slot <= state["next"] + MAX_SLOTS_AHEAD or not 0 <= partition < self.config.report_partitions:
+                return f"partial of slot {slot} from partition {partition} while slot {state['next']} is open"
+        return None
 
     def _measure_support(self, state, name, message) -> list[Out]:
         slot = int(message["slot"])
@@ -326,14 +419,16 @@ class PublicationProcessor(Processor):
     persist_before_send = True
 
     def route(self, raw, topic, partition):
+        body, tag = unseal(raw)
         try:
-            message = Envelope.decode(raw)
+            message = Envelope.decode(body)
             name = message["stream"]
         except (DecodeError, KeyError) as exc:
             return None, None, [dead_letter("malformed", topic, str(exc))]
         if name not in self.logics:
             return None, None, [dead_letter("unknown_stream", topic, f"no stream named {name!r}", name)]
-        return name, message, []
+        refused = self.keys.refusal(topic, name, body, tag)
+        return (None, None, refused) if refused else (name, message, [])
 
     def initial(self, key):
         logic = self.logics[key]
@@ -446,8 +541,9 @@ class Collector(Processor):
     """
 
     def route(self, raw, topic, partition):
+        body, tag = unseal(raw)
         try:
-            message = Envelope.decode(raw)
+            message = Envelope.decode(body)
             name = message["stream"]
         except (DecodeError, KeyError) as exc:
             return None, None, [malformed(self.config, topic, raw, str(exc))]
@@ -457,7 +553,12 @@ class Collector(Processor):
         if stream is None or stream.model != "local":
             metrics.reports_rejected.labels("", "unknown_stream").inc()
             return None, None, [dead_letter("unknown_stream", topic, f"no local-model stream named {name!r}", name)]
-        return name, message, []
+        if message.kind == "tick":  # carries nothing but "look at the clock": the worker's own clock
+            return name, message, []
+        refused = self.keys.refusal(topic, name, body, tag)
+        if refused and topic == "ldp.reports":
+            metrics.reports_rejected.labels(name, "unauthenticated").inc(np.size(message.get("users", ())))
+        return (None, None, refused) if refused else (name, message, [])
 
     def initial(self, key):
         return {"offsets": {}, "rounds": {}, "closed": [], "early": {}}
@@ -565,5 +666,6 @@ class Processors:
     @classmethod
     def build(cls, config: AppConfig) -> "Processors":
         logics = {s.name: logic_for(config, s) for s in config.streams}
-        return cls(Assembler(config, logics), DissimilarityProcessor(config, logics), PublicationProcessor(config, logics),
-                   Collector(config, logics))
+        keys = ServerKeys.from_config(config)
+        return cls(*(kind(config, logics, keys) for kind in (Assembler, DissimilarityProcessor, PublicationProcessor,
+                                                              Collector)))

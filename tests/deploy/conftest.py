@@ -7,7 +7,6 @@ helm-sdkpy) are installed by `make setup`; a test whose tool is missing fails an
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import subprocess
 import tomllib
@@ -35,8 +34,15 @@ def tool(name: str, debian_package: str) -> str:
 
 
 def keys_env() -> dict[str, str]:
-    """The environment with fresh secret keys, as an operator sets them before `docker compose up`."""
-    return {**os.environ, "WEVENT_NOISE_KEY": secrets.token_hex(32), "WEVENT_DEVICE_KEY": secrets.token_hex(32)}
+    """The environment with fresh secret keys and their public keys (`wevent keys`), as an operator
+    sets them before `docker compose up`."""
+    from pipeline.core.randomness import SecretKey
+    from pipeline.stream.codecs import report_seal, request_seal
+
+    noise, device = SecretKey.generate(), SecretKey.generate()
+    return {**os.environ, "WEVENT_NOISE_KEY": noise.hex(), "WEVENT_DEVICE_KEY": device.hex(),
+            "WEVENT_REQUEST_PUBLIC_KEY": request_seal(noise).public_hex,
+            "WEVENT_DEVICE_PUBLIC_KEY": report_seal(device).public_hex}
 
 
 def compose_config(env: dict[str, str]) -> subprocess.CompletedProcess:

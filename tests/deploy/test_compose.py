@@ -151,7 +151,9 @@ def test_grafana_provisions_the_dashboards_and_datasource_from_files(compose):
 def test_the_workers_accept_the_stack_stream_config(monkeypatch):
     """What `wevent worker` does with config/streams.toml before it joins the group: load it and
     build every stream's processors (a stream the pipeline cannot run stops the worker)."""
-    monkeypatch.setenv("WEVENT_NOISE_KEY", keys_env()["WEVENT_NOISE_KEY"])
+    env = keys_env()
+    for name in ("WEVENT_NOISE_KEY", "WEVENT_DEVICE_PUBLIC_KEY"):  # what compose gives a worker
+        monkeypatch.setenv(name, env[name])
     config = load_config(STREAMS_FILE)
     processors = Processors.build(config)
     assert set(processors.publication.logics) == {s.name for s in config.streams}

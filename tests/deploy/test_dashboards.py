@@ -20,7 +20,6 @@ import importlib.util
 import json
 import os
 import re
-import secrets
 import signal
 import subprocess
 import sys
@@ -41,7 +40,7 @@ from pipeline.stream.config import ConfigError, parse_config
 from pipeline.stream.kafka import producer_config
 from pipeline.stream.logic import logic_for
 
-from .conftest import ALERT_RULES, DASHBOARDS, DOCKER, source_of, tool
+from .conftest import ALERT_RULES, DASHBOARDS, DOCKER, keys_env, source_of, tool
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -219,9 +218,10 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
          f"--storage.tsdb.path={tmp / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prometheus_port}", "--log.level=warn"],
         stdout=subprocess.DEVNULL, stderr=open(tmp / "prometheus.log", "wb"), start_new_session=True)
     output = tmp / "wevent-run.log"
+    keys = keys_env()
     wevent = wevent_process(["run", "--config", str(config_path), "--stream", central["name"], "--slots", str(SLOTS),
                              "--speed", str(SPEED), "--metrics-port", str(worker_port), "--truth-port", str(truth_port),
-                             "--quiet"], output, {"WEVENT_NOISE_KEY": secrets.token_hex(32)})
+                             "--quiet"], output, {k: keys[k] for k in ("WEVENT_NOISE_KEY", "WEVENT_DEVICE_PUBLIC_KEY")})
     fleet = []
     result = Run([s["name"] for s in config["streams"]], unsupported, f"http://127.0.0.1:{prometheus_port}",
                  jobs=set(targets))
@@ -233,7 +233,7 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
         released = f'wevent_last_released_slot{{stream="{central["name"]}"}} >= 2'
         wait_for(lambda: query(result.prometheus, released), 90, "a scraped release of slot 2", log)
         send_bad_input(bootstrap, central)
-        env = {"WEVENT_DEVICE_KEY": secrets.token_hex(32), "WEVENT_TANSU_COMPAT": "1"}
+        env = {**{k: keys[k] for k in ("WEVENT_DEVICE_KEY", "WEVENT_REQUEST_PUBLIC_KEY")}, "WEVENT_TANSU_COMPAT": "1"}
         devices_first = sorted(others, key=lambda other: other[0]["command"][0] != "devices")  # before the requests
         fleet = [start_feeder(compose, service, {**ports, "--config": config_path, "--bootstrap": bootstrap,
                                                  "--speed": SPEED}, env, tmp) for service, ports in devices_first]

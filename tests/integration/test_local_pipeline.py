@@ -14,7 +14,16 @@ import pytest
 from pipeline.core.data import UserValues
 from pipeline.stream.audit import verify
 from pipeline.stream.broker import free_port
-from pipeline.stream.codecs import DecodeError, Envelope, ReleaseRecord, ReportBatch, decode_report_message
+from pipeline.stream.codecs import (
+    DecodeError,
+    Envelope,
+    ReleaseRecord,
+    ReportBatch,
+    decode_report_message,
+    report_seal,
+    request_seal,
+    seal,
+)
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink, producer_config
 from pipeline.stream.processes import DevicesProcess
@@ -44,7 +53,8 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
                              tansu_compat=True, shard=k, shards=2).start()
               for name in ("lba", "lpa") for k in range(2)]  # two processes split each stream's users
     # A report from a user the server does not ask at slot 1 (the request is derived, so computable),
-    # sent before the request exists: it must wait, then be refused, and change nothing.
+    # sent before the request exists: it must wait, then be refused, and change nothing. And a
+    # forged answer for an asked user, ahead of their device's: refused, unsigned by the devices.
     from confluent_kafka import Producer
 
     from pipeline.core.local import LPA
@@ -53,8 +63,6 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     asked = LPA(1.0, 10, DOMAIN, USERS, randomness=DerivedRandomness(SecretKey.from_seed(SEED), "lpa")).open_slot().users
     stranger = next(u for u in range(USERS) if u not in set(asked.tolist()))
     producer = Producer(producer_config(cluster.bootstrap, tansu_compat=True))
-    bad = {"stream": "lpa", "slot": 1, "phase": 1, "users": np.array([stranger]), "reports": np.array([0])}
-    producer.produce("ldp.reports", Envelope("reports", bad).encode(), key=b"lpa")
     # Raw values sent by mistake, unreadable: a raw batch cut by one byte and a JSON report without
     # a time. Nobody can tell their stream, so their dead letters must not copy them.
     raw_users = np.arange(0, 64, 2)  # users of partition 0
@@ -63,6 +71,11 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     no_time = json.dumps({"stream": "lpa", "user": 6, "value": int(values[0, 6])}).encode()
     for unreadable in (truncated, no_time):
         producer.produce("reports", unreadable, partition=0)
+    bad = Envelope("reports", {"stream": "lpa", "slot": 1, "phase": 1, "users": np.array([stranger]),
+                               "reports": np.array([0])}).encode()
+    producer.produce("ldp.reports", seal("ldp.reports", "lpa", bad, report_seal(config.device_key())), key=b"lpa")
+    forged = {"stream": "lpa", "slot": 1, "phase": 1, "users": asked[:1], "reports": np.array([DOMAIN - 1])}
+    producer.produce("ldp.reports", Envelope("reports", forged).encode(), key=b"lpa")
     producer.flush()
     try:
         for name in ("lba", "lpa"):
@@ -91,6 +104,7 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     text = cluster.metrics(cluster.workers[0])
     assert metric_value(text, "wevent_reports_rejected_total", stream="lpa", reason="unrequested") == 1
     assert metric_value(text, "wevent_reports_rejected_total", stream="", reason="malformed") == 2
+    assert metric_value(text, "wevent_forged_messages_total", topic="ldp.reports", reason="unauthenticated") == 1
 
     # Every message of every topic, changelogs included: no raw report, and the devices' reports are
     # perturbed. LPA asks with epsilon = 1, where Ada picks GRR (d = 8 < 3e + 2): a report keeps the
@@ -147,16 +161,20 @@ def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(br
 
     producer = Producer(producer_config(broker.bootstrap, tansu_compat=True))
 
-    def ask(slot, phase, users, epsilon):
+    def ask(slot, phase, users, epsilon, signed=True):
         request = {"stream": "guarded", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",
                    "domain_size": DOMAIN, "population": USERS, "users": np.asarray(users, dtype=np.int64), "bound": None}
-        producer.produce("ldp.requests", Envelope("request", request).encode(), key=b"guarded")
+        value = Envelope("request", request).encode()
+        if signed:  # by the server's key (a server that misbehaves still signs its requests)
+            value = seal("ldp.requests", "guarded", value, request_seal(config.noise_key()))
+        producer.produce("ldp.requests", value, key=b"guarded")
         producer.flush()
 
     try:
         ask(1, 1, [1, 2, 3], 1.0)        # fine: users 1-3 spend their whole epsilon
         ask(2, 2, [3, 4], 1.0)           # user 3 again within w = 10 slots: refused; user 4 fine
         ask(3, 1, [5], 1.5)              # more than epsilon in one report: refused
+        ask(4, 1, [6, 7], 1.0, signed=False)  # forged by someone else: no device answers, no one is charged
         ask(1, 1, [1, 2, 3], 1.0)        # the first request repeated: the same reports, no new charge
         deadline = time.monotonic() + 60
         while True:  # until the repeated request's answer is in too (or the deadline)
@@ -172,6 +190,8 @@ def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(br
         first, again = answered[(1, 1)]
         assert np.array_equal(first["reports"], again["reports"])  # a retried report is identical
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-            assert metric_value(response.read().decode(), "wevent_device_refusals_total", stream="guarded") == 2
+            text = response.read().decode()
+        assert metric_value(text, "wevent_device_refusals_total", stream="guarded") == 2
+        assert metric_value(text, "wevent_forged_messages_total", topic="ldp.requests", reason="unauthenticated") == 1
     finally:
         fleet.stop()

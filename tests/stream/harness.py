@@ -1,7 +1,8 @@
 """An in-process run of the processors: their outputs are fed back as inputs, FIFO, no broker.
 
 It exercises exactly the code the Faust agents run (``Processor.process``), with table state in
-dicts and topic offsets counted per (topic, partition).
+dicts and topic offsets counted per (topic, partition). Devices read requests and sign their
+answers as ``wevent devices`` does, with the server's public key and the devices' key.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from collections import defaultdict, deque
 
 import numpy as np
 
-from pipeline.stream.codecs import ReleaseRecord, ReportBatch, Watermark, report_partition
+from pipeline.stream.codecs import ReleaseRecord, ReportBatch, Watermark, report_partition, report_seal, request_seal
 from pipeline.stream.config import AppConfig
 from pipeline.stream.processors import Processors
+from producers.devices import SignedRequests, signed_reports
 
 
 class InProcessPipeline:
@@ -22,6 +24,8 @@ class InProcessPipeline:
         self.processors = Processors.build(config)
         self.tables = {"assembler": {}, "m1": {}, "m2": {}, "collector": {}}
         self.fleets = fleets or {}  # stream -> producers.devices.DeviceFleet answering its requests
+        self.requests = {name: SignedRequests(name, request_seal(config.noise_key()).public()) for name in self.fleets}
+        self.device_seal = report_seal(config.device_key()) if self.fleets else None
         self.offsets = defaultdict(int)
         self.log = defaultdict(list)  # topic -> every message value produced, in order
         self.queue = deque()
@@ -36,6 +40,13 @@ class InProcessPipeline:
         self.offsets[(topic, p)] += 1
         self.log[topic].append(value)
         self.queue.append((topic, p, offset, value))
+
+    def inject(self, topic: str, value: bytes, key: str | None = None) -> None:
+        """A message from outside the pipeline (a forger): delivered like any other, but not logged,
+        so that :meth:`releases` are the releases the workers published."""
+        p = self.partition(topic, key)
+        self.queue.append((topic, p, self.offsets[(topic, p)], value))
+        self.offsets[(topic, p)] += 1
 
     def send_slot(self, stream: str, slot_start: float, slot_end: float, users, values) -> None:
         if self.config.stream(stream).model == "local":  # the values stay with the devices: the clock only
@@ -70,16 +81,11 @@ class InProcessPipeline:
 
     def answer(self, value: bytes) -> None:
         """The devices read the request too (after the collector, or before: both orders happen)."""
-        from pipeline.core.local import Request
-        from pipeline.stream.codecs import Envelope
-
-        envelope = Envelope.decode(value)
-        fleet = self.fleets.get(envelope["stream"])
-        if fleet is None:
-            return
-        request = Request.from_dict({k: v for k, v in envelope.fields.items() if k != "stream"})
-        for batch in fleet.answer(request):
-            self.produce("ldp.reports", Envelope("reports", batch).encode(), key=envelope["stream"])
+        for name, fleet in self.fleets.items():
+            request = self.requests[name].read(value)
+            if request is not None:
+                for message in signed_reports(fleet.answer(request), self.device_seal):
+                    self.produce("ldp.reports", message, key=name)
 
     def releases(self, stream: str) -> list[ReleaseRecord]:
         seen = {}

@@ -90,7 +90,7 @@ def local_and_central_config():
 
 def keyed_digest(config, raw: bytes) -> str:
     """The digest a dead letter may keep: BLAKE2b-128 keyed with the server's secret."""
-    return hashlib.blake2b(raw, key=bytes(config.noise_key()), digest_size=16, person=b"wevent-dlq-v1").hexdigest()
+    return hashlib.blake2b(raw, key=bytes(config.noise_key().derive("deadletter-digest")), digest_size=16, person=b"wevent-dlq-v1").hexdigest()
 
 
 def test_dead_letters_of_unreadable_or_local_input_carry_no_raw_bytes():

@@ -11,7 +11,7 @@ from pipeline.core.local.devices import Devices
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.core.synthetic import synthetic
 from pipeline.stream.audit import verify
-from pipeline.stream.codecs import DeadLetter, Envelope
+from pipeline.stream.codecs import DeadLetter, Envelope, report_seal, seal
 from pipeline.stream.config import parse_config
 from producers.devices import DeviceFleet
 from tests.stream.harness import InProcessPipeline
@@ -86,6 +86,8 @@ def test_bad_ldp_input_is_counted_and_changes_nothing():
     values = synthetic("sin", USERS, SLOTS, seed=5).values().astype(np.int64)
     clean, _ = run_pipeline(local_config("lpa"), values)
 
+    device = report_seal(local_config("lpa").device_key())  # a faulty device: its reports are signed
+
     def inject(pipeline, slot):
         key = "l"
         bad = [
@@ -97,7 +99,7 @@ def test_bad_ldp_input_is_counted_and_changes_nothing():
                                  "reports": np.array([1])}),  # unknown stream
         ]
         for envelope in bad:
-            pipeline.produce("ldp.reports", envelope.encode(), key=key)
+            pipeline.produce("ldp.reports", seal("ldp.reports", envelope["stream"], envelope.encode(), device), key=key)
         pipeline.produce("ldp.reports", b"\x00garbage", key=key)
 
     dirty, _ = run_pipeline(local_config("lpa"), values, extra=inject)

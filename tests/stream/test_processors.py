@@ -8,7 +8,7 @@ import pytest
 from pipeline.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import DeadLetter, ReportBatch, Watermark
+from pipeline.stream.codecs import DeadLetter, ReleaseRecord, ReportBatch, Watermark
 from pipeline.stream.config import parse_config
 from tests.stream.harness import InProcessPipeline
 
@@ -141,7 +141,7 @@ def test_lost_state_reprocessing_reemits_identical_releases():
     for value in measured:
         pipeline.queue.append(("dissimilarity", pipeline.partition("dissimilarity", "s"), 10_000 + len(pipeline.queue), value))
     pipeline.run()
-    again = [v.decode() for v in pipeline.log["releases"][before:]]
+    again = [ReleaseRecord.from_json(v).to_json() for v in pipeline.log["releases"][before:]]
     assert again and set(again) <= set(first)
 
 

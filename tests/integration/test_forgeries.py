@@ -1,0 +1,60 @@
+"""Forged internal messages against a real broker and a real worker: anyone can write to tansu."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from pipeline.core.central import BudgetAbsorption
+from pipeline.stream.codecs import DeadLetter, Envelope, ReleaseRecord
+from pipeline.stream.config import parse_config
+from pipeline.stream.kafka import KafkaReportSink, producer_config
+from pipeline.stream.subscription import Releases, read_topic
+from tests.integration.conftest import metric_value
+from tests.integration.test_central_pipeline import DOMAIN, categorical_feed, expected_releases, stream_spec
+
+pytestmark = [pytest.mark.integration]
+
+USERS, SLOTS = 600, 12
+
+
+def test_forged_releases_and_dissimilarities_neither_stall_nor_change_a_stream(cluster_factory):
+    """Before the first report: a release of slot 1,000,000 (M1 waited for it for ever) and a
+    dissimilarity for every slot with a million users in every cell (M2 published them)."""
+    config = parse_config({"seed": 5, "report_partitions": 2, "stream_partitions": 1,
+                           "streams": [stream_spec("ba", "ba", users=USERS)]})
+    cluster = cluster_factory(config)
+    worker = cluster.start_worker()
+    from confluent_kafka import Producer
+
+    forger = Producer(producer_config(cluster.bootstrap, tansu_compat=True))
+    release = ReleaseRecord("ba", 1_000_000, [0.0] * DOMAIN, "publish", "ba", 1.0, 10, 0.5, 0.5, 1.0)
+    forger.produce("releases", release.to_bytes(), key=b"ba")
+    for slot in range(1, SLOTS + 1):
+        measured = Envelope("measured", {"stream": "ba", "slot": slot, "closed_at": 0.0,
+                                         "counts": np.full((1, DOMAIN), 10**6, dtype=np.int64),
+                                         "dis_value": 1e9, "dis_epsilon": 0.05, "dis_scale": 200.0})
+        forger.produce("dissimilarity", measured.encode(), key=b"ba")
+    assert forger.flush(30) == 0
+    values = categorical_feed(users=USERS, slots=SLOTS)
+    stream = config.stream("ba")
+    sink = KafkaReportSink(cluster.bootstrap, "ba", 2, tansu_compat=True)
+    for slot in range(1, SLOTS + 1):
+        sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), np.arange(USERS), values[slot - 1])
+    sink.close()
+    got = {}
+    with Releases(cluster.bootstrap, streams=["ba"]) as releases:  # a subscriber also sees the forger's record
+        deadline = time.monotonic() + 180
+        while len(got.keys() & set(range(1, SLOTS + 1))) < SLOTS and time.monotonic() < deadline:
+            for record in releases.follow(idle_timeout=1.0):
+                got.setdefault(record.slot, record)
+    for result in expected_releases(BudgetAbsorption, "ba", values):
+        assert got[result.slot].release == result.release.tolist(), f"slot {result.slot}\n{cluster.logs()}"
+    text = cluster.metrics(worker)
+    assert metric_value(text, "wevent_forged_messages_total", topic="releases", reason="unauthenticated") == 1
+    assert metric_value(text, "wevent_forged_messages_total", topic="dissimilarity", reason="unauthenticated") == SLOTS
+    letters = [DeadLetter.from_json(v) for v in read_topic(cluster.bootstrap, "deadletter")]
+    assert sorted((d.reason, d.topic) for d in letters) == sorted(
+        [("unauthenticated", "releases")] + [("unauthenticated", "dissimilarity")] * SLOTS)
