@@ -83,8 +83,12 @@ def _verify_stream(stream: str, records: dict[int, dict]) -> Finding:
     try:
         epsilon, w, reserved = _declared(ordered, slots)
         _same_kind(ordered, slots, kind)
-        check = {"types": _verify_types, "phases": _verify_users, "central": _verify_central}[kind]
-        return Finding(stream, True, f"{stream}: {check(ordered, slots, epsilon, w, reserved)}")
+        totals = _slot_totals(ordered, slots)  # checked in every kind of record: what the slot says it spent
+        if kind == "central":
+            message = _verify_central(totals, slots, epsilon, w, reserved)
+        else:
+            message = {"types": _verify_types, "phases": _verify_users}[kind](ordered, slots, epsilon, w, reserved)
+        return Finding(stream, True, f"{stream}: {message}")
     except _Violation as exc:
         return Finding(stream, False, f"{stream}: {exc}")
 
@@ -143,11 +147,17 @@ def _same_kind(ordered: list[dict], slots: np.ndarray, kind: str) -> None:
                          f"({_kind(ordered[other])} against {kind})")
 
 
-def _verify_central(ordered, slots, epsilon, w, reserved) -> str:
+def _slot_totals(ordered, slots) -> np.ndarray:
+    """``eps1 + eps2`` of every slot, each finite and >= 0."""
     eps1, eps2 = _column(ordered, slots, "eps1"), _column(ordered, slots, "eps2")
     _check_charges(slots, "eps1", eps1)
     _check_charges(slots, "eps2", eps2)
-    spend = _window_sums(eps1 + eps2, w) + reserved  # a query index's share of every window
+    return eps1 + eps2
+
+
+def _verify_central(totals, slots, epsilon, w, reserved) -> str:
+    """Every user pays every slot's ``eps1 + eps2``."""
+    spend = _window_sums(totals, w) + reserved  # a query index's share of every window
     end = int(np.argmax(spend))
     if spend[end] > epsilon + TOLERANCE:
         raise _Violation(f"{_window(end, w, slots)} spend {spend[end]:.12g} > epsilon {epsilon:g}")
@@ -191,7 +201,8 @@ def _verify_users(ordered, slots, epsilon, w, reserved) -> str:
     """
     everyone, listed = _phase_charges(ordered, slots)
     base = _window_sums(everyone, w) + reserved
-    population = 1 + max((int(users.max()) for row in listed for users, _ in row if users.size), default=-1)
+    listed, names = _positions(listed)
+    population = names.size
     window = np.zeros(population)  # each user's listed charges in the window ending at this slot
     asked = np.zeros(population, dtype=bool)
     worst = np.zeros(len(ordered), dtype=np.int64)
@@ -208,7 +219,7 @@ def _verify_users(ordered, slots, epsilon, w, reserved) -> str:
     spend = base + listed_top
     end = int(np.argmax(spend))
     if spend[end] > epsilon + TOLERANCE:
-        who = f"user {worst[end]}" if listed_top[end] > TOLERANCE else "every user"
+        who = f"user {names[worst[end]]}" if listed_top[end] > TOLERANCE else "every user"
         raise _Violation(f"{who} spends {spend[end]:.12g} > epsilon {epsilon:g} in {_window(end, w, slots)}")
     return (f"{len(slots)} slots, {int(asked.sum())} users asked, "
             f"max per-user window spend {spend[end]:.6g} <= epsilon {epsilon:g} (w = {w})")
@@ -232,6 +243,21 @@ def _phase_charges(ordered, slots) -> tuple[np.ndarray, list[list[tuple[np.ndarr
                 charges.append((_user_indices(phase["users"], f"slot {slots[row]}"), budget))
         listed.append(charges)
     return everyone, listed
+
+
+def _positions(listed):
+    """The listed charges with each user as a position in a vector, and the user at each position.
+
+    The vector spans the user indices up to the largest listed one; a few huge indices (in a
+    hand-made ledger) get a vector over the listed users instead.
+    """
+    arrays = [users for row in listed for users, _ in row]
+    every = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+    top = int(every.max()) + 1 if every.size else 0
+    if top <= max(every.size, 1 << 20):
+        return listed, np.arange(top)
+    names = np.unique(every)
+    return [[(np.searchsorted(names, users), budget) for users, budget in row] for row in listed], names
 
 
 def _window_sums(per_slot: np.ndarray, w: int) -> np.ndarray:
@@ -291,7 +317,8 @@ def _user_indices(users, where: str) -> np.ndarray:
         asked = np.asarray(users) if isinstance(users, list) else None
     except (ValueError, OverflowError):
         asked = None
-    if asked is None or asked.ndim != 1 or (asked.size and (asked.dtype.kind not in "iu" or asked.min() < 0)):
+    integers = asked is not None and asked.dtype.kind in "iu" and np.can_cast(asked.dtype, np.int64)
+    if asked is None or asked.ndim != 1 or (asked.size and (not integers or asked.min() < 0)):
         raise MalformedRecord(f"{where}: a phase's users must be a list of user indices >= 0 (or null: everyone)")
     return asked.astype(np.int64)
 

@@ -98,6 +98,13 @@ def test_a_window_at_exactly_epsilon_passes_after_millions_of_earlier_charges():
     assert not finding.ok and f"user {np.flatnonzero(groups == 0)[7]} spends 1.3" in finding.message
 
 
+def test_huge_user_indices_are_checked_without_a_vector_that_large():
+    big = 2**62
+    finding = verify([record(1, [(0.6, [big, 5])]), record(2, [(0.5, [big])])])[0]
+    assert not finding.ok and f"user {big} spends 1.1" in finding.message
+    assert verify([record(1, [(0.6, [big, 5])]), record(2, [(0.4, [big])])])[0].ok
+
+
 @pytest.mark.parametrize("ledger, reason", [
     ([central(1, math.nan, 0.0), central(2, 20.0, 0.0)], "slot 1: eps1 is nan"),
     ([central(1, 0.5, 0.0), central(2, 0.0, -0.4), central(3, 0.5, 0.5)], "slot 2: eps2 is -0.4"),
@@ -108,6 +115,7 @@ def test_a_window_at_exactly_epsilon_passes_after_millions_of_earlier_charges():
     ([central(1, 0.1, 0.0, reserved=math.nan)], "slot 1: reserved is nan"),
     ([record(1, [(0.5, None)]), record(2, [(math.nan, [0, 1])]), record(3, [(5.0, [0])])], "slot 2: a phase's epsilon is nan"),
     ([record(1, [(-0.5, [2]), (1.0, [2])])], "slot 1: a phase's epsilon is -0.5"),
+    ([record(1, [(0.5, None)]), record(2, [(0.5, [1])], eps1=math.nan)], "slot 2: eps1 is nan"),
     ([record(1, [(0.5, None)]), central(2, 0.1, 0.1, mechanism="lpa", window=2)], "slot 2's record does not say"),
 ])
 def test_broken_ledgers_fail_naming_the_slot(ledger, reason):
@@ -132,6 +140,8 @@ def test_personalized_charges_must_be_finite_and_non_negative():
     ([dict(record(1), phases=[5])], "phases must be a list of objects"),
     ([record(1, [(0.5, [1, "x"])])], "user indices"),
     ([record(1, [(0.5, [-1])])], "user indices"),
+    ([record(1, [(0.5, [2**63])])], "user indices"),
+    ([record(1, [(0.5, [True])])], "user indices"),
     ([{k: v for k, v in central(1, 0.1, 0.1).items() if k != "epsilon"}], "no field 'epsilon'"),
 ])
 def test_malformed_records_are_refused(records, reason):
@@ -165,7 +175,8 @@ def test_cli_fails_a_nan_ledger_and_the_mixed_phase_overspend(tmp_path):
 @pytest.mark.parametrize("content, reason", [
     (None, "Is a directory"),
     ("[1, 2]\n", "record 1 is not a JSON object"),
-    ('{"stream": "s", "slot": 1, "epsilon": 1, "window": 2, "phases": [5]}\n', "phases must be a list"),
+    ('{"stream": "s", "slot": 1, "epsilon": 1, "window": 2, "eps1": 0, "eps2": 0, "phases": [5]}\n',
+     "phases must be a list"),
     ("{not json\n", "line 1: not JSON"),
     (b"\xff\xfe\n", "not UTF-8"),
 ])
