@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-import sys
+import re
+import socket
 
 from ._common import UsageError
+
+CONNECT_TIMEOUT = 5.0  # seconds to reach a bootstrap server
+READ_TIMEOUT = 15.0  # seconds for the topic's metadata and offsets
+
+_SERVER = re.compile(r"(?:[A-Za-z_]+://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})")
 
 
 def register(sub) -> None:
@@ -24,14 +30,14 @@ def handle(args) -> int:
             records = read_jsonl(args.file)
         except FileNotFoundError:
             raise UsageError(f"file not found: {args.file}") from None
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     else:
         records = _read_topic(args)
     try:
-        if args.stream:
-            records = [r for r in records if r.get("stream") in args.stream]
-        findings = verify(records)
+        findings = verify(records, args.stream)
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"not release or audit records: {exc}") from None
     if not findings:
@@ -41,8 +47,10 @@ def handle(args) -> int:
     return 0 if all(f.ok for f in findings) else 1
 
 
-def _read_topic(args) -> list[dict]:
+def _read_topic(args) -> list:
     import json
+
+    from confluent_kafka import KafkaException
 
     from ..stream.broker import resolve_bootstrap
     from ..stream.subscription import read_topic
@@ -50,4 +58,42 @@ def _read_topic(args) -> list[dict]:
     bootstrap = resolve_bootstrap(args.bootstrap)
     if not bootstrap:
         raise UsageError("give a file, or a Kafka with --bootstrap / WEVENT_BOOTSTRAP")
-    return [json.loads(value) for value in read_topic(bootstrap, args.topic)]
+    _reachable(bootstrap)
+    try:
+        values = read_topic(bootstrap, args.topic, timeout=READ_TIMEOUT)
+    except KafkaException as exc:
+        raise UsageError(f"cannot read topic {args.topic!r} from Kafka at {bootstrap}: {exc.args[0].str()}") from None
+    records = []
+    for number, value in enumerate(values, start=1):
+        try:
+            records.append(json.loads(value))
+        except (ValueError, TypeError):
+            raise UsageError(f"message {number} of topic {args.topic!r} is not JSON") from None
+    return records
+
+
+def _reachable(bootstrap: str) -> None:
+    """Fail fast, in one line, unless a Kafka answers at ``bootstrap``: the client reading the topic
+    would retry until its timeout and log every failed attempt."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from ..stream.kafka import client_config
+
+    servers = [s.strip() for s in bootstrap.split(",")]
+    parsed = [_SERVER.fullmatch(s) for s in servers]
+    if not all(parsed) or not all(0 < int(m.group(2)) < 65536 for m in parsed):
+        raise UsageError(f"bootstrap servers must be HOST:PORT[,HOST:PORT...], got {bootstrap!r}")
+    reason = None
+    for match in parsed:
+        try:
+            socket.create_connection((match.group(1).strip("[]"), int(match.group(2))), CONNECT_TIMEOUT).close()
+            break
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+    else:
+        raise UsageError(f"cannot reach Kafka at {bootstrap}: {reason}")
+    try:  # something listens: is it Kafka? (log_level 0: the probe's failures are this one line)
+        AdminClient({**client_config(bootstrap), "log_level": 0}).list_topics(timeout=CONNECT_TIMEOUT)
+    except KafkaException as exc:
+        raise UsageError(f"no Kafka answers at {bootstrap}: {exc.args[0].str()}") from None

@@ -27,21 +27,31 @@ def handle(args) -> int:
         params["decay"] = args.decay
     url = f"{args.url.rstrip('/')}/query?{urllib.parse.urlencode(params)}"
     try:
-        with urllib.request.urlopen(url, timeout=30) as response:
+        if urllib.parse.urlsplit(args.url).scheme not in ("http", "https"):
+            raise ValueError("not http(s)")
+        request = urllib.request.Request(url)
+    except ValueError:
+        raise UsageError(f"--url must be a worker's web address such as http://worker:6066, got {args.url!r}") from None
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
             body = json.loads(response.read())
+        answers = [(float(v), float(e)) for v, e in zip(body["answer"], body["standard_error"])]
+        heading = (f"stream {body['stream']!r}, slots {body['from']}..{body['to']} at slot {body['slot']}, "
+                   f"decay {body['decay']:g}, mode {body['mode']}")
     except urllib.error.HTTPError as exc:
         try:
             reason = json.loads(exc.read()).get("error", exc.reason)
-        except ValueError:
+        except (ValueError, AttributeError):
             reason = exc.reason
         raise UsageError(f"the worker refused the query: {reason}") from None
     except (urllib.error.URLError, OSError) as exc:
         raise UsageError(f"cannot reach a worker at {args.url}: {getattr(exc, 'reason', exc)}") from None
+    except (ValueError, TypeError, KeyError):
+        raise UsageError(f"{args.url} did not answer like a wevent worker (no JSON range-query answer)") from None
     if args.json:
         print(json.dumps(body))
         return 0
-    print(f"stream {body['stream']!r}, slots {body['from']}..{body['to']} at slot {body['slot']}, "
-          f"decay {body['decay']:g}, mode {body['mode']}")
-    for i, (value, error) in enumerate(zip(body["answer"], body["standard_error"])):
+    print(heading)
+    for i, (value, error) in enumerate(answers):
         print(f"  bin {i:>4}: {value:14.3f}  ± {error:.3f}")
     return 0

@@ -1,18 +1,24 @@
 """Offline re-verification of the w-event guarantee from audit records or release logs.
 
 Per stream, slots must be contiguous from the first one seen (a missing slot cannot be verified)
-and each slot recorded once (identical re-emissions are fine). Then:
+and each slot recorded once (identical re-emissions are fine). Every record must declare the
+stream's budget and window, and every charge must be a finite number >= 0: a NaN would compare
+false against any budget and hide an overspend, and a negative charge would pay one back. Then:
 
-* central: ``eps1 + eps2`` summed over every window of ``w`` slots is at most epsilon;
+* central: ``eps1 + eps2`` summed over every window of ``w`` slots, plus the share ``reserved``
+  of every window taken by a query index, is at most epsilon;
 * personalized: for every requirement type k, its charges over every window of ``w_k`` slots are
   at most ``eps_k``;
-* local: for every user, the budgets of the reports they were asked for (every user when a phase
-  asked everyone) over every window of ``w`` slots are at most epsilon.
+* local: every user's window spend, over every window of ``w`` slots, is at most epsilon. A
+  phase charges its budget to every user (``users`` None) or to the users it lists; a user's
+  window spend adds both kinds, whichever slots they fall in.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import numbers
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -30,17 +36,26 @@ class Finding:
     message: str
 
 
-def _window(worst_end: int, w: int, slots: np.ndarray) -> str:
-    return f"slots {slots[max(0, worst_end - w + 1)]}..{slots[worst_end]}"
+class MalformedRecord(ValueError):
+    """A record that is not a release or audit record: a missing field, or a field of the wrong type."""
 
 
-def verify(records: Iterable[dict]) -> list[Finding]:
+def verify(records: Iterable[dict], streams: Iterable[str] | None = None) -> list[Finding]:
+    """One finding per stream (only ``streams`` if given), plus one per slot recorded twice differently."""
+    wanted = set(streams) if streams is not None else None
     by_stream: dict[str, dict[int, dict]] = {}
     findings: list[Finding] = []
     conflicts: set[str] = set()
-    for record in records:
-        stream, slot = record["stream"], int(record["slot"])
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            raise MalformedRecord(f"record {number} is not a JSON object")
+        stream, slot = record.get("stream"), record.get("slot")
+        if not isinstance(stream, str) or not _is_integer(slot):
+            raise MalformedRecord(f"record {number} has no stream name and whole slot number")
+        if wanted is not None and stream not in wanted:
+            continue
         slots = by_stream.setdefault(stream, {})
+        slot = int(slot)
         if slot in slots and slots[slot] != record:
             if slots[slot].get("record") == record.get("record"):
                 conflicts.add(f"{stream}: two different records for slot {slot}")
@@ -60,25 +75,42 @@ def _verify_stream(stream: str, records: dict[int, dict]) -> Finding:
     if gaps.size:
         return Finding(stream, False, f"{stream}: slot {slots[gaps[0]] + 1} is missing (cannot verify its windows)")
     ordered = [records[s] for s in slots]
-    first = ordered[0]
-    epsilon, w = float(first["epsilon"]), int(first["window"])
-    if first.get("record") != "audit" and not _central(first["mechanism"]):
-        return Finding(stream, False, f"{stream}: {first['mechanism']} releases do not say who was charged what (users "
-                                      f"asked, requirement types): verify its audit records instead (the audit topic, "
-                                      f"or `wevent run --audit-log FILE`)")
-    if first.get("types"):
-        return _verify_types(stream, ordered, slots)
-    if first.get("phases") is not None and any(p.get("users") is not None for r in ordered for p in r["phases"]):
-        return _verify_users(stream, ordered, slots, epsilon, w)
-    totals = np.array([float(r["eps1"]) + float(r["eps2"]) for r in ordered])
-    spend = window_sums(totals, w) + float(first.get("reserved", 0.0))  # a query index's share of every window
-    end = int(np.argmax(spend))
-    if spend[end] > epsilon + TOLERANCE:
-        return Finding(stream, False, f"{stream}: {_window(end, w, slots)} spend {spend[end]:.12g} > epsilon {epsilon:g}")
-    return Finding(stream, True, f"{stream}: {len(slots)} slots ({slots[0]}..{slots[-1]}), "
-                                 f"max window spend {spend[end]:.6g} <= epsilon {epsilon:g} (w = {w})")
+    kind = _kind(ordered[0])
+    if kind == "release":
+        return Finding(stream, False, f"{stream}: {ordered[0].get('mechanism')} releases do not say who was charged "
+                                      f"what (users asked, requirement types): verify its audit records instead (the "
+                                      f"audit topic, or `wevent run --audit-log FILE`)")
+    try:
+        epsilon, w, reserved = _declared(ordered, slots)
+        _same_kind(ordered, slots, kind)
+        totals = _slot_totals(ordered, slots)  # checked in every kind of record: what the slot says it spent
+        if kind == "central":
+            message = _verify_central(totals, slots, epsilon, w, reserved)
+        else:
+            message = {"types": _verify_types, "phases": _verify_users}[kind](ordered, slots, epsilon, w, reserved)
+        return Finding(stream, True, f"{stream}: {message}")
+    except _Violation as exc:
+        return Finding(stream, False, f"{stream}: {exc}")
 
 
+class _Violation(Exception):
+    """What makes a stream's records fail the audit (an overspend, or a ledger that cannot be checked)."""
+
+
+def _kind(record: dict) -> str:
+    """What a record says about who paid: per requirement type, per phase, the same for everyone,
+    or nothing a per-user check can use (a release of a non-central mechanism)."""
+    if record.get("types") is not None:
+        return "types"
+    if record.get("phases") is not None:
+        return "phases"
+    mechanism = record.get("mechanism")
+    if record.get("record") == "audit" or (isinstance(mechanism, str) and _central(mechanism)):
+        return "central"
+    return "release"
+
+
+@functools.lru_cache(maxsize=None)
 def _central(mechanism: str) -> bool:
     """Whether a central mechanism (a release record's eps1/eps2 are then what every user paid)."""
     from ..core.central import CentralMechanism
@@ -89,60 +121,218 @@ def _central(mechanism: str) -> bool:
     return cls is not None and issubclass(cls, CentralMechanism) and not issubclass(cls, PersonalizedMechanism)
 
 
-def _verify_types(stream, ordered, slots) -> Finding:
+def _declared(ordered: list[dict], slots: np.ndarray) -> tuple[float, int, float]:
+    """The budget, window and reserved share every record declares alike."""
+    epsilon = _column(ordered, slots, "epsilon")
+    window = _column(ordered, slots, "window")
+    reserved = _column(ordered, slots, "reserved", default=0.0)
+    _check_charges(slots, "epsilon", epsilon, budget=True)
+    _check_charges(slots, "reserved", reserved)
+    bad = np.flatnonzero(~_whole(window))
+    if bad.size:
+        raise _Violation(f"slot {slots[bad[0]]}: window {window[bad[0]]:g} is not a whole number of slots >= 1")
+    for name, values in (("epsilon", epsilon), ("window", window), ("reserved", reserved)):
+        differs = np.flatnonzero(values != values[0])
+        if differs.size:
+            row = differs[0]
+            raise _Violation(f"slot {slots[row]} declares {name} {values[row]:g}, slot {slots[0]} {values[0]:g}: "
+                             f"the records disagree on the stream's budget")
+    return float(epsilon[0]), int(window[0]), float(reserved[0])
+
+
+def _same_kind(ordered: list[dict], slots: np.ndarray, kind: str) -> None:
+    other = next((row for row, r in enumerate(ordered) if _kind(r) != kind), None)
+    if other is not None:
+        raise _Violation(f"slot {slots[other]}'s record does not say who was charged the way slot {slots[0]}'s does "
+                         f"({_kind(ordered[other])} against {kind})")
+
+
+def _slot_totals(ordered, slots) -> np.ndarray:
+    """``eps1 + eps2`` of every slot, each finite and >= 0."""
+    eps1, eps2 = _column(ordered, slots, "eps1"), _column(ordered, slots, "eps2")
+    _check_charges(slots, "eps1", eps1)
+    _check_charges(slots, "eps2", eps2)
+    return eps1 + eps2
+
+
+def _verify_central(totals, slots, epsilon, w, reserved) -> str:
+    """Every user pays every slot's ``eps1 + eps2``."""
+    spend = _window_sums(totals, w) + reserved  # a query index's share of every window
+    end = int(np.argmax(spend))
+    if spend[end] > epsilon + TOLERANCE:
+        raise _Violation(f"{_window(end, w, slots)} spend {spend[end]:.12g} > epsilon {epsilon:g}")
+    return (f"{len(slots)} slots ({slots[0]}..{slots[-1]}), max window spend {spend[end]:.6g} "
+            f"<= epsilon {epsilon:g} (w = {w})")
+
+
+def _verify_types(ordered, slots, epsilon, w, reserved) -> str:
     types = ordered[0]["types"]  # [[w_k, eps_k, users], ...]
-    charges = np.array([r["charges"] for r in ordered], dtype=float)
+    if not isinstance(types, list) or not all(isinstance(t, list) and len(t) == 3 for t in types):
+        raise MalformedRecord(f"slot {slots[0]}: types must be a list of [w, epsilon, users] triples")
+    differs = next((row for row, r in enumerate(ordered) if r["types"] != types), None)
+    if differs is not None:
+        raise _Violation(f"slot {slots[differs]} declares other requirement types than slot {slots[0]}: "
+                         f"the records disagree on the users' budgets")
+    windows, budgets = (np.array([[_as_number(t[i], f"slot {slots[0]}: types") for t in types]]) for i in (0, 1))
+    _check_charges(slots[:1], "a type's epsilon", budgets, budget=True)
+    if not np.all(_whole(windows)):
+        raise _Violation(f"slot {slots[0]}: a type's window is not a whole number of slots >= 1")
+    charges = np.array([_numbers(r.get("charges"), len(types), f"slot {slot}: charges")
+                        for r, slot in zip(ordered, slots)])
+    _check_charges(slots, "a charge", charges)
     worst_ratio = 0.0
-    for k, (w_k, eps_k, _users) in enumerate(types):
-        spend = window_sums(charges[:, k], int(w_k))
+    for k, (w_k, eps_k) in enumerate(zip(windows[0].astype(int), budgets[0])):  # a handful of types
+        spend = _window_sums(charges[:, k], int(w_k))
         end = int(np.argmax(spend))
         if spend[end] > eps_k + TOLERANCE:
-            return Finding(stream, False, f"{stream}: users of type {k} (w = {w_k}, epsilon = {eps_k:g}): "
-                                          f"{_window(end, int(w_k), slots)} spend {spend[end]:.12g} > {eps_k:g}")
+            raise _Violation(f"users of type {k} (w = {w_k}, epsilon = {eps_k:g}): "
+                             f"{_window(end, int(w_k), slots)} spend {spend[end]:.12g} > {eps_k:g}")
         worst_ratio = max(worst_ratio, spend[end] / eps_k)
-    return Finding(stream, True, f"{stream}: {len(slots)} slots, {len(types)} requirement types, "
-                                 f"max per-user window spend ratio {worst_ratio:.6g} <= 1")
+    return f"{len(slots)} slots, {len(types)} requirement types, max per-user window spend ratio {worst_ratio:.6g} <= 1"
 
 
-def _verify_users(stream, ordered, slots, epsilon, w) -> Finding:
-    """Per-user window sums over sparse (user, slot, epsilon) report events, vectorised."""
-    everyone = np.zeros(len(ordered))  # budget charged to every user at each slot
-    users, at, eps = [], [], []
-    for i, r in enumerate(ordered):
-        for phase in r["phases"]:
-            if phase["users"] is None:
-                everyone[i] += float(phase["epsilon"])
+def _verify_users(ordered, slots, epsilon, w, reserved) -> str:
+    """Every user's spend over every window: the phases that asked everyone plus those that listed them.
+
+    One sweep over the slots keeps each user's listed charges of the current window in a vector
+    over the population (a charge enters at its slot and leaves w slots later), so a window's
+    worst user is one ``argmax``: no loop over users, and no long running total whose rounding
+    could hide a small overspend.
+    """
+    everyone, listed = _phase_charges(ordered, slots)
+    base = _window_sums(everyone, w) + reserved
+    listed, names = _positions(listed)
+    population = names.size
+    window = np.zeros(population)  # each user's listed charges in the window ending at this slot
+    asked = np.zeros(population, dtype=bool)
+    worst = np.zeros(len(ordered), dtype=np.int64)
+    listed_top = np.zeros(len(ordered))
+    for row, charges in enumerate(listed):
+        for users, budget in charges:
+            np.add.at(window, users, budget)  # a user listed twice in a phase pays twice
+            asked[users] = True
+        for users, budget in listed[row - w] if row >= w else ():
+            np.add.at(window, users, -budget)
+        if population:
+            worst[row] = int(np.argmax(window))
+            listed_top[row] = window[worst[row]]
+    spend = base + listed_top
+    end = int(np.argmax(spend))
+    if spend[end] > epsilon + TOLERANCE:
+        who = f"user {names[worst[end]]}" if listed_top[end] > TOLERANCE else "every user"
+        raise _Violation(f"{who} spends {spend[end]:.12g} > epsilon {epsilon:g} in {_window(end, w, slots)}")
+    return (f"{len(slots)} slots, {int(asked.sum())} users asked, "
+            f"max per-user window spend {spend[end]:.6g} <= epsilon {epsilon:g} (w = {w})")
+
+
+def _phase_charges(ordered, slots) -> tuple[np.ndarray, list[list[tuple[np.ndarray, float]]]]:
+    """The charge to everyone at each slot, and each slot's listed charges as (users, epsilon) pairs."""
+    everyone = np.zeros(len(ordered))
+    listed = []
+    for row, record in enumerate(ordered):
+        phases = record["phases"]
+        if not isinstance(phases, list) or not all(isinstance(p, dict) for p in phases):
+            raise MalformedRecord(f"slot {slots[row]}: phases must be a list of objects")
+        charges = []
+        for phase in phases:
+            budget = _as_number(phase.get("epsilon"), f"slot {slots[row]}: a phase's epsilon")
+            _check_charges(slots[row : row + 1], "a phase's epsilon", np.array([budget]))
+            if phase.get("users") is None:
+                everyone[row] += budget
             else:
-                asked = np.asarray(phase["users"], dtype=np.int64)
-                users.append(asked)
-                at.append(np.full(asked.size, i))
-                eps.append(np.full(asked.size, float(phase["epsilon"])))
-    base = window_sums(everyone, w)
-    if not users:
-        users, at, eps = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0)]
-    users, at, eps = np.concatenate(users), np.concatenate(at), np.concatenate(eps)
-    order = np.lexsort((at, users))
-    users, at, eps = users[order], at[order], eps[order]
-    key = users * (len(ordered) + w + 1) + at
-    cumulative = np.concatenate([[0.0], np.cumsum(eps)])
-    start = np.searchsorted(key, key - (w - 1), side="left")  # same user, slots within the window
-    spend = cumulative[np.arange(key.size) + 1] - cumulative[start] + base[at]
-    worst = int(np.argmax(spend)) if spend.size else None
-    if worst is not None and spend[worst] > epsilon + TOLERANCE:
-        return Finding(stream, False, f"{stream}: user {users[worst]} spends {spend[worst]:.12g} > epsilon {epsilon:g} "
-                                      f"in {_window(int(at[worst]), w, slots)}")
-    top = max(float(spend.max()) if spend.size else 0.0, float(base.max()))
-    return Finding(stream, True, f"{stream}: {len(slots)} slots, {np.unique(users).size} users asked, "
-                                 f"max per-user window spend {top:.6g} <= epsilon {epsilon:g} (w = {w})")
+                charges.append((_user_indices(phase["users"], f"slot {slots[row]}"), budget))
+        listed.append(charges)
+    return everyone, listed
 
 
-def read_jsonl(path: str) -> list[dict]:
+def _positions(listed):
+    """The listed charges with each user as a position in a vector, and the user at each position.
+
+    The vector spans the user indices up to the largest listed one; a few huge indices (in a
+    hand-made ledger) get a vector over the listed users instead.
+    """
+    arrays = [users for row in listed for users, _ in row]
+    every = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+    top = int(every.max()) + 1 if every.size else 0
+    if top <= max(every.size, 1 << 20):
+        return listed, np.arange(top)
+    names = np.unique(every)
+    return [[(np.searchsorted(names, users), budget) for users, budget in row] for row in listed], names
+
+
+def _window_sums(per_slot: np.ndarray, w: int) -> np.ndarray:
+    """``window_sums`` for any declared window: one longer than the ledger holds all of it."""
+    return window_sums(per_slot, min(w, per_slot.size))
+
+
+def _whole(windows: np.ndarray) -> np.ndarray:
+    """Which windows are whole numbers of slots >= 1."""
+    return np.isfinite(windows) & (windows >= 1) & (windows == np.floor(windows))
+
+
+def _window(worst_end: int, w: int, slots: np.ndarray) -> str:
+    return f"slots {slots[max(0, worst_end - w + 1)]}..{slots[worst_end]}"
+
+
+def _check_charges(slots: np.ndarray, name: str, values: np.ndarray, budget: bool = False) -> None:
+    """Every value (one row per slot) is finite and >= 0 (> 0 for a budget): a NaN compares false
+    against any bound and would hide an overspend; a negative charge would pay budget back."""
+    bad = ~np.isfinite(values) | ((values <= 0) if budget else (values < 0))
+    if bad.any():
+        where = tuple(np.argwhere(bad)[0])
+        rule = "budgets must be finite and > 0" if budget else "charges must be finite and >= 0"
+        raise _Violation(f"slot {slots[where[0]]}: {name} is {values[where]:g} ({rule})")
+
+
+def _column(ordered, slots, key: str, default: float | None = None) -> np.ndarray:
+    """Field ``key`` of every record, as numbers."""
+    out = np.empty(len(ordered))
+    for row, record in enumerate(ordered):
+        if key not in record and default is None:
+            raise MalformedRecord(f"slot {slots[row]}: no field {key!r}")
+        out[row] = _as_number(record.get(key, default), f"slot {slots[row]}: {key}")
+    return out
+
+
+def _numbers(values, count: int, where: str) -> list[float]:
+    if not isinstance(values, list) or len(values) != count:
+        raise MalformedRecord(f"{where} must list {count} numbers")
+    return [_as_number(v, where) for v in values]
+
+
+def _as_number(value, where: str) -> float:
+    """A JSON number (NaN and infinities included: they fail the audit, they are not malformed)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise MalformedRecord(f"{where} must be a number, got {value!r}")
+    return float(value)
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _user_indices(users, where: str) -> np.ndarray:
+    """A phase's listed users as indices (one conversion per phase, no loop per user)."""
+    try:
+        asked = np.asarray(users) if isinstance(users, list) else None
+    except (ValueError, OverflowError):
+        asked = None
+    integers = asked is not None and asked.dtype.kind in "iu" and np.can_cast(asked.dtype, np.int64)
+    if asked is None or asked.ndim != 1 or (asked.size and (not integers or asked.min() < 0)):
+        raise MalformedRecord(f"{where}: a phase's users must be a list of user indices >= 0 (or null: everyone)")
+    return asked.astype(np.int64)
+
+
+def read_jsonl(path: str) -> list:
+    """The JSON values of a file's non-blank lines (ValueError names the first bad line)."""
     out = []
-    with open(path) as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if line.strip():
-                try:
+    with open(path, encoding="utf-8") as fh:
+        try:
+            for line_no, line in enumerate(fh, start=1):
+                if line.strip():
                     out.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}, line {line_no}: not JSON ({exc.msg})") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}, line {line_no}: not JSON ({exc.msg})") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not a text file of JSON lines (not UTF-8)") from None
     return out

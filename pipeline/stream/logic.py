@@ -280,12 +280,13 @@ def device_block_size(stream: StreamConfig) -> int:
 
 
 def local_release_extras(result) -> dict:
-    """What a local-model release line adds: reports, communication, oracles (and the noise variance)."""
-    extras = {"n1": result.n1, "n2": result.n2, "reports": result.reports, "bits": result.bits,
-              "oracle1": result.oracle1, "oracle2": result.oracle2}
-    if result.published and result.threshold is not None:
-        extras["variance"] = result.threshold  # V(eps_2, n_2) per bin: what a query index needs
-    return extras
+    """What a local-model release line adds: reports, communication and oracles.
+
+    ``n2`` reports at ``eps2`` through ``oracle2`` made a fresh release: enough for its noise
+    variance (:func:`pipeline.stream.query.release_variance`).
+    """
+    return {"n1": result.n1, "n2": result.n2, "reports": result.reports, "bits": result.bits,
+            "oracle1": result.oracle1, "oracle2": result.oracle2}
 
 
 def personalized_release_record(stream: str, mechanism, result, type_window_spend: np.ndarray,

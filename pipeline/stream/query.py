@@ -1,4 +1,4 @@
-"""The range-query service: decayed sliding-window range queries over a stream (spec decayed §3).
+"""The range-query service: decayed sliding-window range queries over a stream (Sun et al. 2019).
 
 A stream opts in with a ``query`` table in its config::
 
@@ -6,7 +6,12 @@ A stream opts in with a ``query`` table in its config::
     query = { mode = "B", window = 1024, decay = 0.999, epsilon = 0.2 }  # RTP_DMM on raw counts
     query = { mode = "C", window = 1024, decay = 0.999, epsilon = 0.2 }  # both, inverse-variance combined
 
-Mode A indexes the released histograms (post-processing, no budget). Mode B runs RTP_DMM on the
+Mode A indexes the released histograms (post-processing, no budget), with the noise variance of
+each fresh release: ``2 / eps2^2`` per bin for the central Laplace mechanisms, ``2 / theta^2`` for
+the personalized ones, and the frequency oracle's ``V(eps2, n2)`` for a local-model estimate
+from ``n2`` reports. A repeated release shares the noise of the one it repeats. Streams whose
+releases have no noise variance of their own (LP-RescueDP filters each estimate into the previous
+release) are refused, with the reason, when queried. Mode B runs RTP_DMM on the
 slot's raw counts with its own budget ``epsilon`` calibrated to w-event neighbours; the stream's
 mechanism then gets ``epsilon_total - epsilon`` (sequential composition), and the audit checks
 the sum. Mode C answers with both, combined by inverse variance.
@@ -27,7 +32,9 @@ import numpy as np
 
 from ..core import state as packing
 from ..core.decayed import RTPDMM, CombinedIndex, ReleaseIndex, check_decay, laplace_release_variance
+from ..core.local.adaptive import make_oracle
 from ..core.randomness import DerivedRandomness
+from ..core.registry import mechanisms
 from ..core.validation import ParameterError, check_epsilon, check_positive_int
 from .codecs import Envelope, ReleaseRecord
 
@@ -67,12 +74,27 @@ class QuerySettings:
         return self.epsilon if self.mode != "A" else 0.0
 
 
-def release_variance(record: ReleaseRecord) -> float | None:
-    """Per-bin noise variance of a fresh release (None for a repeat), from what the record says."""
+def unindexable(mechanism: str) -> str | None:
+    """Why releases of ``mechanism`` cannot be indexed with standard errors (None: they can)."""
+    return getattr(mechanisms().get(mechanism), "no_release_variance", None)
+
+
+def release_variance(record: ReleaseRecord, bound: float | None = None) -> float | None:
+    """Per-bin noise variance of a fresh release (None for a repeat), from what the record says.
+
+    A local-model release is its oracle's estimate from the ``n2`` reports at ``eps2`` the record
+    names: the oracle's variance, in its exact average over the bins whatever form the mechanism
+    decides with (``bound``: the range of a mean estimate, oracle ``hm``; its variance is the
+    worst case over the users' values).
+    """
     if record.strategy != "publish":
         return None
-    if "variance" in record.extras:  # the local model reports its estimator's variance
-        return float(record.extras["variance"])
+    if "oracle2" in record.extras:  # the local model
+        reason = unindexable(record.mechanism)
+        if reason:
+            raise ParameterError(f"{record.mechanism} releases have no noise variance of their own: {reason}")
+        oracle = make_oracle(record.extras["oracle2"], record.eps2, len(record.release), bound=bound)
+        return oracle.variance(int(record.extras["n2"]))
     if record.extras.get("theta"):  # personalized: Lap(1/theta) (the sampling error is not noise)
         return laplace_release_variance(record.extras["theta"])
     return laplace_release_variance(record.eps2)  # central: Lap(1/eps2)
@@ -137,10 +159,11 @@ class QueryService:
         if topic == "releases":
             record = ReleaseRecord.from_json(raw)
             settings = self.settings(record.stream)
-            if settings is None or settings.mode == "B":
+            if settings is None or settings.mode == "B" or unindexable(record.mechanism):
                 return None
+            bound = self.streams[record.stream].options.get("bound")
             return record.stream, record.slot, {"release": np.asarray(record.release),
-                                                "variance": release_variance(record)}
+                                                "variance": release_variance(record, bound)}
         message = Envelope.decode(raw)
         settings = self.settings(message.get("stream"))
         if message.kind != "measured" or settings is None or settings.mode == "A":
@@ -213,6 +236,10 @@ class QueryService:
         settings = self.settings(name)
         if settings is None:
             return 400, {"error": f"stream {name!r} has no query index (add a `query` table to its config)"}
+        reason = unindexable(self.streams[name].mechanism)
+        if reason and settings.mode != "B":
+            return 400, {"error": f"stream {name!r} cannot answer range queries with standard errors over its "
+                                  f"{self.streams[name].mechanism} releases: {reason}"}
         try:
             first, last = (_integer(params, k) for k in ("from", "to"))
             decay = float(params["decay"]) if params.get("decay") not in (None, "") else None

@@ -133,3 +133,150 @@ def test_a_restarted_mode_b_index_answers_bit_identically_at_every_restart_point
         block = rebuilt.block_size
         for slot in range(t // block * block + 1, t + 1):  # the open block's released nodes (sealed at its end)
             assert np.array_equal(rebuilt.node(slot), live.raw.node(slot))
+
+
+# --- local-model streams: the oracle's variance ---------------------------------------------------
+LOCAL_USERS, LOCAL_W, LOCAL_D = 4000, 4, 4
+FREQUENCIES = np.array([0.4, 0.3, 0.2, 0.1])
+
+
+def local_query_config(mechanism, oracle="ada", domain=LOCAL_D, **options):
+    return parse_config({"seed": 5, "report_partitions": 1, "stream_partitions": 1, "streams": [{
+        "name": "l", "model": "local", "mechanism": mechanism, "epsilon": 1.0, "window": LOCAL_W, "domain": domain,
+        "users": LOCAL_USERS, "slot_seconds": 60, "start": START, "oracle": oracle, "options": options,
+        "query": {"mode": "A", "window": WINDOW, "decay": DECAY}}]})
+
+
+def served_slots(config, values, slots, **mechanism_options):
+    """Runs the stream's mechanism on its devices, sends each slot's release line (as M2 writes it)
+    to the query service, and queries that slot alone: (record, answer, standard error) per slot."""
+    from pipeline.core.local import MECHANISMS
+    from pipeline.core.local.devices import Devices
+    from pipeline.stream.logic import logic_for
+
+    stream = config.stream("l")
+    logic = logic_for(config, stream)
+    options = {k: v for k, v in stream.options.items() if k not in logic.DEVICE_OPTIONS}
+    mechanism = MECHANISMS[stream.mechanism](1.0, LOCAL_W, stream.domain, LOCAL_USERS, oracle=stream.oracle,
+                                             randomness=DerivedRandomness(config.noise_key(), "l"),
+                                             devices=Devices.from_seed(3, "l"), **options, **mechanism_options)
+    service = QueryService({stream.name: stream}, lambda n: DerivedRandomness(config.noise_key(), n))
+    table, served = {}, []
+    for t in range(1, slots + 1):
+        record = logic.record(mechanism, mechanism.step(values), np.zeros(1))
+        service.ingest(record.to_bytes(), "releases", table.get, table.__setitem__, lambda k: table.pop(k, None))
+        status, body = service.answer({"stream": "l", "from": str(t), "to": str(t)}, table.get)
+        assert status == 200, body
+        served.append((record, np.array(body["answer"]), np.array(body["standard_error"])))
+    return served, service, table
+
+
+def oracle_variance(record):
+    from pipeline.core.local.adaptive import make_oracle
+
+    return make_oracle(record.extras["oracle2"], record.eps2, len(record.release)).variance(record.extras["n2"])
+
+
+@pytest.mark.parametrize("mechanism", ["lbu", "lsp", "lpu", "lbd", "lba", "lpd", "lpa", "lp-dsat"])
+def test_local_standard_errors_are_the_oracles_and_match_the_spread_of_the_releases(mechanism):
+    values = np.repeat(np.arange(LOCAL_D), (FREQUENCIES * LOCAL_USERS).astype(int))
+    served, _, _ = served_slots(local_query_config(mechanism), values, 160, decision_override=lambda t: True)
+    fresh = [(r, a, e) for r, a, e in served if r.strategy == "publish"]
+    assert len(fresh) >= 20
+    last = None
+    for record, answer, error in served:
+        if record.strategy == "publish":
+            last = np.sqrt(oracle_variance(record))
+            if mechanism == "lp-dsat":  # its threshold is a controller's setting, not a variance
+                assert not np.isclose(last ** 2, record.threshold)
+        if last is not None:  # a repeat keeps the standard error of the release it repeats
+            assert np.allclose(error, last, rtol=1e-12), (record.slot, error, last)
+    # Each fresh release's error over its standard error: mean square 1 (the oracle's variance is
+    # the average over bins of the exact per-bin variances). A slot's d bins count at most as one
+    # sample of variance 2, so the mean square of F slots has standard error at most sqrt(2 / F).
+    z = np.array([(answer - FREQUENCIES) / error for _, answer, error in fresh])
+    assert abs(np.mean(z ** 2) - 1) < 5 * np.sqrt(2 / len(fresh)), np.mean(z ** 2)
+
+
+def test_lbu_standard_error_of_a_range_is_the_decayed_sum_of_the_oracle_variance():
+    from pipeline.core.local.grr import GRR
+
+    values = np.repeat(np.arange(LOCAL_D), (FREQUENCIES * LOCAL_USERS).astype(int))
+    served, service, table = served_slots(local_query_config("lbu"), values, 30)
+    variance = GRR(1.0 / LOCAL_W, LOCAL_D).variance(LOCAL_USERS)  # about 0.013, not 2 / 0.25^2 = 32
+    assert np.allclose(served[-1][2], np.sqrt(variance), rtol=1e-12)
+    status, body = service.answer({"stream": "l", "from": "23", "to": "30"}, table.get)
+    weights = DECAY ** (2 * np.arange(8))
+    assert status == 200 and np.allclose(body["standard_error"], np.sqrt(variance * weights.sum()), rtol=1e-12)
+
+
+def test_mean_estimates_get_the_hybrid_mechanisms_worst_case_variance():
+    config = local_query_config("lbu", oracle="hm", domain=1, bound=10.0)
+    values = np.linspace(0, 10, LOCAL_USERS)
+    served, _, _ = served_slots(config, values, 100)
+    from pipeline.core.local.hybrid import HybridMechanism
+
+    variance = HybridMechanism(1.0 / LOCAL_W, 10.0).variance(LOCAL_USERS)
+    assert all(np.allclose(error, np.sqrt(variance), rtol=1e-12) for _, _, error in served)
+    z = np.array([(answer - 5.0) / error for _, answer, error in served])
+    assert np.mean(z ** 2) < 1 + 5 * np.sqrt(2 / len(z))  # a worst case: at most the spread
+
+
+def test_lp_rescuedp_streams_refuse_range_queries_with_the_reason():
+    from pipeline.core.local.devices import Devices
+    from pipeline.core.local.lp_rescue import LPRescueDP
+    from pipeline.stream.logic import logic_for
+
+    config = local_query_config("lp-rescuedp")
+    stream = config.stream("l")
+    mechanism = LPRescueDP(1.0, LOCAL_W, LOCAL_D, LOCAL_USERS, randomness=DerivedRandomness(config.noise_key(), "l"),
+                           devices=Devices.from_seed(3, "l"))
+    record = logic_for(config, stream).record(mechanism, mechanism.step(np.zeros(LOCAL_USERS, dtype=int)), np.zeros(1))
+    service = QueryService({"l": stream}, lambda n: DerivedRandomness(config.noise_key(), n))
+    table = {}
+    service.ingest(record.to_bytes(), "releases", table.get, table.__setitem__, lambda k: table.pop(k, None))
+    assert table == {}  # nothing indexed
+    status, body = service.answer({"stream": "l", "from": "1", "to": "1"}, table.get)
+    assert status == 400 and "Kalman" in body["error"], body
+    with pytest.raises(Exception, match="Kalman"):
+        release_variance(record)
+
+
+def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_that_came():
+    """Half the devices never answer: a publication's estimate rests on the n2 reports that came,
+    not on the N users asked (what LBD's decision threshold V(eps_2, N) assumes)."""
+    from pipeline.core.data import UserValues
+    from pipeline.core.local.adaptive import make_oracle
+    from pipeline.core.local.devices import Devices
+    from producers.devices import DeviceFleet
+    from pipeline.stream.codecs import Envelope
+    from tests.stream.test_local_pipeline import BLOCK, SLOTS, USERS, W
+
+    config = parse_config({"seed": 13, "report_partitions": 2, "stream_partitions": 1, "streams": [{
+        "name": "l", "model": "local", "mechanism": "lbd", "epsilon": 1.0, "window": W, "domain": 2, "users": USERS,
+        "slot_seconds": 60, "start": START, "options": {"block_size": BLOCK, "force_first": True},
+        "query": {"mode": "A", "window": WINDOW, "decay": DECAY}}]})
+    values = synthetic("sin", USERS, SLOTS, seed=3).values().astype(np.int64)
+    half = DeviceFleet(config.stream("l"), UserValues(values, 2, start=START, slot_seconds=60),
+                       Devices(DerivedRandomness(config.device_key(), "l"), block_size=BLOCK), shard=0, shards=2)
+    pipeline = InProcessPipeline(config, {"l": half})
+    stream = config.stream("l")
+    for slot in range(1, SLOTS + 1):
+        pipeline.send_slot("l", stream.slot_start(slot), stream.slot_end(slot), None, None)
+        pipeline.run(now=100.0 * slot)
+        for phase_deadline in (40.0, 80.0):  # the collector closes M1's round, then M2's, at their deadlines
+            pipeline.produce("ldp.reports", Envelope("tick", {"stream": "l"}).encode(), key="l")
+            pipeline.run(now=100.0 * slot + phase_deadline)
+    service = QueryService({"l": config.stream("l")}, lambda n: DerivedRandomness(config.noise_key(), n))
+    table, fresh = {}, 0
+    for record in pipeline.releases("l"):
+        service.ingest(record.to_bytes(), "releases", table.get, table.__setitem__, lambda k: table.pop(k, None))
+        status, body = service.answer({"stream": "l", "from": str(record.slot), "to": str(record.slot)}, table.get)
+        assert status == 200, body
+        if record.strategy == "publish":
+            fresh += 1
+            oracle = make_oracle(record.extras["oracle2"], record.eps2, 2)
+            assert 0 < record.extras["n2"] < USERS
+            assert np.allclose(body["standard_error"], np.sqrt(oracle.variance(record.extras["n2"])), rtol=1e-12)
+            assert not np.isclose(body["standard_error"][0] ** 2, oracle.variance(USERS))
+    assert fresh >= 3, fresh

@@ -74,6 +74,9 @@ class LocalMechanism(Mechanism):
 
     has_dissimilarity: ClassVar[bool] = False
     instructs: ClassVar[tuple[bool, bool]] = (True, True)  # instruction bit per report in (M1, M2)
+    # Why a fresh release has no noise variance of its own (None: it is the oracle's estimate from
+    # the publication's n_2 reports at eps_2, with the oracle's variance V(eps_2, n_2)).
+    no_release_variance: ClassVar[str | None] = None
 
     def __init__(
         self,

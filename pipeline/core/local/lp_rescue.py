@@ -45,6 +45,8 @@ __all__ = ["LPRescueDP"]
 
 class LPRescueDP(Populated, LocalMechanism):
     name = "lp-rescuedp"
+    no_release_variance = ("a release is a Kalman correction of the previous one, so its noise is not its own: "
+                           "it is correlated with every earlier release's")
 
     def __init__(self, epsilon: float, window: int, domain_size: int, population: int, *, sample_share: float = 0.2,
                  max_share: float = 0.6, max_users: int | None = None, kp: float = 0.9, ki: float = 0.1,
