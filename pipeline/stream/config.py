@@ -223,6 +223,12 @@ def _stream(raw, index: int) -> StreamConfig:
         settings = stream.query_settings
     except ParameterError as exc:  # the query settings' own checks name the stream already
         raise ConfigError(str(exc)) from None
+    if settings is not None:
+        from .query import unindexable
+
+        reason = unindexable(mechanism)
+        if reason:
+            raise ConfigError(f"{where}: query: {mechanism} releases cannot be indexed: {reason}")
     if settings is not None and settings.reserved_epsilon:
         if model != "central":
             raise ConfigError(f"{where}: query modes B and C need raw counts: central streams only")

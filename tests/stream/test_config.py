@@ -304,3 +304,11 @@ def test_the_helm_values_schema_is_generated_from_the_config_schema():
     stream = generated["properties"]["streams"]["items"]
     assert stream["properties"]["mechanism"]["enum"] == list(MECHANISMS)
     assert "epsilon" not in stream.get("required", []) and "window" not in stream.get("required", [])
+
+
+def test_a_query_index_on_a_stream_whose_releases_have_no_variance_is_refused_at_load():
+    raw = {"seed": 1, "streams": [{"name": "r", "model": "local", "mechanism": "lp-rescuedp", "epsilon": 1.0,
+                                   "window": 10, "domain": 2, "users": 100, "slot_seconds": 60, "start": 0,
+                                   "query": {"mode": "A", "window": 64, "decay": 0.99}}]}
+    with pytest.raises(ConfigError, match="lp-rescuedp releases cannot be indexed"):
+        parse_config(raw)
