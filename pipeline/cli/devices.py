@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import UsageError, serve_metrics
+from ._common import LOOPBACK, UsageError, bind_address, serve_metrics
 
 
 def register(sub) -> None:
@@ -19,6 +19,9 @@ def register(sub) -> None:
     p.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                    help="the broker is tansu: one record per batch")
     p.add_argument("--metrics-port", type=int, help="serve the fleet's counters on this port (/metrics)")
+    p.add_argument("--metrics-host", type=bind_address, default=LOOPBACK,
+                   help=f"address the metrics port listens on (default: {LOOPBACK}, this machine only; 0.0.0.0 "
+                   "for every interface)")
     p.set_defaults(handler=handle)
 
 
@@ -50,7 +53,7 @@ def handle(args) -> int:
                         Devices(DerivedRandomness(config.device_key(), stream.name), block_size=block_size),
                         shard, shards)
     if args.metrics_port:
-        serve_metrics(args.metrics_port)
+        serve_metrics(args.metrics_port, args.metrics_host)
     from confluent_kafka import Consumer, Producer
 
     consumer = Consumer(consumer_config(bootstrap, group=f"wevent-devices-{stream.name}-{shard}of{shards}"))
