@@ -42,8 +42,8 @@ def register(sub) -> None:
     p.add_argument("--config", "-c", help="stream config file; default: one central stream over the feed")
     p.add_argument("--stream", help="stream of the config that the feed is replayed into (default: the first)")
     p.add_argument("--feed", help="a .npz dump of user values to replay (default: the bundled sample feed)")
-    p.add_argument("--mechanism", "-m", default="ba", help="mechanism of the default stream (default: ba); a local-model "
-                   "one (lpa, ...) runs the devices too, pbd/pba get a generated requirement mix")
+    p.add_argument("--mechanism", "-m", default="ba", help="mechanism of the default stream (default: ba); a "
+                   "local-model one (lpa, ...) runs the devices too, pbd/pba get a generated requirement mix")
     p.add_argument("--epsilon", "-e", type=number(float, 0, low_open=True), default=1.0,
                    help="epsilon of the default stream (default: 1)")
     p.add_argument("--window", "-w", type=number(int, 1), default=20, help="w of the default stream (default: 20)")

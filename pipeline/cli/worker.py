@@ -35,6 +35,7 @@ def handle(args) -> int:
     create_topics(bootstrap, config.topics())
     from topologies.app import build_app, run_worker
 
-    app = build_app(config, bootstrap, web_port=args.web_port, web_bind=args.web_host, tansu_compat=args.tansu_compat, datadir=args.datadir)
+    app = build_app(config, bootstrap, web_port=args.web_port, web_bind=args.web_host, tansu_compat=args.tansu_compat,
+                    datadir=args.datadir)
     run_worker(app, args.loglevel)
     return 0
