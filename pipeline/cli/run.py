@@ -237,9 +237,7 @@ def handle(args) -> int:
     if args.slots and args.slots > feed.slots:
         print(f"the feed has only {feed.slots} slots", file=sys.stderr)
 
-    signals = Signals().install()
-    workdir = Path(tempfile.mkdtemp(prefix="wevent-run-"))  # mode 0700: the config, the devices' values, logs
-    started = []  # the broker, the worker, the devices, the replay: stopped in reverse order
+    signals, started, workdir = Signals(), [], None  # started: broker, worker, devices, replay; stopped in reverse
 
     def start(process):
         with signals.deferred():  # a signal now waits until the process is in `started`
@@ -247,6 +245,8 @@ def handle(args) -> int:
             return process.start()
 
     try:
+        with signals.install().deferred():
+            workdir = Path(tempfile.mkdtemp(prefix="wevent-run-"))  # mode 0700: the config, the devices' values, logs
         return _run(args, replace(config, seed=None), stream, feed, slots, keys, workdir, start)
     except Stopped as stop:
         print(f"wevent run: {stop}: stopping", file=sys.stderr)
@@ -255,7 +255,8 @@ def handle(args) -> int:
         signals.ignoring = True  # the shutdown below completes whatever arrives now
         for process in reversed(started):
             process.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
         signals.restore()
 
 
