@@ -107,31 +107,40 @@ def default_config(feed, args):
     return parse_config({"app": "wevent", "report_partitions": 2, "stream_partitions": 1, "streams": [stream]})
 
 
-def run_keys(config, seed: int | None) -> tuple[dict[str, str], dict[str, str]]:
-    """The worker's and the devices' environments: the server's key and the devices' key (hex).
+def run_keys(config, seed: int | None, *, devices: bool, external_kafka: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """The worker's and the devices' environments: the server's key, and the devices' key (hex) if
+    the run has ``devices``.
 
     Each comes from its environment variable when set, else from the seed (``seed``, else the
     config's), else from the operating system's entropy. With a seed the two keys are separate
     keyed hashes of it (:meth:`SecretKey.from_seed` with purposes ``server`` and ``devices``),
     neither derived from the other; without one they are independent random keys. A seed is
     announced in one line on stderr: it makes the noise public.
+
+    Random keys only suit the embedded broker, whose topics and tables end with the run. An
+    external Kafka keeps the streams' state: a slot re-processed after a crash must draw the same
+    noise as before, so its key must outlive the run.
     """
     from ..core.randomness import SecretKey
     from ..stream.config import DEVICE_KEY_ENV, NOISE_KEY_ENV
 
     seeded = replace(config, seed=config.seed if seed is None else seed)
     keys, from_seed = {}, []
-    for variable, key_of in ((NOISE_KEY_ENV, seeded.noise_key), (DEVICE_KEY_ENV, seeded.device_key)):
+    wanted = {NOISE_KEY_ENV: seeded.noise_key} | ({DEVICE_KEY_ENV: seeded.device_key} if devices else {})
+    for variable, key_of in wanted.items():
         if os.environ.get(variable) or seeded.seed is not None:
             keys[variable] = key_of().hex()
             from_seed += [] if os.environ.get(variable) else [variable]
+        elif external_kafka:
+            raise UsageError(f"an external Kafka keeps the streams' state across runs, so their keys must last too: "
+                             f"set {variable} (64 hex characters)")
         else:
             keys[variable] = SecretKey.generate().hex()
     if from_seed:
         print(f"wevent run: seed {seeded.seed}: reproducible noise for experiments only, anyone who knows the seed "
               f"can remove it (without a seed, keys are drawn at random or read from {' and '.join(from_seed)})",
               file=sys.stderr)
-    return {NOISE_KEY_ENV: keys[NOISE_KEY_ENV]}, {DEVICE_KEY_ENV: keys[DEVICE_KEY_ENV]}
+    return {NOISE_KEY_ENV: keys.pop(NOISE_KEY_ENV)}, keys
 
 
 class Stopped(Exception):
@@ -221,6 +230,7 @@ def describe(stream, feed, slots: int) -> str:
 def handle(args) -> int:
     from producers.replay import MatrixFeed
     from ..core.data import UserValues
+    from ..stream.broker import resolve_bootstrap
     from ..stream.config import load_config
     from ..stream.kafka import check_feed_fits
 
@@ -232,7 +242,8 @@ def handle(args) -> int:
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
     check_feed_fits(feed, stream)
-    keys = run_keys(config, args.seed)
+    keys = run_keys(config, args.seed, devices=stream.model == "local",
+                    external_kafka=resolve_bootstrap(args.bootstrap) is not None)
     slots = min(args.slots or feed.slots, feed.slots)
     if args.slots and args.slots > feed.slots:
         print(f"the feed has only {feed.slots} slots", file=sys.stderr)

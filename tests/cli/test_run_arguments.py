@@ -47,3 +47,12 @@ def test_a_malformed_key_in_the_environment_is_one_line_before_anything_starts(t
     result = run([], tmp_path, WEVENT_NOISE_KEY="not hex")
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "WEVENT_NOISE_KEY" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_external_kafka_needs_keys_that_outlast_the_run(tmp_path):
+    """Its streams' state persists: a slot re-processed in a later run must draw the same noise."""
+    result = run(["--bootstrap", "127.0.0.1:1"], tmp_path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "set WEVENT_NOISE_KEY" in result.stderr
+    result = run(["--bootstrap", "127.0.0.1:1", "-m", "lpa"], tmp_path, WEVENT_NOISE_KEY="ab" * 32)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "set WEVENT_DEVICE_KEY" in result.stderr
+    assert list(tmp_path.iterdir()) == []
