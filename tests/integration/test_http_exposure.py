@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from tests.integration.run_helpers import listening_addresses, non_loopback_addr
 
 pytestmark = pytest.mark.slow
 
+TDRIVE = Path(__file__).resolve().parents[2] / "producers" / "fixtures" / "tdrive"
 START = 1_700_000_000
 CENTRAL = {"name": "open", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 4,
            "users": 10, "slot_seconds": 60, "start": START}
@@ -86,3 +88,21 @@ def test_the_worker_and_the_devices_listen_on_every_interface_only_when_told(bro
     finally:
         for process in processes:
             process.stop()
+
+
+def test_the_replay_serves_the_error_against_the_truth_on_loopback_only(broker, tmp_path):
+    from pipeline.stream.broker import create_topics
+    from pipeline.stream.processes import write_config
+
+    config = parse_config({"seed": 3, "report_partitions": 1, "stream_partitions": 1, "streams": [
+        CENTRAL | {"name": "taxi", "domain": 16, "users": 248, "slot_seconds": 300, "start": 1201968059}]})
+    create_topics(broker.bootstrap, config.topics())
+    truth = free_port()
+    replay = ChildProcess(["replay", "tdrive", str(TDRIVE), "--grid", "4x4", "--slot-seconds", "300", "--config",
+                           str(write_config(config, tmp_path)), "--bootstrap", broker.bootstrap, "--tansu-compat",
+                           "--truth-port", str(truth), "--no-progress"], tmp_path / "replay.log").start()
+    try:
+        wait_for_port("127.0.0.1", truth, timeout=60)
+        assert_loopback_only(truth)
+    finally:
+        replay.stop()
