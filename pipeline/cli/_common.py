@@ -6,14 +6,15 @@ import argparse
 import ipaddress
 import math
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 from ..errors import UsageError
 
-__all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "number", "bind_address", "output_file",
-           "LOOPBACK"]
+__all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "check_listen", "number", "bind_address",
+           "output_file", "LOOPBACK"]
 
 LOOPBACK = "127.0.0.1"  # the default address of every HTTP port: open it to the network explicitly
 
@@ -78,6 +79,18 @@ def output_file(text: str) -> str:
     if not os.access(path if path.exists() else directory, os.W_OK):
         raise argparse.ArgumentTypeError(f"cannot write {text}: permission denied")
     return text
+
+
+def check_listen(address: str, port: int) -> None:
+    """Fail now, in one line, if ``address:port`` cannot be listened on (the port is taken, or the
+    address is not this machine's), rather than in a server's traceback later."""
+    family = socket.AF_INET6 if ipaddress.ip_address(address).version == 6 else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: a closing socket is no conflict
+        try:
+            probe.bind((address, port))
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {address}:{port}: {exc.strerror}") from None
 
 
 def serve_metrics(port: int, address: str = LOOPBACK) -> None:

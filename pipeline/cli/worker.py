@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ._common import LOOPBACK, UsageError, bind_address, number
+from ._common import LOOPBACK, UsageError, bind_address, check_listen, number
 
 
 def register(sub) -> None:
@@ -32,6 +32,7 @@ def handle(args) -> int:
     if not bootstrap:
         raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
     config.noise_key()  # fail now, not in the middle of a slot, if no key is configured
+    check_listen(args.web_host, args.web_port)
     create_topics(bootstrap, config.topics())
     from topologies.app import build_app, run_worker
 
