@@ -33,15 +33,21 @@ from pipeline.stream.query import QueryService
 log = logging.getLogger("wevent.worker")
 
 
-def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, tansu_compat: bool = False,
-              datadir: str | None = None) -> faust.App:
-    """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``."""
+def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bind: str = "127.0.0.1",
+              tansu_compat: bool = False, datadir: str | None = None) -> faust.App:
+    """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``.
+
+    Its web server (/metrics, /healthz, /query) listens on ``web_bind`` only, this machine by
+    default. Faust's /table views are off: they would serve the tables' contents (partial counts
+    of raw reports, ledgers) to anyone who can reach the port.
+    """
     options = dict(
         broker=f"kafka://{bootstrap}",
         store="memory://",
         processing_guarantee="at_least_once",  # transactions are not available on every broker (tansu)
         web_port=web_port,
-        web_bind="0.0.0.0",
+        web_bind=web_bind,
+        web_tables_enabled=False,
         consumer_auto_offset_reset="earliest",
         topic_partitions=config.stream_partitions,
         topic_disable_leader=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import UsageError, serve_metrics
+from ._common import LOOPBACK, UsageError, bind_address, serve_metrics
 
 DEFAULT_LEDGER_DIR = "wevent-devices-ledger"
 
@@ -31,6 +31,9 @@ def register(sub) -> None:
                    help="the server's public key (64 hex characters; `wevent keys` prints it), which requests must "
                    "be signed with (default: $WEVENT_REQUEST_PUBLIC_KEY; without it, derived from the server's key "
                    "where the devices run beside it: $WEVENT_NOISE_KEY or the config's seed)")
+    p.add_argument("--metrics-host", type=bind_address, default=LOOPBACK,
+                   help=f"address the metrics port listens on (default: {LOOPBACK}, this machine only; 0.0.0.0 "
+                   "for every interface)")
     p.set_defaults(handler=handle)
 
 
@@ -64,7 +67,7 @@ def handle(args) -> int:
     if not bootstrap:
         raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
     if args.metrics_port:
-        serve_metrics(args.metrics_port)
+        serve_metrics(args.metrics_port, args.metrics_host)
     from confluent_kafka import Consumer, Producer
 
     consumer = Consumer(consumer_config(bootstrap, group=f"wevent-devices-{stream.name}-{shard}of{shards}"))

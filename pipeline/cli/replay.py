@@ -121,8 +121,8 @@ def _add_replay_options(parser) -> None:
     kafka.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                        help="the broker is tansu: one record per batch")
     kafka.add_argument("--truth-port", type=int, metavar="PORT", help="also follow the stream's releases and serve "
-                       "their mean absolute error against this feed's truth on http://0.0.0.0:PORT/metrics, until "
-                       "stopped (Ctrl-C)")
+                       "their mean absolute error against this feed's truth on http://127.0.0.1:PORT/metrics, until "
+                       "stopped (Ctrl-C); only ever on this machine's loopback: the truth is a function of raw data")
     parser.add_argument("--from-slot", type=int, default=1, metavar="N", help="resume: start at slot N (default: 1)")
     parser.add_argument("--speed", type=float, default=0.0, metavar="X", help="X times real time; 0 = as fast as "
                         "possible (default: 0)")

@@ -1,7 +1,8 @@
 """The running error of a stream's releases against the ground truth of a replayed feed.
 
 Only a replay knows the truth, so this runs beside the replay (``wevent run``, or ``wevent replay
---truth-port``), never in a worker: a worker must not export any function of raw data.
+--truth-port``), never in a worker: a worker must not export any function of raw data. For the
+same reason its port listens on 127.0.0.1 only, with no option to open it to the network.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.core.data import UserValues
 from pipeline.stream.broker import create_topics
-from pipeline.stream.codecs import Envelope
+from pipeline.stream.codecs import Envelope, request_seal, seal
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import consumer_config, producer_config
 from pipeline.stream.processes import DevicesProcess, wait_until, write_config

@@ -1,0 +1,76 @@
+"""`wevent run` stops everything it started and leaves nothing behind, whichever way it ends.
+
+The run is a real subprocess with its real children (the tansu broker, the worker, the device
+fleet); the tests watch them through /proc.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.run_helpers import (alive, children, command_of, environment, first_release, kill_leftovers,
+                                           start_run, wait_for, wevent_run)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("signum, mechanism", [(signal.SIGTERM, "lpa"), (signal.SIGHUP, "ba")])
+def test_a_signal_stops_every_process_and_removes_the_working_directory(tmp_path, signum, mechanism):
+    tmpdir = tmp_path / "tmp"
+    env = environment(tmpdir)
+    run = start_run(["-m", mechanism, "--speed", "60"], env, tmp_path)
+    err = tmp_path / "stderr"
+    started = {}
+    try:
+        assert first_release(tmp_path), err.read_text()
+        started = children(run.pid)
+        kinds = sorted(command_of(argv) for argv in started.values())
+        assert kinds == sorted(["broker", "worker"] + (["devices"] if mechanism == "lpa" else [])), started
+        assert len(list(tmpdir.glob("wevent-run-*"))) == 1
+
+        sent = time.monotonic()
+        run.send_signal(signum)
+        status = run.wait(30)
+        assert time.monotonic() - sent < 15
+        assert status == 128 + signum
+        assert wait_for(lambda: not any(alive(pid) for pid in started), 5), \
+            {pid: started[pid] for pid in started if alive(pid)}
+        assert list(tmpdir.iterdir()) == []
+        assert "Traceback" not in err.read_text()
+        assert f"wevent run: {signal.Signals(signum).name}: stopping" in err.read_text()
+    finally:
+        kill_leftovers(run, started)
+
+
+def _processes_using(directory) -> list[str]:
+    """Command lines of live processes that mention ``directory`` (the run's children do)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(directory) in text and alive(int(cmdline.parent.name)):
+            found.append(text)
+    return found
+
+
+def test_a_finished_run_and_a_failed_run_leave_nothing_behind(tmp_path):
+    tmpdir = tmp_path / "tmp"
+    env = environment(tmpdir)
+    done = wevent_run(["--slots", "2", "--quiet"], env, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list(tmpdir.iterdir()) == [] and not _processes_using(tmpdir)
+    # A failure after the broker and the worker started: the truth port is taken.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        failed = wevent_run(["--slots", "2", "--quiet", "--truth-port", str(taken.getsockname()[1])], env, tmp_path)
+    assert failed.returncode == 2 and "cannot serve metrics" in failed.stderr, failed.stderr[-3000:]
+    assert "Traceback" not in failed.stderr
+    assert list(tmpdir.iterdir()) == [] and not _processes_using(tmpdir)
