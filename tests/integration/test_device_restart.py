@@ -67,7 +67,8 @@ def test_a_fleet_killed_and_restarted_keeps_its_users_spend(broker, tmp_path):
         request = {"stream": "kept", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",
                    "domain_size": DOMAIN, "population": USERS, "users": np.asarray(users, dtype=np.int64),
                    "bound": None}
-        producer.produce("ldp.requests", Envelope("request", request).encode(), key=b"kept")
+        signed = seal("ldp.requests", "kept", Envelope("request", request).encode(), request_seal(config.noise_key()))
+        producer.produce("ldp.requests", signed, key=b"kept")
         producer.flush()
         sent += 1
 

@@ -11,6 +11,8 @@ import signal
 
 import pytest
 
+from pipeline.core.randomness import SecretKey
+from pipeline.stream.codecs import report_seal, request_seal
 from tests.integration.run_helpers import (children, command_of, environment, first_release, kill_leftovers,
                                            listening_addresses, non_loopback_address, process_environment, refuses,
                                            releases, start_run, started_ports, wevent_run)
@@ -61,8 +63,12 @@ def test_each_child_holds_only_its_own_key_and_serves_on_loopback_only(tmp_path)
                                    if k.startswith("WEVENT_") and k.endswith("_KEY")}
                 for pid, argv in started.items()}
         assert keys["broker"] == {}
-        assert set(keys["worker"]) == {"WEVENT_NOISE_KEY"} and set(keys["devices"]) == {"WEVENT_DEVICE_KEY"}
+        # Each holds its own secret and the other side's public key, which checks the other's signatures.
+        assert set(keys["worker"]) == {"WEVENT_NOISE_KEY", "WEVENT_DEVICE_PUBLIC_KEY"}
+        assert set(keys["devices"]) == {"WEVENT_DEVICE_KEY", "WEVENT_REQUEST_PUBLIC_KEY"}
         secrets = [keys["worker"]["WEVENT_NOISE_KEY"], keys["devices"]["WEVENT_DEVICE_KEY"]]
+        assert keys["worker"]["WEVENT_DEVICE_PUBLIC_KEY"] == report_seal(SecretKey.from_hex(secrets[1])).public_hex
+        assert keys["devices"]["WEVENT_REQUEST_PUBLIC_KEY"] == request_seal(SecretKey.from_hex(secrets[0])).public_hex
         assert all(len(bytes.fromhex(key)) == 32 for key in secrets) and secrets[0] != secrets[1]
         assert not any(key in " ".join(argv) for key in secrets for argv in started.values())
         files = [path.read_bytes() for path in tmpdir.rglob("*") if path.is_file()]
