@@ -77,6 +77,8 @@ class CentralMechanism(Mechanism):
         counts = check_counts(counts, self.domain_size)
         if self.noise == "discrete":
             check_whole(counts, "counts")
+            if counts.size and max(counts.max(), -counts.min()) >= 2.0**62:  # their sum with the noise is int64
+                raise ParameterError("noise 'discrete' needs counts below 2^62 in magnitude")
         return counts
 
     def _measure(self, counts: np.ndarray) -> Dissimilarity | None:
