@@ -225,11 +225,12 @@ def test_continuous_noise_leaks_through_its_low_order_bits_and_discrete_noise_do
 def test_rtp_dmm_nodes_lie_on_the_grid_and_keep_their_budget():
     index = RTPDMM(0.5, 16, 0.9, bins=4, privacy_window=3, neighbours=2, randomness=derived(7))
     laplace = RTPDMM(0.5, 16, 0.9, bins=4, privacy_window=3, neighbours=2, noise="laplace", randomness=derived(7))
-    rounding = window_sensitivity(rounding_weights(lambda_table(index.block_size, 0.9, "paper")), 3, 2)
-    assert index.grid == 2.0 ** math.floor(math.log2(index.grid)) and index.grid * rounding <= 2**-16 * index.sensitivity
-    # calibrated to Δ' = Δ + g R: at most 2^-16 wider than the Laplace scale, never narrower
+    rounding = 2 * window_sensitivity(rounding_weights(lambda_table(index.block_size, 0.9, "paper")), 3, 2)
+    assert index.grid == 2.0 ** math.floor(math.log2(index.grid)) and index.grid * rounding <= 2**-12 * index.sensitivity
+    # calibrated to Δ' = Δ + 2 g R: at most 2^-12 wider than the Laplace scale, never narrower
     ratio = index.node_scales[1:] / laplace.node_scales[1:]
-    assert np.all(ratio > 1) and np.all(ratio <= 1 + 2**-16)
+    assert np.all(ratio == pytest.approx((index.sensitivity + index.grid * rounding) / index.sensitivity, rel=1e-12))
+    assert np.all(ratio > 1) and np.all(ratio <= 1 + 2**-12)
     assert np.all(index.node_epsilons[1:] * index.node_scales[1:] < index.grid)  # eps_k g-units below the Laplace share
     data = np.random.default_rng(7).poisson(50, (40, 4)) + np.random.default_rng(8).random((40, 4))
     for row in data:

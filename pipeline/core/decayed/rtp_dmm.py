@@ -27,15 +27,18 @@ PUBLICATION)`` so that it can never coincide with a host mechanism's noise on th
 
 * ``noise="discrete"`` (default): node values are real (decayed sums), so each node is snapped
   to a grid ``g`` (a power of two) before it gets integer noise: ``S̃_k = g (q_k + X_k)`` with
-  ``q_k = clamp(rint(T_k / g), ±2^51)``, ``T_k`` the slot's value plus the children's *snapped*
+  ``q_k = clamp(rint(T_k / g), ±2^46)``, ``T_k`` the slot's value plus the children's *snapped*
   values, and X_k exact two-sided geometric with ``a_k = exp(-eps_k)``,
-  ``eps_k = (1 - 2^-40) eps λ_k g / Δ'``, ``Δ' = Δ + g R``. ``R = window_sensitivity(h, w, m)``
-  bounds what the roundings add (:func:`.rounding_weights`), so the released nodes are exactly
-  ``epsilon``-DP for the same neighbours (the ``1 - 2^-40`` absorbs the float rounding of these
-  sums), with no floating-point artefact: the output grid does not depend on the data.
-  ``g`` is the largest power of two with ``g R <= 2^-16 Δ``, so the noise is at most 2^-16
-  wider than the Laplace scale ``σ_k``; its variance is ``g² 2a_k/(1-a_k)²``. A node beyond
-  ``±2^51 g`` (:attr:`RTPDMM.node_clamp`, about ``2^35 Δ/R``) is clamped.
+  ``eps_k = (1 - 2^-40) eps λ_k g / Δ'``, ``Δ' = Δ + 2 g R``, ``R = window_sensitivity(h, w, m)``
+  (:func:`.rounding_weights`). A changed node moves by at most its exact change plus two grid
+  units: one for rounding to the grid, one for the float rounding of its sum (at most H
+  additions of terms below ``2^46 g``), and both reach its ancestors with weights ``<= 1``; so
+  the released nodes are exactly ``epsilon``-DP for the same neighbours (the ``1 - 2^-40``
+  absorbs the float rounding of these O(L)-term bounds), with no floating-point artefact: the
+  output grid does not depend on the data. ``g`` is the largest power of two with
+  ``2 g R <= 2^-12 Δ``, so the noise is at most 2^-12 wider than the Laplace scale ``σ_k``;
+  its variance is ``g² 2a_k/(1-a_k)²``. A node beyond ``±2^46 g`` (:attr:`RTPDMM.node_clamp`,
+  about ``2^33 Δ/R``) is clamped; the rounding itself is a bias below ``g/2`` per node.
 * ``noise="laplace"``: ``S̃_k = S_k + Lap(σ_k)``, the paper's mechanism (floating point).
 
 >>> from pipeline.core.randomness import SecretKey
@@ -44,7 +47,7 @@ PUBLICATION)`` so that it can never coincide with a host mechanism's noise on th
 ...     _ = index.insert(count)
 >>> answer, standard_error = index.query(4, 9)          # Σ_{i=4..9} 0.9^(10-i) D_i, noisy
 >>> answer.shape, round(float(standard_error[0]), 4)
-((1,), 6.9189)
+((1,), 6.9203)
 >>> index.query(1, 9)
 Traceback (most recent call last):
 pipeline.core.validation.ParameterError: range 1..9 is outside the window: slots 3..10 can be queried (W = 8)
@@ -70,9 +73,9 @@ __all__ = ["RTPDMM", "NOISE_MODES", "NODE_NOISE_STREAM", "host_epsilon"]
 
 NOISE_MODES = ("exact", "paper_literal")
 NODE_NOISE_STREAM = "/rtp_dmm"  # appended to the stream name: node noise has a stream of its own
-_GRID_SHARE = 2.0**-16  # discrete noise: the roundings add at most this share of the sensitivity
+_GRID_SHARE = 2.0**-12  # discrete noise: the roundings add at most this share of the sensitivity
 _FLOAT_MARGIN = 1.0 - 2.0**-40  # covers the float rounding of the O(L)-term sensitivity sums
-_NODE_UNITS = 2**51  # |q_k| <= 2^51 grid units: q_k + X_k stays an exact float
+_NODE_UNITS = 2**46  # |q_k| <= 2^46 grid units: node sums err by under one unit, q_k + X_k stays exact
 
 
 class RTPDMM(DecayedRangeIndex):
@@ -114,8 +117,9 @@ class RTPDMM(DecayedRangeIndex):
         self.sensitivity = self._sensitivity()
         self.grid, calibrated = None, self.sensitivity  # Δ' of the module docstring (Δ for Laplace)
         if self.noise == "discrete":
-            rounding = window_sensitivity(rounding_weights(self.lambdas), self.privacy_window, self.neighbours)
-            self.grid = 2.0 ** np.floor(np.log2(_GRID_SHARE * self.sensitivity / rounding))
+            # two grid units per changed node: rounding to the grid, and the float rounding of its sum
+            rounding = 2.0 * window_sensitivity(rounding_weights(self.lambdas), self.privacy_window, self.neighbours)
+            self.grid = float(2.0 ** np.floor(np.log2(_GRID_SHARE * self.sensitivity / rounding)))
             calibrated = self.sensitivity + self.grid * rounding
         self.node_scales = np.zeros(self.block_size + 1)  # σ_k (the Laplace scale, or g / eps_k); index 0 unused
         self.node_scales[1:] = calibrated / (self.epsilon * self.lambdas[1:])
@@ -159,7 +163,7 @@ class RTPDMM(DecayedRangeIndex):
 
     @property
     def node_clamp(self) -> float | None:
-        """Discrete noise: the largest node value kept as is (``2^51 g``); None for Laplace noise."""
+        """Discrete noise: the largest node value kept as is (``2^46 g``); None for Laplace noise."""
         return None if self.grid is None else _NODE_UNITS * self.grid
 
     @property

@@ -61,9 +61,10 @@ def rounding_weights(lambdas: np.ndarray) -> np.ndarray:
 
     When every node is rounded to a grid ``g`` before its noise is added and parents sum their
     children's rounded values, a change of item j moves the λ-weighted node vector by at most
-    ``g h(j)`` beyond its exact sensitivity (each node it reaches rounds off by at most ``g``, and
-    that error reaches every ancestor with a weight ``p^x <= 1``). :class:`.RTPDMM` adds
-    ``g * window_sensitivity(h, w, m)`` to its sensitivity for discrete noise.
+    ``g h(j)`` beyond its exact sensitivity per grid unit a changed node can be off by (each
+    node it reaches is off by those units, and the error reaches every ancestor with a weight
+    ``p^x <= 1``). :class:`.RTPDMM` counts two units (grid and float rounding) and adds
+    ``2 g * window_sensitivity(h, w, m)`` to its sensitivity for discrete noise.
 
     >>> from pipeline.core.decayed.lambdas import lambda_table
     >>> rounding_weights(lambda_table(4, 1.0, "none"))[1:].tolist()   # λ ≡ 1: A = chain lengths 3, 2, 2, 1
