@@ -34,6 +34,11 @@ class CountingNoise(DerivedRandomness):
             self.publication_slots.append(slot)
         return super().laplace(slot, phase, scale, size)
 
+    def discrete_laplace(self, slot, phase, epsilon, size=None):
+        if phase == Phase.PUBLICATION:
+            self.publication_slots.append(slot)
+        return super().discrete_laplace(slot, phase, epsilon, size)
+
 
 def random_counts(rng: np.random.Generator, slots: int, domain: int, scale: float = 100.0) -> np.ndarray:
     return rng.poisson(scale, (slots, domain)).astype(float)

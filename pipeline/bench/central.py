@@ -3,7 +3,8 @@
 Both implementations run the same mechanism on the same counts with the same derived noise, so
 the benchmark also checks that their releases agree before it prints the speed ratio. The naive
 one gets its noise from the same per-slot derivation (that cost is the mechanism's, not the
-implementation's) and does all per-bin arithmetic in Python loops.
+implementation's) and does all per-bin arithmetic in Python loops. ``--noise`` picks exact
+discrete noise (the default) or the papers' continuous Laplace.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 import numpy as np
 
 from ..core.central import BudgetAbsorption, BudgetDistribution
+from ..core.noise import NOISE_KINDS
 from ..core.randomness import DerivedRandomness, Phase, SecretKey
 
 
@@ -25,6 +27,7 @@ def register(sub) -> None:
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--window", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--noise", choices=NOISE_KINDS, default="discrete", help="noise kind (default: discrete)")
     p.set_defaults(handler=handle)
 
 
@@ -38,23 +41,27 @@ def drifting_counts(slots: int, domain: int, seed: int) -> np.ndarray:
     return rng.poisson(rates).astype(float)
 
 
-def naive_run(kind: str, epsilon: float, window: int, counts: np.ndarray, randomness: DerivedRandomness) -> list:
+def naive_run(kind: str, epsilon: float, window: int, counts: np.ndarray, randomness: DerivedRandomness,
+              noise: str = "discrete") -> list:
     """The textbook loop: every bin handled one at a time in Python (the baseline)."""
     domain = len(counts[0])
     eps1 = epsilon / (2 * window)
-    scale1 = (1.0 / domain) / eps1
-    unit = (epsilon / 2) / window
+    pool = epsilon - window * eps1  # budgets computed as the mechanisms do, so noise is drawn at equal epsilons
+    unit = pool / window
     last = [0.0] * domain
-    recent: list[float] = []  # BD: publication budgets of the last w-1 slots
+    recent = np.zeros(window - 1)  # BD: publication budgets of the last w-1 slots, a ring indexed by slot
     last_pub, last_units = 0, 1  # BA
     out = []
     for slot, row in enumerate(counts, start=1):
-        dis = 0.0
+        total = 0.0
         for j in range(domain):
-            dis += abs(last[j] - row[j])
-        dis = dis / domain + randomness.laplace(slot, Phase.DISSIMILARITY, scale1)
+            total += abs(last[j] - row[j])
+        if noise == "discrete":
+            dis = (int(min(total, 2.0**52)) + randomness.discrete_laplace(slot, Phase.DISSIMILARITY, eps1)) / domain
+        else:
+            dis = total / domain + randomness.laplace(slot, Phase.DISSIMILARITY, (1.0 / domain) / eps1)
         if kind == "bd":
-            eps2 = (epsilon / 2 - sum(recent)) / 2
+            eps2 = (pool - float(recent.sum())) / 2
             publish = dis > 1 / eps2
         else:
             nullified = slot - last_pub <= last_units - 1
@@ -62,14 +69,16 @@ def naive_run(kind: str, epsilon: float, window: int, counts: np.ndarray, random
             eps2 = unit * units
             publish = not nullified and dis > 1 / eps2
         if publish:
-            noise = randomness.laplace(slot, Phase.PUBLICATION, 1 / eps2, domain)
-            last = [row[j] + noise[j] for j in range(domain)]
+            if noise == "discrete":
+                draw = randomness.discrete_laplace(slot, Phase.PUBLICATION, eps2, domain).tolist()
+                last = [float(int(row[j]) + draw[j]) for j in range(domain)]
+            else:
+                draw = randomness.laplace(slot, Phase.PUBLICATION, 1 / eps2, domain)
+                last = [row[j] + draw[j] for j in range(domain)]
             if kind == "ba":
                 last_pub, last_units = slot, units
-        if kind == "bd":
-            recent.append(eps2 if publish else 0.0)
-            if len(recent) > window - 1:
-                recent.pop(0)
+        if kind == "bd" and window > 1:
+            recent[slot % (window - 1)] = eps2 if publish else 0.0
         out.append(list(last))
     return out
 
@@ -77,17 +86,18 @@ def naive_run(kind: str, epsilon: float, window: int, counts: np.ndarray, random
 def handle(args) -> int:
     counts = drifting_counts(args.slots, args.domain, args.seed)
     naive_slots = min(args.naive_slots, args.slots)
-    print(f"BD/BA over {args.slots:,} slots, d = {args.domain}, epsilon = {args.epsilon:g}, w = {args.window}; "
+    print(f"BD/BA over {args.slots:,} slots, d = {args.domain}, epsilon = {args.epsilon:g}, w = {args.window}, "
+          f"{args.noise} noise; "
           f"naive baseline on the first {naive_slots:,} slots")
     print(f"{'mechanism':<10} {'wevent slots/s':>15} {'naive slots/s':>15} {'speed-up':>9} {'published':>10} {'agree':>6}")
     for name, cls in (("bd", BudgetDistribution), ("ba", BudgetAbsorption)):
         randomness = DerivedRandomness(SecretKey.from_seed(args.seed), "bench")
-        mechanism = cls(args.epsilon, args.window, args.domain, randomness=randomness)
+        mechanism = cls(args.epsilon, args.window, args.domain, randomness=randomness, noise=args.noise)
         start = time.perf_counter()
         results = mechanism.run(counts)
         fast = args.slots / (time.perf_counter() - start)
         start = time.perf_counter()
-        naive = naive_run(name, args.epsilon, args.window, counts[:naive_slots], randomness)
+        naive = naive_run(name, args.epsilon, args.window, counts[:naive_slots], randomness, args.noise)
         slow = naive_slots / (time.perf_counter() - start)
         agree = all(np.allclose(r.release, n, rtol=0, atol=1e-9) for r, n in zip(results, naive))
         published = sum(r.published for r in results)

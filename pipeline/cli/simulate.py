@@ -11,6 +11,7 @@ import sys
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
+from ..core.noise import NOISE_KINDS
 from ..core.synthetic import MODELS
 from ._common import UsageError
 from . import simulate_central, simulate_local, simulate_personalized
@@ -65,6 +66,8 @@ def register(sub) -> None:
     p.add_argument("--window", "-w", type=int, default=20, help="window w in slots (default: 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the data and of the noise key (default: 0)")
     p.add_argument("--stream", default="default", help="stream name; part of the noise derivation (default: default)")
+    p.add_argument("--noise", choices=NOISE_KINDS, default="discrete", help="central and personalized noise: exact "
+                   "discrete Laplace on integer counts, or the papers' continuous Laplace (default: discrete)")
     p.add_argument("--mre-floor", type=float, default=None, help="MRE denominator floor max(c, floor) "
                    "(default: 1 for counts, 1e-3 for frequencies)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")

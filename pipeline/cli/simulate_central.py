@@ -31,7 +31,7 @@ class CentralFamily:
         return synthetic(args.dataset, args.users, args.slots, args.seed).counts.astype(float)
 
     def build(self, mechanism: str, args, domain_size: int) -> CentralMechanism:
-        options = {"clamp_round": args.clamp_round}
+        options = {"clamp_round": args.clamp_round, "noise": args.noise}
         if mechanism in ("bd", "ba"):
             options.update(budget_shift=args.budget_shift, force_first_publish=args.force_first_publish)
         randomness = DerivedRandomness(SecretKey.from_seed(args.seed), args.stream)

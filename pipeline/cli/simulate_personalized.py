@@ -109,7 +109,7 @@ class PersonalizedFamily:
         requirements = self.requirements(args, population)
         d = population.domain_size
         options = {"threshold": args.threshold, "force_first_publish": args.force_first_publish,
-                   "dc_obs_sensitivity": args.dc_obs_sensitivity, "clamp_round": args.clamp_round}
+                   "dc_obs_sensitivity": args.dc_obs_sensitivity, "clamp_round": args.clamp_round, "noise": args.noise}
         if mechanism == "pbd":
             options["lookback"] = args.lookback
         else:
@@ -123,7 +123,7 @@ class PersonalizedFamily:
         window, epsilon = requirements.strictest
         baseline_cls = REGISTRY[BASELINES[mechanism]]
         baseline_options = {"budget_shift": args.budget_shift, "force_first_publish": args.force_first_publish,
-                            "clamp_round": args.clamp_round}
+                            "clamp_round": args.clamp_round, "noise": args.noise}
         baseline = self._segmented(lambda randomness: baseline_cls(epsilon, window, d, randomness=randomness,
                                                                    **baseline_options),
                                    args, iter(run.truth), lambda m, segment: simulate(m, np.array(list(segment))))

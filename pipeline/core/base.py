@@ -106,6 +106,11 @@ class Mechanism(abc.ABC):
     def _params(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "window": self.window}
 
+    @classmethod
+    def _stored_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Constructor arguments from a stored state's params (a subclass fills in defaults older states lack)."""
+        return params
+
     @abc.abstractmethod
     def _dynamic(self) -> dict[str, Any]:
         """Everything that changes from slot to slot (public information only)."""
@@ -122,7 +127,7 @@ class Mechanism(abc.ABC):
         mechanism_cls = REGISTRY.get(state.get("mechanism"))
         if mechanism_cls is None or not issubclass(mechanism_cls, cls):
             raise ParameterError(f"state is for mechanism {state.get('mechanism')!r}, not {cls.__name__}")
-        mechanism = mechanism_cls(**state["params"], randomness=randomness, **hooks)
+        mechanism = mechanism_cls(**mechanism_cls._stored_params(state["params"]), randomness=randomness, **hooks)
         mechanism.slot = int(state["slot"])
         mechanism._load(state["dynamic"])
         return mechanism

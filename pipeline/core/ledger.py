@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = ["BudgetEntry", "WindowLedger", "window_sums"]
 
@@ -43,20 +42,18 @@ def window_sums(per_slot: np.ndarray, window: int) -> np.ndarray:
     """Sum over the window ending at every slot: ``out[i] = sum(per_slot[max(0, i-w+1) : i+1])``.
 
     Each window is summed directly (not as a difference of running totals), so the result has
-    the accuracy of a sum of ``w`` terms however long the stream is.
+    the accuracy of a sum of ``w`` terms however long the stream is. The terms are added oldest
+    first, as ``sum(list_of_the_window)`` adds them, so a live ledger that sums its last ``w``
+    charges that way gets the very same float (numpy's reductions may reorder a sum).
 
     >>> window_sums(np.array([1.0, 2.0, 3.0, 4.0]), 2).tolist()
     [1.0, 3.0, 5.0, 7.0]
     """
     values = np.asarray(per_slot, dtype=float)
-    if values.size == 0:
-        return values.copy()
     padded = np.concatenate([np.zeros(window - 1), values])
-    out = np.empty(values.size)
-    step = max(1, 4_000_000 // window)  # bound the memory of the strided view
-    for start in range(0, values.size, step):
-        stop = min(values.size, start + step)
-        out[start:stop] = sliding_window_view(padded[start : stop + window - 1], window).sum(axis=1)
+    out = np.zeros(values.size)
+    for age in range(window):  # oldest term first; the zeros before slot 1 add nothing
+        out += padded[age : age + values.size]
     return out
 
 

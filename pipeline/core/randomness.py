@@ -38,6 +38,8 @@ import threading
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from .noise import two_sided_geometric
+
 __all__ = ["Phase", "SecretKey", "DerivedRandomness", "KeyStream", "ZeroNoise"]
 
 _COORDINATES = struct.Struct("<qqq")  # slot, phase, block
@@ -107,7 +109,8 @@ class DerivedRandomness:
     BLAKE2b hash of the coordinates, and ``keystream(slot, phase, block)`` the devices' AES-CTR
     keystream keyed by another such hash: the draws depend on the coordinates only, never on call
     order or process. ``laplace`` gives the same stream as ``generator(...).laplace`` through a
-    reused bit generator (1 µs instead of ~17 µs per slot: the central mechanisms' hot path).
+    reused bit generator (1 µs instead of ~17 µs per slot: the central mechanisms' hot path);
+    ``discrete_laplace`` draws exact two-sided geometric noise from the same per-coordinate stream.
     """
 
     def __init__(self, key: SecretKey, stream: str = "default") -> None:
@@ -150,6 +153,17 @@ class DerivedRandomness:
             return scale * math.log(2.0 * u) if u < 0.5 else -scale * math.log(2.0 - 2.0 * u)
         self._bits.state = self._state(slot, phase, 0)
         return self._scratch.laplace(0.0, scale, size)
+
+    def discrete_laplace(self, slot: int, phase: int, epsilon: float, size: int | None = None):
+        """Exact two-sided geometric noise at (slot, phase): ``P(x) ∝ exp(-epsilon |x|)`` on the integers.
+
+        An int when ``size`` is None, else an int64 array; drawn from the words of
+        ``generator(slot, phase)``'s PCG64 stream (:func:`.noise.two_sided_geometric`), so the same
+        key and coordinates always give the same noise. Added to an integer query of sensitivity 1
+        it is exactly ``epsilon``-DP, with no floating-point artefact.
+        """
+        self._bits.state = self._state(slot, phase, 0)
+        return two_sided_geometric(self._bits, epsilon, size)
 
     def for_stream(self, stream: str) -> "DerivedRandomness":
         return type(self)(self.key, stream)
@@ -220,7 +234,10 @@ def _pcg64_state(secret: bytes) -> dict:
 
 
 class ZeroNoise(DerivedRandomness):
-    """Test hook (spec kellaris §2): Laplace noise is exactly zero; other draws stay random."""
+    """Test hook: Laplace and discrete Laplace noise are exactly zero; other draws stay random."""
 
     def laplace(self, slot: int, phase: int, scale: float, size: int | None = None):
         return 0.0 if size is None else np.zeros(size)
+
+    def discrete_laplace(self, slot: int, phase: int, epsilon: float, size: int | None = None):
+        return 0 if size is None else np.zeros(size, np.int64)

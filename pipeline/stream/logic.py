@@ -57,7 +57,8 @@ class StreamLogic:
 
     def window_spend(self, history: np.ndarray) -> np.ndarray:
         """Every group's spend over its own window ending at the newest row of ``history``."""
-        return np.array([history[-w:, k].sum() for k, w in enumerate(self.group_windows)])
+        # summed oldest first, as core.ledger.window_sums does, so releases and simulations agree to the bit
+        return np.array([sum(history[-w:, k].tolist()) for k, w in enumerate(self.group_windows)], dtype=float)
 
     def record(self, mechanism: Mechanism, result: StepResult, group_window_spend: np.ndarray,
                slot_start: float = 0.0, slot_end: float = 0.0) -> ReleaseRecord:

@@ -70,7 +70,9 @@ def test_dump_input_with_user_ids_and_a_requirements_file(capsys, tmp_path):
     Requirements([3, 6] * 15, [1.0, 2.0] * 15, ids[::-1]).save_csv(req)
     s = run_json(capsys, "-m", "pba", "--input", str(dump), "--requirements", str(req), "--no-progress")
     assert s["slots"] == 25 and s["domain_size"] == 5 and s["requirements"]["users"] == 30
-    assert s["max_user_window_spend_ratio"] <= 1
+    # Window spends are float sums of shares such as 1/6: some schedules round 1 ulp above eps_i,
+    # which the ledger's own check tolerates (PersonalizedLedger.violations, 1e-12 relative).
+    assert s["max_user_window_spend_ratio"] <= 1 + 1e-12
 
 
 @pytest.mark.parametrize(

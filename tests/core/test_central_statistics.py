@@ -1,4 +1,8 @@
-"""Statistical oracles of the central spec (kellaris §8 items 17-21); fixed seeds, derived tolerances."""
+"""Statistical oracles of the central spec (kellaris §8 items 17-21); fixed seeds, derived tolerances.
+
+The oracles are the papers' continuous Laplace formulas (MAE = scale), so the mechanisms run with
+noise="laplace" here; the discrete default has its own laws in tests/core/test_noise.py.
+"""
 
 import numpy as np
 import pytest
@@ -13,7 +17,7 @@ def test_uniform_mae_is_w_over_epsilon():
     T, d, w, eps = 400, 50, 10, 0.5
     lam = w / eps
     counts = np.full((T, d), 1000.0)
-    releases = np.stack([r.release for r in Uniform(eps, w, d, randomness=derived(1)).run(counts)])
+    releases = np.stack([r.release for r in Uniform(eps, w, d, randomness=derived(1), noise="laplace").run(counts)])
     mae = np.abs(releases - counts).mean()
     assert abs(mae - lam) <= 5 * lam / np.sqrt(T * d)
 
@@ -21,7 +25,7 @@ def test_uniform_mae_is_w_over_epsilon():
 def test_sample_fresh_releases_have_mae_one_over_epsilon_and_blocks_share_noise():
     T, d, w, eps = 600, 40, 6, 2.0
     counts = np.full((T, d), 50.0)
-    results = Sample(eps, w, d, randomness=derived(2)).run(counts)
+    results = Sample(eps, w, d, randomness=derived(2), noise="laplace").run(counts)
     fresh = np.stack([r.release for r in results if r.published]) - 50.0
     lam = 1.0 / eps
     assert abs(np.abs(fresh).mean() - lam) <= 5 * lam / np.sqrt(fresh.size)
@@ -37,7 +41,7 @@ def test_published_noise_matches_lambda2(cls):
     rng = np.random.default_rng(3)
     T, d, w = 3000, 30, 8
     counts = rng.poisson(rng.uniform(200, 2000, d), (T, d)).astype(float)
-    results = cls(1.0, w, d, randomness=derived(3)).run(counts)
+    results = cls(1.0, w, d, randomness=derived(3), noise="laplace").run(counts)
     pooled = np.concatenate([np.abs(r.release - counts[i]) * r.eps2 for i, r in enumerate(results) if r.published])
     assert pooled.size > 1000
     assert abs(pooled.mean() - 1.0) <= 5 / np.sqrt(pooled.size)
@@ -80,7 +84,7 @@ def test_qualitative_orderings(w):
     def average_mae(cls, counts):
         maes = []
         for seed in range(runs):
-            releases = np.stack([r.release for r in cls(eps, w, d, randomness=derived(seed)).run(counts)])
+            releases = np.stack([r.release for r in cls(eps, w, d, randomness=derived(seed), noise="laplace").run(counts)])
             maes.append(np.abs(releases - counts).mean())
         return float(np.mean(maes))
 

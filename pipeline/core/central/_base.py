@@ -7,9 +7,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ..base import Mechanism, StepResult, Strategy
+from ..noise import check_noise
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_counts, check_domain
-from .dissimilarity import Dissimilarity, DissimilarityMeasure
+from .dissimilarity import Dissimilarity, DissimilarityMeasure, check_whole
 
 __all__ = ["CentralMechanism", "AdaptiveCentralMechanism"]
 
@@ -23,6 +24,11 @@ class CentralMechanism(Mechanism):
     :meth:`measure` (M1, the private dissimilarity; None for mechanisms without one) and
     :meth:`publish` (M2, the decision and the release). ``step(c)`` is ``publish(c, measure(c))``.
 
+    ``noise`` is ``"discrete"`` (default): every release and dissimilarity is an integer query
+    with exact two-sided geometric noise, ``P(x) ∝ exp(-eps |x|)`` at the slot's budget ``eps``,
+    so the budgets recorded are exactly what is spent and no floating-point bit depends on the
+    data (counts must then be whole numbers); or ``"laplace"``, the papers' continuous
+    ``Lap(1/eps)`` drawn in floating point, for parity with published results.
     ``clamp_round`` (off by default, spec RES-18) post-processes fresh releases to
     non-negative integers; post-processing spends nothing.
     ``decision_override(slot) -> bool | None`` is a test hook that replaces the publish rule.
@@ -38,10 +44,12 @@ class CentralMechanism(Mechanism):
         *,
         randomness: DerivedRandomness | None = None,
         clamp_round: bool = False,
+        noise: str = "discrete",
         decision_override: DecisionOverride | None = None,
     ) -> None:
         super().__init__(epsilon, window, randomness=randomness)
         self.domain_size = check_domain(domain_size)
+        self.noise = check_noise(noise)
         self.clamp_round = bool(clamp_round)
         self.decision_override = decision_override
         self.last_release = self._freeze(np.zeros(self.domain_size))  # virtual release r_0 = 0 [RES-3]
@@ -65,8 +73,13 @@ class CentralMechanism(Mechanism):
         return self._advance(counts, self._measure(counts))
 
     def _check(self, counts) -> np.ndarray:
-        """One slot's input, validated (a histogram of ``d`` finite counts here)."""
-        return check_counts(counts, self.domain_size)
+        """One slot's input, validated (a histogram of ``d`` finite counts here; whole ones for discrete noise)."""
+        counts = check_counts(counts, self.domain_size)
+        if self.noise == "discrete":
+            check_whole(counts, "counts")
+            if counts.size and max(counts.max(), -counts.min()) >= 2.0**62:  # their sum with the noise is int64
+                raise ParameterError("noise 'discrete' needs counts below 2^62 in magnitude")
+        return counts
 
     def _measure(self, counts: np.ndarray) -> Dissimilarity | None:
         if self.dissimilarity_measure is None:
@@ -90,9 +103,17 @@ class CentralMechanism(Mechanism):
                 return bool(forced)
         return dissimilarity is not None and dissimilarity.value > threshold
 
-    def _fresh(self, slot: int, counts: np.ndarray, scale: float) -> np.ndarray:
-        """``c_t + Lap(scale)^d`` (sensitivity 1 under add/remove-one-user), post-processed if asked."""
-        noisy = counts + self.randomness.laplace(slot, Phase.PUBLICATION, scale, self.domain_size)
+    def _fresh(self, slot: int, counts: np.ndarray, epsilon: float) -> np.ndarray:
+        """``c_t`` plus ``epsilon``-DP noise per bin (sensitivity 1 under add/remove-one-user), post-processed if asked.
+
+        Discrete: ``c_t + X`` with X two-sided geometric, summed exactly in integers and rounded
+        once to float (a post-processing). Laplace: ``c_t + Lap(1/epsilon)``.
+        """
+        if self.noise == "discrete":
+            noise = self.randomness.discrete_laplace(slot, Phase.PUBLICATION, epsilon, self.domain_size)
+            noisy = (counts.astype(np.int64) + noise).astype(float)
+        else:
+            noisy = counts + self.randomness.laplace(slot, Phase.PUBLICATION, 1.0 / epsilon, self.domain_size)
         if self.clamp_round:
             noisy = np.rint(np.maximum(noisy, 0.0))
         self.last_release = self._freeze(noisy)
@@ -121,7 +142,14 @@ class CentralMechanism(Mechanism):
 
     # --- state -------------------------------------------------------------------------------
     def _params(self) -> dict[str, Any]:
-        return {**super()._params(), "domain_size": self.domain_size, "clamp_round": self.clamp_round}
+        return {**super()._params(), "domain_size": self.domain_size, "clamp_round": self.clamp_round,
+                "noise": self.noise}
+
+    @classmethod
+    def _stored_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        # States written before noise kinds existed drew continuous Laplace: restore them as such,
+        # so that a stream configured with the new default is refused rather than switched.
+        return {"noise": "laplace", **params}
 
     def _dynamic(self) -> dict[str, Any]:
         return {"last_release": np.array(self.last_release)}
@@ -141,7 +169,7 @@ class AdaptiveCentralMechanism(CentralMechanism):
                  force_first_publish: bool = False, **options) -> None:
         super().__init__(epsilon, window, domain_size, **options)
         self.dissimilarity_measure = DissimilarityMeasure(self.epsilon, self.window, self.domain_size,
-                                                          budget_shift=budget_shift)
+                                                          budget_shift=budget_shift, noise=self.noise)
         self.force_first_publish = bool(force_first_publish)
 
     def _params(self) -> dict[str, Any]:

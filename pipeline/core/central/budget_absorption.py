@@ -59,7 +59,7 @@ class BudgetAbsorption(AdaptiveCentralMechanism):
         eps2 = self.unit * units
         threshold = 1.0 / eps2
         if (self.force_first_publish and slot == 1) or self._decide(slot, dissimilarity, threshold):
-            self._fresh(slot, counts, threshold)
+            self._fresh(slot, counts, eps2)
             self.last_publication, self.last_units = slot, units
             return self._result(slot, Strategy.PUBLISH, eps2, dissimilarity, threshold)
         return self._repeat(slot, Strategy.APPROXIMATE, dissimilarity, threshold)

@@ -66,7 +66,7 @@ class BudgetDistribution(AdaptiveCentralMechanism):
             (self.force_first_publish and slot == 1) or self._decide(slot, dissimilarity, threshold)
         )
         if publish:
-            self._fresh(slot, counts, threshold)
+            self._fresh(slot, counts, eps2)
             result = self._result(slot, Strategy.PUBLISH, eps2, dissimilarity, threshold)
         else:
             result = self._repeat(slot, Strategy.APPROXIMATE, dissimilarity, threshold)

@@ -8,6 +8,13 @@ It is charged at every slot (spec RES-8), so every window spends ``w * eps_1`` o
 Spend: ``eps_1 = epsilon / (2w)`` per slot; with ``budget_shift`` (spec §3.6a, active only when
 ``d > 2w``) ``eps_1 = epsilon / d`` and the publication pool grows to ``epsilon - w * eps_1``.
 
+Noise. With ``noise="discrete"`` the counts and the last release are whole numbers (releases
+carry integer noise), so the L1 distance ``S = d * dis`` is an integer query of sensitivity 1:
+``dis~ = (min(S, 2^52) + X) / d`` with X exact two-sided geometric at ``eps_1``, exactly
+``eps_1``-DP (the cap is 1-Lipschitz and keeps every float sum exact; the division is
+post-processing). Its noise has the same scale in ``dis`` units as ``Lap(lambda_1)`` and variance
+``2a/(1-a)^2 / d^2``, ``a = exp(-eps_1)``. With ``noise="laplace"`` it is ``dis + Lap(lambda_1)``.
+
 >>> from pipeline.core.randomness import ZeroNoise, SecretKey
 >>> m = DissimilarityMeasure(epsilon=1.0, window=2, domain_size=4)
 >>> m.eps1, m.publication_pool
@@ -23,10 +30,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..noise import check_noise
 from ..randomness import DerivedRandomness, Phase
-from ..validation import check_domain, check_epsilon, check_window
+from ..validation import ParameterError, check_domain, check_epsilon, check_window
 
-__all__ = ["Dissimilarity", "DissimilarityMeasure"]
+__all__ = ["Dissimilarity", "DissimilarityMeasure", "check_whole", "private_mean_distance"]
+
+# Every L1 distance below this is an exact float sum of whole numbers; larger ones are capped here.
+_EXACT_DISTANCE = 2.0**52
+
+
+def check_whole(values: np.ndarray, what: str) -> None:
+    """Discrete noise perturbs integer queries only: ``values`` must be whole numbers.
+
+    (Magnitudes need no check: every double of magnitude 2^52 or more is whole, and distances
+    that large are capped; counts are summed with their noise in int64.)
+    """
+    if values.dtype.kind in "iu":
+        return
+    if not (values == np.rint(values)).all():
+        raise ParameterError(f"noise 'discrete' needs whole-number {what} (use noise 'laplace' for real-valued input)")
+
+
+def private_mean_distance(counts: np.ndarray, last_release: np.ndarray, epsilon: float, noise: str,
+                          randomness: DerivedRandomness, slot: int) -> float:
+    """``(1/d) sum_j |r[j] - c[j]|`` plus ``epsilon``-DP noise for sensitivity ``1/d`` (module docstring)."""
+    difference = last_release - counts
+    domain_size = difference.size
+    if noise == "discrete":
+        check_whole(difference, "counts and releases")
+        distance = min(float(np.abs(difference).sum()), _EXACT_DISTANCE)
+        return (int(distance) + randomness.discrete_laplace(slot, Phase.DISSIMILARITY, epsilon)) / domain_size
+    scale = (1.0 / domain_size) / epsilon
+    return float(np.abs(difference).sum()) / domain_size + float(randomness.laplace(slot, Phase.DISSIMILARITY, scale))
 
 
 @dataclass(frozen=True)
@@ -42,8 +78,10 @@ class Dissimilarity:
 class DissimilarityMeasure:
     """M_{i,1}: the private mean absolute distance of a slot's counts to the last release."""
 
-    def __init__(self, epsilon: float, window: int, domain_size: int, *, budget_shift: bool = False) -> None:
+    def __init__(self, epsilon: float, window: int, domain_size: int, *, budget_shift: bool = False,
+                 noise: str = "discrete") -> None:
         self.epsilon = check_epsilon(epsilon)
+        self.noise = check_noise(noise)
         self.window = check_window(window)
         self.domain_size = check_domain(domain_size)
         self.budget_shift = bool(budget_shift)
@@ -62,5 +100,5 @@ class DissimilarityMeasure:
         return float(np.abs(last_release - counts).sum()) / self.domain_size
 
     def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray, randomness: DerivedRandomness) -> Dissimilarity:
-        noise = randomness.laplace(slot, Phase.DISSIMILARITY, self.scale)
-        return Dissimilarity(slot, self.distance(counts, last_release) + float(noise), self.eps1, self.scale)
+        value = private_mean_distance(counts, last_release, self.eps1, self.noise, randomness, slot)
+        return Dissimilarity(slot, value, self.eps1, self.scale)

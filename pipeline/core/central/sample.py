@@ -30,6 +30,6 @@ class Sample(CentralMechanism):
 
     def _publish(self, slot: int, counts: np.ndarray, dissimilarity) -> StepResult:
         if (slot - 1) % self.window == 0:
-            self._fresh(slot, counts, 1.0 / self.epsilon)
+            self._fresh(slot, counts, self.epsilon)
             return self._result(slot, Strategy.PUBLISH, self.epsilon)
         return self._repeat(slot, Strategy.NOT_SAMPLED)

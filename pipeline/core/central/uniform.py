@@ -30,5 +30,5 @@ class Uniform(CentralMechanism):
         return self.epsilon
 
     def _publish(self, slot: int, counts: np.ndarray, dissimilarity) -> StepResult:
-        self._fresh(slot, counts, self.window / self.epsilon)
+        self._fresh(slot, counts, self.epsilon / self.window)
         return self._result(slot, Strategy.PUBLISH, self.epsilon / self.window)

@@ -139,6 +139,11 @@ class DecayedRangeIndex(abc.ABC):
         return {"window": self.window, "decay": self.decay, "bins": self.bins, "block_size": self.block_size,
                 "first_slot": self.first_slot}
 
+    @classmethod
+    def _stored_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Constructor arguments from a stored state's params (a subclass fills in defaults older states lack)."""
+        return params
+
     @abc.abstractmethod
     def _dynamic(self) -> dict[str, Any]:
         """Everything that changes from slot to slot (released values only)."""
@@ -165,6 +170,6 @@ def restore_index(data: bytes | str, randomness: DerivedRandomness | None = None
         raise ParameterError(f"state is for unknown index {state.get('index')!r}")
     if cls.randomised and randomness is None:
         raise ParameterError(f"restoring {cls.name} needs the stream's randomness (its key re-derives the noise)")
-    index = cls(**state["params"], **({"randomness": randomness} if cls.randomised else {}))
+    index = cls(**cls._stored_params(state["params"]), **({"randomness": randomness} if cls.randomised else {}))
     index._load(state["dynamic"])
     return index

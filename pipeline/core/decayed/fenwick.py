@@ -49,13 +49,16 @@ class DecayedFenwick:
     bins : d, the width of every row (d = 1: rows are scalars, values are passed as floats).
     node_variance : optional, the variance of the noise of node k (index 0 unused); when given,
         :meth:`noise_variance` gives the exact variance of any answer in O(1).
+    grid : optional, a power of two: each completed node is rounded to a multiple of it (at most
+        ``grid_units`` of them either way) before its noise is added, and parents receive the
+        rounded value, which a restored store recomputes exactly as ``S̃ - noise``.
 
     Times are 1-based and internal (slot 1 is the first insert). Query methods assume
     ``max(1, t-W+1) <= l <= r <= t``: the indexes built on this store validate their input.
     """
 
     def __init__(self, decay: float, window: int, block_size: int, bins: int = 1,
-                 node_variance: np.ndarray | None = None) -> None:
+                 node_variance: np.ndarray | None = None, grid: float | None = None, grid_units: int = 2**51) -> None:
         self.decay = float(decay)
         self.window = int(window)
         self.block_size = int(block_size)
@@ -68,6 +71,7 @@ class DecayedFenwick:
         self._prefixes: list[np.ndarray] = []  # P (L+1, d) of every live block, oldest first
         self._nodes: np.ndarray | None = None  # S (L+1, d) of the open block; None once sealed
         self._prefix_variance = None if node_variance is None else self._variance_table(np.asarray(node_variance))
+        self.grid, self.grid_units = grid, float(grid_units)
 
     # --- Algorithm 1 / 3 -----------------------------------------------------------------------
     def insert(self, values: np.ndarray | float, noise: np.ndarray | float | None = None) -> np.ndarray | float:
@@ -84,6 +88,8 @@ class DecayedFenwick:
             self._prefixes.append(np.zeros(self._shape))
         nodes, prefix = self._nodes, self._prefixes[-1]
         nodes[k] += values  # node k is now complete: its children were folded in earlier
+        if self.grid is not None:
+            nodes[k] = np.clip(np.rint(nodes[k] / self.grid), -self.grid_units, self.grid_units) * self.grid
         if noise is not None:
             nodes[k] += noise
         self._push(k, noise)

@@ -22,8 +22,24 @@ the whole unbounded stream, stated as :attr:`RTPDMM.window_spend_bound`; queries
 Released alongside w-event histograms of budget ε_H, the joint release is ``(ε_H + ε)`` w-event
 DP (:func:`host_epsilon` gives the host its share of a total).
 
-Noise: one Laplace draw (a d-vector) per insert, derived from ``(stream + "/rtp_dmm", slot,
+Noise: one draw (a d-vector) per insert, derived from ``(stream + "/rtp_dmm", slot,
 PUBLICATION)`` so that it can never coincide with a host mechanism's noise on the same stream.
+
+* ``noise="discrete"`` (default): node values are real (decayed sums), so each node is snapped
+  to a grid ``g`` (a power of two) before it gets integer noise: ``S̃_k = g (q_k + X_k)`` with
+  ``q_k = clamp(rint(T_k / g), ±2^46)``, ``T_k`` the slot's value plus the children's *snapped*
+  values, and X_k exact two-sided geometric with ``a_k = exp(-eps_k)``,
+  ``eps_k = (1 - 2^-40) eps λ_k g / Δ'``, ``Δ' = Δ + 2 g R``, ``R = window_sensitivity(h, w, m)``
+  (:func:`.rounding_weights`). A changed node moves by at most its exact change plus two grid
+  units: one for rounding to the grid, one for the float rounding of its sum (at most H
+  additions of terms below ``2^46 g``), and both reach its ancestors with weights ``<= 1``; so
+  the released nodes are exactly ``epsilon``-DP for the same neighbours (the ``1 - 2^-40``
+  absorbs the float rounding of these O(L)-term bounds), with no floating-point artefact: the
+  output grid does not depend on the data. ``g`` is the largest power of two with
+  ``2 g R <= 2^-12 Δ``, so the noise is at most 2^-12 wider than the Laplace scale ``σ_k``;
+  its variance is ``g² 2a_k/(1-a_k)²``. A node beyond ``±2^46 g`` (:attr:`RTPDMM.node_clamp`,
+  about ``2^33 Δ/R``) is clamped; the rounding itself is a bias below ``g/2`` per node.
+* ``noise="laplace"``: ``S̃_k = S_k + Lap(σ_k)``, the paper's mechanism (floating point).
 
 >>> from pipeline.core.randomness import SecretKey
 >>> index = RTPDMM(epsilon=1.0, window=8, decay=0.9, randomness=DerivedRandomness(SecretKey.from_seed(1)))
@@ -31,7 +47,7 @@ PUBLICATION)`` so that it can never coincide with a host mechanism's noise on th
 ...     _ = index.insert(count)
 >>> answer, standard_error = index.query(4, 9)          # Σ_{i=4..9} 0.9^(10-i) D_i, noisy
 >>> answer.shape, round(float(standard_error[0]), 4)
-((1,), 6.9188)
+((1,), 6.9203)
 >>> index.query(1, 9)
 Traceback (most recent call last):
 pipeline.core.validation.ParameterError: range 1..9 is outside the window: slots 3..10 can be queried (W = 8)
@@ -45,17 +61,21 @@ from typing import Any
 
 import numpy as np
 
+from ..noise import check_noise, discrete_laplace_variance
 from ..randomness import DerivedRandomness, Phase, SecretKey
 from ..validation import ParameterError, check_epsilon, check_positive_int
 from ._base import DecayedRangeIndex
 from .fenwick import DecayedFenwick
 from .lambdas import lambda_table
-from .sensitivity import column_norms, window_sensitivity
+from .sensitivity import column_norms, rounding_weights, window_sensitivity
 
 __all__ = ["RTPDMM", "NOISE_MODES", "NODE_NOISE_STREAM", "host_epsilon"]
 
 NOISE_MODES = ("exact", "paper_literal")
 NODE_NOISE_STREAM = "/rtp_dmm"  # appended to the stream name: node noise has a stream of its own
+_GRID_SHARE = 2.0**-12  # discrete noise: the roundings add at most this share of the sensitivity
+_FLOAT_MARGIN = 1.0 - 2.0**-40  # covers the float rounding of the O(L)-term sensitivity sums
+_NODE_UNITS = 2**46  # |q_k| <= 2^46 grid units: node sums err by under one unit, q_k + X_k stays exact
 
 
 class RTPDMM(DecayedRangeIndex):
@@ -77,6 +97,7 @@ class RTPDMM(DecayedRangeIndex):
         block_size: int | None = None,
         lambda_variant: str = "paper",
         noise_mode: str = "exact",
+        noise: str = "discrete",
         randomness: DerivedRandomness | None = None,
         first_slot: int = 1,
     ) -> None:
@@ -90,11 +111,24 @@ class RTPDMM(DecayedRangeIndex):
         if noise_mode not in NOISE_MODES:
             raise ParameterError(f"noise_mode must be one of {', '.join(NOISE_MODES)}, got {noise_mode!r}")
         self.noise_mode = noise_mode
+        self.noise = check_noise(noise)
         self.lambda_variant = lambda_variant
         self.lambdas = lambda_table(self.block_size, self.decay, lambda_variant)
         self.sensitivity = self._sensitivity()
-        self.node_scales = np.zeros(self.block_size + 1)  # σ_k; index 0 unused
-        self.node_scales[1:] = self.sensitivity / (self.epsilon * self.lambdas[1:])
+        self.grid, calibrated = None, self.sensitivity  # Δ' of the module docstring (Δ for Laplace)
+        if self.noise == "discrete":
+            # two grid units per changed node: rounding to the grid, and the float rounding of its sum
+            rounding = 2.0 * window_sensitivity(rounding_weights(self.lambdas), self.privacy_window, self.neighbours)
+            self.grid = float(2.0 ** np.floor(np.log2(_GRID_SHARE * self.sensitivity / rounding)))
+            calibrated = self.sensitivity + self.grid * rounding
+        self.node_scales = np.zeros(self.block_size + 1)  # σ_k (the Laplace scale, or g / eps_k); index 0 unused
+        self.node_scales[1:] = calibrated / (self.epsilon * self.lambdas[1:])
+        if self.noise == "discrete":
+            self.node_epsilons = np.zeros(self.block_size + 1)  # eps_k of each node's integer noise
+            self.node_epsilons[1:] = _FLOAT_MARGIN * self.grid / self.node_scales[1:]
+            node_variance = self.grid**2 * np.array([0.0] + [discrete_laplace_variance(e) for e in self.node_epsilons[1:]])
+        else:
+            node_variance = 2.0 * self.node_scales**2
         if (self.first_slot - 1) % self.block_size:
             # A slot's node and its noise scale follow from its position in a block: blocks must be
             # aligned on absolute slots, or an index rebuilt from a later slot would release a
@@ -106,11 +140,12 @@ class RTPDMM(DecayedRangeIndex):
         # differently never reuses a draw (same parameters, same draws, for identical rebuilds).
         self.node_noise = self.randomness.for_stream(f"{self.randomness.stream}{NODE_NOISE_STREAM}/{self._scales_digest()}")
         self._store = DecayedFenwick(self.decay, self.window, self.block_size, self.bins,
-                                     node_variance=2.0 * self.node_scales**2)
+                                     node_variance=node_variance, grid=self.grid, grid_units=_NODE_UNITS)
 
     def _scales_digest(self) -> str:
         spec = repr((self.block_size, self.decay, self.lambda_variant, self.noise_mode, self.epsilon,
-                     self.privacy_window, self.neighbours, self.contribution_bound))
+                     self.privacy_window, self.neighbours, self.contribution_bound)
+                    + ((self.noise,) if self.noise != "laplace" else ()))  # Laplace keeps its original streams
         return hashlib.blake2b(spec.encode(), digest_size=8).hexdigest()
 
     def _sensitivity(self) -> float:
@@ -125,6 +160,11 @@ class RTPDMM(DecayedRangeIndex):
             raise ParameterError(f"noise_mode 'paper_literal' is not private for decay {self.decay}: the exact "
                                  f"sensitivity {exact:.4g} exceeds H = {height}; use noise_mode 'exact'")
         return scale * self.privacy_window * height
+
+    @property
+    def node_clamp(self) -> float | None:
+        """Discrete noise: the largest node value kept as is (``2^46 g``); None for Laplace noise."""
+        return None if self.grid is None else _NODE_UNITS * self.grid
 
     @property
     def window_spend_bound(self) -> float:
@@ -144,10 +184,12 @@ class RTPDMM(DecayedRangeIndex):
     def _noise(self, i: int):
         """The node noise of internal time ``i``: one derived draw, the same on every call."""
         slot = self.first_slot - 1 + i
-        scale = self.node_scales[(i - 1) % self.block_size + 1]
-        if self.bins == 1:  # the scalar path of DerivedRandomness: one hash, no generator state
-            return self.node_noise.laplace(slot, Phase.PUBLICATION, scale)
-        return self.node_noise.laplace(slot, Phase.PUBLICATION, scale, self.bins)
+        k = (i - 1) % self.block_size + 1
+        size = None if self.bins == 1 else self.bins  # scalars for d = 1: the stores keep scalar rows
+        if self.noise == "discrete":
+            units = self.node_noise.discrete_laplace(slot, Phase.PUBLICATION, float(self.node_epsilons[k]), size)
+            return self.grid * (float(units) if size is None else np.asarray(units, dtype=float))
+        return self.node_noise.laplace(slot, Phase.PUBLICATION, self.node_scales[k], size)
 
     def _answer(self, l: int, r: int):
         return self._store.decayed_sum(l, r), self._store.noise_variance(l, r)
@@ -160,7 +202,12 @@ class RTPDMM(DecayedRangeIndex):
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "epsilon": self.epsilon, "privacy_window": self.privacy_window,
                 "neighbours": self.neighbours, "contribution_bound": self.contribution_bound,
-                "lambda_variant": self.lambda_variant, "noise_mode": self.noise_mode}
+                "lambda_variant": self.lambda_variant, "noise_mode": self.noise_mode, "noise": self.noise}
+
+    @classmethod
+    def _stored_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        # States written before noise kinds existed drew Laplace node noise: restore them as such.
+        return {"noise": "laplace", **params}
 
     def _dynamic(self) -> dict[str, Any]:
         return self._store.state_dict()

@@ -26,7 +26,7 @@ import numpy as np
 
 from .tree import height_of
 
-__all__ = ["column_norms", "window_sensitivity"]
+__all__ = ["column_norms", "window_sensitivity", "rounding_weights"]
 
 
 def column_norms(lambdas: np.ndarray, p: float) -> np.ndarray:
@@ -54,3 +54,31 @@ def window_sensitivity(norms: np.ndarray, window: int, neighbours: int = 1, boun
     wrapped = np.concatenate([[0.0], np.cumsum(np.concatenate([period, period[: max(rest - 1, 0)]]))])
     best_rest = float(np.max(wrapped[rest : rest + period.size] - wrapped[: period.size])) if rest else 0.0
     return float(bound) * int(neighbours) * (full * float(period.sum()) + best_rest)
+
+
+def rounding_weights(lambdas: np.ndarray) -> np.ndarray:
+    """``h(0..L)``: ``h(j) = Σ_{c ∈ anc(j)} A(c)`` with ``A(c) = Σ_{k ∈ anc(c)} λ_k`` (ancestor chains include the node).
+
+    When every node is rounded to a grid ``g`` before its noise is added and parents sum their
+    children's rounded values, a change of item j moves the λ-weighted node vector by at most
+    ``g h(j)`` beyond its exact sensitivity per grid unit a changed node can be off by (each
+    node it reaches is off by those units, and the error reaches every ancestor with a weight
+    ``p^x <= 1``). :class:`.RTPDMM` counts two units (grid and float rounding) and adds
+    ``2 g * window_sensitivity(h, w, m)`` to its sensitivity for discrete noise.
+
+    >>> from pipeline.core.decayed.lambdas import lambda_table
+    >>> rounding_weights(lambda_table(4, 1.0, "none"))[1:].tolist()   # λ ≡ 1: A = chain lengths 3, 2, 2, 1
+    [6.0, 3.0, 3.0, 1.0]
+    """
+    block_size = lambdas.size - 1
+    chains, weights = np.zeros(block_size + 1), np.zeros(block_size + 1)
+    for lev in range(height_of(block_size) - 1, -1, -1):  # parents first, as in column_norms
+        step = 1 << lev
+        nodes = np.arange(step, block_size + 1, 2 * step)
+        parents = nodes + step
+        inside = parents <= block_size
+        chains[nodes] = lambdas[nodes]
+        chains[nodes[inside]] += chains[parents[inside]]
+        weights[nodes] = chains[nodes]
+        weights[nodes[inside]] += weights[parents[inside]]
+    return weights

@@ -8,7 +8,8 @@ release plus ``Lap((1/d) / theta_1)``: adding or removing one sampled user moves
 The budgets never change, so ``theta_1`` and the keep probabilities are computed once.
 
 Randomness: the sample's coins at ``(slot, SAMPLE_DISSIMILARITY)`` (only if some ``p < 1``), the
-noise at ``(slot, DISSIMILARITY)``: with identical users this is exactly BD/BA's M1.
+noise at ``(slot, DISSIMILARITY)``: with identical users this is exactly BD/BA's M1, discrete
+(exact two-sided geometric on the integer L1 distance, the default) or continuous Laplace.
 
 Spend: ``e1_k = eps_k / (2 w_k)`` for every user of type k, at every slot (null slots included),
 so ``w_k e1_k = eps_k / 2`` per window of that user's own ``w_k`` (spec I2).
@@ -29,7 +30,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..central.dissimilarity import Dissimilarity
+from ..central.dissimilarity import Dissimilarity, private_mean_distance
+from ..noise import check_noise
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_domain, check_epsilon
 from .obs import obs
@@ -50,8 +52,9 @@ class DissimilarityCalculation:
     """
 
     def __init__(self, types: RequirementTypes, domain_size: int, *, obs_sensitivity: float = 1.0,
-                 sampler: Sampler = sample_counts) -> None:
+                 sampler: Sampler = sample_counts, noise: str = "discrete") -> None:
         self.domain_size = check_domain(domain_size)
+        self.noise = check_noise(noise)
         self.obs_sensitivity = check_epsilon(obs_sensitivity, "DC's OBS sensitivity")
         self.budgets = types.dissimilarity_budgets
         self.budgets.flags.writeable = False  # shared by every slot's result
@@ -69,5 +72,5 @@ class DissimilarityCalculation:
 
     def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray, randomness: DerivedRandomness) -> Dissimilarity:
         kept = self.sampler(counts, self.probabilities, randomness, slot, Phase.SAMPLE_DISSIMILARITY)
-        noise = randomness.laplace(slot, Phase.DISSIMILARITY, self.scale)
-        return Dissimilarity(slot, self.distance(kept, last_release) + float(noise), self.theta, self.scale)
+        value = private_mean_distance(kept.sum(axis=0), last_release, self.theta, self.noise, randomness, slot)
+        return Dissimilarity(slot, value, self.theta, self.scale)

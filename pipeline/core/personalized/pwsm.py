@@ -4,8 +4,9 @@ Each user i keeps their own requirement: at most ``eps_i`` spent in any ``w_i`` 
 A slot runs M1 = DC (:mod:`.dissimilarity`, budget ``e1_i = eps_i/(2 w_i)``) and M2: a subclass
 names every user's publication budget ``e2_i`` (or nullifies the slot), OBS picks the threshold
 ``theta_2`` and its error ``err_2``, and the slot publishes iff ``dis > sqrt(err_2)`` (strict):
-the kept users of a fresh SM sample (coins at ``SAMPLE_PUBLICATION``) plus ``Lap(1/theta_2)^d``
-(at ``PUBLICATION``). Otherwise it repeats the last release and charges no publication budget.
+the kept users of a fresh SM sample (coins at ``SAMPLE_PUBLICATION``) plus ``theta_2``-DP noise
+per bin (at ``PUBLICATION``): exact two-sided geometric by default, ``Lap(1/theta_2)`` with
+``noise="laplace"`` (see :class:`CentralMechanism`). Otherwise it repeats the last release and charges no publication budget.
 
 Input per slot: the ``(types, d)`` matrix of users per requirement type and value
 (:meth:`.requirements.Requirements.type_counts` builds it from per-user values); bookkeeping is
@@ -95,18 +96,20 @@ class PersonalizedMechanism(CentralMechanism):
         dc_obs_sensitivity: float = 1.0,
         randomness: DerivedRandomness | None = None,
         clamp_round: bool = False,
+        noise: str = "discrete",
         decision_override=None,
     ) -> None:
         self.types = RequirementTypes(windows, epsilons, sizes)
         strictest_window, strictest_epsilon = self.types.strictest
         super().__init__(strictest_epsilon, strictest_window, domain_size, randomness=randomness,
-                         clamp_round=clamp_round, decision_override=decision_override)
+                         clamp_round=clamp_round, noise=noise, decision_override=decision_override)
         if threshold not in THRESHOLDS:
             raise ParameterError(f"unknown threshold {threshold!r}; choose one of {', '.join(THRESHOLDS)}")
         self.threshold = threshold
         self.force_first_publish = bool(force_first_publish)
         self.dissimilarity_measure = DissimilarityCalculation(self.types, self.domain_size,
-                                                              obs_sensitivity=dc_obs_sensitivity, sampler=self._sample)
+                                                              obs_sensitivity=dc_obs_sensitivity, sampler=self._sample,
+                                                              noise=self.noise)
 
     @classmethod
     def for_requirements(cls, requirements, domain_size: int, **options) -> "PersonalizedMechanism":
@@ -147,7 +150,7 @@ class PersonalizedMechanism(CentralMechanism):
             return self._charge(slot, Strategy.APPROXIMATE, dissimilarity, threshold, selection, None)
         kept = self._sample(counts, keep_probabilities(budgets, selection.theta), self.randomness, slot,
                             Phase.SAMPLE_PUBLICATION)
-        self._fresh(slot, kept.sum(axis=0), 1.0 / selection.theta)  # SM_d: sensitivity 1, no rescaling
+        self._fresh(slot, kept.sum(axis=0), selection.theta)  # SM_d: sensitivity 1, no rescaling
         return self._charge(slot, Strategy.PUBLISH, dissimilarity, threshold, selection, budgets)
 
     def _charge(self, slot: int, strategy: Strategy, dissimilarity: Dissimilarity, threshold: float | None,
@@ -203,4 +206,5 @@ class PersonalizedMechanism(CentralMechanism):
             "force_first_publish": self.force_first_publish,
             "dc_obs_sensitivity": self.dissimilarity_measure.obs_sensitivity,
             "clamp_round": self.clamp_round,
+            "noise": self.noise,
         }

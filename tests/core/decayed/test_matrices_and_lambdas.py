@@ -179,7 +179,8 @@ def test_window_sensitivity_matches_brute_force_over_all_windows(variant, block_
 
 def test_mode_b_noise_is_calibrated_to_the_window_sensitivity():
     w, epsilon = 6, 0.5
-    index = RTPDMM(epsilon, 64, 0.99, privacy_window=w, neighbours=2, lambda_variant="cai", randomness=zero_noise())
+    index = RTPDMM(epsilon, 64, 0.99, privacy_window=w, neighbours=2, lambda_variant="cai", noise="laplace",
+                   randomness=zero_noise())  # the Laplace calibration; the discrete one: tests/core/test_noise.py
     expected = window_sensitivity(column_norms(index.lambdas, 0.99), w, 2)
     assert index.sensitivity == pytest.approx(expected, rel=TOL)
     np.testing.assert_allclose(index.node_scales[1:], expected / (epsilon * index.lambdas[1:]), rtol=TOL)

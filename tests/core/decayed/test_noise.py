@@ -82,7 +82,8 @@ def test_scalar_noise_path_is_laplace():
 # 12. noise modes ------------------------------------------------------------------------------
 @pytest.mark.parametrize("variant", ["none", "paper", "cai"])
 def test_paper_literal_over_exact_mse_is_h_over_delta_squared(variant):
-    params = dict(epsilon=1.0, window=20, decay=0.9995, bins=2_000, block_size=16, lambda_variant=variant)
+    params = dict(epsilon=1.0, window=20, decay=0.9995, bins=2_000, block_size=16, lambda_variant=variant,
+                  noise="laplace")  # H/Δ is the Laplace ratio; discrete noise adds each mode's own rounding term
     data = np.random.default_rng(0).poisson(30, (37, 2_000)).astype(float)
     exact_index, clean, _ = twin_runs(data, **params)
     literal_index, _, _ = twin_runs(data, noise_mode="paper_literal", **params)

@@ -251,7 +251,7 @@ def test_output_depends_only_on_sampled_users(cls):
 
 
 class RecordingRandomness(DerivedRandomness):
-    """Records every (slot, phase) at which a generator is built or Laplace noise drawn."""
+    """Records every (slot, phase) at which a generator is built or noise (of either kind) drawn."""
 
     def __init__(self, key, stream="test"):
         super().__init__(key, stream)
@@ -264,6 +264,10 @@ class RecordingRandomness(DerivedRandomness):
     def laplace(self, slot, phase, scale, size=None):
         self.laplaces.append((slot, Phase(phase)))
         return super().laplace(slot, phase, scale, size)
+
+    def discrete_laplace(self, slot, phase, epsilon, size=None):
+        self.laplaces.append((slot, Phase(phase)))
+        return super().discrete_laplace(slot, phase, epsilon, size)
 
 
 @pytest.mark.parametrize("cls", [PBD, PBA])

@@ -191,7 +191,8 @@ def test_publication_noise_has_variance_2_over_theta_squared():
 
     # One type with w = 1: every slot publishes one share, theta = eps/2; sampling keeps everyone.
     eps, d, slots = 0.8, 5, 4000
-    m = PersonalizedBudgetAbsorption([1], [eps], [100], d, randomness=derived(15), decision_override=lambda s: True)
+    m = PersonalizedBudgetAbsorption([1], [eps], [100], d, randomness=derived(15), decision_override=lambda s: True,
+                                     noise="laplace")  # the paper's Lap(1/theta) law; the discrete one: tests/core/test_noise.py
     counts = np.array([[20, 20, 20, 20, 20]])
     noise = np.array([r.release - counts[0] for r in m.run([counts] * slots)])
     assert laplace_moments_ok(noise.ravel(), 1 / (eps / 2))
@@ -200,7 +201,7 @@ def test_publication_noise_has_variance_2_over_theta_squared():
 def test_dissimilarity_noise_has_variance_2_over_d_theta_squared():
     types = RequirementTypes([10], [1.0], [50])
     d = 4
-    dc = DissimilarityCalculation(types, d)
+    dc = DissimilarityCalculation(types, d, noise="laplace")
     counts = np.array([[10, 20, 0, 20]])
     randomness = derived(16)
     values = np.array([dc.measure(t, counts, counts[0].astype(float), randomness).value for t in range(1, 20_001)])
