@@ -7,12 +7,14 @@ A stream opts in with a ``query`` table in its config::
     query = { mode = "C", window = 1024, decay = 0.999, epsilon = 0.2 }  # both, inverse-variance combined
 
 Mode A indexes the released histograms (post-processing, no budget), with the noise variance of
-each fresh release: ``2 / eps2^2`` per bin for the central Laplace mechanisms, ``2 / theta^2`` for
-the personalized ones, and the frequency oracle's ``V(eps2, n2)`` for a local-model estimate
+each fresh release: the variance of the stream's noise at ``eps2`` per bin for the central
+mechanisms (``1 / (2 sinh^2(eps2 / 2))`` for discrete Laplace, ``2 / eps2^2`` for continuous), at
+``theta`` for the personalized ones, and the frequency oracle's ``V(eps2, n2)`` for a local-model estimate
 from ``n2`` reports. A repeated release shares the noise of the one it repeats. Streams whose
 releases have no noise variance of their own (LP-RescueDP filters each estimate into the previous
 release) are refused, with the reason, when queried. Mode B runs RTP_DMM on the
-slot's raw counts with its own budget ``epsilon`` calibrated to w-event neighbours; the stream's
+slot's raw counts, with the stream's noise kind, and its own budget ``epsilon`` calibrated to
+w-event neighbours; the stream's
 mechanism then gets ``epsilon_total - epsilon`` (sequential composition), and the audit checks
 the sum. Mode C answers with both, combined by inverse variance.
 
@@ -31,7 +33,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import state as packing
-from ..core.decayed import RTPDMM, CombinedIndex, ReleaseIndex, check_decay, laplace_release_variance
+from ..core.decayed import RTPDMM, CombinedIndex, ReleaseIndex, check_decay
+from ..core.noise import noise_variance
 from ..core.local.adaptive import make_oracle
 from ..core.randomness import DerivedRandomness
 from ..core.registry import mechanisms
@@ -79,13 +82,14 @@ def unindexable(mechanism: str) -> str | None:
     return getattr(mechanisms().get(mechanism), "no_release_variance", None)
 
 
-def release_variance(record: ReleaseRecord, bound: float | None = None) -> float | None:
+def release_variance(record: ReleaseRecord, bound: float | None = None, noise: str = "discrete") -> float | None:
     """Per-bin noise variance of a fresh release (None for a repeat), from what the record says.
 
     A local-model release is its oracle's estimate from the ``n2`` reports at ``eps2`` the record
     names: the oracle's variance, in its exact average over the bins whatever form the mechanism
     decides with (``bound``: the range of a mean estimate, oracle ``hm``; its variance is the
-    worst case over the users' values).
+    worst case over the users' values). A central or personalized release has the variance of the
+    stream's ``noise`` (its option, the mechanisms' default ``"discrete"``) at the release's budget.
     """
     if record.strategy != "publish":
         return None
@@ -96,22 +100,23 @@ def release_variance(record: ReleaseRecord, bound: float | None = None) -> float
         oracle = make_oracle(record.extras["oracle2"], record.eps2, len(record.release), bound=bound)
         return oracle.variance(int(record.extras["n2"]))
     if record.extras.get("theta"):  # personalized: Lap(1/theta) (the sampling error is not noise)
-        return laplace_release_variance(record.extras["theta"])
-    return laplace_release_variance(record.eps2)  # central: Lap(1/eps2)
+        return noise_variance(record.extras["theta"], noise)
+    return noise_variance(record.eps2, noise)  # central: noise of scale 1/eps2
 
 
 class StreamIndex:
     """The in-memory index of one stream, fed from its log entries in slot order."""
 
     def __init__(self, settings: QuerySettings, domain: int, window: int, randomness: DerivedRandomness,
-                 first_slot: int) -> None:
+                 first_slot: int, noise: str = "discrete") -> None:
         self.settings = settings
         self.releases = self.raw = None
         if settings.mode in ("A", "C"):
             self.releases = ReleaseIndex(settings.window, settings.decay, bins=domain, first_slot=first_slot)
         if settings.mode in ("B", "C"):
             self.raw = RTPDMM(settings.epsilon, settings.window, settings.decay, bins=domain, privacy_window=window,
-                              lambda_variant=settings.lambda_variant, randomness=randomness, first_slot=first_slot)
+                              lambda_variant=settings.lambda_variant, noise=noise, randomness=randomness,
+                              first_slot=first_slot)
         self.index = CombinedIndex(self.releases, self.raw) if settings.mode == "C" else (self.releases or self.raw)
 
     @property
@@ -161,9 +166,9 @@ class QueryService:
             settings = self.settings(record.stream)
             if settings is None or settings.mode == "B" or unindexable(record.mechanism):
                 return None
-            bound = self.streams[record.stream].options.get("bound")
-            return record.stream, record.slot, {"release": np.asarray(record.release),
-                                                "variance": release_variance(record, bound)}
+            options = self.streams[record.stream].options
+            variance = release_variance(record, options.get("bound"), options.get("noise", "discrete"))
+            return record.stream, record.slot, {"release": np.asarray(record.release), "variance": variance}
         message = Envelope.decode(raw)
         settings = self.settings(message.get("stream"))
         if message.kind != "measured" or settings is None or settings.mode == "A":
@@ -219,7 +224,8 @@ class QueryService:
             return index
         stream = self.streams[name]
         first = head["pruned"] + 1
-        index = StreamIndex(stream.query_settings, stream.domain, stream.window or 1, self.randomness(name), first)
+        index = StreamIndex(stream.query_settings, stream.domain, stream.window or 1, self.randomness(name), first,
+                            stream.options.get("noise", "discrete"))
         for slot in range(first, head["indexed"] + 1):
             index.insert(slot, packing.unpack(load(f"{name}/{slot}")))
         self.indexes[name] = index

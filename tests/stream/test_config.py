@@ -8,14 +8,12 @@ the Helm chart's values.schema.json is generated from it.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from pathlib import Path
 
 import pytest
 
-from pipeline.core.central import CentralMechanism
 from pipeline.core.registry import mechanisms
 from pipeline.stream.config import ConfigError, dump_config, load_config, parse_config
 from pipeline.stream.config_schema import MECHANISMS, helm_schema_text
@@ -270,7 +268,6 @@ EXAMPLES = {"block_size": 16, "deadline_seconds": 5.0, "beta": 0.4, "pool": "res
             "ki": 0.2, "kd": 0.1, "integral_window": 2, "interval_gain": 5.0, "process_noise": 1e-4,
             "initial_covariance": 2.0, "clamp_round": True, "noise": "laplace", "budget_shift": True,
             "force_first_publish": True, "lookback": "artifact", "dc_obs_sensitivity": 2.0}
-NOISE_PENDING = "noise" not in inspect.signature(CentralMechanism.__init__).parameters
 
 
 PERSONALIZED_EXAMPLES = {"threshold": "scale"}  # PBD/PBA's threshold is a rule's name, LP-DSAT's a number
@@ -279,8 +276,6 @@ PERSONALIZED_EXAMPLES = {"threshold": "scale"}  # PBD/PBA's threshold is a rule'
 @pytest.mark.parametrize("mechanism, option", [(m, o) for m, e in MECHANISMS.items() for o in e.options
                                                if o != "requirements"])
 def test_every_schema_option_is_taken_by_its_mechanism(mechanism, option):
-    if option == "noise" and NOISE_PENDING:
-        pytest.xfail("the mechanisms take `noise` once the discrete-noise change is merged")
     model = MECHANISMS[mechanism].model
     base = {"central": CENTRAL, "local": LOCAL, "personalized": PERSONALIZED}[model]
     value = (PERSONALIZED_EXAMPLES if model == "personalized" else {}).get(option, EXAMPLES[option])

@@ -156,10 +156,10 @@ def served_slots(config, values, slots, **mechanism_options):
 
     stream = config.stream("l")
     logic = logic_for(config, stream)
-    options = {k: v for k, v in stream.options.items() if k not in logic.DEVICE_OPTIONS}
     mechanism = MECHANISMS[stream.mechanism](1.0, LOCAL_W, stream.domain, LOCAL_USERS, oracle=stream.oracle,
                                              randomness=DerivedRandomness(config.noise_key(), "l"),
-                                             devices=Devices.from_seed(3, "l"), **options, **mechanism_options)
+                                             devices=Devices.from_seed(3, "l"), **stream.mechanism_options,
+                                             **mechanism_options)
     service = QueryService({stream.name: stream}, lambda n: DerivedRandomness(config.noise_key(), n))
     table, served = {}, []
     for t in range(1, slots + 1):
@@ -223,11 +223,17 @@ def test_mean_estimates_get_the_hybrid_mechanisms_worst_case_variance():
 
 
 def test_lp_rescuedp_streams_refuse_range_queries_with_the_reason():
+    """A config asking for it is refused at load; the service refuses it too, should one get through."""
+    from dataclasses import replace
+
     from pipeline.core.local.devices import Devices
     from pipeline.core.local.lp_rescue import LPRescueDP
     from pipeline.stream.logic import logic_for
 
-    config = local_query_config("lp-rescuedp")
+    with pytest.raises(ConfigError, match="Kalman"):
+        local_query_config("lp-rescuedp")
+    config = local_query_config("lpa")
+    config = replace(config, streams=(replace(config.stream("l"), mechanism="lp-rescuedp"),))
     stream = config.stream("l")
     mechanism = LPRescueDP(1.0, LOCAL_W, LOCAL_D, LOCAL_USERS, randomness=DerivedRandomness(config.noise_key(), "l"),
                            devices=Devices.from_seed(3, "l"))
