@@ -286,3 +286,23 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
             assert np.allclose(body["standard_error"], np.sqrt(oracle.variance(record.extras["n2"])), rtol=1e-12)
             assert not np.isclose(body["standard_error"][0] ** 2, oracle.variance(USERS))
     assert fresh >= 3, fresh
+
+
+@pytest.mark.parametrize("noise", [None, "laplace"])
+def test_central_releases_get_the_variance_of_the_streams_noise_kind(noise):
+    """Discrete Laplace (the default) has variance 1 / (2 sinh^2(eps/2)); continuous 2 / eps^2.
+    Mode C's RTP_DMM draws the stream's noise kind too, so a rebuilt index repeats its draws."""
+    from pipeline.core.noise import discrete_laplace_variance, laplace_variance
+
+    config = build("C", epsilon=0.2)
+    if noise is not None:
+        from dataclasses import replace
+
+        stream = config.stream("s")
+        config = replace(config, streams=(replace(stream, options={**stream.options, "noise": noise}),))
+    pipeline, service, table = run(config)
+    fresh = [r for r in pipeline.releases("s") if r.strategy == "publish"]
+    expected = (laplace_variance if noise == "laplace" else discrete_laplace_variance)(fresh[0].eps2)
+    entry = service.route(fresh[0].to_bytes(), "releases")[2]
+    assert entry["variance"] == pytest.approx(expected, rel=1e-12)
+    assert service.indexes["s"].raw.noise == (noise or "discrete")
