@@ -14,17 +14,18 @@ import time
 import numpy as np
 
 from ..core.central import BudgetAbsorption, BudgetDistribution
+from ..cli._common import LIMITS, check_cells, integer, real, seed
 from ..core.randomness import DerivedRandomness, Phase, SecretKey
 
 
 def register(sub) -> None:
     p = sub.add_parser("central", help="BD/BA speed against a naive per-element Python loop")
-    p.add_argument("--slots", type=int, default=100_000, help="slots for the vectorised run (default: 100000)")
-    p.add_argument("--naive-slots", type=int, default=10_000, help="slots for the naive run (default: 10000)")
-    p.add_argument("--domain", type=int, default=100, help="bins d (default: 100)")
-    p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--window", type=int, default=20)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--slots", type=integer(1, LIMITS["slots"]), default=100_000, help="slots for the vectorised run (default: 100000)")
+    p.add_argument("--naive-slots", type=integer(1, LIMITS["slots"]), default=10_000, help="slots for the naive run (default: 10000)")
+    p.add_argument("--domain", type=integer(1, LIMITS["domain"]), default=100, help="bins d (default: 100)")
+    p.add_argument("--epsilon", type=real(above=0, maximum=LIMITS["epsilon"]), default=1.0)
+    p.add_argument("--window", type=integer(1, LIMITS["window"]), default=20)
+    p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(handler=handle)
 
 
@@ -75,6 +76,7 @@ def naive_run(kind: str, epsilon: float, window: int, counts: np.ndarray, random
 
 
 def handle(args) -> int:
+    check_cells(slots=args.slots, domain=args.domain)
     counts = drifting_counts(args.slots, args.domain, args.seed)
     naive_slots = min(args.naive_slots, args.slots)
     print(f"BD/BA over {args.slots:,} slots, d = {args.domain}, epsilon = {args.epsilon:g}, w = {args.window}; "

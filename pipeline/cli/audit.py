@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from ._common import UsageError
+from ._common import UsageError, bootstrap_servers, reachable_kafka, readable_file
 
 
 def register(sub) -> None:
     p = sub.add_parser("audit", help="re-verify every window's budget from audit records or a release log")
-    p.add_argument("file", nargs="?", help="JSON lines of release or audit records (default: read the audit topic)")
-    p.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers for the audit topic (default: $WEVENT_BOOTSTRAP)")
+    p.add_argument("file", nargs="?", type=readable_file, help="JSON lines of release or audit records (default: read the audit topic)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="Kafka bootstrap servers for the audit topic (default: $WEVENT_BOOTSTRAP)")
     p.add_argument("--topic", default="audit", help="topic to read (default: audit)")
     p.add_argument("--stream", "-s", action="append", help="only these streams (repeatable)")
     p.set_defaults(handler=handle)
@@ -47,7 +47,6 @@ def _read_topic(args) -> list[dict]:
     from ..stream.broker import resolve_bootstrap
     from ..stream.subscription import read_topic
 
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    if not bootstrap:
+    if not resolve_bootstrap(args.bootstrap):
         raise UsageError("give a file, or a Kafka with --bootstrap / WEVENT_BOOTSTRAP")
-    return [json.loads(value) for value in read_topic(bootstrap, args.topic)]
+    return [json.loads(value) for value in read_topic(reachable_kafka(args.bootstrap), args.topic)]

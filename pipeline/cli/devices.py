@@ -5,20 +5,23 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import UsageError, serve_metrics
+from ._common import (UsageError, bootstrap_servers, listen_port, reachable_kafka, readable_file, serve_metrics,
+                      shard_spec)
 
 
 def register(sub) -> None:
     p = sub.add_parser("devices", help="the local model's devices: answer ldp.requests with perturbed reports")
-    p.add_argument("--config", "-c", required=True, help="stream config file")
+    p.add_argument("--config", "-c", required=True, type=readable_file, help="stream config file")
     p.add_argument("--stream", "-s", help="local-model stream of the config (default: the first)")
-    p.add_argument("--values", required=True, help="the users' true values: a .npz dump (wevent replay --dump)")
-    p.add_argument("--shard", default="0/1", help="K/N: this process holds the device blocks b with b mod N = K "
-                   "(default: 0/1, every user)")
-    p.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    p.add_argument("--values", required=True, type=readable_file, help="the users' true values: a dump "
+                   "(wevent replay --dump)")
+    p.add_argument("--shard", default="0/1", type=shard_spec, help="K/N: this process holds the device blocks b with "
+                   "b mod N = K (default: 0/1, every user)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                   help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     p.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                    help="the broker is tansu: one record per batch")
-    p.add_argument("--metrics-port", type=int, help="serve the fleet's counters on this port (/metrics)")
+    p.add_argument("--metrics-port", type=listen_port, help="serve the fleet's counters on this port (/metrics)")
     p.set_defaults(handler=handle)
 
 
@@ -27,7 +30,6 @@ def handle(args) -> int:
     from pipeline.core.local import Request
     from pipeline.core.local.devices import Devices
     from pipeline.core.randomness import DerivedRandomness
-    from pipeline.stream.broker import resolve_bootstrap
     from pipeline.stream.codecs import DecodeError, Envelope
     from pipeline.stream.config import load_config
     from pipeline.stream.kafka import consumer_config, producer_config
@@ -42,11 +44,10 @@ def handle(args) -> int:
         shard, shards = (int(x) for x in args.shard.split("/"))
     except ValueError:
         raise UsageError(f"--shard must be K/N, got {args.shard!r}") from None
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    if not bootstrap:
-        raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
+    values = UserValues.load(args.values)
+    bootstrap = reachable_kafka(args.bootstrap)
     block_size = device_block_size(stream)
-    fleet = DeviceFleet(stream, UserValues.load(args.values),
+    fleet = DeviceFleet(stream, values,
                         Devices(DerivedRandomness(config.device_key(), stream.name), block_size=block_size),
                         shard, shards)
     if args.metrics_port:

@@ -18,11 +18,12 @@ from datetime import datetime, timezone
 from typing import Callable, Mapping
 
 from producers import foursquare, synthetic, tdrive
-from producers.preprocess import Preprocessed
+from producers.preprocess import Preprocessed, parse_grid
 from producers.profiles import resolve, settings_of
 from producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
 
-from ._common import OneLineParser, UsageError, progress, serve_metrics
+from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, integer, listen_port, probability,
+                      progress, readable_file, real, seed, reachable_kafka, serve_metrics, writable_file)
 
 __all__ = ["register"]
 
@@ -95,7 +96,7 @@ def register(sub) -> None:
         for setting in settings_of(_profile_class(command)):
             meta = setting.metadata
             group.add_argument(f"--{setting.name.replace('_', '-')}", dest=f"set_{setting.name}",
-                               type=_typed(meta["parse"]), metavar=meta["metavar"], choices=meta["choices"],
+                               type=SETTING_TYPES.get(setting.name, _typed(meta["parse"])), metavar=meta["metavar"], choices=meta["choices"],
                                default=None, help=meta["help"])
         _add_replay_options(fp)
         fp.set_defaults(handler=handle, feed_command=command)
@@ -106,25 +107,45 @@ def _typed(parse: Callable[[str], object]) -> Callable[[str], object]:
     def read(text: str):
         try:
             return parse(text)
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     return read
 
 
+def _grid(text: str) -> tuple[int, int]:
+    rows, cols = _typed(parse_grid)(text)
+    if rows * cols > LIMITS["domain"]:
+        raise argparse.ArgumentTypeError(f"must have at most {LIMITS['domain']:,} cells, got {text!r}")
+    return rows, cols
+
+
+# Profile settings read with their ranges checked (the others with the profile's own parser).
+SETTING_TYPES = {
+    "slot_seconds": real(above=0, maximum=LIMITS["seconds"]),
+    "max_slots": integer(1, LIMITS["slots"]),
+    "users": integer(1, LIMITS["users"]),
+    "slots": integer(1, LIMITS["slots"]),
+    "seed": seed,
+    "start": real(),
+    "sample_rate": probability(open_low=True),
+    "grid": _grid,
+}
+
+
 def _add_replay_options(parser) -> None:
-    parser.add_argument("--dump", metavar="FILE", help="write the preprocessed (slot x user) matrix to FILE (.npz) "
+    parser.add_argument("--dump", metavar="FILE", type=writable_file, help="write the preprocessed (slot x user) matrix to FILE (.npz) "
                         "instead of sending it")
     kafka = parser.add_argument_group("sending to Kafka (without --dump)")
-    kafka.add_argument("--config", "-c", metavar="FILE", help="stream config the feed is replayed into")
+    kafka.add_argument("--config", "-c", metavar="FILE", type=readable_file, help="stream config the feed is replayed into")
     kafka.add_argument("--stream", "-s", metavar="NAME", help="stream of the config (default: the first)")
-    kafka.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     kafka.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                        help="the broker is tansu: one record per batch")
-    kafka.add_argument("--truth-port", type=int, metavar="PORT", help="also follow the stream's releases and serve "
+    kafka.add_argument("--truth-port", type=listen_port, metavar="PORT", help="also follow the stream's releases and serve "
                        "their mean absolute error against this feed's truth on http://0.0.0.0:PORT/metrics, until "
                        "stopped (Ctrl-C)")
-    parser.add_argument("--from-slot", type=int, default=1, metavar="N", help="resume: start at slot N (default: 1)")
-    parser.add_argument("--speed", type=float, default=0.0, metavar="X", help="X times real time; 0 = as fast as "
+    parser.add_argument("--from-slot", type=integer(1, LIMITS["slots"]), default=1, metavar="N", help="resume: start at slot N (default: 1)")
+    parser.add_argument("--speed", type=real(minimum=0), default=0.0, metavar="X", help="X times real time; 0 = as fast as "
                         "possible (default: 0)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--progress", dest="progress", action="store_true", default=None,
@@ -137,7 +158,6 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
     if args.dump:
         check_dump_path(args.dump)
         return lambda feed: DumpSink(args.dump, feed, args.from_slot)
-    from ..stream.broker import resolve_bootstrap
     from ..stream.config import load_config
     from ..stream.kafka import check_feed_fits, sink_for
 
@@ -147,9 +167,7 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
     stream = config.stream(args.stream) if args.stream else config.streams[0]
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    if not bootstrap:
-        raise UsageError("no Kafka to send to: pass --bootstrap or set WEVENT_BOOTSTRAP")
+    bootstrap = reachable_kafka(args.bootstrap)
 
     def open_kafka(feed: Feed) -> SlotSink:
         check_feed_fits(feed, stream)
