@@ -14,17 +14,17 @@ import time
 import numpy as np
 
 from ..core.central import BudgetAbsorption, BudgetDistribution
-from ..cli._common import LIMITS, check_cells, integer, real, seed
+from ..cli._common import bin_count, check_cells, epsilon_value, seed, slot_count, window_length
 from ..core.randomness import DerivedRandomness, Phase, SecretKey
 
 
 def register(sub) -> None:
     p = sub.add_parser("central", help="BD/BA speed against a naive per-element Python loop")
-    p.add_argument("--slots", type=integer(1, LIMITS["slots"]), default=100_000, help="slots for the vectorised run (default: 100000)")
-    p.add_argument("--naive-slots", type=integer(1, LIMITS["slots"]), default=10_000, help="slots for the naive run (default: 10000)")
-    p.add_argument("--domain", type=integer(1, LIMITS["domain"]), default=100, help="bins d (default: 100)")
-    p.add_argument("--epsilon", type=real(above=0, maximum=LIMITS["epsilon"]), default=1.0)
-    p.add_argument("--window", type=integer(1, LIMITS["window"]), default=20)
+    p.add_argument("--slots", type=slot_count, default=100_000, help="slots for the vectorised run (default: 100000)")
+    p.add_argument("--naive-slots", type=slot_count, default=10_000, help="slots for the naive run (default: 10000)")
+    p.add_argument("--domain", type=bin_count, default=100, help="bins d (default: 100)")
+    p.add_argument("--epsilon", type=epsilon_value, default=1.0)
+    p.add_argument("--window", type=window_length, default=20)
     p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(handler=handle)
 

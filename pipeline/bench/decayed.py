@@ -18,19 +18,21 @@ import numpy as np
 
 from ..core.decayed import RTPDMM, ReleaseIndex
 from ..core.randomness import DerivedRandomness, SecretKey
-from ..cli._common import LIMITS, check_cells, integer, probability, real, seed
+from ..cli._common import (bin_count, check_cells, epsilon_value, probability, seed, slot_count, user_count,
+                           window_length)
 from .central import drifting_counts
 
 
 def register(sub) -> None:
     p = sub.add_parser("decayed", help="decayed range queries: inserts/s and queries/s against a naive window sum")
-    p.add_argument("--window", type=integer(1, LIMITS["window"]), default=65_536, help="query window W (default: 65536)")
+    p.add_argument("--window", type=window_length, default=65_536, help="query window W (default: 65536)")
     p.add_argument("--decay", type=probability(open_low=True), default=0.9995, help="decay p (default: 0.9995)")
-    p.add_argument("--epsilon", type=real(above=0, maximum=LIMITS["epsilon"]), default=1.0)
-    p.add_argument("--bins", type=integer(1, LIMITS["domain"]), default=1, help="bins d per slot (default: 1)")
-    p.add_argument("--slots", type=integer(1, LIMITS["slots"]), default=None, help="slots ingested (default: 2W)")
-    p.add_argument("--queries", type=integer(1, LIMITS["users"]), default=20_000, help="queries for the indexes (default: 20000)")
-    p.add_argument("--naive-queries", type=integer(1, LIMITS["users"]), default=500, help="queries for the naive baselines (default: 500)")
+    p.add_argument("--epsilon", type=epsilon_value, default=1.0)
+    p.add_argument("--bins", type=bin_count, default=1, help="bins d per slot (default: 1)")
+    p.add_argument("--slots", type=slot_count, default=None, help="slots ingested (default: 2W)")
+    p.add_argument("--queries", type=user_count, default=20_000, help="queries for the indexes (default: 20000)")
+    p.add_argument("--naive-queries", type=user_count, default=500,
+                   help="queries for the naive baselines (default: 500)")
     p.add_argument("--flat", action="store_true", help="also time inserts for block sizes 2^10 .. 2^21")
     p.add_argument("--accuracy", action="store_true", help="also print the exact MSE of each noise configuration")
     p.add_argument("--seed", type=seed, default=0)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli._common import LIMITS, bootstrap_servers, integer
+from ..cli._common import bootstrap_servers, partition_count, slot_count, user_count
 from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
 from ..stream.config import parse_config
 from ..stream.kafka import KafkaReportSink
@@ -30,11 +30,12 @@ START = 1_300_000_000.0
 
 def register(sub) -> None:
     p = sub.add_parser("ingest", help="reports/s through broker and worker: batched binary vs one JSON per report")
-    p.add_argument("--users", type=integer(1, LIMITS["users"]), default=1_000_000, help="reports per slot in the batched run (default: 1000000)")
-    p.add_argument("--slots", type=integer(1, LIMITS["slots"]), default=20, help="slots in the batched run (default: 20)")
-    p.add_argument("--json-reports", type=integer(1, LIMITS["users"]), default=20_000, help="reports in the JSON run (default: 20000)")
-    p.add_argument("--latency-slots", type=integer(1, LIMITS["slots"]), default=40, help="paced slots for the latency run (default: 40)")
-    p.add_argument("--partitions", type=integer(1, LIMITS["partitions"]), default=2, help="partitions of the reports topic (default: 2)")
+    p.add_argument("--users", type=user_count, default=1_000_000,
+                   help="reports per slot in the batched run (default: 1000000)")
+    p.add_argument("--slots", type=slot_count, default=20, help="slots in the batched run (default: 20)")
+    p.add_argument("--json-reports", type=user_count, default=20_000, help="reports in the JSON run (default: 20000)")
+    p.add_argument("--latency-slots", type=slot_count, default=40, help="paced slots for the latency run (default: 40)")
+    p.add_argument("--partitions", type=partition_count, default=2, help="partitions of the reports topic (default: 2)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="a Kafka to use instead of the embedded broker")
     p.set_defaults(handler=handle)
 

@@ -22,7 +22,7 @@ from collections import deque
 
 import numpy as np
 
-from ..cli._common import LIMITS, check_cells, integer, real, seed
+from ..cli._common import bin_count, check_cells, epsilon_value, seed, slot_count, user_count, window_length
 from ..core.local import LPA, Devices, choose
 from ..core.local.devices import DEFAULT_BLOCK_SIZE
 from ..core.local.measures import bits_per_user_per_slot, cfpu
@@ -31,14 +31,14 @@ from ..core.randomness import DerivedRandomness, KeyStream, SecretKey
 
 def register(sub) -> None:
     p = sub.add_parser("local", help="LPA at Taobao scale (per-report mode) against a per-user Python loop")
-    p.add_argument("--users", type=integer(1, LIMITS["users"]), default=1_023_154, help="users N (default: 1023154, Taobao)")
-    p.add_argument("--domain", type=integer(1, LIMITS["domain"]), default=117, help="categories d (default: 117)")
-    p.add_argument("--slots", type=integer(1, LIMITS["slots"]), default=1440, help="slots T (default: 1440, one day of minutes)")
-    p.add_argument("--window", type=integer(1, LIMITS["window"]), default=20)
-    p.add_argument("--epsilon", type=real(above=0, maximum=LIMITS["epsilon"]), default=1.0)
+    p.add_argument("--users", type=user_count, default=1_023_154, help="users N (default: 1023154, Taobao)")
+    p.add_argument("--domain", type=bin_count, default=117, help="categories d (default: 117)")
+    p.add_argument("--slots", type=slot_count, default=1440, help="slots T (default: 1440, one day of minutes)")
+    p.add_argument("--window", type=window_length, default=20)
+    p.add_argument("--epsilon", type=epsilon_value, default=1.0)
     p.add_argument("--mode", choices=("report", "sufficient"), default="report", help="simulation mode (default: report)")
-    p.add_argument("--block-size", type=integer(1, LIMITS["users"]), default=DEFAULT_BLOCK_SIZE)
-    p.add_argument("--naive-slots", type=integer(1, LIMITS["slots"]), default=10, help="slots for the per-user loop (default: 10)")
+    p.add_argument("--block-size", type=user_count, default=DEFAULT_BLOCK_SIZE)
+    p.add_argument("--naive-slots", type=slot_count, default=10, help="slots for the per-user loop (default: 10)")
     p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(handler=handle)
 

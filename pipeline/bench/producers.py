@@ -27,17 +27,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli._common import LIMITS, bootstrap_servers, integer, seed
+from ..cli._common import bootstrap_servers, partition_count, seed, user_count
 from ..core.data import ABSENT, UserValues
 
 
 def register(sub) -> None:
     p = sub.add_parser("producers", help="T-Drive preprocessing time per million lines against a csv-module loop")
-    p.add_argument("--lines", type=integer(1, LIMITS["users"]), default=1_000_000,
+    p.add_argument("--lines", type=user_count, default=1_000_000,
                    help="input lines for the vectorised reader (default: 1000000)")
-    p.add_argument("--baseline-lines", type=integer(1, LIMITS["users"]), default=200_000, help="lines for the csv baseline (default: 200000)")
-    p.add_argument("--partitions", type=integer(1, LIMITS["partitions"]), default=4, help="partitions of the reports topic (default: 4)")
-    p.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="a Kafka to send to instead of the embedded broker")
+    p.add_argument("--baseline-lines", type=user_count, default=200_000,
+                   help="lines for the csv baseline (default: 200000)")
+    p.add_argument("--partitions", type=partition_count, default=4, help="partitions of the reports topic (default: 4)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                   help="a Kafka to send to instead of the embedded broker")
     p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(handler=handle)
 

@@ -38,7 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     command = "wevent"
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:  # a usage error (argparse printed its one line) or --help
+            return exc.code
         command = " ".join(["wevent", *(getattr(args, dest) for dest in SUBCOMMAND_DESTS if getattr(args, dest, None))])
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:

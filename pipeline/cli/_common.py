@@ -18,9 +18,10 @@ from typing import Callable, Iterable, TypeVar
 
 from ..errors import UsageError
 
-__all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real", "probability",
-           "port", "listen_port", "seed", "readable_file", "writable_file", "directory", "bootstrap_servers", "http_url",
-           "shard_spec", "reachable_kafka"]
+__all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
+           "probability", "port", "listen_port", "seed", "user_count", "slot_count", "window_length", "bin_count",
+           "partition_count", "epsilon_value", "readable_file", "writable_file", "directory", "bootstrap_servers",
+           "http_url", "shard_spec", "reachable_kafka"]
 
 T = TypeVar("T")
 
@@ -120,6 +121,15 @@ def port(text: str) -> int:
     return integer(1, 65_535)(text)
 
 
+# The options most subcommands share, with this machine's limits.
+user_count = integer(1, LIMITS["users"])
+slot_count = integer(1, LIMITS["slots"])
+window_length = integer(1, LIMITS["window"])
+bin_count = integer(1, LIMITS["domain"])
+partition_count = integer(1, LIMITS["partitions"])
+epsilon_value = real(above=0, maximum=LIMITS["epsilon"])
+
+
 def listen_port(text: str) -> int:
     """A TCP port, 1..65535, that this process can listen on now (not taken, not privileged)."""
     import socket
@@ -130,7 +140,8 @@ def listen_port(text: str) -> int:
         try:
             probe.bind(("0.0.0.0", number))
         except OSError as exc:
-            raise argparse.ArgumentTypeError(f"must be a free port, cannot listen on {number}: {exc.strerror}") from None
+            raise argparse.ArgumentTypeError(f"must be a free port, cannot listen on {number}: {exc.strerror}") \
+                from None
     return number
 
 
@@ -142,7 +153,7 @@ def seed(text: str) -> int:
 def readable_file(text: str) -> str:
     """An existing regular file this process may read."""
     if not os.path.exists(text):
-        raise argparse.ArgumentTypeError(f"must be an existing file, {text!r} does not exist")
+        raise argparse.ArgumentTypeError(f"must be an existing file, {text!r} was not found")
     if not os.path.isfile(text):
         raise argparse.ArgumentTypeError(f"must be a file, {text!r} is not a regular file")
     if not os.access(text, os.R_OK):

@@ -9,8 +9,10 @@ from ._common import UsageError, bootstrap_servers, reachable_kafka, readable_fi
 
 def register(sub) -> None:
     p = sub.add_parser("audit", help="re-verify every window's budget from audit records or a release log")
-    p.add_argument("file", nargs="?", type=readable_file, help="JSON lines of release or audit records (default: read the audit topic)")
-    p.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="Kafka bootstrap servers for the audit topic (default: $WEVENT_BOOTSTRAP)")
+    p.add_argument("file", nargs="?", type=readable_file,
+                   help="JSON lines of release or audit records (default: read the audit topic)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                   help="Kafka bootstrap servers for the audit topic (default: $WEVENT_BOOTSTRAP)")
     p.add_argument("--topic", default="audit", help="topic to read (default: audit)")
     p.add_argument("--stream", "-s", action="append", help="only these streams (repeatable)")
     p.set_defaults(handler=handle)

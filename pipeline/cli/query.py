@@ -41,7 +41,8 @@ def handle(args) -> int:
             reason = exc.reason
         raise UsageError(f"the worker refused the query: {reason}") from None
     except (urllib.error.URLError, OSError) as exc:
-        raise UsageError(f"cannot reach a worker at {args.url} within {TIMEOUT:g} s: {getattr(exc, 'reason', exc)}") from None
+        reason = getattr(exc, "reason", exc)
+        raise UsageError(f"cannot reach a worker at {args.url} within {TIMEOUT:g} s: {reason}") from None
     except ValueError:
         raise UsageError(f"{args.url} answered, but not with a query answer (is it a wevent worker?)") from None
     if not isinstance(body, dict) or not {"stream", "from", "to", "slot", "decay", "mode", "answer",

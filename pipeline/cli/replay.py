@@ -22,8 +22,9 @@ from producers.preprocess import Preprocessed, parse_grid
 from producers.profiles import resolve, settings_of
 from producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
 
-from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, integer, listen_port, probability,
-                      progress, readable_file, real, seed, reachable_kafka, serve_metrics, writable_file)
+from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, listen_port, reachable_kafka,
+                      progress, readable_file, real, seed, serve_metrics, slot_count, user_count,
+                      writable_file)
 
 __all__ = ["register"]
 
@@ -96,7 +97,7 @@ def register(sub) -> None:
         for setting in settings_of(_profile_class(command)):
             meta = setting.metadata
             group.add_argument(f"--{setting.name.replace('_', '-')}", dest=f"set_{setting.name}",
-                               type=SETTING_TYPES.get(setting.name, _typed(meta["parse"])), metavar=meta["metavar"], choices=meta["choices"],
+                               type=_setting_type(setting), metavar=meta["metavar"], choices=meta["choices"],
                                default=None, help=meta["help"])
         _add_replay_options(fp)
         fp.set_defaults(handler=handle, feed_command=command)
@@ -113,39 +114,57 @@ def _typed(parse: Callable[[str], object]) -> Callable[[str], object]:
 
 
 def _grid(text: str) -> tuple[int, int]:
-    rows, cols = _typed(parse_grid)(text)
+    rows, cols = parse_grid(text)
     if rows * cols > LIMITS["domain"]:
         raise argparse.ArgumentTypeError(f"must have at most {LIMITS['domain']:,} cells, got {text!r}")
     return rows, cols
 
 
-# Profile settings read with their ranges checked (the others with the profile's own parser).
-SETTING_TYPES = {
+# Ranges checked on top of a profile's own parsing of a setting.
+SETTING_RANGES = {
     "slot_seconds": real(above=0, maximum=LIMITS["seconds"]),
-    "max_slots": integer(1, LIMITS["slots"]),
-    "users": integer(1, LIMITS["users"]),
-    "slots": integer(1, LIMITS["slots"]),
+    "max_slots": slot_count,
+    "users": user_count,
+    "slots": slot_count,
     "seed": seed,
     "start": real(),
-    "sample_rate": probability(open_low=True),
     "grid": _grid,
 }
 
 
+def _setting_type(setting) -> Callable[[str], object]:
+    """A setting's argparse type: the profile's parser (and its message), then the range, if any."""
+    parse, check = _typed(setting.metadata["parse"]), SETTING_RANGES.get(setting.name)
+    if check is None:
+        return parse
+
+    def read(text: str):
+        parse(text)
+        return check(text)
+
+    return read
+
+
 def _add_replay_options(parser) -> None:
-    parser.add_argument("--dump", metavar="FILE", type=writable_file, help="write the preprocessed (slot x user) matrix to FILE (.npz) "
+    parser.add_argument("--dump", metavar="FILE", type=writable_file,
+                        help="write the preprocessed (slot x user) matrix to FILE (.npz) "
                         "instead of sending it")
     kafka = parser.add_argument_group("sending to Kafka (without --dump)")
-    kafka.add_argument("--config", "-c", metavar="FILE", type=readable_file, help="stream config the feed is replayed into")
+    kafka.add_argument("--config", "-c", metavar="FILE", type=readable_file,
+                       help="stream config the feed is replayed into")
     kafka.add_argument("--stream", "-s", metavar="NAME", help="stream of the config (default: the first)")
-    kafka.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                       help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     kafka.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                        help="the broker is tansu: one record per batch")
-    kafka.add_argument("--truth-port", type=listen_port, metavar="PORT", help="also follow the stream's releases and serve "
+    kafka.add_argument("--truth-port", type=listen_port, metavar="PORT",
+                       help="also follow the stream's releases and serve "
                        "their mean absolute error against this feed's truth on http://0.0.0.0:PORT/metrics, until "
                        "stopped (Ctrl-C)")
-    parser.add_argument("--from-slot", type=integer(1, LIMITS["slots"]), default=1, metavar="N", help="resume: start at slot N (default: 1)")
-    parser.add_argument("--speed", type=real(minimum=0), default=0.0, metavar="X", help="X times real time; 0 = as fast as "
+    parser.add_argument("--from-slot", type=slot_count, default=1, metavar="N",
+                        help="resume: start at slot N (default: 1)")
+    parser.add_argument("--speed", type=real(minimum=0), default=0.0, metavar="X",
+                        help="X times real time; 0 = as fast as "
                         "possible (default: 0)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--progress", dest="progress", action="store_true", default=None,

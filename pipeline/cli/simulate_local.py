@@ -25,7 +25,7 @@ from ..core.synthetic import synthetic
 from ..core.validation import ParameterError
 from ..stream.codecs import ReleaseRecord
 from ..stream.logic import local_release_extras
-from ._common import LIMITS, UsageError, integer, probability, progress, real
+from ._common import LIMITS, UsageError, integer, probability, progress, real, user_count
 
 _CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
 _AVERAGED = ("mae", "mre", "mse", "cfpu", "bits_per_user_per_slot", "publications", "approximations")
@@ -62,17 +62,22 @@ class LocalFamily:
                            "reports' sufficient statistic (same distribution, faster) (default: report)")
         group.add_argument("--var-mode", choices=VAR_MODES, default="exact_avg", help="form of V(eps, n) in dis and "
                            "err (default: exact_avg; paper_literal reproduces the printed formulas)")
-        group.add_argument("--beta", type=probability(open_low=True, open_high=True), default=0.5, help="LBD/LBA/LPD/LPA/LP-DSAT_w: share of budget or users "
+        group.add_argument("--beta", type=probability(open_low=True, open_high=True), default=0.5,
+                           help="LBD/LBA/LPD/LPA/LP-DSAT_w: share of budget or users "
                            "given to the dissimilarity (default: 0.5)")
-        group.add_argument("--u-min", type=integer(1, LIMITS["users"]), default=1, help="LPD: fewest users a publication may ask (default: 1)")
+        group.add_argument("--u-min", type=user_count, default=1,
+                           help="LPD: fewest users a publication may ask (default: 1)")
         group.add_argument("--pool", choices=("floor", "rest"), default="floor", help="LPD/LPA publication pool: "
                            "floor((1-beta)N), or the users left by M1 (default: floor)")
-        group.add_argument("--bound", type=real(above=0), default=1.0, help="mean task: values are clipped into [0, B] (default: 1)")
-        group.add_argument("--sigma", type=real(above=0), default=0.1, help="mean task: spread of the -Con values around p_t "
+        group.add_argument("--bound", type=real(above=0), default=1.0,
+                           help="mean task: values are clipped into [0, B] (default: 1)")
+        group.add_argument("--sigma", type=real(above=0), default=0.1,
+                           help="mean task: spread of the -Con values around p_t "
                            "(default: 0.1; the paper prints 10)")
-        group.add_argument("--block-size", type=integer(1, LIMITS["users"]), default=DEFAULT_BLOCK_SIZE, help="users per device block "
+        group.add_argument("--block-size", type=user_count, default=DEFAULT_BLOCK_SIZE, help="users per device block "
                            f"(default: {DEFAULT_BLOCK_SIZE})")
-        group.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1, help="repeat with this many noise keys (seed, seed+1, ...) "
+        group.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1,
+                           help="repeat with this many noise keys (seed, seed+1, ...) "
                            "and average the errors (default: 1)")
         group.add_argument("--roc", action="store_true", help="add the event-monitoring ROC AUC to the summary")
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 
-from ._common import UsageError, bootstrap_servers, directory, listen_port, reachable_kafka, readable_file
+from ._common import bootstrap_servers, directory, listen_port, reachable_kafka, readable_file
 
 
 def register(sub) -> None:
     p = sub.add_parser("worker", help="run a stream worker against a Kafka cluster")
-    p.add_argument("--config", "-c", required=True, type=readable_file, help="stream config file (.toml, .yaml or .json)")
-    p.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    p.add_argument("--config", "-c", required=True, type=readable_file,
+                   help="stream config file (.toml, .yaml or .json)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                   help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     p.add_argument("--web-port", type=listen_port, default=int(os.environ.get("WEVENT_WEB_PORT", 6066)),
                    help="port of the worker's web server: /metrics and /healthz (default: 6066)")
     p.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
