@@ -171,7 +171,7 @@ def fill(argv: list[str], files: dict[str, str]) -> list[str]:
 
 
 @pytest.mark.timeout(120)
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_numeric_option_refuses_bad_numbers(files, data):
     prefix, option, values = data.draw(st.sampled_from(NUMERIC), label="option")
@@ -287,6 +287,16 @@ def test_an_unexpected_error_is_one_line_with_exit_status_1():
     assert status == 1 and "\n" not in message and "WEVENT_DEBUG=1" in message and "boom second line" in message
     assert describe(MemoryError())[1] == 2
     assert describe(IsADirectoryError(21, "Is a directory", "/tmp"))[1] == 2
+
+
+def test_wevent_debug_shows_the_traceback(files):
+    argv = [sys.executable, "-m", "pipeline.cli", "simulate", "--input", bad_file(files["root"], "binary", b"", 0)]
+    quiet = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    debug = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT), "WEVENT_DEBUG": "1"})
+    assert quiet.returncode == 2 and "Traceback" not in quiet.stderr
+    assert debug.returncode == 1 and "Traceback" in debug.stderr and "ParameterError" in debug.stderr
 
 
 WITHOUT_STREAM = """
