@@ -101,26 +101,27 @@ class UserValues:
         """A dump written by :meth:`save`; anything else (truncated, not a dump, empty) is a ParameterError."""
         not_a_dump = f"{path} is not a wevent dump (.npz from `wevent replay --dump`)"
         try:
-            if not is_dump(path):
-                open(path, "rb").close()  # a missing or unreadable file says so; anything else is not a dump
-                raise ParameterError(f"{not_a_dump}: it is not a zip archive")
-            with np.load(path, allow_pickle=False) as npz:
-                values = cls(
-                    values=npz["values"],
-                    domain_size=int(npz["domain_size"]),
-                    labels=npz["labels"].tolist(),
-                    user_ids=npz["user_ids"].tolist(),
-                    slot_seconds=float(npz["slot_seconds"]),
-                    start=float(npz["start"]),
-                    name=str(npz["name"]),
-                )
+            with open(path, "rb") as fh:
+                if fh.read(4) not in _ZIP_MAGIC:
+                    raise ParameterError(f"{not_a_dump}: it is not a zip archive")
+                fh.seek(0)
+                with np.load(fh, allow_pickle=False) as npz:
+                    values = cls(
+                        values=npz["values"],
+                        domain_size=int(npz["domain_size"]),
+                        labels=npz["labels"].tolist(),
+                        user_ids=npz["user_ids"].tolist(),
+                        slot_seconds=float(npz["slot_seconds"]),
+                        start=float(npz["start"]),
+                        name=str(npz["name"]),
+                    )
+        except ParameterError:
+            raise
         except FileNotFoundError:
             raise ParameterError(f"input file not found: {path}") from None
         except OSError as exc:
             raise ParameterError(f"cannot read {path}: {exc.strerror or exc}") from None
         except (KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-            if isinstance(exc, ParameterError):
-                raise
             raise ParameterError(f"{not_a_dump}: {' '.join(str(exc).split())}") from None
         if not (values.slots and values.users and values.domain_size >= 1):
             raise ParameterError(f"{path} holds no data: {values.slots} slots of {values.users} users, "
