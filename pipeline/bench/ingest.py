@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli._common import bootstrap_servers, partition_count, slot_count, user_count
+from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, slot_count, user_count
 from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
 from ..stream.config import parse_config
 from ..stream.kafka import KafkaReportSink
@@ -60,7 +60,7 @@ def _wait_for(releases: Releases, stream: str, slot: int, timeout: float = 600) 
 
 def handle(args) -> int:
     config = _config(args.users, args.partitions)
-    bootstrap = resolve_bootstrap(args.bootstrap)
+    bootstrap = reachable_kafka(args.bootstrap) if resolve_bootstrap(args.bootstrap) else None
     broker = None if bootstrap else EmbeddedBroker().start()
     bootstrap = bootstrap or broker.bootstrap
     tansu = broker is not None

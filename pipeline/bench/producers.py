@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli._common import bootstrap_servers, partition_count, seed, user_count
+from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, seed, user_count
 from ..core.data import ABSENT, UserValues
 
 
@@ -125,6 +125,8 @@ def handle(args) -> int:
     from producers.fixtures.generate import tdrive_sample, write
     from producers.tdrive import PROFILES, read_tdrive, tdrive_files
 
+    if args.bootstrap:
+        reachable_kafka(args.bootstrap)  # fail now, not after the preprocessing runs
     profile = PROFILES["personalized"]
     taxis = max(1, round(args.lines / (22 * 3600 / 170)))  # a taxi drives ~22 of the 24 hours
     with tempfile.TemporaryDirectory(prefix="wevent-bench-") as tmp:

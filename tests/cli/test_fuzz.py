@@ -336,8 +336,10 @@ def test_without_the_stream_extra_simulate_still_runs(files):
     ["worker", "--config", "{config}", "-b", UNREACHABLE],
     ["devices", "--config", "{config}", "--values", "{dump}", "-b", UNREACHABLE],
     ["replay", "synthetic", "--config", "{config}", "-b", UNREACHABLE, "--slots", "2", "--users", "20"],
-    QUERY, ["subscribe", "-b", "no-such-host.invalid:9092"],
-], ids=["subscribe", "audit", "worker", "devices", "replay", "query", "unknown-host"])
+    QUERY, ["bench", "ingest", "-b", UNREACHABLE], ["bench", "producers", "-b", UNREACHABLE],
+    ["subscribe", "-b", "no-such-host.invalid:9092"],
+], ids=["subscribe", "audit", "worker", "devices", "replay", "query", "bench-ingest", "bench-producers",
+        "unknown-host"])
 def test_an_unreachable_address_fails_at_once_in_one_line(files, argv):
     argv = fill(argv, files)
     began = time.monotonic()
