@@ -64,7 +64,6 @@ def files(tmp_path_factory) -> dict[str, str]:
     (root / "config.toml").write_text(CONFIG)
     dump = root / "values.npz"
     UserValues(np.random.default_rng(0).integers(0, 3, (6, 20)), domain_size=3).save(dump)
-    (root / "empty").write_bytes(b"")
     (root / "dir").mkdir()
     return {"root": str(root), "config": str(root / "config.toml"), "dump": str(dump)}
 
@@ -210,7 +209,8 @@ def test_malformed_addresses_are_refused(files, data):
 # --- bad files -------------------------------------------------------------------------------------
 
 def bad_file(root: str, kind: str, payload: bytes, cut: float) -> str:
-    """A path of the given kind: empty, truncated dump, random bytes, text, directory or missing."""
+    """A path of the given kind: empty, truncated dump, random bytes, a zip in name only, text, directory
+    or missing."""
     path = Path(root) / f"bad-{kind}"
     if kind == "directory":
         return str(Path(root) / "dir")
@@ -223,13 +223,15 @@ def bad_file(root: str, kind: str, payload: bytes, cut: float) -> str:
         payload = whole[: int(cut * (len(whole) - 1))]
     elif kind == "binary":
         payload = b"\x00\xff" + payload  # never UTF-8 text
-    elif kind == "text":
+    elif kind == "fake-zip":
         payload = b"PK\x03\x04 is not a zip, " + payload.hex().encode()
+    elif kind == "text":
+        payload = b"user,value\n1,2," + payload.hex().encode() + b"\n"  # ragged, not JSON, not TOML
     path.write_bytes(payload)
     return str(path)
 
 
-KINDS = st.sampled_from(["empty", "truncated", "binary", "text", "directory", "missing"])
+KINDS = st.sampled_from(["empty", "truncated", "binary", "fake-zip", "text", "directory", "missing"])
 FILE_OPTIONS = [
     (SIM, "--input"), (SIM + ["-m", "lpa"], "--input"), (SIM + ["-m", "pba"], "--input"),
     (SIM + ["-m", "pba"], "--requirements"), (["audit"], None), (["worker", "-b", UNREACHABLE], "--config"),
@@ -240,7 +242,7 @@ FILE_OPTIONS = [
 
 
 @pytest.mark.timeout(120)
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_bad_input_files_are_refused(files, data):
     prefix, option = data.draw(st.sampled_from(FILE_OPTIONS), label="option")
