@@ -235,6 +235,10 @@ def check_absent(policy: str) -> str:
     return policy
 
 
+# The (slot x user) matrix takes a byte per value, and carry-forward builds it twice: 2 GB at most.
+MAX_MATRIX_VALUES = 1_000_000_000
+
+
 def user_values(observations: Observations, labels: Sequence[str], slot_seconds: float, absent: str,
                 max_slots: int | None = None, name: str = "data") -> UserValues:
     """The (slot x user) matrix of the observations under the rules in the module docstring."""
@@ -244,6 +248,9 @@ def user_values(observations: Observations, labels: Sequence[str], slot_seconds:
     start = int(times.min())
     slot = ((times - start) // slot_seconds).astype(np.int64)
     slots = int(slot.max()) + 1 if max_slots is None else min(int(slot.max()) + 1, int(max_slots))
+    if slots * ids.size > MAX_MATRIX_VALUES:
+        raise ParameterError(f"{slots:,} slots x {ids.size:,} users are over the limit of {MAX_MATRIX_VALUES:,} "
+                             "values: use longer slots (--slot-seconds) or fewer (--max-slots)")
 
     # Latest observation per (user, slot): a stable sort by (user, time) keeps equal times in read
     # order, so the last row of each (user, slot) run is the one to keep.

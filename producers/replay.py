@@ -40,7 +40,7 @@ import numpy as np
 from pipeline.core.data import ABSENT, UserValues
 from pipeline.core.validation import ParameterError
 
-from .preprocess import value_dtype
+from .preprocess import MAX_MATRIX_VALUES, value_dtype
 
 __all__ = ["Feed", "SlotSink", "MatrixFeed", "DumpSink", "ReplayStats", "replay", "slot_bounds", "check_dump_path",
            "check_from_slot"]
@@ -161,7 +161,11 @@ class DumpSink:
 
     def __init__(self, path: str | Path, feed: Feed, from_slot: int = 1) -> None:
         self.path, self.feed, self.first = check_dump_path(path), feed, check_from_slot(feed, from_slot)
-        self.matrix = np.full((feed.slots - from_slot + 1, feed.users), ABSENT, dtype=value_dtype(feed.domain_size))
+        slots = feed.slots - from_slot + 1
+        if slots * feed.users > MAX_MATRIX_VALUES:
+            raise ParameterError(f"a dump of {slots:,} slots x {feed.users:,} users is over the limit of "
+                                 f"{MAX_MATRIX_VALUES:,} values: dump fewer slots or users")
+        self.matrix = np.full((slots, feed.users), ABSENT, dtype=value_dtype(feed.domain_size))
 
     def send_slot(self, slot: int, start: float, end: float, users: np.ndarray, values: np.ndarray) -> None:
         self.matrix[slot - self.first, users] = values

@@ -15,18 +15,19 @@ import time
 import numpy as np
 
 from ..core.central import BudgetAbsorption, BudgetDistribution
+from ..cli._common import bin_count, check_cells, epsilon_value, seed, slot_count, window_length
 from ..core.noise import NOISE_KINDS
 from ..core.randomness import DerivedRandomness, Phase, SecretKey
 
 
 def register(sub) -> None:
     p = sub.add_parser("central", help="BD/BA speed against a naive per-element Python loop")
-    p.add_argument("--slots", type=int, default=100_000, help="slots for the vectorised run (default: 100000)")
-    p.add_argument("--naive-slots", type=int, default=10_000, help="slots for the naive run (default: 10000)")
-    p.add_argument("--domain", type=int, default=100, help="bins d (default: 100)")
-    p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--window", type=int, default=20)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--slots", type=slot_count, default=100_000, help="slots for the vectorised run (default: 100000)")
+    p.add_argument("--naive-slots", type=slot_count, default=10_000, help="slots for the naive run (default: 10000)")
+    p.add_argument("--domain", type=bin_count, default=100, help="bins d (default: 100)")
+    p.add_argument("--epsilon", type=epsilon_value, default=1.0)
+    p.add_argument("--window", type=window_length, default=20)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--noise", choices=NOISE_KINDS, default="discrete", help="noise kind (default: discrete)")
     p.set_defaults(handler=handle)
 
@@ -84,6 +85,7 @@ def naive_run(kind: str, epsilon: float, window: int, counts: np.ndarray, random
 
 
 def handle(args) -> int:
+    check_cells(slots=args.slots, domain=args.domain)
     counts = drifting_counts(args.slots, args.domain, args.seed)
     naive_slots = min(args.naive_slots, args.slots)
     print(f"BD/BA over {args.slots:,} slots, d = {args.domain}, epsilon = {args.epsilon:g}, w = {args.window}, "

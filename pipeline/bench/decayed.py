@@ -18,21 +18,24 @@ import numpy as np
 
 from ..core.decayed import RTPDMM, ReleaseIndex
 from ..core.randomness import DerivedRandomness, SecretKey
+from ..cli._common import (bin_count, check_cells, epsilon_value, probability, seed, slot_count, user_count,
+                           window_length)
 from .central import drifting_counts
 
 
 def register(sub) -> None:
     p = sub.add_parser("decayed", help="decayed range queries: inserts/s and queries/s against a naive window sum")
-    p.add_argument("--window", type=int, default=65_536, help="query window W (default: 65536)")
-    p.add_argument("--decay", type=float, default=0.9995, help="decay p (default: 0.9995)")
-    p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--bins", type=int, default=1, help="bins d per slot (default: 1)")
-    p.add_argument("--slots", type=int, default=None, help="slots ingested (default: 2W)")
-    p.add_argument("--queries", type=int, default=20_000, help="queries for the indexes (default: 20000)")
-    p.add_argument("--naive-queries", type=int, default=500, help="queries for the naive baselines (default: 500)")
+    p.add_argument("--window", type=window_length, default=65_536, help="query window W (default: 65536)")
+    p.add_argument("--decay", type=probability(open_low=True), default=0.9995, help="decay p (default: 0.9995)")
+    p.add_argument("--epsilon", type=epsilon_value, default=1.0)
+    p.add_argument("--bins", type=bin_count, default=1, help="bins d per slot (default: 1)")
+    p.add_argument("--slots", type=slot_count, default=None, help="slots ingested (default: 2W)")
+    p.add_argument("--queries", type=user_count, default=20_000, help="queries for the indexes (default: 20000)")
+    p.add_argument("--naive-queries", type=user_count, default=500,
+                   help="queries for the naive baselines (default: 500)")
     p.add_argument("--flat", action="store_true", help="also time inserts for block sizes 2^10 .. 2^21")
     p.add_argument("--accuracy", action="store_true", help="also print the exact MSE of each noise configuration")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(handler=handle)
 
 
@@ -87,16 +90,9 @@ def rates(index, rows, queries, insert) -> tuple[float, float, list]:
 
 
 def handle(args) -> int:
-    from ..errors import UsageError
-
-    for name in ("window", "bins", "queries", "naive_queries", "slots"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    if not 0 < args.decay <= 1 or not args.epsilon > 0:
-        raise UsageError("--decay must be in (0, 1] and --epsilon > 0")
     window, bins = args.window, args.bins
     slots = args.slots or 2 * window
+    check_cells(slots=slots, bins=bins)
     counts = drifting_counts(slots, bins, args.seed)
     rows = counts[:, 0].tolist() if bins == 1 else list(counts)
     queries = window_queries(slots, window, args.queries, args.seed + 1)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, slot_count, user_count
 from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
 from ..stream.codecs import report_partition
 from ..stream.config import parse_config
@@ -30,12 +31,13 @@ START = 1_300_000_000.0
 
 def register(sub) -> None:
     p = sub.add_parser("ingest", help="reports/s through broker and worker: batched binary vs one JSON per report")
-    p.add_argument("--users", type=int, default=1_000_000, help="reports per slot in the batched run (default: 1000000)")
-    p.add_argument("--slots", type=int, default=20, help="slots in the batched run (default: 20)")
-    p.add_argument("--json-reports", type=int, default=20_000, help="reports in the JSON run (default: 20000)")
-    p.add_argument("--latency-slots", type=int, default=40, help="paced slots for the latency run (default: 40)")
-    p.add_argument("--partitions", type=int, default=2, help="partitions of the reports topic (default: 2)")
-    p.add_argument("--bootstrap", "-b", help="a Kafka to use instead of the embedded broker")
+    p.add_argument("--users", type=user_count, default=1_000_000,
+                   help="reports per slot in the batched run (default: 1000000)")
+    p.add_argument("--slots", type=slot_count, default=20, help="slots in the batched run (default: 20)")
+    p.add_argument("--json-reports", type=user_count, default=20_000, help="reports in the JSON run (default: 20000)")
+    p.add_argument("--latency-slots", type=slot_count, default=40, help="paced slots for the latency run (default: 40)")
+    p.add_argument("--partitions", type=partition_count, default=2, help="partitions of the reports topic (default: 2)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="a Kafka to use instead of the embedded broker")
     p.set_defaults(handler=handle)
 
 
@@ -59,7 +61,7 @@ def _wait_for(releases: Releases, stream: str, slot: int, timeout: float = 600) 
 
 def handle(args) -> int:
     config = _config(args.users, args.partitions)
-    bootstrap = resolve_bootstrap(args.bootstrap)
+    bootstrap = reachable_kafka(args.bootstrap) if resolve_bootstrap(args.bootstrap) else None
     broker = None if bootstrap else EmbeddedBroker().start()
     bootstrap = bootstrap or broker.bootstrap
     tansu = broker is not None

@@ -22,6 +22,7 @@ from collections import deque
 
 import numpy as np
 
+from ..cli._common import bin_count, check_cells, epsilon_value, seed, slot_count, user_count, window_length
 from ..core.local import LPA, Devices, choose
 from ..core.local.devices import DEFAULT_BLOCK_SIZE
 from ..core.local.measures import bits_per_user_per_slot, cfpu
@@ -30,15 +31,15 @@ from ..core.randomness import DerivedRandomness, KeyStream, SecretKey
 
 def register(sub) -> None:
     p = sub.add_parser("local", help="LPA at Taobao scale (per-report mode) against a per-user Python loop")
-    p.add_argument("--users", type=int, default=1_023_154, help="users N (default: 1023154, Taobao)")
-    p.add_argument("--domain", type=int, default=117, help="categories d (default: 117)")
-    p.add_argument("--slots", type=int, default=1440, help="slots T (default: 1440, one day of minutes)")
-    p.add_argument("--window", type=int, default=20)
-    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--users", type=user_count, default=1_023_154, help="users N (default: 1023154, Taobao)")
+    p.add_argument("--domain", type=bin_count, default=117, help="categories d (default: 117)")
+    p.add_argument("--slots", type=slot_count, default=1440, help="slots T (default: 1440, one day of minutes)")
+    p.add_argument("--window", type=window_length, default=20)
+    p.add_argument("--epsilon", type=epsilon_value, default=1.0)
     p.add_argument("--mode", choices=("report", "sufficient"), default="report", help="simulation mode (default: report)")
-    p.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE)
-    p.add_argument("--naive-slots", type=int, default=10, help="slots for the per-user loop (default: 10)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--block-size", type=user_count, default=DEFAULT_BLOCK_SIZE)
+    p.add_argument("--naive-slots", type=slot_count, default=10, help="slots for the per-user loop (default: 10)")
+    p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(handler=handle)
 
 
@@ -141,6 +142,8 @@ def _keystream_speed() -> float:
 
 
 def handle(args) -> int:
+    check_cells(users=args.users, domain=args.domain)
+    check_cells(block_size=args.block_size, domain=args.domain)
     values = DriftingCategories(args.users, args.domain, args.slots, args.seed)
     randomness = DerivedRandomness(SecretKey.from_seed(args.seed), "bench")
     devices = Devices.from_seed(args.seed, "bench", block_size=args.block_size, mode=args.mode)

@@ -27,17 +27,20 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, seed, user_count
 from ..core.data import ABSENT, UserValues
 
 
 def register(sub) -> None:
     p = sub.add_parser("producers", help="T-Drive preprocessing time per million lines against a csv-module loop")
-    p.add_argument("--lines", type=int, default=1_000_000,
+    p.add_argument("--lines", type=user_count, default=1_000_000,
                    help="input lines for the vectorised reader (default: 1000000)")
-    p.add_argument("--baseline-lines", type=int, default=200_000, help="lines for the csv baseline (default: 200000)")
-    p.add_argument("--partitions", type=int, default=4, help="partitions of the reports topic (default: 4)")
-    p.add_argument("--bootstrap", "-b", help="a Kafka to send to instead of the embedded broker")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--baseline-lines", type=user_count, default=200_000,
+                   help="lines for the csv baseline (default: 200000)")
+    p.add_argument("--partitions", type=partition_count, default=4, help="partitions of the reports topic (default: 4)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                   help="a Kafka to send to instead of the embedded broker")
+    p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(handler=handle)
 
 
@@ -122,6 +125,8 @@ def handle(args) -> int:
     from producers.fixtures.generate import tdrive_sample, write
     from producers.tdrive import PROFILES, read_tdrive, tdrive_files
 
+    if args.bootstrap:
+        reachable_kafka(args.bootstrap)  # fail now, not after the preprocessing runs
     profile = PROFILES["personalized"]
     taxis = max(1, round(args.lines / (22 * 3600 / 170)))  # a taxi drives ~22 of the 24 hours
     with tempfile.TemporaryDirectory(prefix="wevent-bench-") as tmp:

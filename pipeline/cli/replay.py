@@ -18,11 +18,13 @@ from datetime import datetime, timezone
 from typing import Callable, Mapping
 
 from producers import foursquare, synthetic, tdrive
-from producers.preprocess import Preprocessed
+from producers.preprocess import Preprocessed, parse_grid
 from producers.profiles import resolve, settings_of
 from producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
 
-from ._common import OneLineParser, UsageError, progress, serve_metrics
+from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, listen_port, reachable_kafka,
+                      progress, readable_file, real, seed, serve_metrics, slot_count, user_count,
+                      writable_file)
 
 __all__ = ["register"]
 
@@ -95,7 +97,7 @@ def register(sub) -> None:
         for setting in settings_of(_profile_class(command)):
             meta = setting.metadata
             group.add_argument(f"--{setting.name.replace('_', '-')}", dest=f"set_{setting.name}",
-                               type=_typed(meta["parse"]), metavar=meta["metavar"], choices=meta["choices"],
+                               type=_setting_type(setting), metavar=meta["metavar"], choices=meta["choices"],
                                default=None, help=meta["help"])
         _add_replay_options(fp)
         fp.set_defaults(handler=handle, feed_command=command)
@@ -106,25 +108,63 @@ def _typed(parse: Callable[[str], object]) -> Callable[[str], object]:
     def read(text: str):
         try:
             return parse(text)
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     return read
 
 
+def _grid(text: str) -> tuple[int, int]:
+    rows, cols = parse_grid(text)
+    if rows * cols > LIMITS["domain"]:
+        raise argparse.ArgumentTypeError(f"must have at most {LIMITS['domain']:,} cells, got {text!r}")
+    return rows, cols
+
+
+# Ranges checked on top of a profile's own parsing of a setting.
+SETTING_RANGES = {
+    "slot_seconds": real(above=0, maximum=LIMITS["seconds"]),
+    "max_slots": slot_count,
+    "users": user_count,
+    "slots": slot_count,
+    "seed": seed,
+    "start": real(),
+    "grid": _grid,
+}
+
+
+def _setting_type(setting) -> Callable[[str], object]:
+    """A setting's argparse type: the profile's parser (and its message), then the range, if any."""
+    parse, check = _typed(setting.metadata["parse"]), SETTING_RANGES.get(setting.name)
+    if check is None:
+        return parse
+
+    def read(text: str):
+        parse(text)
+        return check(text)
+
+    return read
+
+
 def _add_replay_options(parser) -> None:
-    parser.add_argument("--dump", metavar="FILE", help="write the preprocessed (slot x user) matrix to FILE (.npz) "
+    parser.add_argument("--dump", metavar="FILE", type=writable_file,
+                        help="write the preprocessed (slot x user) matrix to FILE (.npz) "
                         "instead of sending it")
     kafka = parser.add_argument_group("sending to Kafka (without --dump)")
-    kafka.add_argument("--config", "-c", metavar="FILE", help="stream config the feed is replayed into")
+    kafka.add_argument("--config", "-c", metavar="FILE", type=readable_file,
+                       help="stream config the feed is replayed into")
     kafka.add_argument("--stream", "-s", metavar="NAME", help="stream of the config (default: the first)")
-    kafka.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                       help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     kafka.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                        help="the broker is tansu: one record per batch")
-    kafka.add_argument("--truth-port", type=int, metavar="PORT", help="also follow the stream's releases and serve "
-                       "their mean absolute error against this feed's truth on http://127.0.0.1:PORT/metrics, until "
-                       "stopped (Ctrl-C); only ever on this machine's loopback: the truth is a function of raw data")
-    parser.add_argument("--from-slot", type=int, default=1, metavar="N", help="resume: start at slot N (default: 1)")
-    parser.add_argument("--speed", type=float, default=0.0, metavar="X", help="X times real time; 0 = as fast as "
+    kafka.add_argument("--truth-port", type=listen_port, metavar="PORT", help="also follow the stream's releases and "
+                       "serve their mean absolute error against this feed's truth on http://127.0.0.1:PORT/metrics, "
+                       "until stopped (Ctrl-C); only ever on this machine's loopback: the truth is a function of raw "
+                       "data")
+    parser.add_argument("--from-slot", type=slot_count, default=1, metavar="N",
+                        help="resume: start at slot N (default: 1)")
+    parser.add_argument("--speed", type=real(minimum=0), default=0.0, metavar="X",
+                        help="X times real time; 0 = as fast as "
                         "possible (default: 0)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--progress", dest="progress", action="store_true", default=None,
@@ -137,7 +177,6 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
     if args.dump:
         check_dump_path(args.dump)
         return lambda feed: DumpSink(args.dump, feed, args.from_slot)
-    from ..stream.broker import resolve_bootstrap
     from ..stream.config import load_config
     from ..stream.kafka import check_feed_fits, sink_for
 
@@ -147,9 +186,7 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
     stream = config.stream(args.stream) if args.stream else config.streams[0]
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    if not bootstrap:
-        raise UsageError("no Kafka to send to: pass --bootstrap or set WEVENT_BOOTSTRAP")
+    bootstrap = reachable_kafka(args.bootstrap)
 
     def open_kafka(feed: Feed) -> SlotSink:
         check_feed_fits(feed, stream)

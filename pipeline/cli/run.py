@@ -32,32 +32,45 @@ import numpy as np
 
 from producers.replay import replay as replay_feed
 
-from ._common import LOOPBACK, UsageError, number, output_file, serve_metrics
+from ._common import (
+    LOOPBACK,
+    UsageError,
+    bootstrap_servers,
+    epsilon_value,
+    integer,
+    real,
+    readable_file,
+    seed,
+    serve_metrics,
+    slot_count,
+    window_length,
+    writable_file,
+)
 
-PORT = number(int, 0, 65535)
+PORT = integer(0, 65_535)  # 0: a free port
 
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="run broker, worker and a feed replay; print releases live")
-    p.add_argument("--config", "-c", help="stream config file; default: one central stream over the feed")
+    p.add_argument("--config", "-c", type=readable_file, help="stream config file; default: one central stream over the feed")
     p.add_argument("--stream", help="stream of the config that the feed is replayed into (default: the first)")
-    p.add_argument("--feed", help="a .npz dump of user values to replay (default: the bundled sample feed)")
+    p.add_argument("--feed", type=readable_file, help="a .npz dump of user values to replay (default: the bundled sample feed)")
     p.add_argument("--mechanism", "-m", default="ba", help="mechanism of the default stream (default: ba); a "
                    "local-model one (lpa, ...) runs the devices too, pbd/pba get a generated requirement mix")
-    p.add_argument("--epsilon", "-e", type=number(float, 0, low_open=True), default=1.0,
+    p.add_argument("--epsilon", "-e", type=epsilon_value, default=1.0,
                    help="epsilon of the default stream (default: 1)")
-    p.add_argument("--window", "-w", type=number(int, 1), default=20, help="w of the default stream (default: 20)")
-    p.add_argument("--slots", type=number(int, 1), help="stop after this many slots (default: the whole feed)")
-    p.add_argument("--release-log", type=output_file, help="write every release as one JSON line to this file")
-    p.add_argument("--audit-log", type=output_file,
+    p.add_argument("--window", "-w", type=window_length, default=20, help="w of the default stream (default: 20)")
+    p.add_argument("--slots", type=slot_count, help="stop after this many slots (default: the whole feed)")
+    p.add_argument("--release-log", type=writable_file, help="write every release as one JSON line to this file")
+    p.add_argument("--audit-log", type=writable_file,
                    help="write every audit record (who was charged what) as one JSON line to this file")
-    p.add_argument("--speed", type=number(float, 0), default=1200.0,
+    p.add_argument("--speed", type=real(0, 1e9), default=1200.0,
                    help="replay speed as a multiple of real time; 0 = as fast as possible (default: 1200, "
                    "a 5-minute slot every 0.25 s)")
-    p.add_argument("--seed", type=number(int, 0), help="derive the keys from this seed, for reproducible "
+    p.add_argument("--seed", type=seed, help="derive the keys from this seed, for reproducible "
                    "experiments only: anyone who knows it can remove the noise (default: the config's seed; "
                    "without one, $WEVENT_NOISE_KEY and $WEVENT_DEVICE_KEY, else fresh random keys)")
-    p.add_argument("--bootstrap", "-b", help="use this Kafka instead of the embedded broker (or $WEVENT_BOOTSTRAP)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="use this Kafka instead of the embedded broker (or $WEVENT_BOOTSTRAP)")
     p.add_argument("--metrics-port", type=PORT, default=0, help="worker web port for /metrics (default: a free port)")
     p.add_argument("--truth-port", type=PORT, default=0, help="port serving the releases' error against the feed's "
                    f"ground truth as /metrics, on {LOOPBACK} only (default: a free port)")

@@ -13,7 +13,8 @@ from typing import Iterable, Protocol
 
 from ..core.noise import NOISE_KINDS
 from ..core.synthetic import MODELS
-from ._common import UsageError
+from ._common import (UsageError, epsilon_value, readable_file, real, seed, slot_count, user_count, window_length,
+                      writable_file)
 from . import simulate_central, simulate_local, simulate_personalized
 
 __all__ = ["register", "Family", "Outcome"]
@@ -59,19 +60,22 @@ def register(sub) -> None:
                    "(default: ba); 'all' compares the central mechanisms on the same data, 'all-FAMILY' those of a family")
     data = p.add_mutually_exclusive_group()
     data.add_argument("--dataset", choices=sorted(MODELS), default="lns", help="synthetic stream (default: lns)")
-    data.add_argument("--input", metavar="FILE", help="a CSV of counts (T rows, d columns) or a .npz dump of user values")
-    p.add_argument("--users", type=int, default=10_000, help="users of the synthetic stream (default: 10000)")
-    p.add_argument("--slots", type=int, default=800, help="slots of the synthetic stream (default: 800)")
-    p.add_argument("--epsilon", "-e", type=float, default=1.0, help="privacy budget per window (default: 1)")
-    p.add_argument("--window", "-w", type=int, default=20, help="window w in slots (default: 20)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the data and of the noise key (default: 0)")
+    data.add_argument("--input", metavar="FILE", type=readable_file,
+                      help="a CSV of counts (T rows, d columns) or a dump "
+                      "of user values (`wevent replay --dump`, recognised by its content)")
+    p.add_argument("--users", type=user_count, default=10_000, help="users of the synthetic stream (default: 10000)")
+    p.add_argument("--slots", type=slot_count, default=800, help="slots of the synthetic stream (default: 800)")
+    p.add_argument("--epsilon", "-e", type=epsilon_value, default=1.0, help="privacy budget per window (default: 1)")
+    p.add_argument("--window", "-w", type=window_length, default=20, help="window w in slots (default: 20)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the data and of the noise key (default: 0)")
     p.add_argument("--stream", default="default", help="stream name; part of the noise derivation (default: default)")
     p.add_argument("--noise", choices=NOISE_KINDS, default="discrete", help="central and personalized noise: exact "
                    "discrete Laplace on integer counts, or the papers' continuous Laplace (default: discrete)")
-    p.add_argument("--mre-floor", type=float, default=None, help="MRE denominator floor max(c, floor) "
+    p.add_argument("--mre-floor", type=real(above=0), default=None, help="MRE denominator floor max(c, floor) "
                    "(default: 1 for counts, 1e-3 for frequencies)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    p.add_argument("--releases", metavar="FILE", help="write every release as one JSON line (the pipeline's format)")
+    p.add_argument("--releases", metavar="FILE", type=writable_file,
+                   help="write every release as one JSON line (the pipeline's format)")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show a progress bar")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     for family in FAMILIES:

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.data import ABSENT, UserValues
+from ..core.data import ABSENT, UserValues, is_dump
 from ..core.local import MECHANISMS, MODES, VAR_MODES, Devices, UserLedger
 from ..core.local.devices import DEFAULT_BLOCK_SIZE
 from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc
@@ -25,7 +25,7 @@ from ..core.synthetic import synthetic
 from ..core.validation import ParameterError
 from ..stream.codecs import ReleaseRecord
 from ..stream.logic import local_release_extras
-from ._common import UsageError, progress
+from ._common import LIMITS, UsageError, integer, probability, progress, real, user_count
 
 _CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
 _AVERAGED = ("mae", "mre", "mse", "cfpu", "bits_per_user_per_slot", "publications", "approximations")
@@ -62,17 +62,22 @@ class LocalFamily:
                            "reports' sufficient statistic (same distribution, faster) (default: report)")
         group.add_argument("--var-mode", choices=VAR_MODES, default="exact_avg", help="form of V(eps, n) in dis and "
                            "err (default: exact_avg; paper_literal reproduces the printed formulas)")
-        group.add_argument("--beta", type=float, default=0.5, help="LBD/LBA/LPD/LPA/LP-DSAT_w: share of budget or users "
+        group.add_argument("--beta", type=probability(open_low=True, open_high=True), default=0.5,
+                           help="LBD/LBA/LPD/LPA/LP-DSAT_w: share of budget or users "
                            "given to the dissimilarity (default: 0.5)")
-        group.add_argument("--u-min", type=int, default=1, help="LPD: fewest users a publication may ask (default: 1)")
+        group.add_argument("--u-min", type=user_count, default=1,
+                           help="LPD: fewest users a publication may ask (default: 1)")
         group.add_argument("--pool", choices=("floor", "rest"), default="floor", help="LPD/LPA publication pool: "
                            "floor((1-beta)N), or the users left by M1 (default: floor)")
-        group.add_argument("--bound", type=float, default=1.0, help="mean task: values are clipped into [0, B] (default: 1)")
-        group.add_argument("--sigma", type=float, default=0.1, help="mean task: spread of the -Con values around p_t "
+        group.add_argument("--bound", type=real(above=0), default=1.0,
+                           help="mean task: values are clipped into [0, B] (default: 1)")
+        group.add_argument("--sigma", type=real(above=0), default=0.1,
+                           help="mean task: spread of the -Con values around p_t "
                            "(default: 0.1; the paper prints 10)")
-        group.add_argument("--block-size", type=int, default=DEFAULT_BLOCK_SIZE, help="users per device block "
+        group.add_argument("--block-size", type=user_count, default=DEFAULT_BLOCK_SIZE, help="users per device block "
                            f"(default: {DEFAULT_BLOCK_SIZE})")
-        group.add_argument("--runs", type=int, default=1, help="repeat with this many noise keys (seed, seed+1, ...) "
+        group.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1,
+                           help="repeat with this many noise keys (seed, seed+1, ...) "
                            "and average the errors (default: 1)")
         group.add_argument("--roc", action="store_true", help="add the event-monitoring ROC AUC to the summary")
 
@@ -81,14 +86,12 @@ class LocalFamily:
         if args.input:
             if args.task == "mean":
                 raise UsageError("--task mean runs on the synthetic -Con streams (--dataset), not on --input")
-            if not str(args.input).endswith(".npz"):
-                raise UsageError("the local model needs every user's values: give a .npz dump "
+            if not is_dump(args.input):
+                raise UsageError("the local model needs every user's values: give a dump "
                                  "(`wevent replay ... --dump`), not a CSV of counts")
             return _dump_data(UserValues.load(args.input))
         stream = synthetic(args.dataset, args.users, args.slots, args.seed)
         if args.task == "mean":
-            if not args.sigma > 0:
-                raise UsageError(f"--sigma must be > 0, got {args.sigma}")
             values = lambda t: stream.continuous_values_at(t, args.sigma, args.bound)  # noqa: E731
             truth = np.array([[values(t).mean()] for t in range(1, stream.slots + 1)])
             return LocalData(stream.users, truth, values, 1)
@@ -119,8 +122,6 @@ class LocalFamily:
     def run(self, mechanism: str, args):
         from .simulate import Outcome
 
-        if args.runs < 1:
-            raise UsageError(f"--runs must be >= 1, got {args.runs}")
         data = self.data(args)
         floor = args.mre_floor if args.mre_floor is not None else FREQUENCY_MRE_FLOOR
         summaries, records = [], []

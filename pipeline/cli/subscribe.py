@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import sys
-
-from ._common import UsageError
+from ._common import LIMITS, bootstrap_servers, integer, reachable_kafka, real
 
 
 def register(sub) -> None:
     p = sub.add_parser("subscribe", help="print releases from the releases topic")
-    p.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                   help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     p.add_argument("--stream", "-s", action="append", help="only these streams (repeatable)")
     p.add_argument("--json", action="store_true", help="one JSON release per line")
-    p.add_argument("--limit", type=int, help="stop after this many releases")
-    p.add_argument("--timeout", type=float, help="stop after this many seconds without a new release")
+    p.add_argument("--limit", type=integer(1, 2**31), help="stop after this many releases")
+    p.add_argument("--timeout", type=real(minimum=0, maximum=LIMITS["seconds"]),
+                   help="stop after this many seconds without a new release")
     p.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
-    from ..stream.broker import resolve_bootstrap
     from ..stream.subscription import Releases, format_release
 
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    if not bootstrap:
-        raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
-    if args.limit is not None and args.limit < 1:
-        raise UsageError("--limit must be >= 1")
+    bootstrap = reachable_kafka(args.bootstrap)
     shown = 0
     with Releases(bootstrap, streams=args.stream) as releases:
         for record in releases.follow(idle_timeout=args.timeout):

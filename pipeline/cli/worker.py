@@ -4,35 +4,36 @@ from __future__ import annotations
 
 import os
 
-from ._common import LOOPBACK, UsageError, bind_address, check_listen, number
+from ._common import (LOOPBACK, bind_address, bootstrap_servers, check_listen, directory, port, reachable_kafka,
+                      readable_file)
 
 
 def register(sub) -> None:
     p = sub.add_parser("worker", help="run a stream worker against a Kafka cluster")
-    p.add_argument("--config", "-c", required=True, help="stream config file (.toml, .yaml or .json)")
-    p.add_argument("--bootstrap", "-b", help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
-    p.add_argument("--web-port", type=number(int, 1, 65535), default=os.environ.get("WEVENT_WEB_PORT", "6066"),
+    p.add_argument("--config", "-c", required=True, type=readable_file,
+                   help="stream config file (.toml, .yaml or .json)")
+    p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                   help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    p.add_argument("--web-port", type=port, default=os.environ.get("WEVENT_WEB_PORT", "6066"),
                    help="port of the worker's web server: /metrics, /healthz and /query (default: 6066)")
     p.add_argument("--web-host", type=bind_address, default=os.environ.get("WEVENT_WEB_HOST", LOOPBACK),
                    help=f"address the web server listens on (default: {LOOPBACK}, this machine only; 0.0.0.0 "
                    "for every interface, e.g. in a container scraped by Prometheus)")
     p.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                    help="the broker is tansu: one record per batch, short rebalance timeouts")
-    p.add_argument("--datadir", help="directory for the worker's local data (default: ./<app>-data)")
+    p.add_argument("--datadir", type=directory, help="directory for the worker's local data (default: ./<app>-data)")
     p.add_argument("--loglevel", default="warn", choices=["crit", "error", "warn", "info", "debug"])
     p.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
-    from ..stream.broker import create_topics, resolve_bootstrap
+    from ..stream.broker import create_topics
     from ..stream.config import load_config
 
     config = load_config(args.config)
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    if not bootstrap:
-        raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
     config.noise_key()  # fail now, not in the middle of a slot, if no key is configured
     check_listen(args.web_host, args.web_port)
+    bootstrap = reachable_kafka(args.bootstrap)
     create_topics(bootstrap, config.topics())
     from topologies.app import build_app, run_worker
 

@@ -3,7 +3,8 @@
 :class:`UserValues` is what a feed's preprocessing produces (``wevent replay ... --dump``) and what
 ``wevent simulate --input`` reads back: ``values[t, u]`` is user u's value at slot t+1, an integer
 in ``0..d-1``, or ``ABSENT`` (-1) when the user has no value in that slot (such a user is not
-counted). It is stored as a ``.npz`` file.
+counted). It is stored as a ``.npz`` file, and recognised by its content (a zip archive), whatever
+the file's name: :func:`is_dump`.
 
 A count matrix (``T`` rows of ``d`` non-negative numbers) is read from CSV by
 :func:`load_counts_csv`, with one clear error per problem.
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import csv
 import math
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,9 +27,19 @@ import numpy as np
 
 from .validation import ParameterError
 
-__all__ = ["ABSENT", "UserValues", "histograms", "load_counts_csv", "load_input"]
+__all__ = ["ABSENT", "UserValues", "histograms", "is_dump", "load_counts_csv", "load_input"]
 
 ABSENT = -1
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a .npz is a zip archive (the second: an empty one)
+
+
+def is_dump(path: str | Path) -> bool:
+    """Whether ``path`` holds a dump (a zip archive, as ``.npz`` files are), by its first bytes."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) in _ZIP_MAGIC
+    except OSError:
+        return False
 
 
 def histograms(values: np.ndarray, domain_size: int) -> np.ndarray:
@@ -85,27 +98,41 @@ class UserValues:
 
     @classmethod
     def load(cls, path: str | Path) -> "UserValues":
+        """A dump written by :meth:`save`; anything else (truncated, not a dump, empty) is a ParameterError."""
+        not_a_dump = f"{path} is not a wevent dump (.npz from `wevent replay --dump`)"
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                return cls(
-                    values=npz["values"],
-                    domain_size=int(npz["domain_size"]),
-                    labels=npz["labels"].tolist(),
-                    user_ids=npz["user_ids"].tolist(),
-                    slot_seconds=float(npz["slot_seconds"]),
-                    start=float(npz["start"]),
-                    name=str(npz["name"]),
-                )
+            with open(path, "rb") as fh:
+                if fh.read(4) not in _ZIP_MAGIC:
+                    raise ParameterError(f"{not_a_dump}: it is not a zip archive")
+                fh.seek(0)
+                with np.load(fh, allow_pickle=False) as npz:
+                    values = cls(
+                        values=npz["values"],
+                        domain_size=int(npz["domain_size"]),
+                        labels=npz["labels"].tolist(),
+                        user_ids=npz["user_ids"].tolist(),
+                        slot_seconds=float(npz["slot_seconds"]),
+                        start=float(npz["start"]),
+                        name=str(npz["name"]),
+                    )
+        except ParameterError:
+            raise
         except FileNotFoundError:
             raise ParameterError(f"input file not found: {path}") from None
-        except (KeyError, ValueError, OSError) as exc:
-            raise ParameterError(f"{path} is not a wevent dump (.npz from `wevent replay --dump`): {exc}") from None
+        except OSError as exc:
+            raise ParameterError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except (KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            raise ParameterError(f"{not_a_dump}: {' '.join(str(exc).split())}") from None
+        if not (values.slots and values.users and values.domain_size >= 1):
+            raise ParameterError(f"{path} holds no data: {values.slots} slots of {values.users} users, "
+                                 f"domain size {values.domain_size}")
+        return values
 
 
 def load_counts_csv(path: str | Path) -> np.ndarray:
     """A (T, d) matrix of non-negative counts from CSV; an optional first row of names is skipped."""
     try:
-        handle = open(path, newline="")
+        handle = open(path, newline="", encoding="utf-8")
     except FileNotFoundError:
         raise ParameterError(f"input file not found: {path}") from None
     except OSError as exc:
@@ -113,7 +140,7 @@ def load_counts_csv(path: str | Path) -> np.ndarray:
     rows: list[list[float]] = []
     width = None
     with handle:
-        for line_no, row in enumerate(csv.reader(handle), start=1):
+        for line_no, row in _numbered_rows(path, handle):
             cells = [cell.strip() for cell in row]
             if not cells or cells == [""] or cells[0].startswith("#"):
                 continue
@@ -140,6 +167,14 @@ def load_counts_csv(path: str | Path) -> np.ndarray:
     return np.array(rows, dtype=float)
 
 
+def _numbered_rows(path, handle):
+    """The CSV rows with their line numbers; bytes that are not UTF-8 text are a ParameterError."""
+    try:
+        yield from enumerate(csv.reader(handle), start=1)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ParameterError(f"{path} is neither a CSV of counts nor a dump: {' '.join(str(exc).split())}") from None
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -149,8 +184,8 @@ def _is_number(text: str) -> bool:
 
 
 def load_input(path: str | Path) -> tuple[np.ndarray, UserValues | None]:
-    """Counts from a CSV, or counts and user values from a ``.npz`` dump."""
-    if str(path).endswith(".npz"):
+    """Counts from a CSV, or counts and user values from a dump (recognised by its content)."""
+    if is_dump(path):
         values = UserValues.load(path)
         return values.counts().astype(float), values
     return load_counts_csv(path), None

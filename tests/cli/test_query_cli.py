@@ -21,14 +21,14 @@ def one_line_error(run, reason):
 
 @pytest.mark.parametrize("url", ["worker:6066", "http://[bad", "ftp://worker"])
 def test_a_url_that_is_no_web_address_is_one_line(url):
-    one_line_error(query(url), "--url must be a worker's web address")
+    one_line_error(query(url), "--url must be an http:// or https:// URL")
 
 
 @pytest.mark.parametrize("status, body, reason", [
-    (200, b"<html>hello</html>", "did not answer like a wevent worker"),
-    (200, b'{"answer": [1, 2]}', "did not answer like a wevent worker"),
+    (200, b"<html>hello</html>", "answered, but not with a query answer"),
+    (200, b'{"answer": [1, 2]}', "answered, but not with a query answer"),
     (200, b'{"stream": "s", "from": 1, "to": 2, "slot": 3, "decay": 1, "mode": "A", "answer": ["x"], '
-          b'"standard_error": [1]}', "did not answer like a wevent worker"),
+          b'"standard_error": [1]}', "answered, but not with a query answer"),
     (400, b"[1]", "the worker refused the query"),
 ])
 def test_a_server_that_is_no_worker_is_one_line(status, body, reason):

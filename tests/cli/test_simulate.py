@@ -67,7 +67,7 @@ def test_csv_input(tmp_path):
         (["--users", "0"], "users"),
         (["--input", "/nonexistent/counts.csv"], "not found"),
         (["--mechanism", "nope"], "invalid choice"),
-        (["--epsilon", "abc"], "invalid float"),
+        (["--epsilon", "abc"], "--epsilon must be a finite number"),
     ],
 )
 def test_invalid_parameters_one_line_exit_2(args, fragment):

@@ -80,9 +80,9 @@ def test_dump_input_with_user_ids_and_a_requirements_file(capsys, tmp_path):
     [
         (["--input", "counts.csv"], "need every user's value per slot"),
         (["--requirements", "req.csv"], "have no privacy requirement"),
-        (["--requirements", "missing.csv"], "No such file"),
-        (["--strict-epsilon", "0"], "strictest epsilon"),
-        (["--artifact-segment-len-nonprivate", "0"], "must be >= 1"),
+        (["--requirements", "missing.csv"], "not found"),
+        (["--strict-epsilon", "0"], "--strict-epsilon must be a finite number > 0"),
+        (["--artifact-segment-len-nonprivate", "0"], "--artifact-segment-len-nonprivate must be an integer >= 1"),
     ],
 )
 def test_errors_are_one_line_and_exit_2(capsys, tmp_path, monkeypatch, extra, message):

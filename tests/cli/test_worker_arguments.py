@@ -24,7 +24,7 @@ def worker(tmp_path, *arguments: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("arguments, message", [
     (["--web-host", "localhost"], "argument --web-host: not an IP address: 'localhost'"),
     (["--web-host", "203.0.113.7", "--web-port", "6066"], "cannot listen on 203.0.113.7:6066"),  # not this machine's
-    (["--web-port", "0"], "argument --web-port: must be >= 1"),
+    (["--web-port", "0"], "--web-port must be an integer >= 1"),
 ])
 def test_an_address_the_worker_cannot_listen_on_is_one_line(tmp_path, arguments, message):
     result = worker(tmp_path, *arguments)

@@ -73,9 +73,9 @@ def test_synthetic_dump_equals_the_core_generator(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["tdrive", TDRIVE], "give --dump FILE, or --config FILE"),
-    (["tdrive", TDRIVE, "--config", "/nonexistent.toml"], "config file not found"),
+    (["tdrive", TDRIVE, "--config", "/nonexistent.toml"], "nonexistent.toml' was not found"),
     (["tdrive", TDRIVE, "--dump", "/nonexistent-dir/x.npz"], "no directory"),
-    (["tdrive", TDRIVE, "--dump", "x.npz", "--from-slot", "0"], "--from-slot must be a slot"),
+    (["tdrive", TDRIVE, "--dump", "x.npz", "--from-slot", "0"], "--from-slot must be an integer >= 1"),
     (["tdrive", TDRIVE, "--grid", "0x3"], "a grid needs at least one row and one column"),
     (["tdrive", TDRIVE, "--box", "1,2,3"], "expected lon_min,lon_max,lat_min,lat_max"),
     (["tdrive", TDRIVE, "--max-slots", "0"], "expected an integer >= 1"),

@@ -174,7 +174,7 @@ def test_cli_fails_a_nan_ledger_and_the_mixed_phase_overspend(tmp_path):
 
 
 @pytest.mark.parametrize("content, reason", [
-    (None, "Is a directory"),
+    (None, "is not a regular file"),
     ("[1, 2]\n", "record 1 is not a JSON object"),
     ('{"stream": "s", "slot": 1, "epsilon": 1, "window": 2, "eps1": 0, "eps2": 0, "phases": [5]}\n',
      "phases must be a list"),
@@ -226,7 +226,7 @@ def test_cli_refuses_a_listener_that_is_not_kafka_in_one_line():
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        one_line_error(audit("--bootstrap", f"127.0.0.1:{server.getsockname()[1]}"), "no Kafka answers")
+        one_line_error(audit("--bootstrap", f"127.0.0.1:{server.getsockname()[1]}"), "no Kafka answered")
     finally:
         stop.set()
         thread.join()
