@@ -59,6 +59,7 @@ from pipeline.stream.codecs import AuthenticationError, DecodeError, Envelope, S
 log = logging.getLogger("wevent.devices")
 
 MAX_REPORTS_PER_MESSAGE = 16_384  # OUE reports of d ~ 100 bins: well under Kafka's default 1 MiB message
+MAX_MESSAGE_BYTES = 900_000  # users and reports of one message, whatever d: under Kafka's default 1 MiB
 DIGEST_BYTES = 32
 LEDGER_FORMAT = "wevent-device-ledger/1"
 
@@ -350,8 +351,10 @@ class DeviceFleet:
             # simulation draws whoever else answers; refused or absent users' reports are dropped.
             reports = block_reports(self.devices.randomness, request, block,
                                     np.where(block_held == ABSENT, 0, block_held), oracle)
-            for first in range(0, int(chosen.sum()), MAX_REPORTS_PER_MESSAGE):
-                kept = np.flatnonzero(chosen)[first:first + MAX_REPORTS_PER_MESSAGE]
+            # A message the broker refuses would never be delivered, and its request never committed.
+            per_message = max(1, min(MAX_REPORTS_PER_MESSAGE, MAX_MESSAGE_BYTES // (reports[0].nbytes + users.itemsize)))
+            for first in range(0, int(chosen.sum()), per_message):
+                kept = np.flatnonzero(chosen)[first:first + per_message]
                 batches.append({"stream": self.stream.name, "slot": request.slot, "phase": int(request.phase),
                                 "users": users[kept], "reports": reports[kept]})
                 self.answered += kept.size

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import time
-import traceback
 
 import faust
 from faust.exceptions import SameNode
@@ -27,10 +26,12 @@ from pipeline.core.randomness import DerivedRandomness
 from pipeline.stream.codecs import AuthenticationError, Envelope, check_seal, unseal
 from pipeline.stream.config import AppConfig
 from pipeline.stream.kafka import KafkaCredentials
-from pipeline.stream.processors import Processor, Processors, dead_letter
+from pipeline.stream.failures import ErrorLog, internal_error
+from pipeline.stream.processors import Processor, Processors
 from pipeline.stream.query import QueryService
 
 log = logging.getLogger("wevent.worker")
+errors = ErrorLog(log)  # one line per agent and exception type per minute; tracebacks at debug level
 
 
 def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bind: str = "127.0.0.1",
@@ -129,9 +130,8 @@ def _query_service(app: faust.App, config: AppConfig, processors: Processors) ->
                     continue
                 try:
                     service.ingest(event.value, topic, load, save, delete)
-                except Exception:  # a bad message or a bug must not stop the stream
-                    log.error("index failed on %s[%d]@%d: %s", event.message.topic, event.message.partition,
-                              event.message.offset, traceback.format_exc())
+                except Exception as exc:  # a bad message or a bug must not stop the stream
+                    errors.failed("index", exc, f"{topic}[{event.message.partition}]@{event.message.offset}")
 
     @app.page("/query")
     async def query(self, request):
@@ -155,10 +155,9 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
                     event.value, message.topic, message.partition, message.offset,
                     lambda key: table.get(key.encode()), time.time(),
                 )
-            except Exception as exc:  # a bug must not stop the stream: record it and go on
-                log.error("%s failed on %s[%d]@%d: %s", name, message.topic, message.partition, message.offset,
-                          traceback.format_exc())
-                outputs, updates = [dead_letter("internal_error", message.topic, f"{type(exc).__name__}: {exc}")], {}
+            except Exception as exc:  # a bug must not stop the stream: counted, dead-lettered, logged once
+                errors.failed(name, exc, f"{message.topic}[{message.partition}]@{message.offset}")
+                outputs, updates = [internal_error(processor.config, event.value, message.topic, exc)], {}
             if processor.persist_before_send:  # M2: the ledger reaches its changelog before the release leaves
                 store(table, updates)
                 await app.producer.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -9,6 +10,8 @@ from ._common import (LOOPBACK, UsageError, bind_address, bootstrap_servers, che
                       reachable_kafka, readable_file, serve_metrics, shard_spec)
 
 DEFAULT_LEDGER_DIR = "wevent-devices-ledger"
+
+log = logging.getLogger("wevent.devices")
 
 
 def register(sub) -> None:
@@ -72,27 +75,71 @@ def handle(args) -> int:
     bootstrap = reachable_kafka(args.bootstrap)
     if args.metrics_port:
         serve_metrics(args.metrics_port, args.metrics_host)
-    consumer = Consumer(consumer_config(bootstrap, group=f"wevent-devices-{stream.name}-{shard}of{shards}"))
+    # Offsets are committed by hand, each after its request's answer is delivered (see answer_requests).
+    consumer = Consumer({**consumer_config(bootstrap, group=f"wevent-devices-{stream.name}-{shard}of{shards}"),
+                         "enable.auto.commit": False})
     producer = Producer(producer_config(bootstrap, args.tansu_compat))
     consumer.subscribe(["ldp.requests"])
     print(f"devices of stream {stream.name!r}: shard {shard}/{shards} of {stream.users} users in blocks of "
           f"{block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}); waiting for "
           "requests", file=sys.stderr, flush=True)
+
+    def respond(raw: bytes) -> list[bytes]:
+        """The ``ldp.reports`` messages answering one request ([] for another stream's or a forged one)."""
+        request = requests.read(raw)
+        return [] if request is None else signed_reports(fleet.answer(request), reports)
+
     try:
-        while True:
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            request = requests.read(message.value())
-            if request is None:
-                continue
-            for value in signed_reports(fleet.answer(request), reports):
-                producer.produce("ldp.reports", value, key=stream.name.encode())
-                producer.poll(0)
-            producer.flush(30)
+        answer_requests(consumer, producer, respond, key=stream.name.encode())
     finally:
         consumer.close()
     return 0
+
+
+def answer_requests(consumer, producer, respond, key: bytes) -> None:
+    """Answer every request the consumer reads, in order, until the process is stopped.
+
+    A request's offset is committed only once its answer is delivered: the ledger is on disk
+    before the reports leave (``DeviceFleet.answer``), the reports are delivered before the offset
+    is committed. A crash at any point leaves the request uncommitted or answered; an uncommitted
+    request is read again after a restart and answered with the identical reports (its ledger
+    entry makes the repeat free), so the collector counts every report once.
+    """
+    from confluent_kafka import KafkaException
+
+    while True:
+        message = consumer.poll(0.5)
+        if message is None or message.error():
+            continue
+        deliver(producer, "ldp.reports", respond(message.value()), key)
+        try:
+            consumer.commit(message=message, asynchronous=False)
+        except KafkaException as exc:  # the next commit covers it; a restart before then reads it again
+            log.warning("could not commit ldp.requests[%d]@%d (%s); its answer was delivered", message.partition(),
+                        message.offset(), exc.args[0])
+
+
+def deliver(producer, topic: str, values: list[bytes], key: bytes) -> None:
+    """Send ``values`` and wait until the broker has every one; a failure is one line, no commit.
+
+    A broker that is down holds the reports in the producer's queue until it returns or the
+    producer gives them up (``message.timeout.ms``): then the fleet stops, with its request
+    uncommitted, for its supervisor to restart it.
+    """
+    failures = []
+
+    def delivered(error, _message) -> None:
+        if error is not None:
+            failures.append(error)
+
+    for value in values:
+        producer.produce(topic, value, key=key, on_delivery=delivered)
+        producer.poll(0)
+    while producer.flush(1.0):  # short waits: the process still answers signals
+        pass
+    if failures:
+        raise UsageError(f"{len(failures)} of {len(values)} report message(s) not delivered to {topic} "
+                         f"({failures[0].str()}); the request stays uncommitted and is answered again on restart")
 
 
 def server_public_key(text: str | None, config):

@@ -13,10 +13,16 @@ reports_rejected = Counter(
     "wevent_reports_rejected_total",
     "Reports rejected and dead-lettered, by reason (malformed, unknown_stream, unknown_user, "
     "out_of_domain, duplicate, late, before_start, too_far_ahead, wrong_partition, "
-    "watermark_too_far_ahead, raw_value_for_local_stream, unrequested)",
+    "watermark_too_far_ahead, raw_value_for_local_stream, unrequested, unauthenticated, internal_error: a "
+    "worker failed on their message)",
     ["stream", "reason"],
 )
-dead_letters = Counter("wevent_dead_letters_total", "Messages written to the deadletter topic", ["reason"])
+dead_letters = Counter(
+    "wevent_dead_letters_total",
+    "Messages written to the deadletter topic, by reason: every reason of wevent_reports_rejected_total, and "
+    "internal_error (a worker failed on the message), gap, config_changed, unauthenticated, out_of_range",
+    ["reason"],
+)
 slots_closed = Counter("wevent_slots_closed_total", "Slot partials emitted by assemblers", ["stream"])
 releases = Counter("wevent_releases_total", "Releases emitted, by strategy", ["stream", "strategy"])
 last_released_slot = Gauge("wevent_last_released_slot", "Index of the last released slot", ["stream"])

@@ -1,0 +1,99 @@
+"""What a worker does with a message its processor failed on: count it, dead-letter it, log it once.
+
+A bug that fails on every message must neither flood the log nor go uncounted. The message
+becomes an ``internal_error`` dead letter (``wevent_dead_letters_total``), and the reports it
+carried, if it was a report message, are counted as rejected (``wevent_reports_rejected_total``).
+The dead letter and the log line name the exception's type and where it was raised, never its
+text, which can quote the input. :class:`ErrorLog` writes one line per source and exception type
+per interval, with the number of failures it held back; the full traceback is logged at DEBUG.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import metrics
+from .codecs import Envelope, ReportBatch, decode_report_message, unseal
+from .config import AppConfig
+from .processors import Out, dead_letter
+
+__all__ = ["ErrorLog", "internal_error", "raised_at"]
+
+ERROR_LOG_INTERVAL = 60.0  # seconds between two lines about the same failure
+
+
+def raised_at(exc: BaseException) -> str:
+    """Where ``exc`` was raised (``file.py:line in function``): locates the bug without quoting any input."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "unknown location"
+    frame = frames[-1]
+    return f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}"
+
+
+class ErrorLog:
+    """Logs failures in one line each, at most one per (source, exception type) per ``interval`` seconds.
+
+    Parameters
+    ----------
+    logger : logging.Logger
+        Where the lines go: ERROR for the one-line summaries, DEBUG for every full traceback.
+    interval : float
+        Seconds during which further failures of the same source and type are only counted; the
+        next line says how many were held back.
+    clock : callable
+        Monotonic seconds.
+
+    Attributes
+    ----------
+    suppressed : dict
+        Failures held back since the last line, per (source, exception type name).
+    """
+
+    def __init__(self, logger: logging.Logger, interval: float = ERROR_LOG_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.logger, self.interval, self.clock = logger, float(interval), clock
+        self.last: dict[tuple[str, str], float] = {}  # keys are code's exception types: a bounded set
+        self.suppressed: dict[tuple[str, str], int] = {}
+
+    def failed(self, source: str, exc: BaseException, where: str) -> None:
+        """``source`` (an agent) failed with ``exc`` on ``where`` (a topic, partition and offset)."""
+        key = (source, type(exc).__name__)
+        self.logger.debug("%s failed on %s", source, where, exc_info=exc)
+        now = self.clock()
+        if key in self.last and now - self.last[key] < self.interval:
+            self.suppressed[key] = self.suppressed.get(key, 0) + 1
+            return
+        self.last[key] = now
+        held = self.suppressed.pop(key, 0)
+        self.logger.error("%s failed on %s: %s at %s (%straceback at debug level)", source, where, key[1],
+                          raised_at(exc), f"{held} more since the last line; " if held else "")
+
+
+def internal_error(config: AppConfig, raw: bytes, topic: str, exc: BaseException) -> Out:
+    """The dead letter of a message a processor failed on, with its reports counted as rejected."""
+    stream, reports = _reports_in(raw, topic)
+    known = stream if isinstance(stream, str) and config.stream(stream) is not None else None
+    if reports:
+        metrics.reports_rejected.labels(known or "", "internal_error").inc(reports)
+    return dead_letter("internal_error", topic, f"{type(exc).__name__} at {raised_at(exc)}", known)
+
+
+def _reports_in(raw: bytes, topic: str) -> tuple[object, int]:
+    """(stream field, number of reports) of a message of a report topic; (None, 0) for other topics."""
+    if topic not in ("reports", "ldp.reports"):
+        return None, 0
+    try:
+        if topic == "reports":
+            message = decode_report_message(raw)
+            return message.stream, (message.users.size if isinstance(message, ReportBatch) else 0)
+        envelope = Envelope.decode(unseal(raw)[0])
+        return envelope.get("stream"), (int(np.size(envelope.get("users", ()))) if envelope.kind == "reports" else 0)
+    except Exception:  # as unreadable here as it was to the processor: one report of no known stream
+        return None, 1

@@ -1,0 +1,178 @@
+"""A device fleet that stops mid-answer, by SIGKILL or by a failure, answers the request after its restart.
+
+A request's offset is committed only once its answer is delivered, and a re-delivered request is
+answered with the identical reports (its ledger entry makes the repeat free), so every asked user's
+report reaches the collector exactly once and the releases are those of a run without crashes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from pipeline.core.data import UserValues
+from pipeline.stream.broker import create_topics
+from pipeline.stream.codecs import Envelope, ReleaseRecord, request_seal, seal
+from pipeline.stream.config import parse_config
+from pipeline.stream.kafka import KafkaReportSink, consumer_config, producer_config
+from pipeline.stream.processes import DevicesProcess, wait_until, write_config
+from pipeline.stream.subscription import read_topic
+from tests.integration.conftest import metric_value
+from tests.integration.test_central_pipeline import START, categorical_feed, collect
+
+pytestmark = [pytest.mark.integration]
+
+DOMAIN, WINDOW = 4, 10
+
+
+def answers(bootstrap) -> dict[tuple[int, int], list[bytes]]:
+    """The messages on ldp.reports by (slot, phase), as sent."""
+    found: dict[tuple[int, int], list[bytes]] = {}
+    for value in read_topic(bootstrap, "ldp.reports"):
+        envelope = Envelope.decode(value)
+        if envelope.kind == "reports":
+            found.setdefault((envelope["slot"], envelope["phase"]), []).append(value)
+    return found
+
+
+def committed(bootstrap, group: str) -> int:
+    """A consumer group's committed offset on ldp.requests (0 when none)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(consumer_config(bootstrap, group=group))
+    try:
+        return max(consumer.committed([TopicPartition("ldp.requests", 0)], timeout=10)[0].offset, 0)
+    finally:
+        consumer.close()
+
+
+def test_a_fleet_that_fails_before_its_answer_leaves_answers_the_request_after_restart(broker, tmp_path):
+    users = 500
+    config = parse_config({"seed": 5, "report_partitions": 1, "stream_partitions": 1, "streams": [{
+        "name": "kept", "model": "local", "mechanism": "lpa", "epsilon": 1.0, "window": WINDOW, "domain": DOMAIN,
+        "users": users, "slot_seconds": 60, "start": START, "options": {"block_size": 64}}]})
+    create_topics(broker.bootstrap, config.topics())
+    dump = tmp_path / "values.npz"
+    UserValues(categorical_feed(users=users, slots=5, domain=DOMAIN, seed=6), DOMAIN, slot_seconds=60,
+               start=START).save(dump)
+    config_path = write_config(config, tmp_path)
+    ledger = tmp_path / "ledger"
+
+    def start_fleet(n):
+        return DevicesProcess(config_path, "kept", dump, broker.bootstrap, tmp_path / f"devices{n}.log",
+                              tansu_compat=True, ledger_dir=ledger).start()
+
+    from confluent_kafka import Producer
+
+    producer = Producer(producer_config(broker.bootstrap, tansu_compat=True))
+
+    def ask(slot):
+        request = {"stream": "kept", "slot": slot, "phase": 1, "epsilon": 0.5, "oracle": "grr", "domain_size": DOMAIN,
+                   "population": users, "users": np.arange(10 * slot, 10 * slot + 10), "bound": None}
+        producer.produce("ldp.requests", seal("ldp.requests", "kept", Envelope("request", request).encode(),
+                                              request_seal(config.noise_key())), key=b"kept")
+        producer.flush()
+
+    fleet = start_fleet(0)
+    try:
+        ask(1)
+        assert wait_until(lambda: (1, 1) in answers(broker.bootstrap), 60), fleet.log_tail()
+        # The ledger cannot be written (its temporary file is taken by a directory): the fleet
+        # stops on slot 2's request before any report of it leaves.
+        (ledger / "kept-0of1.ledger.tmp").mkdir()
+        ask(2)
+        assert wait_until(lambda: not fleet.alive, 60), fleet.log_tail()
+        assert fleet.process.returncode == 2 and "cannot write device ledger" in fleet.log_tail()
+        assert "Traceback" not in fleet.log_path.read_text()
+        assert committed(broker.bootstrap, "wevent-devices-kept-0of1") == 1  # slot 2's request is not
+        (ledger / "kept-0of1.ledger.tmp").rmdir()
+        fleet = start_fleet(1)
+        assert wait_until(lambda: (2, 1) in answers(broker.bootstrap), 60), fleet.log_tail()
+        assert wait_until(lambda: committed(broker.bootstrap, "wevent-devices-kept-0of1") == 2, 60)
+    finally:
+        fleet.stop()
+    got = answers(broker.bootstrap)
+    assert sorted(got) == [(1, 1), (2, 1)] and [len(v) for v in got.values()] == [1, 1]
+    assert Envelope.decode(got[(2, 1)][0])["users"].tolist() == list(range(20, 30))
+
+
+def changes(path):
+    """A token that changes whenever ``path`` is replaced (the ledger is written by a rename)."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def test_fleets_killed_mid_answer_release_what_a_run_without_crashes_releases(cluster_factory, tmp_path):
+    """SIGKILL right after the fleet's ledger is written (before, while or after its reports leave),
+    then a restart: every asked user's report is counted once, and the releases equal `wevent simulate`'s."""
+    users, slots, block, seed = 2000, 30, 256, 9
+    config = parse_config({"seed": seed, "report_partitions": 1, "stream_partitions": 1, "streams": [{
+        "name": "lpa", "model": "local", "mechanism": "lpa", "epsilon": 1.0, "window": WINDOW, "domain": DOMAIN,
+        "users": users, "slot_seconds": 60, "start": START,
+        "options": {"block_size": block, "deadline_seconds": 300}}]})  # a restart never misses a deadline
+    cluster = cluster_factory(config)
+    cluster.start_worker()
+    values = categorical_feed(users=users, slots=slots, domain=DOMAIN, seed=seed)
+    dump = tmp_path / "values.npz"
+    UserValues(values, DOMAIN, slot_seconds=60, start=START).save(dump)
+    ledger = tmp_path / "ledger" / "lpa-0of2.ledger"
+
+    def start_fleet(shard, n=0):
+        return DevicesProcess(cluster.config_path, "lpa", dump, cluster.bootstrap,
+                              tmp_path / f"devices-{shard}-{n}.log", tansu_compat=True, shard=shard, shards=2,
+                              ledger_dir=ledger.parent).start()
+
+    fleets = [start_fleet(0), start_fleet(1)]
+    sink = KafkaReportSink(cluster.bootstrap, "lpa", 1, tansu_compat=True, clock_only=True)
+    stream = config.stream("lpa")
+    for slot in range(1, slots + 1):
+        sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), None, None)
+    sink.close()
+    rng = random.Random(seed)
+    kills = 0
+    try:
+        for _ in range(4):  # shard 0 is killed 4 times, each just after one of its ledger writes
+            seen = changes(ledger)
+            assert wait_until(lambda: changes(ledger) != seen, 120, interval=0.001), fleets[0].log_tail()
+            time.sleep(rng.uniform(0, 0.02))
+            fleets[0].kill()
+            kills += 1
+            fleets[0] = start_fleet(0, kills)
+        got = collect(cluster.bootstrap, ["lpa"], slots, 300, cluster)
+    finally:
+        for fleet in fleets:
+            fleet.stop()
+    log = tmp_path / "simulated.jsonl"
+    subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", "lpa", "--input", str(dump), "-e", "1",
+                    "-w", str(WINDOW), "--seed", str(seed), "--stream", "lpa", "--block-size", str(block),
+                    "--releases", str(log), "--json"], check=True, capture_output=True, timeout=300)
+    simulated = [ReleaseRecord.from_json(line) for line in log.read_text().splitlines()]
+    assert [r.slot for r in simulated] == list(range(1, slots + 1))
+    for record in simulated:
+        assert got["lpa"][record.slot].release == record.release, f"slot {record.slot}"
+        assert got["lpa"][record.slot].extras == record.extras
+    # No asked user went missing, and every report re-sent after a restart is the first one, byte for byte.
+    text = cluster.metrics(cluster.workers[0])
+    assert metric_value(text, "wevent_ldp_missing_reports_total", stream="lpa") == 0
+    sent: dict[tuple, list[bytes]] = {}
+    for value in read_topic(cluster.bootstrap, "ldp.reports"):
+        envelope = Envelope.decode(value)
+        if envelope.kind == "reports":
+            users = np.asarray(envelope["users"])
+            sent.setdefault((envelope["slot"], envelope["phase"], users.tobytes(), users.size), []).append(value)
+    assert all(len(set(copies)) == 1 for copies in sent.values())
+    # The collector dropped exactly the re-sent reports (as duplicates while their round was open, late after).
+    resent = sum((len(copies) - 1) * size for (*_, size), copies in sent.items())
+    dropped = sum(metric_value(text, "wevent_reports_rejected_total", stream="lpa", reason=reason)
+                  for reason in ("duplicate", "late"))
+    assert dropped == resent
+    assert all("Traceback" not in (tmp_path / f"devices-0-{n}.log").read_text() for n in range(kills))

@@ -1,0 +1,99 @@
+"""A processor failing on a message: counted by reason, dead-lettered without its input, logged once."""
+
+import logging
+
+import numpy as np
+import pytest
+from prometheus_client import REGISTRY
+
+from pipeline.stream.codecs import DeadLetter, Envelope, ReportBatch, Watermark, report_seal, seal
+from pipeline.stream.failures import ErrorLog, internal_error
+from tests.stream.test_local_pipeline import local_config
+
+SECRET = "user 17 value 3 \x00\xff"  # what an exception's text may quote from its input
+
+
+def failure(text=SECRET, kind=RuntimeError):
+    try:
+        raise kind(text)
+    except Exception as exc:
+        return exc
+
+
+def rejected(stream):
+    labels = {"stream": stream, "reason": "internal_error"}
+    return REGISTRY.get_sample_value("wevent_reports_rejected_total", labels) or 0.0
+
+
+def dead_letters():
+    return REGISTRY.get_sample_value("wevent_dead_letters_total", {"reason": "internal_error"}) or 0.0
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_failures_log_one_line_per_agent_and_type_per_interval_with_the_count_held_back(caplog):
+    clock = Clock()
+    errors = ErrorLog(logging.getLogger("wevent.test"), interval=60, clock=clock)
+    caplog.set_level(logging.ERROR, "wevent.test")
+    for offset in range(1000):  # M = 1000 failures of one agent within a minute: one line
+        clock.now = offset * 0.05
+        errors.failed("assemble", failure(), f"reports[0]@{offset}")
+    errors.failed("measure", failure(), "slots[0]@0")  # another agent, another type: their own lines
+    errors.failed("assemble", failure(kind=KeyError), "reports[0]@1000")
+    clock.now = 61.0
+    errors.failed("assemble", failure(), "reports[0]@1001")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 4 and all("\n" not in line and SECRET not in line for line in lines)
+    assert lines[0].startswith("assemble failed on reports[0]@0: RuntimeError at test_failures.py:")
+    assert lines[-1].startswith("assemble failed on reports[0]@1001: RuntimeError")
+    assert lines[-1].endswith(" (999 more since the last line; traceback at debug level)")
+    assert errors.suppressed == {}
+
+
+def test_the_full_traceback_is_logged_at_debug_level_only(caplog):
+    errors = ErrorLog(logging.getLogger("wevent.test"), interval=60)
+    caplog.set_level(logging.DEBUG, "wevent.test")
+    for offset in range(3):
+        errors.failed("assemble", failure(), f"reports[0]@{offset}")
+    debug = [r for r in caplog.records if r.levelno == logging.DEBUG]
+    assert len(debug) == 3 and all(r.exc_info and r.exc_info[0] is RuntimeError for r in debug)
+    assert [r.levelno for r in caplog.records].count(logging.ERROR) == 1
+
+
+@pytest.mark.parametrize("kind", ["batch", "local", "watermark", "request", "unreadable"])
+def test_an_internal_error_is_counted_by_reason_and_its_reports_as_rejected(kind):
+    config = local_config("lpa")
+    users = np.arange(7)
+    message = {
+        "batch": ("reports", ReportBatch("l", users, users % 2, np.zeros(7, dtype=np.int64)).encode(), "l", 7),
+        "local": ("ldp.reports", seal("ldp.reports", "l", Envelope("reports", {
+            "stream": "l", "slot": 1, "phase": 1, "users": users, "reports": users % 2}).encode(),
+            report_seal(config.device_key())), "l", 7),
+        "watermark": ("reports", Watermark("l", 60.0).encode(), "l", 0),
+        "request": ("ldp.requests", Envelope("request", {"stream": "l", "slot": 1}).encode(), None, 0),
+        "unreadable": ("reports", b"\x00\xffnot a report", None, 1),
+    }[kind]
+    topic, raw, stream, reports = message
+    before, letters, unknown = rejected("l"), dead_letters(), rejected("")
+    out = internal_error(config, raw, topic, failure())
+    letter = DeadLetter.from_json(out.value)
+    assert (out.topic, letter.reason, letter.topic, letter.stream) == ("deadletter", "internal_error", topic, stream)
+    assert letter.detail.startswith("RuntimeError at test_failures.py:") and SECRET not in out.value.decode()
+    assert dead_letters() - letters == 1
+    assert (rejected("l") - before, rejected("") - unknown) == ((reports, 0) if stream else (0, reports))
+
+
+def test_a_stream_named_by_the_input_but_not_configured_is_not_a_label():
+    config = local_config("lpa")
+    raw = ReportBatch("nobody's", np.arange(3), np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64)).encode()
+    before = rejected("")
+    letter = DeadLetter.from_json(internal_error(config, raw, "reports", failure()).value)
+    assert letter.stream is None and rejected("") - before == 3
+    assert REGISTRY.get_sample_value("wevent_reports_rejected_total",
+                                     {"stream": "nobody's", "reason": "internal_error"}) is None
