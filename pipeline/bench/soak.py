@@ -140,12 +140,15 @@ def handle(args) -> int:
     print(f"{'run':<26}{'start MiB':>10}{'middle MiB':>11}{'end MiB':>9}{'MiB/min':>9}{'lasted s':>9}"
           f"{'releases/s first third':>24}{'last third':>11}")
     for name, run in (("unbounded (baseline)", baseline), (f"limit {bounded.limit_mb:,.0f} MiB", bounded)):
-        print(f"{name:<26}{run.memory[0]:>10,.0f}{run.memory[run.at(0.5)]:>11,.0f}{max(run.memory):>9,.0f}"
-              f"{run.growth_per_minute():>9,.0f}{run.times[-1]:>9.0f}{run.rate(0, 1 / 3):>24.1f}{run.rate(2 / 3, 1):>11.1f}")
+        print(f"{name:<26}{run.memory[0]:>10,.0f}{run.memory[run.at(0.5)]:>11,.0f}{run.memory[-1]:>9,.0f}"
+              f"{run.growth_per_minute():>9,.0f}{run.times[-1]:>9.0f}"
+              f"{run.rate(0, 1 / 3):>24.1f}{run.rate(2 / 3, 1):>11.1f}")
     reports_per_minute = 60 * baseline.rate(0, 1) * args.users
-    print(f"baseline: {reports_per_minute / 60:,.0f} reports/s; the broker grows {baseline.growth_per_minute():,.0f} MiB "
-          f"per minute, {baseline.growth_per_minute() * 2**20 / max(reports_per_minute, 1):,.1f} bytes per report")
-    print(f"bounded: peak {max(bounded.memory):,.0f} MiB = {max(bounded.memory) / max(baseline.memory):.2f} x the "
-          f"baseline's end; {'stopped: ' + bounded.failure if bounded.failure else 'the limit was never reached'}")
+    growth = baseline.growth_per_minute()
+    print(f"baseline: {reports_per_minute / 60:,.0f} reports/s; the broker grows {growth:,.0f} MiB per minute, "
+          f"{growth * 2**20 / max(reports_per_minute, 1):,.1f} bytes per report")
+    outcome = f"stopped: {bounded.failure}" if bounded.failure else "the limit was never reached"
+    print(f"bounded: peak {max(bounded.memory):,.0f} MiB = {max(bounded.memory) / baseline.memory[-1]:.2f} x the "
+          f"baseline's end; {outcome}")
     return 0
 
