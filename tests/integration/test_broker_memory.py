@@ -24,7 +24,7 @@ def write(broker: EmbeddedBroker, mebibytes: int) -> None:
     for _ in range(mebibytes * 10):
         producer.produce("reports", MESSAGE, partition=0)
         producer.poll(0)
-    producer.flush(30)
+    producer.flush(5)  # a broker the watchdog stopped mid-write never acknowledges
 
 
 @pytest.mark.integration
@@ -56,3 +56,24 @@ def test_the_limit_comes_from_the_environment(monkeypatch):
         monkeypatch.setenv(MEMORY_LIMIT_ENV, bad)
         with pytest.raises(UsageError, match=MEMORY_LIMIT_ENV):
             default_memory_limit_mb()
+
+
+@pytest.mark.integration
+def test_tansu_cannot_drop_records_so_the_limit_is_the_bound(broker):
+    """If a newer tansu drops records below an offset, trimming what every group has read can
+    replace the stop at the limit: this test fails then, to say so."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    create_topics(broker.bootstrap, {"reports": 1})
+    write(broker, 1)
+    futures = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 0}).delete_records(
+        [TopicPartition("reports", 0, 5)], request_timeout=10)
+    with pytest.raises(KafkaException):  # the broker's handler panics: the connection drops
+        for future in futures.values():
+            future.result(15)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "probe", "log_level": 0})
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition("reports", 0), timeout=10) == (0, 10)
+    finally:
+        consumer.close()
