@@ -68,10 +68,11 @@ def test_tansu_cannot_drop_records_so_the_limit_is_the_bound(broker):
     create_topics(broker.bootstrap, {"reports": 1})
     write(broker, 1)
     futures = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 0}).delete_records(
-        [TopicPartition("reports", 0, 5)], request_timeout=10)
-    with pytest.raises(KafkaException):  # the broker's handler panics: the connection drops
-        for future in futures.values():
-            future.result(15)
+        [TopicPartition("reports", 0, 5)], request_timeout=5)
+    for future in futures.values():
+        # the broker's handler panics and drops the connection: an error, or no answer at all
+        with pytest.raises((KafkaException, TimeoutError)):
+            future.result(8)
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "probe", "log_level": 0})
     try:
         assert consumer.get_watermark_offsets(TopicPartition("reports", 0), timeout=10) == (0, 10)
