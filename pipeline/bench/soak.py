@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import UsageError
 from ..stream.broker import EmbeddedBroker, create_topics, free_port
 from ..stream.config import parse_config
 from ..stream.kafka import KafkaReportSink
@@ -132,6 +133,8 @@ def soak(args, limit_mb: float | None) -> Soak:
 
 
 def handle(args) -> int:
+    if args.seconds < 10 or min(args.users, args.ahead, args.partitions) < 1:
+        raise UsageError("--seconds must be at least 10, and --users, --ahead and --partitions at least 1")
     baseline = soak(args, None)
     middle = (baseline.memory[0] + baseline.memory[-1]) / 2
     bounded = soak(args, round(middle))

@@ -140,9 +140,9 @@ class EmbeddedBroker:
             if not self.alive:
                 return
             if used >= self.memory_limit_mb:
-                self.failure = (f"the embedded broker was stopped at {used:,.0f} MiB, its memory limit "
-                                f"({MEMORY_LIMIT_ENV}={self.memory_limit_mb}): it keeps every record in memory; "
-                                f"for longer runs use --bootstrap with a Kafka whose topics have retention")
+                self.failure = (f"the embedded broker was stopped at {used:,.0f} MiB, its memory limit of "
+                                f"{self.memory_limit_mb:,} MiB ({MEMORY_LIMIT_ENV}): it keeps every record in "
+                                f"memory; for longer runs use --bootstrap with a Kafka whose topics have retention")
                 print(f"wevent: {self.failure}", file=sys.stderr, flush=True)
                 self.process.kill()
                 self.process.wait()
