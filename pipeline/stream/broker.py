@@ -135,10 +135,8 @@ class EmbeddedBroker:
         return self
 
     def _watch(self) -> None:
-        while not self._stopping.wait(self.sample_interval):
+        while not self._stopping.wait(self.sample_interval) and self.alive:
             used = self.resident_mb()
-            if not self.alive:
-                return
             if used >= self.memory_limit_mb:
                 self.failure = (f"the embedded broker was stopped at {used:,.0f} MiB, its memory limit of "
                                 f"{self.memory_limit_mb:,} MiB ({MEMORY_LIMIT_ENV}): it keeps every record in "
@@ -159,7 +157,7 @@ class EmbeddedBroker:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        if self._watchdog and self._watchdog is not threading.current_thread():
+        if self._watchdog:
             self._watchdog.join()
 
     def __enter__(self) -> "EmbeddedBroker":
