@@ -17,69 +17,27 @@ import numpy as np
 import pytest
 
 from pipeline.core.data import UserValues
-from pipeline.stream.broker import create_topics
-from pipeline.stream.codecs import Envelope, ReleaseRecord, request_seal, seal
+from pipeline.stream.codecs import Envelope, ReleaseRecord
 from pipeline.stream.config import parse_config
-from pipeline.stream.kafka import KafkaReportSink, consumer_config, producer_config
-from pipeline.stream.processes import DevicesProcess, wait_until, write_config
+from pipeline.stream.kafka import KafkaReportSink
+from pipeline.stream.processes import DevicesProcess, wait_until
 from pipeline.stream.subscription import read_topic
 from tests.integration.conftest import metric_value
+from tests.integration.device_helpers import DOMAIN, WINDOW, answers, committed, kept_stream
 from tests.integration.test_central_pipeline import START, categorical_feed, collect
 
 pytestmark = [pytest.mark.integration]
 
-DOMAIN, WINDOW = 4, 10
-
-
-def answers(bootstrap) -> dict[tuple[int, int], list[bytes]]:
-    """The messages on ldp.reports by (slot, phase), as sent."""
-    found: dict[tuple[int, int], list[bytes]] = {}
-    for value in read_topic(bootstrap, "ldp.reports"):
-        envelope = Envelope.decode(value)
-        if envelope.kind == "reports":
-            found.setdefault((envelope["slot"], envelope["phase"]), []).append(value)
-    return found
-
-
-def committed(bootstrap, group: str) -> int:
-    """A consumer group's committed offset on ldp.requests (0 when none)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(consumer_config(bootstrap, group=group))
-    try:
-        return max(consumer.committed([TopicPartition("ldp.requests", 0)], timeout=10)[0].offset, 0)
-    finally:
-        consumer.close()
 
 
 def test_a_fleet_that_fails_before_its_answer_leaves_answers_the_request_after_restart(broker, tmp_path):
-    users = 500
-    config = parse_config({"seed": 5, "report_partitions": 1, "stream_partitions": 1, "streams": [{
-        "name": "kept", "model": "local", "mechanism": "lpa", "epsilon": 1.0, "window": WINDOW, "domain": DOMAIN,
-        "users": users, "slot_seconds": 60, "start": START, "options": {"block_size": 64}}]})
-    create_topics(broker.bootstrap, config.topics())
-    dump = tmp_path / "values.npz"
-    UserValues(categorical_feed(users=users, slots=5, domain=DOMAIN, seed=6), DOMAIN, slot_seconds=60,
-               start=START).save(dump)
-    config_path = write_config(config, tmp_path)
-    ledger = tmp_path / "ledger"
-
-    def start_fleet(n):
-        return DevicesProcess(config_path, "kept", dump, broker.bootstrap, tmp_path / f"devices{n}.log",
-                              tansu_compat=True, ledger_dir=ledger).start()
-
-    from confluent_kafka import Producer
-
-    producer = Producer(producer_config(broker.bootstrap, tansu_compat=True))
+    stream = kept_stream(broker.bootstrap, tmp_path, users=500, slots=5)
+    ledger = stream.ledger
 
     def ask(slot):
-        request = {"stream": "kept", "slot": slot, "phase": 1, "epsilon": 0.5, "oracle": "grr", "domain_size": DOMAIN,
-                   "population": users, "users": np.arange(10 * slot, 10 * slot + 10), "bound": None}
-        producer.produce("ldp.requests", seal("ldp.requests", "kept", Envelope("request", request).encode(),
-                                              request_seal(config.noise_key())), key=b"kept")
-        producer.flush()
+        stream.ask(slot, 1, np.arange(10 * slot, 10 * slot + 10), 0.5)
 
-    fleet = start_fleet(0)
+    fleet = stream.start_fleet(0)
     try:
         ask(1)
         assert wait_until(lambda: (1, 1) in answers(broker.bootstrap), 60), fleet.log_tail()
@@ -90,11 +48,11 @@ def test_a_fleet_that_fails_before_its_answer_leaves_answers_the_request_after_r
         assert wait_until(lambda: not fleet.alive, 60), fleet.log_tail()
         assert fleet.process.returncode == 2 and "cannot write device ledger" in fleet.log_tail()
         assert "Traceback" not in fleet.log_path.read_text()
-        assert committed(broker.bootstrap, "wevent-devices-kept-0of1") == 1  # slot 2's request is not
+        assert committed(broker.bootstrap) == 1  # slot 2's request is not
         (ledger / "kept-0of1.ledger.tmp").rmdir()
-        fleet = start_fleet(1)
+        fleet = stream.start_fleet(1)
         assert wait_until(lambda: (2, 1) in answers(broker.bootstrap), 60), fleet.log_tail()
-        assert wait_until(lambda: committed(broker.bootstrap, "wevent-devices-kept-0of1") == 2, 60)
+        assert wait_until(lambda: committed(broker.bootstrap) == 2, 60)
     finally:
         fleet.stop()
     got = answers(broker.bootstrap)

@@ -1,0 +1,87 @@
+"""One local stream, ``kept``, served by a real `wevent devices` process that tests drive with
+requests they sign themselves (as the server would), to watch its ledger, answers and commits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.core.data import UserValues
+from pipeline.stream.broker import create_topics
+from pipeline.stream.codecs import Envelope, request_seal, seal
+from pipeline.stream.config import AppConfig, parse_config
+from pipeline.stream.kafka import consumer_config, producer_config
+from pipeline.stream.processes import DevicesProcess, write_config
+from pipeline.stream.subscription import read_topic
+from tests.integration.test_central_pipeline import START, categorical_feed
+
+DOMAIN, WINDOW = 4, 10
+GROUP = "wevent-devices-kept-0of1"  # the consumer group `wevent devices` joins for shard 0/1 of "kept"
+
+
+def answers(bootstrap) -> dict[tuple[int, int], list[bytes]]:
+    """The messages on ldp.reports by (slot, phase), as sent."""
+    found: dict[tuple[int, int], list[bytes]] = {}
+    for value in read_topic(bootstrap, "ldp.reports"):
+        envelope = Envelope.decode(value)
+        if envelope.kind == "reports":
+            found.setdefault((envelope["slot"], envelope["phase"]), []).append(value)
+    return found
+
+
+def committed(bootstrap, group: str = GROUP) -> int:
+    """The fleet's committed offset on ldp.requests (what a restarted fleet resumes from; 0 when none)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(consumer_config(bootstrap, group=group))
+    try:
+        return max(consumer.committed([TopicPartition("ldp.requests", 0)], timeout=10)[0].offset, 0)
+    finally:
+        consumer.close()
+
+
+@dataclass
+class KeptStream:
+    """The stream, its values dump and ledger directory, and a producer of signed requests."""
+
+    config: AppConfig
+    bootstrap: str
+    directory: Path
+    users: int
+    sent: int = 0
+
+    @property
+    def ledger(self) -> Path:
+        return self.directory / "ledger"
+
+    def start_fleet(self, n: int) -> DevicesProcess:
+        return DevicesProcess(write_config(self.config, self.directory), "kept", self.directory / "values.npz",
+                              self.bootstrap, self.directory / f"devices{n}.log", tansu_compat=True,
+                              ledger_dir=self.ledger).start()
+
+    def ask(self, slot: int, phase: int, users, epsilon: float) -> None:
+        """Send a GRR request signed with the server's key, as M2 would."""
+        from confluent_kafka import Producer
+
+        request = {"stream": "kept", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",
+                   "domain_size": DOMAIN, "population": self.users, "users": np.asarray(users, dtype=np.int64),
+                   "bound": None}
+        signed = seal("ldp.requests", "kept", Envelope("request", request).encode(),
+                      request_seal(self.config.noise_key()))
+        producer = Producer(producer_config(self.bootstrap, tansu_compat=True))
+        producer.produce("ldp.requests", signed, key=b"kept")
+        producer.flush()
+        self.sent += 1
+
+
+def kept_stream(bootstrap: str, directory: Path, users: int, slots: int) -> KeptStream:
+    """Topics, a values dump of ``users`` x ``slots`` categorical values, and the stream's config."""
+    config = parse_config({"seed": 5, "report_partitions": 1, "stream_partitions": 1, "streams": [{
+        "name": "kept", "model": "local", "mechanism": "lpa", "epsilon": 1.0, "window": WINDOW, "domain": DOMAIN,
+        "users": users, "slot_seconds": 60, "start": START, "options": {"block_size": 64}}]})
+    create_topics(bootstrap, config.topics())
+    UserValues(categorical_feed(users=users, slots=slots, domain=DOMAIN, seed=6), DOMAIN, slot_seconds=60,
+               start=START).save(directory / "values.npz")
+    return KeptStream(config, bootstrap, directory, users)
