@@ -63,13 +63,24 @@ class EmbeddedBroker:
         wait_for_port("127.0.0.1", self.port)
         return self
 
-    def stop(self) -> None:
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def describe_exit(self) -> str:
+        """How the broker process ended, e.g. "killed by SIGKILL" or "exit status 1"."""
+        code = self.process.poll() if self.process else None
+        if code is None:
+            return "running"
+        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+
+    def stop(self, timeout: float = 1.0) -> None:
         # In-memory storage: nothing to save. tansu drains open client connections on SIGTERM
         # for seconds, so it gets one second before SIGKILL.
         if self.process and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
-                self.process.wait(1)
+                self.process.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()

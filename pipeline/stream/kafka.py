@@ -172,6 +172,10 @@ class KafkaReportSink:
         for p in range(self.partitions):
             self._produce(mark, p)
 
+    def abandon(self) -> None:
+        """Drop what is still queued (the sender is stopping): a later :meth:`close` then fails at once."""
+        self.producer.purge()
+
     def close(self) -> None:
         """Wait for every delivery report; raise :class:`DeliveryError` unless all were delivered."""
         self.producer.flush(self.delivery_timeout + 5)  # a message not delivered by then has failed
