@@ -41,6 +41,11 @@ class RateLimit(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if not record.name.startswith(CLIENT_LOGGERS) or record.levelno < logging.WARNING:
             return True
+        if not hasattr(record, "rate_limited"):  # decided once, whichever handler asks first
+            record.rate_limited = not self._let_through(record)
+        return not record.rate_limited
+
+    def _let_through(self, record: logging.LogRecord) -> bool:
         kind = (record.name, str(record.msg))
         now = self.clock()
         if now - self.last.get(kind, -self.interval) < self.interval:
@@ -50,10 +55,10 @@ class RateLimit(logging.Filter):
         held = self.held.pop(kind, 0)
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
-            record.msg, record.args = f"{record.getMessage()}: {type(error).__name__}: {error}", None
+            record.msg, record.args = f"{record.getMessage()}: {type(error).__name__}: {error}", ()
             record.exc_info = record.exc_text = None
         if held:
-            record.msg, record.args = f"{record.getMessage()} ({held} more like it in the last {self.interval:g} s)", None
+            record.msg, record.args = f"{record.getMessage()} ({held} more like it in the last {self.interval:g} s)", ()
         return True
 
 

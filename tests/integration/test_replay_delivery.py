@@ -26,12 +26,22 @@ def replay_command(config_path: Path, bootstrap: str, *extra: str) -> list[str]:
             str(config_path), "--bootstrap", bootstrap, "--tansu-compat", "--no-progress", *extra]
 
 
-@pytest.fixture
-def taxi_config(tmp_path):
+FEED_START = 1201968059.0  # the bundled sample's first slot, in ``PROFILE``
+
+
+def write_taxi_config(directory: Path, first_slot: int = 1):
+    """A central stream the bundled sample (``PROFILE``) fits from its slot ``first_slot`` on, and
+    the file it is written to."""
     config = parse_config({"seed": 1, "report_partitions": 2, "stream_partitions": 1, "streams": [{
         "name": "taxi", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 20, "domain": 16,
-        "users": 248, "slot_seconds": 300.0, "start": 1201968059.0}]})
-    return config, write_config(config, tmp_path)
+        "users": 248, "slot_seconds": 300.0,
+        "start": FEED_START + (first_slot - 1) * 300.0}]})
+    return config, write_config(config, directory)
+
+
+@pytest.fixture
+def taxi_config(tmp_path):
+    return write_taxi_config(tmp_path)
 
 
 def test_the_success_line_counts_the_confirmed_messages(broker, taxi_config):
