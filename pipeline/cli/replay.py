@@ -167,17 +167,17 @@ def handle(args) -> int:
     profile = resolve(command.profiles, args.profile, **overrides)
     if args.truth_port and args.dump:
         raise UsageError("--truth-port follows releases in Kafka: it does not go with --dump")
-    open_sink = _sink_factory(args)
-    feed, data = command.load(args, profile)
-    sink = open_sink(feed)
-    if args.truth_port:
-        _follow_truth(args, feed)
     from ..stream.kafka import DeliveryError
 
+    open_sink = _sink_factory(args)
+    feed, data = command.load(args, profile)
     try:
+        sink = open_sink(feed)
+        if args.truth_port:
+            _follow_truth(args, feed)
         stats = replay(feed, sink, args.from_slot, args.speed,
                        progress=lambda slots, total: progress(slots, args.progress, total=total, desc="replay"))
-    except DeliveryError as exc:  # the broker is gone or refuses: what was sent is incomplete
+    except DeliveryError as exc:  # the broker is gone, refuses or lost data: what was sent is incomplete
         print(f"wevent replay: failed: {exc}", file=sys.stderr)
         return 1
     summary = {

@@ -108,7 +108,10 @@ class KafkaReportSink:
 
     Every message's delivery is confirmed by the broker or fails after ``delivery_timeout``
     seconds; once one has failed, sending and :meth:`close` raise :class:`DeliveryError` (a slot
-    with a hole must not look sent).
+    with a hole must not look sent). :meth:`close` also checks that the broker still holds what
+    it confirmed: each partition's end offset must have moved by at least the messages delivered
+    there (an in-memory broker restarted during the replay confirms the later messages but has
+    lost the earlier ones).
     """
 
     def __init__(self, bootstrap: str, stream: str, partitions: int, tansu_compat: bool = False,
@@ -125,12 +128,30 @@ class KafkaReportSink:
         self.reports_sent = 0
         self.messages_sent = 0
         self.delivered = 0
+        self.delivered_to = [0] * partitions
         self.failed = 0
         self.failure: str | None = None  # the first delivery error
+        self.start_offsets = self._end_offsets()
+
+    def _end_offsets(self) -> list[int]:
+        """The end offset of each ``reports`` partition; 0 for one the broker does not have."""
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        consumer = Consumer(consumer_config(self.bootstrap))
+        try:
+            topic = consumer.list_topics("reports", timeout=10).topics.get("reports")
+            present = topic.partitions if topic and not topic.error else {}
+            return [consumer.get_watermark_offsets(TopicPartition("reports", p), timeout=10, cached=False)[1]
+                    if p in present else 0 for p in range(self.partitions)]
+        except KafkaException as exc:
+            raise DeliveryError(f"cannot reach Kafka at {self.bootstrap}: {exc.args[0].str()}") from None
+        finally:
+            consumer.close()
 
     def _on_delivery(self, error, message) -> None:
         if error is None:
             self.delivered += 1
+            self.delivered_to[message.partition()] += 1
         else:
             self.failed += 1
             self.failure = self.failure or error.str()
@@ -183,6 +204,13 @@ class KafkaReportSink:
         if self.delivered < self.messages_sent:
             raise DeliveryError(f"{self.messages_sent - self.delivered:,} of {self.messages_sent:,} messages still "
                                 f"unconfirmed by Kafka at {self.bootstrap} after {self.delivery_timeout:g} s")
+        held = np.subtract(self._end_offsets(), self.start_offsets)
+        lost = np.flatnonzero(held < self.delivered_to)
+        if lost.size:
+            p = int(lost[0])
+            raise DeliveryError(f"Kafka at {self.bootstrap} confirmed {self.delivered_to[p]:,} messages to reports[{p}] "
+                                f"but holds {max(int(held[p]), 0):,} more than before the replay: it lost messages "
+                                "(an in-memory broker restarted?)")
 
 
 def sink_for(bootstrap: str, stream, partitions: int, tansu_compat: bool,

@@ -73,3 +73,24 @@ def test_a_broker_killed_mid_replay_fails_the_replay_in_one_line(tmp_path, taxi_
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("wevent replay: failed: ") and "not delivered" in lines[0], err
     assert "delivered to Kafka" not in out, out
+
+
+def test_a_broker_restarted_empty_mid_replay_fails_the_replay(tmp_path, taxi_config):
+    config, path = taxi_config
+    broker = EmbeddedBroker().start()
+    try:
+        create_topics(broker.bootstrap, config.topics())
+        replay = subprocess.Popen(replay_command(path, broker.bootstrap, "--speed", "3000", "--delivery-timeout", "30"),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4)
+        broker.process.kill()
+        broker.process.wait()
+        time.sleep(2)
+        broker = EmbeddedBroker(broker.port).start()  # in-memory: what the replay sent so far is gone
+        create_topics(broker.bootstrap, config.topics())
+        out, err = replay.communicate(timeout=120)
+    finally:
+        broker.stop()
+    assert replay.returncode == 1, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "it lost messages" in lines[0], err
