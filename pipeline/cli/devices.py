@@ -70,6 +70,9 @@ def handle(args) -> int:
         serve_metrics(args.metrics_port, args.metrics_host)
     from confluent_kafka import Consumer, Producer
 
+    from pipeline.stream.health import log_client_errors
+
+    log_client_errors()  # a broker that goes away: one line per 30 s in the fleet's log, not one per retry
     consumer = Consumer(consumer_config(bootstrap, group=f"wevent-devices-{stream.name}-{shard}of{shards}"))
     producer = Producer(producer_config(bootstrap, args.tansu_compat))
     consumer.subscribe(["ldp.requests"])

@@ -69,6 +69,15 @@ def rate_limit_client_logs(logger: logging.Logger, interval: float = 30.0) -> No
         handler.addFilter(limit)
 
 
+def log_client_errors(stream=None, interval: float = 30.0) -> None:
+    """Kafka client errors of this process to ``stream`` (default stderr), one line per kind and
+    interval: for a long-running command without logging of its own (the device fleet)."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.addFilter(RateLimit(interval))
+    kafka_log.addHandler(handler)
+
+
 class BrokerWatch:
     """What a worker's ``/healthz`` reports: the broker, its consumer's progress, its streams' releases.
 

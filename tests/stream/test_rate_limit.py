@@ -61,3 +61,22 @@ def test_a_traceback_is_folded_into_the_line_and_other_loggers_pass():
         log_with(handlers, "aiokafka", logging.INFO, "connected")
     assert out.getvalue().splitlines() == ["Failed fetch: ConnectionError: closed"] \
         + ["assemble failed on reports[0]@7", "connected"] * 3
+
+
+def test_a_command_logs_a_dead_broker_once_per_interval():
+    from confluent_kafka import Producer
+
+    from pipeline.stream.broker import free_port
+    from pipeline.stream.health import kafka_log, log_client_errors
+    from pipeline.stream.kafka import producer_config
+
+    out = io.StringIO()
+    log_client_errors(out, interval=60.0)
+    try:
+        producer = Producer(producer_config(f"127.0.0.1:{free_port()}", tansu_compat=True))  # nothing listens there
+        for _ in range(30):
+            producer.poll(0.1)  # librdkafka retries the connection several times meanwhile
+    finally:
+        kafka_log.handlers = [h for h in kafka_log.handlers if not isinstance(h, logging.StreamHandler)]
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and "Connection refused" in lines[0], lines
