@@ -187,6 +187,7 @@ class BrokerWatch:
         self.lost, self.suspect = (found if found and self.suspect else self.lost), found
 
     def _consumer_stalls(self, now, owned, ends, committed) -> list[dict]:
+        self.waiting = {tp: seen for tp, seen in self.waiting.items() if tp in owned}  # a partition handed back
         stalls = []
         for tp in owned:
             lag = ends.get(tp, 0) - committed.get(tp, 0)
