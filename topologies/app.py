@@ -15,7 +15,9 @@ a worker that takes over a partition recovers exactly that partition's state.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import time
 
 import faust
@@ -25,6 +27,7 @@ from faust.sensors.prometheus import setup_prometheus_sensors
 from pipeline.core.randomness import DerivedRandomness
 from pipeline.stream.codecs import AuthenticationError, Envelope, check_seal, unseal
 from pipeline.stream.config import AppConfig
+from pipeline.stream.health import BrokerWatch, rate_limit_client_logs
 from pipeline.stream.kafka import KafkaCredentials
 from pipeline.stream.failures import ErrorLog, internal_error
 from pipeline.stream.processors import Processor, Processors
@@ -33,14 +36,20 @@ from pipeline.stream.query import QueryService
 log = logging.getLogger("wevent.worker")
 errors = ErrorLog(log)  # one line per agent and exception type per minute; tracebacks at debug level
 
+DEFAULT_STALL_SECONDS = 120.0
+HEALTH_INTERVAL = 2.0  # seconds between two looks at the broker
+LOST_BROKER_STATUS = 3
+
 
 def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bind: str = "127.0.0.1",
-              tansu_compat: bool = False, datadir: str | None = None) -> faust.App:
+              tansu_compat: bool = False, datadir: str | None = None,
+              stall_seconds: float = DEFAULT_STALL_SECONDS) -> faust.App:
     """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``.
 
     Its web server (/metrics, /healthz, /query) listens on ``web_bind`` only, this machine by
     default. Faust's /table views are off: they would serve the tables' contents (partial counts
-    of raw reports, ledgers) to anyone who can reach the port.
+    of raw reports, ledgers) to anyone who can reach the port. ``/healthz`` answers 503 while the
+    broker is unreachable, or input has waited ``stall_seconds`` without progress (:func:`_health`).
     """
     options = dict(
         broker=f"kafka://{bootstrap}",
@@ -94,12 +103,39 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
             for name in local:
                 await topics["ldp.reports"].send(key=name.encode(), value=Envelope("tick", {"stream": name}).encode())
 
-    @app.page("/healthz")
-    async def healthz(self, request):
-        return self.json({"status": "ok", "streams": [s.name for s in config.streams]})
-
+    _health(app, config, bootstrap, stall_seconds)
     _query_service(app, config, processors)
     return app
+
+
+def _health(app: faust.App, config: AppConfig, bootstrap: str, stall_seconds: float) -> None:
+    """``/healthz``, from a :class:`BrokerWatch` checked every few seconds.
+
+    A broker that lost the worker's topics or offsets (an in-memory broker restarted) cannot be
+    resumed from: the worker's tables and positions describe data that is gone. It then exits
+    with one line and status 3, so that its supervisor restarts it from what the broker holds.
+    """
+    watch = BrokerWatch(bootstrap, config, stall_seconds)
+    streams = [s.name for s in config.streams]
+
+    @app.task
+    async def check_broker():
+        while True:  # a loop, not a timer: a check waits up to its timeout when the broker is gone
+            assignment = {(tp.topic, tp.partition) for tp in app.consumer.assignment()}
+            await app.loop.run_in_executor(None, watch.check, assignment)
+            if watch.lost:
+                log.critical("the broker at %s lost this worker's data (%s): exiting so that it restarts from what "
+                             "the broker holds", bootstrap, watch.lost)
+                for handler in logging.getLogger().handlers:
+                    handler.flush()
+                os._exit(LOST_BROKER_STATUS)  # Faust's own shutdown would wait on a consumer group that is gone
+            await asyncio.sleep(HEALTH_INTERVAL)
+
+    @app.page("/healthz")
+    async def healthz(self, request):
+        problems = watch.problems
+        body = {"status": "not ready" if problems else "ok", "streams": streams, "problems": problems}
+        return self.json(body, status=503 if problems else 200)
 
 
 def _query_service(app: faust.App, config: AppConfig, processors: Processors) -> None:
@@ -201,7 +237,16 @@ async def send(topics: dict, outputs) -> None:
         await topics[out.topic].send(key=out.key.encode() if out.key else None, value=out.value)
 
 
+class _Worker(faust.Worker):
+    """Faust's worker, with the Kafka clients' repeated errors rate-limited (one line per kind
+    and interval: a broker that is gone makes them retry several times a second)."""
+
+    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
+        super().on_setup_root_logger(logger, level)
+        rate_limit_client_logs(logger)
+
+
 def run_worker(app: faust.App, loglevel: str = "warn") -> None:
     """Run the worker in this process until it is stopped (SIGTERM/SIGINT)."""
-    worker = faust.Worker(app, loglevel=loglevel, quiet=True)
+    worker = _Worker(app, loglevel=loglevel, quiet=True)
     worker.execute_from_commandline()

@@ -75,6 +75,9 @@ def handle(args) -> int:
     bootstrap = reachable_kafka(args.bootstrap)
     if args.metrics_port:
         serve_metrics(args.metrics_port, args.metrics_host)
+    from pipeline.stream.health import log_client_errors
+
+    log_client_errors()  # a broker that goes away: one line per 30 s in the fleet's log, not one per retry
     # Offsets are committed by hand, each after its request's answer is delivered (see answer_requests).
     consumer = Consumer({**consumer_config(bootstrap, group=f"wevent-devices-{stream.name}-{shard}of{shards}"),
                          "enable.auto.commit": False})

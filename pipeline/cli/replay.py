@@ -22,9 +22,8 @@ from producers.preprocess import Preprocessed, parse_grid
 from producers.profiles import resolve, settings_of
 from producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
 
-from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, listen_port, reachable_kafka,
-                      progress, readable_file, real, seed, serve_metrics, slot_count, user_count,
-                      writable_file)
+from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, listen_port, progress, reachable_kafka,
+                      readable_file, real, seed, serve_metrics, slot_count, user_count, writable_file)
 
 __all__ = ["register"]
 
@@ -157,6 +156,9 @@ def _add_replay_options(parser) -> None:
                        help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
     kafka.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                        help="the broker is tansu: one record per batch")
+    kafka.add_argument("--delivery-timeout", type=real(above=0, maximum=LIMITS["seconds"]), default=60.0,
+                       metavar="SECONDS", help="a message the broker has not confirmed within SECONDS is not "
+                       "delivered, and the replay fails (default: 60)")
     kafka.add_argument("--truth-port", type=listen_port, metavar="PORT", help="also follow the stream's releases and "
                        "serve their mean absolute error against this feed's truth on http://127.0.0.1:PORT/metrics, "
                        "until stopped (Ctrl-C); only ever on this machine's loopback: the truth is a function of raw "
@@ -190,7 +192,7 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
 
     def open_kafka(feed: Feed) -> SlotSink:
         check_feed_fits(feed, stream)
-        return sink_for(bootstrap, stream, config.report_partitions, args.tansu_compat)
+        return sink_for(bootstrap, stream, config.report_partitions, args.tansu_compat, args.delivery_timeout)
 
     return open_kafka
 
@@ -201,13 +203,19 @@ def handle(args) -> int:
     profile = resolve(command.profiles, args.profile, **overrides)
     if args.truth_port and args.dump:
         raise UsageError("--truth-port follows releases in Kafka: it does not go with --dump")
+    from ..stream.kafka import DeliveryError
+
     open_sink = _sink_factory(args)
     feed, data = command.load(args, profile)
-    sink = open_sink(feed)
-    if args.truth_port:
-        _follow_truth(args, feed)
-    stats = replay(feed, sink, args.from_slot, args.speed,
-                   progress=lambda slots, total: progress(slots, args.progress, total=total, desc="replay"))
+    try:
+        sink = open_sink(feed)
+        if args.truth_port:
+            _follow_truth(args, feed)
+        stats = replay(feed, sink, args.from_slot, args.speed,
+                       progress=lambda slots, total: progress(slots, args.progress, total=total, desc="replay"))
+    except DeliveryError as exc:  # the broker is gone, refuses or lost data: what was sent is incomplete
+        print(f"wevent replay: failed: {exc}", file=sys.stderr)
+        return 1
     summary = {
         "feed": command.name, "profile": args.profile, "settings": asdict(profile), "name": feed.name,
         "users": feed.users, "slots": feed.slots, "domain_size": feed.domain_size,
@@ -215,6 +223,7 @@ def handle(args) -> int:
         "lines": data.lines if data else None,
         "skipped": data.skipped.as_dict() if data else {}, "skipped_lines": data.skipped.total if data else 0,
         "first_slot": stats.first_slot, "last_slot": stats.last_slot, "reports": stats.reports, "dump": args.dump,
+        "messages_delivered": None if args.dump else sink.delivered,
     }
     if args.json:
         print(json.dumps(summary, default=str, sort_keys=True))
@@ -251,6 +260,7 @@ def _print_summary(summary: dict, data: Preprocessed | None, out) -> None:
               f"slots of {summary['slot_seconds']:g} s from {start}, domain size {summary['domain_size']}\n")
     if data is not None:
         out.write(f"read {data.lines:,} lines; {data.skipped.describe()}\n")
-    target = f"dumped to {summary['dump']}" if summary["dump"] else "sent to Kafka"
+    target = (f"dumped to {summary['dump']}" if summary["dump"]
+              else f"all {summary['messages_delivered']:,} messages delivered to Kafka")
     out.write(f"replayed slots {summary['first_slot']:,}..{summary['last_slot']:,}: {summary['reports']:,} reports, "
               f"{target}\n")

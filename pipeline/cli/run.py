@@ -163,6 +163,10 @@ def run_keys(config, seed: int | None, *, devices: bool, external_kafka: bool) -
     return worker, keys
 
 
+class Failed(Exception):
+    """A part of the run failed for good (the broker died): one line, exit status 1."""
+
+
 class Stopped(Exception):
     """A termination signal arrived: the run unwinds and stops what it started."""
 
@@ -221,12 +225,22 @@ class ReplayThread:
     """The feed's replay into Kafka, in a thread of this process; ``stop`` ends it within a slot.
 
     It is stopped before the broker, so that its producer does not go on calling a broker that is gone.
+    A replay that fails (its messages not delivered) keeps its error in ``failure`` for the run to report.
     """
 
     def __init__(self, feed, sink, speed: float) -> None:
         self.stopping = threading.Event()
-        self.thread = threading.Thread(target=replay_feed, args=(feed, sink, 1, speed), daemon=True, name="replay",
-                                       kwargs={"progress": self._until_stopped, "sleep": self.stopping.wait})
+        self.failure: Exception | None = None
+        self.sink = sink
+        self.thread = threading.Thread(target=self._replay, args=(feed, sink, speed), daemon=True, name="replay")
+
+    def _replay(self, feed, sink, speed: float) -> None:
+        from ..stream.kafka import DeliveryError
+
+        try:
+            replay_feed(feed, sink, 1, speed, progress=self._until_stopped, sleep=self.stopping.wait)
+        except DeliveryError as exc:
+            self.failure = exc
 
     def _until_stopped(self, slots, total):
         return itertools.takewhile(lambda _: not self.stopping.is_set(), slots)
@@ -237,6 +251,7 @@ class ReplayThread:
 
     def stop(self, timeout: float = 10.0) -> None:
         self.stopping.set()
+        self.sink.abandon()  # the run is ending: what is still queued need not wait for a broker
         self.thread.join(timeout)
 
 
@@ -269,6 +284,7 @@ def handle(args) -> int:
         print(f"the feed has only {feed.slots} slots", file=sys.stderr)
 
     signals, started, workdir = Signals(), [], None  # started: broker, worker, devices, replay; stopped in reverse
+    grace = {}  # how long each process gets to stop
 
     def start(process):
         with signals.deferred():  # a signal now waits until the process is in `started`
@@ -282,10 +298,14 @@ def handle(args) -> int:
     except Stopped as stop:
         print(f"wevent run: {stop}: stopping", file=sys.stderr)
         return 128 + stop.signum
+    except Failed as failure:
+        print(f"wevent run: failed: {failure}", file=sys.stderr)
+        grace = {"timeout": 2.0}  # without a broker the worker cannot leave its group cleanly: no use waiting
+        return 1
     finally:
         signals.ignoring = True  # the shutdown below completes whatever arrives now
         for process in reversed(started):
-            process.stop()
+            process.stop(**grace)
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
         signals.restore()
@@ -323,7 +343,7 @@ def _run(args, config, stream, feed, slots: int, keys, workdir: Path, start) -> 
           f"worker log {worker.log_path} (deleted on exit)", file=sys.stderr)
     print(describe(stream, feed, slots), file=sys.stderr)
     sink = sink_for(bootstrap, stream, config.report_partitions, broker is not None)
-    start(ReplayThread(_first_slots(feed, slots), sink, args.speed))
+    replay = start(ReplayThread(_first_slots(feed, slots), sink, args.speed))
     monitor = TruthMonitor.for_stream(stream, feed)
     released = 0
     with Releases(bootstrap, streams=[stream.name]) as releases, \
@@ -340,9 +360,15 @@ def _run(args, config, stream, feed, slots: int, keys, workdir: Path, start) -> 
                 if released >= slots:
                     break
             else:  # a second without releases: fine while the processes live (they may be starting)
+                if broker and not broker.alive:
+                    reason = broker.failure or f"the embedded broker stopped ({broker.describe_exit()})"
+                    raise Failed(f"{reason}; its topics and the streams' state are gone: {released} of {slots} "
+                                 "slots were released")
                 for child in children:
                     if not child.alive:
                         raise UsageError(f"{child.command[3]} stopped; its log ends with:\n{child.log_tail()}")
+                if replay.failure:
+                    raise Failed(f"the replay failed: {replay.failure}")
     if args.audit_log:
         _write_audit_log(args.audit_log, bootstrap, stream.name, slots)
     error = monitor.total / monitor.cells if monitor.cells else float("nan")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ._common import (LOOPBACK, bind_address, bootstrap_servers, check_listen, directory, port, reachable_kafka,
-                      readable_file)
+from ._common import (LIMITS, LOOPBACK, bind_address, bootstrap_servers, check_listen, directory, port, reachable_kafka,
+                      readable_file, real)
 
 
 def register(sub) -> None:
@@ -22,6 +22,9 @@ def register(sub) -> None:
     p.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
                    help="the broker is tansu: one record per batch, short rebalance timeouts")
     p.add_argument("--datadir", type=directory, help="directory for the worker's local data (default: ./<app>-data)")
+    p.add_argument("--stall-seconds", type=real(above=0, maximum=LIMITS["seconds"]),
+                   default=os.environ.get("WEVENT_STALL_SECONDS", "120"),
+                   help="/healthz answers 503 when input has waited this long without progress (default: 120)")
     p.add_argument("--loglevel", default="warn", choices=["crit", "error", "warn", "info", "debug"])
     p.set_defaults(handler=handle)
 
@@ -38,6 +41,6 @@ def handle(args) -> int:
     from topologies.app import build_app, run_worker
 
     app = build_app(config, bootstrap, web_port=args.web_port, web_bind=args.web_host, tansu_compat=args.tansu_compat,
-                    datadir=args.datadir)
+                    datadir=args.datadir, stall_seconds=args.stall_seconds)
     run_worker(app, args.loglevel)
     return 0

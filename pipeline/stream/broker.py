@@ -20,7 +20,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
@@ -141,19 +140,25 @@ class EmbeddedBroker:
                 self.failure = (f"the embedded broker was stopped at {used:,.0f} MiB, its memory limit of "
                                 f"{self.memory_limit_mb:,} MiB ({MEMORY_LIMIT_ENV}): it keeps every record in "
                                 f"memory; for longer runs use --bootstrap with a Kafka whose topics have retention")
-                print(f"wevent: {self.failure}", file=sys.stderr, flush=True)
                 self.process.kill()
                 self.process.wait()
                 return
 
-    def stop(self) -> None:
+    def describe_exit(self) -> str:
+        """How the broker process ended, e.g. "killed by SIGKILL" or "exit status 1"."""
+        code = self.process.poll() if self.process else None
+        if code is None:
+            return "running"
+        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+
+    def stop(self, timeout: float = 1.0) -> None:
         # In-memory storage: nothing to save. tansu drains open client connections on SIGTERM
         # for seconds, so it gets one second before SIGKILL.
         self._stopping.set()
         if self.alive:
             self.process.send_signal(signal.SIGTERM)
             try:
-                self.process.wait(1)
+                self.process.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()

@@ -9,6 +9,7 @@ from typing import Iterator
 import numpy as np
 
 from .codecs import ReportBatch, Watermark, report_partition
+from .health import kafka_log
 
 MAX_REPORTS_PER_MESSAGE = 65_536  # 512 KiB of report payload: under Kafka's default 1 MiB message limit
 
@@ -60,9 +61,11 @@ class KafkaCredentials:
 def client_config(bootstrap: str) -> dict:
     """What every confluent client needs: the servers, and the credentials if any."""
     credentials = KafkaCredentials.from_env()
-    # Warnings and errors only: at librdkafka's default (info) every client printed a "Disconnected"
-    # line when a run stopped its embedded broker.
-    return {"bootstrap.servers": bootstrap, "log_level": 4, **(credentials.librdkafka() if credentials else {})}
+    # Warnings and errors only, through Python logging (rate-limited in a worker, silent in a
+    # command): librdkafka itself prints every failed reconnection to stderr, thousands of lines
+    # when a broker dies. Callers learn of failures from their calls and delivery reports.
+    return {"bootstrap.servers": bootstrap, "log_level": 4, "logger": kafka_log,
+            **(credentials.librdkafka() if credentials else {})}
 
 
 def producer_config(bootstrap: str, tansu_compat: bool) -> dict:
@@ -90,6 +93,10 @@ def consumer_config(bootstrap: str, group: str | None = None) -> dict:
     }
 
 
+class DeliveryError(Exception):
+    """Messages a producer was given did not reach the broker."""
+
+
 class KafkaReportSink:
     """Sends a stream's per-slot user values to ``reports``: batched binary, then watermarks.
 
@@ -98,25 +105,69 @@ class KafkaReportSink:
     close the slot. For a
     local-model stream (``clock_only``) only the watermarks are sent: the values stay with the
     devices, which answer the server's requests with perturbed reports.
+
+    Every message's delivery is confirmed by the broker or fails after ``delivery_timeout``
+    seconds; once one has failed, sending and :meth:`close` raise :class:`DeliveryError` (a slot
+    with a hole must not look sent). :meth:`close` also checks that the broker still holds what
+    it confirmed: each partition's end offset must have moved by at least the messages delivered
+    there (an in-memory broker restarted during the replay confirms the later messages but has
+    lost the earlier ones).
     """
 
     def __init__(self, bootstrap: str, stream: str, partitions: int, tansu_compat: bool = False,
-                 clock_only: bool = False) -> None:
+                 clock_only: bool = False, delivery_timeout: float = 60.0) -> None:
         from confluent_kafka import Producer
 
+        self.bootstrap = bootstrap
         self.stream = stream
         self.clock_only = clock_only  # a local-model stream: values stay with the devices
         self.partitions = partitions
-        self.producer = Producer(producer_config(bootstrap, tansu_compat))
+        self.delivery_timeout = delivery_timeout
+        self.producer = Producer(producer_config(bootstrap, tansu_compat)
+                                 | {"message.timeout.ms": round(delivery_timeout * 1000)})
         self.reports_sent = 0
         self.messages_sent = 0
+        self.delivered = 0
+        self.delivered_to = [0] * partitions
+        self.failed = 0
+        self.failure: str | None = None  # the first delivery error
+        self.start_offsets = self._end_offsets()
+
+    def _end_offsets(self) -> list[int]:
+        """The end offset of each ``reports`` partition; 0 for one the broker does not have."""
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        consumer = Consumer(consumer_config(self.bootstrap))
+        try:
+            topic = consumer.list_topics("reports", timeout=10).topics.get("reports")
+            present = topic.partitions if topic and not topic.error else {}
+            return [consumer.get_watermark_offsets(TopicPartition("reports", p), timeout=10, cached=False)[1]
+                    if p in present else 0 for p in range(self.partitions)]
+        except KafkaException as exc:
+            raise DeliveryError(f"cannot reach Kafka at {self.bootstrap}: {exc.args[0].str()}") from None
+        finally:
+            consumer.close()
+
+    def _on_delivery(self, error, message) -> None:
+        if error is None:
+            self.delivered += 1
+            self.delivered_to[message.partition()] += 1
+        else:
+            self.failed += 1
+            self.failure = self.failure or error.str()
+
+    def _check_deliveries(self) -> None:
+        if self.failed:
+            raise DeliveryError(f"{self.failed:,} of {self.messages_sent:,} messages were not delivered to Kafka at "
+                                f"{self.bootstrap} ({self.failure}); {self.delivered:,} were")
 
     def _produce(self, value: bytes, partition: int) -> None:
         while True:
+            self._check_deliveries()
             try:
-                self.producer.produce("reports", value, partition=partition)
+                self.producer.produce("reports", value, partition=partition, on_delivery=self._on_delivery)
                 break
-            except BufferError:  # local queue full: let deliveries drain
+            except BufferError:  # local queue full: deliveries drain it, or fail within the delivery timeout
                 self.producer.poll(0.05)
         self.producer.poll(0)
         self.messages_sent += 1
@@ -142,13 +193,31 @@ class KafkaReportSink:
         for p in range(self.partitions):
             self._produce(mark, p)
 
+    def abandon(self) -> None:
+        """Drop what is still queued (the sender is stopping): a later :meth:`close` then fails at once."""
+        self.producer.purge()
+
     def close(self) -> None:
-        self.producer.flush(30)
+        """Wait for every delivery report; raise :class:`DeliveryError` unless all were delivered."""
+        self.producer.flush(self.delivery_timeout + 5)  # a message not delivered by then has failed
+        self._check_deliveries()
+        if self.delivered < self.messages_sent:
+            raise DeliveryError(f"{self.messages_sent - self.delivered:,} of {self.messages_sent:,} messages still "
+                                f"unconfirmed by Kafka at {self.bootstrap} after {self.delivery_timeout:g} s")
+        held = np.subtract(self._end_offsets(), self.start_offsets)
+        lost = np.flatnonzero(held < self.delivered_to)
+        if lost.size:
+            p = int(lost[0])
+            raise DeliveryError(f"Kafka at {self.bootstrap} confirmed {self.delivered_to[p]:,} messages to reports[{p}] "
+                                f"but holds {max(int(held[p]), 0):,} more than before the replay: it lost messages "
+                                "(an in-memory broker restarted?)")
 
 
-def sink_for(bootstrap: str, stream, partitions: int, tansu_compat: bool) -> "KafkaReportSink":
+def sink_for(bootstrap: str, stream, partitions: int, tansu_compat: bool,
+             delivery_timeout: float = 60.0) -> "KafkaReportSink":
     """The sink a replay into ``stream`` uses: reports and clock, or the clock alone (local model)."""
-    return KafkaReportSink(bootstrap, stream.name, partitions, tansu_compat, clock_only=stream.model == "local")
+    return KafkaReportSink(bootstrap, stream.name, partitions, tansu_compat, clock_only=stream.model == "local",
+                           delivery_timeout=delivery_timeout)
 
 
 def check_feed_fits(feed, stream) -> None:

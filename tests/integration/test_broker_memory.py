@@ -43,8 +43,7 @@ def test_the_watchdog_stops_the_broker_at_its_memory_limit(capsys):
                 wait_until(lambda: not broker.alive, timeout=10)
         assert not broker.alive
         assert f"its memory limit of {limit} MiB ({MEMORY_LIMIT_ENV})" in broker.failure
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("wevent:")]
-    assert lines == [f"wevent: {broker.failure}"]
+    assert capsys.readouterr().err == ""  # the reason is the owner's to print (wevent run: one line)
 
 
 def test_the_limit_comes_from_the_environment(monkeypatch):

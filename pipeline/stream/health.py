@@ -1,0 +1,226 @@
+"""Loud faults: rate-limited client logs, and what a worker's ``/healthz`` reports.
+
+A broker that goes away makes every Kafka client log the same connection error again and again;
+:class:`RateLimit` lets one line through per interval and says how many it held back.
+:class:`BrokerWatch` looks at the broker from beside the worker (its own client, in a thread):
+whether the broker answers, whether it still holds what the worker has read, whether the
+worker's consumer moves while input is pending, and whether each stream it owns releases.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+CLIENT_LOGGERS = ("aiokafka", "faust", "mode", "wevent.kafka")
+
+kafka_log = logging.getLogger("wevent.kafka")
+kafka_log.addHandler(logging.NullHandler())  # no handler configured (a CLI): silent, not Python's last resort
+
+
+class RateLimit(logging.Filter):
+    """At most one record per ``interval`` seconds for each (logger, message template) of the
+    Kafka clients' loggers; the next one let through counts those held back. A traceback is
+    folded into the line: the full one would repeat on every reconnection attempt.
+
+    Parameters
+    ----------
+    interval : float
+        Seconds between two records of the same kind.
+    clock : callable
+        Monotonic seconds.
+    """
+
+    def __init__(self, interval: float = 30.0, clock=time.monotonic) -> None:
+        super().__init__()
+        self.interval = interval
+        self.clock = clock
+        self.last: dict[tuple[str, str], float] = {}
+        self.held: dict[tuple[str, str], int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(CLIENT_LOGGERS) or record.levelno < logging.WARNING:
+            return True
+        if not hasattr(record, "rate_limited"):  # decided once, whichever handler asks first
+            record.rate_limited = not self._let_through(record)
+        return not record.rate_limited
+
+    def _let_through(self, record: logging.LogRecord) -> bool:
+        kind = (record.name, str(record.msg))
+        now = self.clock()
+        if now - self.last.get(kind, -self.interval) < self.interval:
+            self.held[kind] = self.held.get(kind, 0) + 1
+            return False
+        self.last[kind] = now
+        held = self.held.pop(kind, 0)
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            record.msg, record.args = f"{record.getMessage()}: {type(error).__name__}: {error}", ()
+            record.exc_info = record.exc_text = None
+        if held:
+            record.msg, record.args = f"{record.getMessage()} ({held} more like it in the last {self.interval:g} s)", ()
+        return True
+
+
+def rate_limit_client_logs(logger: logging.Logger, interval: float = 30.0) -> None:
+    """Put one :class:`RateLimit` on every handler of ``logger`` (the root logger of a process)."""
+    limit = RateLimit(interval)
+    for handler in logger.handlers:
+        handler.addFilter(limit)
+
+
+def log_client_errors(stream=None, interval: float = 30.0) -> None:
+    """Kafka client errors of this process to ``stream`` (default stderr), one line per kind and
+    interval: for a long-running command without logging of its own (the device fleet)."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.addFilter(RateLimit(interval))
+    kafka_log.addHandler(handler)
+
+
+class BrokerWatch:
+    """What a worker's ``/healthz`` reports: the broker, its consumer's progress, its streams' releases.
+
+    Each :meth:`check` (every few seconds, in a thread: its calls block) asks the broker, with a
+    client of its own in the worker's consumer group (it never joins it), for the topics, the end
+    offsets of the partitions assigned to the worker and the group's committed offsets. It finds:
+
+    - **broker unreachable**: the broker does not answer;
+    - **consumer stalled**: an assigned partition has messages past the committed offset, and
+      that offset has not moved for ``stall_seconds``;
+    - **stream stalled**: a stream whose partition this worker owns has had input (messages in
+      ``slots`` or ``dissimilarity`` past those there at its last release) for ``stall_seconds``
+      (plus the device deadline for a local-model stream) without a new release. Streams that
+      share a partition share its input: a stream that gets none while another does counts as
+      stalled too, which it is for its readers;
+    - **broker lost state** (:attr:`lost`): a topic is gone, or holds fewer messages than the
+      group had committed. An in-memory broker (tansu) restarted empty looks like this; the
+      worker's tables and offsets then describe data that no longer exists, so it must restart.
+
+    Parameters
+    ----------
+    bootstrap : str
+        The Kafka the worker reads.
+    config : AppConfig
+        The worker's streams and topics; ``config.app`` is its consumer group.
+    stall_seconds : float
+        How long input may wait before the consumer or a stream counts as stalled.
+    clock : callable
+        Monotonic seconds.
+    """
+
+    SOURCES = ("reports", "slots", "dissimilarity", "releases", "ldp.requests", "ldp.reports")
+    STREAM_INPUTS = ("slots", "dissimilarity")
+    TIMEOUT = 5.0  # seconds a broker has to answer one request
+
+    def __init__(self, bootstrap: str, config, stall_seconds: float, clock=time.monotonic) -> None:
+        from aiokafka.partitioner import murmur2
+        from confluent_kafka import Consumer
+
+        from .kafka import consumer_config
+
+        self.consumer = Consumer(consumer_config(bootstrap, config.app) | {"enable.auto.commit": False})
+        self.bootstrap = bootstrap
+        self.topics = config.topics()
+        self.stall_seconds = stall_seconds
+        self.clock = clock
+        # a stream's partition: where Faust's default partitioner puts its name as a key
+        self.stream_partition = {s.name: (murmur2(s.name.encode()) & 0x7FFFFFFF) % config.stream_partitions
+                                 for s in config.streams}
+        self.stream_limit = {s.name: stall_seconds + (s.deadline_seconds if s.model == "local" else 0.0)
+                             for s in config.streams}
+        self.problems: list[dict] = []
+        self.lost: str | None = None
+        self.unreachable_since: float | None = None
+        self.committed_high: dict[tuple[str, int], int] = {}  # the highest committed offset seen per partition
+        self.waiting: dict[tuple[str, int], tuple[int, float]] = {}  # partition -> (committed offset, since)
+        self.releases: dict[str, tuple[float | None, int, float | None]] = {}  # stream -> (slot, input, since)
+        self.suspect: str | None = None  # a loss seen once; confirmed by the next check
+
+    def check(self, assignment: set[tuple[str, int]]) -> list[dict]:
+        """Look at the broker once; ``assignment`` is the worker's (topic, partition) set."""
+        from confluent_kafka import KafkaException
+
+        now = self.clock()
+        try:
+            present = self.consumer.list_topics(timeout=self.TIMEOUT).topics
+            owned = sorted(tp for tp in assignment if tp[0] in self.SOURCES and tp[0] in present)
+            ends = {tp: self._end_offset(*tp) for tp in {*owned, *self._stream_inputs()} if tp[0] in present}
+            committed = self._committed(owned)
+        except KafkaException as exc:
+            self.unreachable_since = self.unreachable_since or now
+            self.problems = [{"reason": "broker unreachable", "broker": self.bootstrap,
+                              "seconds": round(self.clock() - self.unreachable_since, 1), "error": exc.args[0].str()}]
+            return self.problems
+        self.unreachable_since = None
+        self._check_lost(present, ends, committed)
+        self.problems = self._consumer_stalls(now, owned, ends, committed) + self._stream_stalls(now, assignment, ends)
+        if self.suspect:
+            self.problems.insert(0, {"reason": "broker lost state", "detail": self.suspect})
+        return self.problems
+
+    def _end_offset(self, topic: str, partition: int) -> int:
+        from confluent_kafka import TopicPartition
+
+        return self.consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.TIMEOUT,
+                                                   cached=False)[1]
+
+    def _committed(self, owned) -> dict[tuple[str, int], int]:
+        from confluent_kafka import TopicPartition
+
+        if not owned:
+            return {}
+        offsets = self.consumer.committed([TopicPartition(t, p) for t, p in owned], timeout=self.TIMEOUT)
+        return {(tp.topic, tp.partition): max(tp.offset, 0) for tp in offsets}  # none committed yet: from 0
+
+    def _stream_inputs(self) -> set[tuple[str, int]]:
+        return {(topic, p) for p in self.stream_partition.values() for topic in self.STREAM_INPUTS}
+
+    def _check_lost(self, present, ends, committed) -> None:
+        missing = sorted(set(self.topics) - set(present))
+        behind = [f"{t}[{p}] ends at {ends[t, p]}, the group had committed {high}"
+                  for (t, p), high in sorted(self.committed_high.items()) if (t, p) in ends and ends[t, p] < high]
+        for tp, offset in committed.items():
+            self.committed_high[tp] = max(self.committed_high.get(tp, 0), offset)
+        found = (f"topics {', '.join(missing)} are gone" if missing else "; ".join(behind)) or None
+        # a loss must be seen twice in a row: a broker still loading its topics is not one
+        self.lost, self.suspect = (found if found and self.suspect else self.lost), found
+
+    def _consumer_stalls(self, now, owned, ends, committed) -> list[dict]:
+        self.waiting = {tp: seen for tp, seen in self.waiting.items() if tp in owned}  # a partition handed back
+        stalls = []
+        for tp in owned:
+            lag = ends.get(tp, 0) - committed.get(tp, 0)
+            if lag <= 0:
+                self.waiting.pop(tp, None)
+                continue
+            offset, since = self.waiting.get(tp, (None, now))
+            if offset != committed.get(tp):
+                self.waiting[tp] = (committed.get(tp), now)
+            elif now - since > self.stall_seconds:
+                stalls.append({"reason": "consumer stalled", "partition": f"{tp[0]}[{tp[1]}]", "lag": lag,
+                               "seconds": round(now - since, 1)})
+        return stalls
+
+    def _stream_stalls(self, now, assignment, ends) -> list[dict]:
+        from prometheus_client import REGISTRY
+
+        stalls = []
+        for name, p in self.stream_partition.items():
+            if not any((topic, p) in assignment for topic in self.STREAM_INPUTS):
+                self.releases.pop(name, None)
+                continue
+            slot = REGISTRY.get_sample_value("wevent_last_released_slot", {"stream": name})
+            arrived = sum(ends.get((topic, p), 0) for topic in self.STREAM_INPUTS)
+            released, before, since = self.releases.get(name, (None, arrived, None))
+            if slot != released or name not in self.releases:
+                self.releases[name] = (slot, arrived, None)
+            elif arrived > before and since is None:
+                self.releases[name] = (slot, before, now)
+            elif since is not None and now - since > self.stream_limit[name]:
+                stalls.append({"reason": "stream stalled", "stream": name, "last_released_slot": slot,
+                               "seconds": round(now - since, 1)})
+        return stalls
+
+    def close(self) -> None:
+        self.consumer.close()

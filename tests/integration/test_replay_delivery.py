@@ -1,0 +1,96 @@
+"""`wevent replay` reports only what the broker confirmed (issue 14, item 6)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.stream.broker import EmbeddedBroker, create_topics
+from pipeline.stream.config import parse_config
+from pipeline.stream.processes import write_config
+from pipeline.stream.subscription import read_topic
+
+pytestmark = [pytest.mark.integration]
+
+TDRIVE = Path(__file__).resolve().parents[2] / "producers" / "fixtures" / "tdrive"
+PROFILE = ["--grid", "4x4", "--slot-seconds", "300"]  # 288 slots of 300 s, d = 16
+
+
+def replay_command(config_path: Path, bootstrap: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "pipeline.cli", "replay", "tdrive", str(TDRIVE), *PROFILE, "--config",
+            str(config_path), "--bootstrap", bootstrap, "--tansu-compat", "--no-progress", *extra]
+
+
+FEED_START = 1201968059.0  # the bundled sample's first slot, in ``PROFILE``
+
+
+def write_taxi_config(directory: Path, first_slot: int = 1):
+    """A central stream the bundled sample (``PROFILE``) fits from its slot ``first_slot`` on, and
+    the file it is written to."""
+    config = parse_config({"seed": 1, "report_partitions": 2, "stream_partitions": 1, "streams": [{
+        "name": "taxi", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 20, "domain": 16,
+        "users": 248, "slot_seconds": 300.0,
+        "start": FEED_START + (first_slot - 1) * 300.0}]})
+    return config, write_config(config, directory)
+
+
+@pytest.fixture
+def taxi_config(tmp_path):
+    return write_taxi_config(tmp_path)
+
+
+def test_the_success_line_counts_the_confirmed_messages(broker, taxi_config):
+    config, path = taxi_config
+    create_topics(broker.bootstrap, config.topics())
+    sent = subprocess.run(replay_command(path, broker.bootstrap, "--from-slot", "280", "--json"), capture_output=True,
+                          text=True, timeout=120)
+    assert sent.returncode == 0, sent.stderr
+    summary = json.loads(sent.stdout)
+    assert summary["messages_delivered"] == len(read_topic(broker.bootstrap, "reports")) > 9 * 2
+
+
+def test_a_broker_killed_mid_replay_fails_the_replay_in_one_line(tmp_path, taxi_config):
+    config, path = taxi_config
+    broker = EmbeddedBroker().start()
+    try:
+        create_topics(broker.bootstrap, config.topics())
+        # 288 slots of 300 s at 3,000 times real time: about 29 s of replay; the broker dies after 4 s.
+        replay = subprocess.Popen(replay_command(path, broker.bootstrap, "--speed", "3000", "--delivery-timeout", "5"),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4)
+        assert replay.poll() is None, replay.communicate()
+        broker.process.kill()
+        broker.process.wait()
+        out, err = replay.communicate(timeout=60)
+    finally:
+        broker.stop()
+    assert replay.returncode == 1, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("wevent replay: failed: ") and "not delivered" in lines[0], err
+    assert "delivered to Kafka" not in out, out
+
+
+def test_a_broker_restarted_empty_mid_replay_fails_the_replay(tmp_path, taxi_config):
+    config, path = taxi_config
+    broker = EmbeddedBroker().start()
+    try:
+        create_topics(broker.bootstrap, config.topics())
+        replay = subprocess.Popen(replay_command(path, broker.bootstrap, "--speed", "3000", "--delivery-timeout", "30"),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4)
+        broker.process.kill()
+        broker.process.wait()
+        time.sleep(2)
+        broker = EmbeddedBroker(broker.port).start()  # in-memory: what the replay sent so far is gone
+        create_topics(broker.bootstrap, config.topics())
+        out, err = replay.communicate(timeout=120)
+    finally:
+        broker.stop()
+    assert replay.returncode == 1, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "it lost messages" in lines[0], err

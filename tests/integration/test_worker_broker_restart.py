@@ -1,0 +1,88 @@
+"""A worker whose broker goes away says so on /healthz, logs little, and exits with one line when
+the broker comes back without its data (issue 14, item 4). tansu keeps everything in memory:
+restarted, it is empty."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from pipeline.stream.broker import EmbeddedBroker, free_port
+from pipeline.stream.processes import WorkerProcess, wait_until
+from pipeline.stream.subscription import read_topic
+from tests.integration.test_replay_delivery import replay_command, write_taxi_config
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+OUTAGE = 30.0  # seconds the broker stays away
+FIRST_SLOT = 281  # the stream starts at the sample's slot 281: a short replay of its last 8 slots
+
+
+def health(worker: WorkerProcess) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}/healthz", timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+    except OSError:
+        return 0, {}
+
+
+def released(bootstrap: str) -> bool:
+    try:
+        return bool(read_topic(bootstrap, "releases", timeout=5))
+    except Exception:  # the topic is not there yet
+        return False
+
+
+def replay_last_slots(path: Path, bootstrap: str) -> None:
+    done = subprocess.run(replay_command(path, bootstrap, "--from-slot", str(FIRST_SLOT)), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def start_worker(path: Path, bootstrap: str, log: Path) -> WorkerProcess:
+    return WorkerProcess(path, bootstrap, free_port(), log, tansu_compat=True, datadir=log.with_suffix(".data")).start()
+
+
+def test_lost_broker_unready_then_exit_when_it_returns_empty(tmp_path):
+    config, path = write_taxi_config(tmp_path, FIRST_SLOT)
+    broker = EmbeddedBroker().start()
+    worker = None
+    try:
+        worker = start_worker(path, broker.bootstrap, tmp_path / "worker.log")  # it creates the topics
+        assert wait_until(lambda: health(worker)[0] == 200, 60), worker.log_tail()
+        replay_last_slots(path, broker.bootstrap)
+        assert wait_until(lambda: released(broker.bootstrap), 120), worker.log_tail()
+
+        broker.process.kill()
+        broker.process.wait()
+        lines_before = len(worker.log_path.read_text(errors="replace").splitlines())
+        down = time.monotonic()
+        assert wait_until(lambda: health(worker)[0] == 503, 20), health(worker)
+        status, body = health(worker)
+        assert body["problems"][0]["reason"] == "broker unreachable", body
+        time.sleep(max(0.0, OUTAGE - (time.monotonic() - down)))
+        outage_log = worker.log_path.read_text(errors="replace").splitlines()[lines_before:]
+        assert len(outage_log) <= 20, "\n".join(outage_log)  # one line per kind of error per 30 s
+
+        broker = EmbeddedBroker(broker.port).start()  # empty: no topics, no offsets, no tables
+        try:
+            worker.process.wait(30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the worker runs on against a broker that lost its data: {health(worker)}")
+        assert worker.process.returncode == 3
+        last = worker.log_tail(1)
+        assert "lost this worker's data (topics" in last and "exiting" in last, last
+        assert "Traceback" not in worker.log_path.read_text(errors="replace")
+    finally:
+        if worker:
+            worker.stop()
+        broker.stop()
