@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.integration.run_helpers import (alive, children, command_of, environment, first_release, kill_leftovers,
-                                           start_run, wait_for)
+                                           start_run, wait_for, wevent_run)
 
 pytestmark = pytest.mark.slow
 
@@ -39,3 +39,14 @@ def test_a_dead_broker_ends_the_run_with_one_line(tmp_path):
         assert wait_for(lambda: not any(alive(pid) for pid in started), 5)
     finally:
         kill_leftovers(run, started)
+
+
+def test_a_broker_at_its_memory_limit_ends_the_run_with_one_line_saying_so(tmp_path):
+    """The embedded broker keeps every record: past WEVENT_BROKER_MEMORY_MB its watchdog stops it,
+    and the run ends with that reason in one line (before the watchdog, the run hung)."""
+    env = environment(tmp_path / "tmp", WEVENT_BROKER_MEMORY_MB="60")  # an empty tansu holds about 20 MiB
+    result = wevent_run(["--speed", "0", "--quiet"], env, tmp_path, timeout=120)
+    failures = [line for line in result.stderr.splitlines() if line.startswith("wevent run: failed")]
+    assert result.returncode == 1 and len(failures) == 1, result.stderr[-2000:]
+    assert "its memory limit of 60 MiB (WEVENT_BROKER_MEMORY_MB)" in failures[0]
+    assert "Traceback" not in result.stderr and list((tmp_path / "tmp").iterdir()) == []
