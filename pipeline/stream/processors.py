@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -65,7 +66,27 @@ __all__ = ["Out", "ServerKeys", "Processor", "Assembler", "DissimilarityProcesso
 
 log = logging.getLogger(__name__)
 
-MAX_SLOTS_AHEAD = 10_000  # reports further ahead of the closed slots are rejected: it bounds the open slots
+MAX_SLOTS_AHEAD = 100
+"""How far ahead of a partition's closed slots a report may be, beyond the stream's lateness.
+
+Producers send a slot's reports and then its watermark, so honest reports run ahead of the closed
+slots by the lateness plus a device's clock error. Every slot in this horizon is one table key of
+at most one slot's histogram, so the horizon bounds the keys one partition holds and the keys one
+message may touch: a batch reaching further (even one user's 10,000 future reports) has its
+excess refused as ``too_far_ahead`` instead of growing the state."""
+
+MAX_SLOTS_PENDING = 10_000
+"""How far ahead of the slot it measures next M1 keeps partials. A backlog (the assembler closing
+slots faster than releases come back) waits in one key per (slot, partition), so its size costs
+memory but no work per message; a partial further ahead is impossible for a worker to send."""
+
+MAX_MESSAGE_BYTES = 900_000
+"""The largest message or table value a worker writes: under Kafka's 1 MiB default
+``message.max.bytes``, with room for the record's key and headers. A config whose slot state or
+partial could exceed it is refused at start; an input whose state or outputs would exceed it
+anyway is refused and dead-lettered (``too_large``), so that no write can fail and crash-loop
+the worker."""
+
 DEADLETTER_SAMPLE = 1_000  # rejected reports copied into one dead letter (central and personalized streams)
 
 
@@ -148,6 +169,43 @@ class ServerKeys:
         return []
 
 
+class SideKeys:
+    """The table keys an input reads and writes beside its processor's head key.
+
+    A processor keeps what grows with a backlog (a slot's partial histogram, say) in keys of its
+    own, one per slot, so that an input rewrites only the keys it touches and no value holds more
+    than one slot. :meth:`Processor.process` returns the written keys *before* the head key, and
+    the deleted ones after it: the head is what says which inputs were applied (its offsets) and
+    which side keys are live, and a table's writes reach its changelog in order, so a crash leaves
+    a prefix of them. Before the head, a side key may hold the effect of an input the head does
+    not record; the input is then redelivered and must find that effect there (``offset`` lets a
+    value say which input wrote it). After the head, a deletion lost to a crash leaves a key no
+    head names any more, never read again.
+    """
+
+    def __init__(self, load: Callable[[str], bytes | None], offset: int) -> None:
+        self._load = load
+        self.offset = offset  # the input's offset, for values that record which input wrote them
+        self._values: dict[str, dict | None] = {}
+        self.written: dict[str, dict] = {}
+        self.deleted: dict[str, None] = {}
+
+    def get(self, key: str) -> dict | None:
+        if key not in self._values:
+            stored = self._load(key)
+            self._values[key] = packing.unpack(stored) if stored else None
+        return self._values[key]
+
+    def put(self, key: str, value: dict) -> None:
+        self._values[key] = self.written[key] = value
+        self.deleted.pop(key, None)
+
+    def delete(self, key: str) -> None:
+        self._values[key] = None
+        self.written.pop(key, None)
+        self.deleted[key] = None
+
+
 class Processor:
     """Base: route a raw message to a state key, skip replays, apply, return the new state."""
 
@@ -166,12 +224,13 @@ class Processor:
     def initial(self, key: str) -> dict:
         raise NotImplementedError
 
-    def apply(self, state: dict, message: Any, topic: str, partition: int, now: float) -> list[Out]:
+    def apply(self, state: dict, message: Any, topic: str, partition: int, now: float, side: SideKeys) -> list[Out]:
         raise NotImplementedError
 
     def process(self, raw: bytes, topic: str, partition: int, offset: int,
-                load: Callable[[str], bytes | None], now: float) -> tuple[list[Out], dict[str, bytes]]:
-        """One input message: returns (sealed outputs, {state key: packed new state})."""
+                load: Callable[[str], bytes | None], now: float) -> tuple[list[Out], dict[str, bytes | None]]:
+        """One input message: returns (sealed outputs, {state key: packed new state, or None to delete}),
+        in the order to store them (:class:`SideKeys`)."""
         key, message, outputs = self.route(raw, topic, partition)
         if key is None:
             return outputs, {}
@@ -182,8 +241,23 @@ class Processor:
             if state["offsets"].get(mark, -1) >= offset:
                 return [], {}  # applied before a crash, and its outputs were delivered before that
             state["offsets"][mark] = int(offset)
-        outputs += self.apply(state, message, topic, partition, now)
-        return [self.keys.sealed(out) for out in outputs], {key: packing.pack(state)}
+        side = SideKeys(load, int(offset))
+        outputs += self.apply(state, message, topic, partition, now, side)
+        updates = {k: packing.pack(v) for k, v in side.written.items()} | {key: packing.pack(state)} | side.deleted
+        sealed = [self.keys.sealed(out) for out in outputs]
+        too_large = oversized(updates, sealed)
+        if too_large:
+            log.error("refused an input of %s[%d]@%d: %s", topic, partition, offset, too_large)
+            return [dead_letter("too_large", topic, too_large, key.split("/")[0])], {}
+        return sealed, updates
+
+
+def oversized(updates: dict[str, bytes | None], outputs: list[Out]) -> str | None:
+    """Why a state or output is larger than :data:`MAX_MESSAGE_BYTES` (None if none is)."""
+    sizes = [(f"state {k!r}", len(v)) for k, v in updates.items() if v is not None]
+    sizes += [(f"message to {out.topic}", len(out.value)) for out in outputs]
+    what, size = max(sizes, key=lambda item: item[1], default=("", 0))
+    return f"{what} would be {size} bytes, above the bound of {MAX_MESSAGE_BYTES}" if size > MAX_MESSAGE_BYTES else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,10 +289,19 @@ def seen_add(seen: np.ndarray, users: np.ndarray, population: int) -> np.ndarray
     return np.union1d(seen, users)
 
 
+def slots_ahead(stream) -> int:
+    """The assembler's horizon for ``stream``: a report may be for at most this many slots past the
+    closed ones (its lateness in slots plus :data:`MAX_SLOTS_AHEAD`); so many keys at most are open."""
+    return MAX_SLOTS_AHEAD + math.ceil(stream.lateness_seconds / stream.slot_seconds)
+
+
 class Assembler(Processor):
     """Validates reports, keeps one report per user per slot, and closes slots on watermarks.
 
-    State key: ``stream/partition`` (the assembler of a stream runs on every ``reports`` partition).
+    State key: ``stream/partition`` (the assembler of a stream runs on every ``reports`` partition),
+    the partition's clock and the numbers of its open slots; each open slot's histogram and seen
+    users are a key of their own, ``stream/partition/slot``, bounded by one slot. A report may be
+    for at most :func:`slots_ahead` slots past the closed ones, which bounds the open slots.
     It counts only the users its partition owns (:func:`~pipeline.stream.codecs.report_partition`),
     so that no user is counted twice in a slot across partitions. A slot closes when the
     partition's watermark passes its end plus the allowed lateness; the assembler then emits the
@@ -239,38 +322,47 @@ class Assembler(Processor):
         return f"{stream.name}/{partition}", message, []
 
     def initial(self, key):
-        return {"offsets": {}, "watermark": float("-inf"), "closed": 0, "open": {}}
+        return {"offsets": {}, "watermark": float("-inf"), "closed": 0, "open": []}
 
-    def apply(self, state, message, topic, partition, now):
+    def apply(self, state, message, topic, partition, now, side):
         stream = self.config.stream(message.stream)
         if isinstance(message, Watermark):
-            return self._advance(state, stream, message.time, partition, now)
+            return self._advance(state, stream, message.time, partition, now, side)
         if stream.model == "local":  # raw values must never reach the server: refuse, copy nothing
             metrics.reports_rejected.labels(stream.name, "raw_value_for_local_stream").inc(message.users.size)
             return [dead_letter("raw_value_for_local_stream", topic, f"{message.users.size} raw report(s) for local-model "
                                 f"stream {stream.name!r} dropped unread: devices answer ldp.requests instead", stream.name)]
-        return self._accept(state, stream, message, topic, partition)
+        return self._accept(state, stream, message, topic, partition, side)
 
-    def _accept(self, state, stream, batch: ReportBatch, topic, partition: int) -> list[Out]:
+    def _accept(self, state, stream, batch: ReportBatch, topic, partition: int, side: SideKeys) -> list[Out]:
         logic = self.logics[stream.name]
         users, values = batch.users, batch.values
         slots = stream.slot_of_ms(batch.times_ms)
         reason = np.zeros(users.size, dtype=np.int8)  # 0 = accepted, else 1 + index in REJECT_REASONS
         failed = ((users < 0) | (users >= stream.users), (values < 0) | (values >= stream.domain), slots <= 0,
-                  slots <= state["closed"], slots > state["closed"] + MAX_SLOTS_AHEAD,
+                  slots <= state["closed"], slots > state["closed"] + slots_ahead(stream),
                   report_partition(users, self.config.report_partitions) != partition)
         for code, fails in enumerate(failed, start=1):
             reason[(reason == 0) & fails] = code
         groups = logic.group_of_users()
+        owned = self._owned_users(stream, partition)
         for slot in np.unique(slots[reason == 0]):
             idx = np.flatnonzero((reason == 0) & (slots == slot))
-            entry = state["open"].setdefault(str(int(slot)), self._empty_slot(stream, logic))
-            idx = self._drop_duplicates(idx, users, entry["seen"], reason)
+            key = f"{stream.name}/{partition}/{slot}"
+            entry = side.get(key) or self._empty_slot(stream, logic)
+            if int(slot) not in state["open"]:
+                state["open"] = sorted([*state["open"], int(slot)])
+            if entry["applied"] == side.offset:  # written by this very input before a crash cut its state short
+                reason[idx] = -1  # counted then; neither accepted nor rejected again
+                continue
+            idx = self._drop_duplicates(idx, users, entry["seen"], reason, self.config.report_partitions)
             u = users[idx]
-            entry["seen"] = seen_add(entry["seen"], u, stream.users)
+            entry["seen"] = seen_add(entry["seen"], u // self.config.report_partitions, owned)
             rows = groups[u] if groups is not None else np.zeros(u.size, dtype=np.int64)
             flat = np.bincount(rows * stream.domain + values[idx], minlength=entry["counts"].size)
             entry["counts"] += flat.reshape(entry["counts"].shape)
+            entry["applied"] = side.offset
+            side.put(key, entry)
         accepted = int(np.count_nonzero(reason == 0))
         metrics.reports_accepted.labels(stream.name).inc(accepted)
         outputs = []
@@ -284,11 +376,22 @@ class Assembler(Processor):
                 outputs.append(dead_letter(name, topic, f"{rejected.size} report(s) rejected: {name}", stream.name, payload))
         return outputs
 
+    def _owned_users(self, stream, partition: int) -> int:
+        """How many user indices a partition owns (users ``u`` with ``u % P == partition``, seen as ``u // P``)."""
+        return -(-(stream.users - partition) // self.config.report_partitions)
+
+    def max_slot_bytes(self, stream) -> int:
+        """The largest a ``stream/partition/slot`` value can be: every owned user seen, all counts set."""
+        logic = self.logics[stream.name]
+        full = self._empty_slot(stream, logic) | {"seen": np.zeros((self._owned_users(stream, 0) + 7) // 8, np.uint8)}
+        return len(packing.pack(full | {"applied": 2**63 - 1}))
+
     @staticmethod
-    def _drop_duplicates(idx: np.ndarray, users: np.ndarray, seen: np.ndarray, reason: np.ndarray) -> np.ndarray:
+    def _drop_duplicates(idx: np.ndarray, users: np.ndarray, seen: np.ndarray, reason: np.ndarray,
+                         partitions: int) -> np.ndarray:
         """Keep the first report of each user not already seen in this slot; mark the rest duplicate."""
         u = users[idx]
-        already = seen_contains(seen, u)
+        already = seen_contains(seen, u // partitions)
         _, first = np.unique(u, return_index=True)
         keep = np.zeros(idx.size, dtype=bool)
         keep[first] = True
@@ -298,9 +401,10 @@ class Assembler(Processor):
 
     @staticmethod
     def _empty_slot(stream, logic) -> dict:
-        return {"counts": np.zeros((logic.groups, stream.domain), dtype=np.int64), "seen": np.zeros(0, dtype=np.int64)}
+        return {"counts": np.zeros((logic.groups, stream.domain), dtype=np.int64), "seen": np.zeros(0, dtype=np.int64),
+                "applied": -1}
 
-    def _advance(self, state, stream, time: float, partition: int, now: float) -> list[Out]:
+    def _advance(self, state, stream, time: float, partition: int, now: float, side: SideKeys) -> list[Out]:
         if time <= state["watermark"]:
             return []
         through = stream.closable_through(time)
@@ -313,13 +417,18 @@ class Assembler(Processor):
         state["watermark"] = float(time)
         logic = self.logics[stream.name]
         outputs = []
+        is_open = set(state["open"])
         for slot in range(state["closed"] + 1, through + 1):
-            entry = state["open"].pop(str(slot), None) or self._empty_slot(stream, logic)
+            key = f"{stream.name}/{partition}/{slot}"
+            entry = (side.get(key) if slot in is_open else None) or self._empty_slot(stream, logic)
+            if slot in is_open:
+                side.delete(key)
             partial = Envelope("partial", {"stream": stream.name, "slot": slot, "partition": partition,
                                            "counts": entry["counts"], "closed_at": now})
             outputs.append(Out("slots", partial.encode(), stream.name))
             metrics.slots_closed.labels(stream.name).inc()
         state["closed"] = max(state["closed"], through)
+        state["open"] = [slot for slot in state["open"] if slot > state["closed"]]
         return outputs
 
 
@@ -332,6 +441,10 @@ class DissimilarityProcessor(Processor):
     Reads ``slots`` (partials) and ``releases`` (to learn the last release). Slot t is measured
     only when every assembler partition closed it and release t-1 is known, so that the
     dissimilarity is computed against exactly the release M2 published.
+
+    State key: ``stream`` (the next slot to measure, the last release); each partial waits in a
+    key of its own, ``stream/slot/partition``, so that a backlog of closed slots costs no work per
+    message. Partials reach at most :data:`MAX_SLOTS_PENDING` slots ahead.
     """
 
     def route(self, raw, topic, partition):
@@ -352,10 +465,9 @@ class DissimilarityProcessor(Processor):
 
     def initial(self, key):
         stream = self.config.stream(key)
-        return {"offsets": {}, "next": 1, "last_slot": 0, "last_release": np.zeros(stream.domain),
-                "partials": {}, "closed_at": {}}
+        return {"offsets": {}, "next": 1, "last_slot": 0, "last_release": np.zeros(stream.domain)}
 
-    def apply(self, state, message, topic, partition, now):
+    def apply(self, state, message, topic, partition, now, side):
         name = message.stream if topic == "releases" else message["stream"]
         impossible = self._impossible(state, message, topic)
         if impossible:
@@ -369,10 +481,9 @@ class DissimilarityProcessor(Processor):
         else:
             slot = int(message["slot"])
             if slot >= state["next"]:
-                key = str(slot)
-                state["partials"].setdefault(key, {})[str(message["partition"])] = message["counts"]
-                state["closed_at"][key] = max(state["closed_at"].get(key, 0.0), float(message["closed_at"]))
-        return self._advance(state, name)
+                side.put(f"{name}/{slot}/{int(message['partition'])}",
+                         {"counts": message["counts"], "closed_at": float(message["closed_at"])})
+        return self._advance(state, name, side)
 
     def _impossible(self, state, message, topic) -> str | None:
         """Why an authentic-looking message cannot come from a worker (None if it can)."""
@@ -381,7 +492,7 @@ class DissimilarityProcessor(Processor):
                 return f"release of slot {message.slot} while slots 1..{state['next'] - 1} were measured"
         elif message.kind == "partial":
             slot, partition = int(message["slot"]), int(message["partition"])
-            if not 1 <= slot <= state["next"] + MAX_SLOTS_AHEAD or not 0 <= partition < self.config.report_partitions:
+            if not 1 <= slot <= state["next"] + MAX_SLOTS_PENDING or not 0 <= partition < self.config.report_partitions:
                 return f"partial of slot {slot} from partition {partition} while slot {state['next']} is open"
         return None
 
@@ -393,16 +504,20 @@ class DissimilarityProcessor(Processor):
                                                 state["last_release"])
         return [Out("dissimilarity", Envelope("dissimilarity", {"stream": name, "slot": slot, "dis": dis}).encode(), name)]
 
-    def _advance(self, state, name) -> list[Out]:
+    def _advance(self, state, name, side: SideKeys) -> list[Out]:
         slot = state["next"]
-        key = str(slot)
-        partials = state["partials"].get(key, {})
-        if len(partials) < self.config.report_partitions or state["last_slot"] != slot - 1:
+        if state["last_slot"] != slot - 1:
             return []
-        counts = sum(np.asarray(c, dtype=np.int64) for c in partials.values())
+        keys = [f"{name}/{slot}/{p}" for p in range(self.config.report_partitions)]
+        partials = [side.get(key) for key in keys]
+        if any(partial is None for partial in partials):
+            return []
+        counts = sum(np.asarray(partial["counts"], dtype=np.int64) for partial in partials)
         kind, fields = self.logics[name].slot_ready(slot, counts, state["last_release"])
-        envelope = Envelope(kind, {"stream": name, "slot": slot, "closed_at": state["closed_at"].pop(key), **fields})
-        del state["partials"][key]
+        closed_at = max(partial["closed_at"] for partial in partials)
+        envelope = Envelope(kind, {"stream": name, "slot": slot, "closed_at": closed_at, **fields})
+        for key in keys:
+            side.delete(key)
         state["next"] = slot + 1
         return [Out("dissimilarity", envelope.encode(), name)]
 
@@ -435,7 +550,7 @@ class PublicationProcessor(Processor):
         return {"offsets": {}, "mechanism": logic.new_mechanism().to_bytes(), "recent": {}, "steps": {},
                 "spend": np.zeros((0, logic.charge_columns)), "closed_at": 0.0}
 
-    def apply(self, state, message, topic, partition, now):
+    def apply(self, state, message, topic, partition, now, side):
         name = message["stream"]
         logic = self.logics[name]
         mechanism = logic.restore(state["mechanism"])
@@ -563,7 +678,7 @@ class Collector(Processor):
     def initial(self, key):
         return {"offsets": {}, "rounds": {}, "closed": [], "early": {}}
 
-    def apply(self, state, message, topic, partition, now):
+    def apply(self, state, message, topic, partition, now, side):
         name = message["stream"]
         outputs = []
         if message.kind == "request":
@@ -667,5 +782,12 @@ class Processors:
     def build(cls, config: AppConfig) -> "Processors":
         logics = {s.name: logic_for(config, s) for s in config.streams}
         keys = ServerKeys.from_config(config)
-        return cls(*(kind(config, logics, keys) for kind in (Assembler, DissimilarityProcessor, PublicationProcessor,
-                                                              Collector)))
+        built = cls(*(kind(config, logics, keys) for kind in (Assembler, DissimilarityProcessor, PublicationProcessor,
+                                                               Collector)))
+        for stream in config.streams:
+            size = built.assembler.max_slot_bytes(stream) if stream.model != "local" else 0
+            if size > MAX_MESSAGE_BYTES:
+                raise ConfigError(f"stream {stream.name!r}: one slot's state (a count per value and group, a bit per "
+                                  f"user of a reports partition) reaches {size} bytes, above the {MAX_MESSAGE_BYTES} "
+                                  "bytes of a message: use more report_partitions, fewer users or a smaller domain")
+        return built

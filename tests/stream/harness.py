@@ -75,7 +75,7 @@ class InProcessPipeline:
             table_name, processor = routes[topic]
             table = self.tables[table_name]
             outputs, updates = processor.process(value, topic, p, offset, table.get, now)
-            table.update(updates)
+            store(table, updates)
             for out in outputs:
                 self.produce(out.topic, out.value, out.key)
 
@@ -94,3 +94,12 @@ class InProcessPipeline:
             if record.stream == stream:
                 seen.setdefault(record.slot, record)
         return [seen[s] for s in sorted(seen)]
+
+
+def store(table: dict, updates: dict) -> None:
+    """Apply a processor's updates to a table as the Faust agents do: in order, None deletes."""
+    for key, value in updates.items():
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
