@@ -529,7 +529,13 @@ RECENT_RELEASES = 8  # releases kept for identical re-emission after a crash
 
 
 class PublicationProcessor(Processor):
-    """Decides and publishes (M2); holds the mechanism state and budget ledger of each stream."""
+    """Decides and publishes (M2); holds the mechanism state and budget ledger of each stream.
+
+    State key: ``stream`` (the mechanism, the window's charges, which outputs are kept); the
+    outputs of the last :data:`RECENT_RELEASES` slots, re-emitted identically when their input is
+    replayed, are keys of their own (``stream/release/slot``, ``stream/step/slot:kind:phase``), so
+    that no value holds more than one slot's release.
+    """
 
     persist_before_send = True
 
@@ -547,8 +553,22 @@ class PublicationProcessor(Processor):
 
     def initial(self, key):
         logic = self.logics[key]
-        return {"offsets": {}, "mechanism": logic.new_mechanism().to_bytes(), "recent": {}, "steps": {},
+        return {"offsets": {}, "mechanism": logic.new_mechanism().to_bytes(), "recent": [], "steps": [],
                 "spend": np.zeros((0, logic.charge_columns)), "closed_at": 0.0}
+
+    def max_release_bytes(self, stream) -> int:
+        """The largest release record of ``stream``: every value, and every number, at its longest."""
+        longest = -2.2250738585072014e-308
+        record = ReleaseRecord(stream.name, 2**31, [longest] * stream.domain, "approximation", stream.mechanism,
+                               longest, 2**31, longest, longest, longest, longest, longest, longest, longest)
+        return len(record.to_bytes())
+
+    def max_head_bytes(self, stream) -> int:
+        """The size of the stream's state once its window's charges are full (the mechanism as it starts)."""
+        logic = self.logics[stream.name]
+        full = np.zeros((int(logic.group_windows.max()), logic.charge_columns))
+        kept = list(range(RECENT_RELEASES))
+        return len(packing.pack(self.initial(stream.name) | {"spend": full, "recent": kept, "steps": kept * 3}))
 
     def apply(self, state, message, topic, partition, now, side):
         name = message["stream"]
@@ -557,7 +577,7 @@ class PublicationProcessor(Processor):
         slot = int(message["slot"])
         step = f"{slot}:{message.kind}:{message.get('phase', 0)}"
         if slot <= mechanism.slot or step in state["steps"]:  # a replayed input: re-emit what it caused
-            kept = state["recent"].get(str(slot)) if message.kind == "measured" else state["steps"].get(step)
+            kept = side.get(f"{name}/release/{slot}" if message.kind == "measured" else f"{name}/step/{step}")
             return [Out(t, v, name) for t, v in kept.items()] if kept else []
         if slot != mechanism.slot + 1:
             return [dead_letter("gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}", name)]
@@ -573,14 +593,12 @@ class PublicationProcessor(Processor):
             if outcome is None:
                 return []
         if isinstance(outcome, StepResult):
-            outputs = self._release(state, logic, mechanism, outcome, now)
+            outputs = self._release(state, logic, mechanism, outcome, now, side)
         else:  # the local model asks the devices: a request for this slot's next phase
             outputs = {"ldp.requests": Envelope("request", {"stream": name, **outcome.to_dict()}).encode()}
         state["mechanism"] = mechanism.to_bytes()
         if message.kind != "measured":
-            state["steps"][step] = outputs
-            for old in [k for k in state["steps"] if int(k.split(":")[0]) <= slot - RECENT_RELEASES]:
-                del state["steps"][old]
+            state["steps"] = self._keep(side, f"{name}/step", [*state["steps"], step], step, outputs, slot)
         return [Out(t, v, name) for t, v in outputs.items()]
 
     @staticmethod
@@ -597,7 +615,16 @@ class PublicationProcessor(Processor):
             return mechanism.decide(LocalDissimilarity(*message["dis"]))
         return mechanism.publish(message["support"], message["n"])
 
-    def _release(self, state, logic, mechanism, result: StepResult, now: float) -> dict[str, bytes]:
+    @staticmethod
+    def _keep(side: SideKeys, prefix: str, kept: list, name, outputs: dict[str, bytes], slot: int) -> list:
+        """Store ``outputs`` under ``prefix/name``; forget those of slots :data:`RECENT_RELEASES` ago."""
+        side.put(f"{prefix}/{name}", outputs)
+        old = [k for k in kept if int(str(k).split(":")[0]) <= slot - RECENT_RELEASES]
+        for k in old:
+            side.delete(f"{prefix}/{k}")
+        return [k for k in kept if k not in old]
+
+    def _release(self, state, logic, mechanism, result: StepResult, now: float, side: SideKeys) -> dict[str, bytes]:
         """The release and audit record of a finished slot; keeps the window accounting and metrics."""
         name, slot = logic.stream.name, result.slot
         # The charges of the slots of the longest window, and every group's spend over its own.
@@ -608,9 +635,7 @@ class PublicationProcessor(Processor):
         audit = logic.audit(mechanism, result)
         state["spend"] = history[1:] if len(history) == logic.group_windows.max() else history
         outputs = {"releases": record.to_bytes(), "audit": audit.to_bytes()}
-        state["recent"][str(slot)] = outputs
-        for old in [k for k in state["recent"] if int(k) <= slot - RECENT_RELEASES]:
-            del state["recent"][old]
+        state["recent"] = self._keep(side, f"{name}/release", [*state["recent"], slot], slot, outputs, slot)
         tightest = int(np.argmax(group_spend / logic.group_epsilons))  # the group closest to its budget
         metrics.releases.labels(name, result.strategy.value).inc()
         metrics.last_released_slot.labels(name).set(slot)
@@ -785,9 +810,14 @@ class Processors:
         built = cls(*(kind(config, logics, keys) for kind in (Assembler, DissimilarityProcessor, PublicationProcessor,
                                                                Collector)))
         for stream in config.streams:
-            size = built.assembler.max_slot_bytes(stream) if stream.model != "local" else 0
+            largest = {"its release": built.publication.max_release_bytes(stream),
+                       "its window's charges": built.publication.max_head_bytes(stream)}
+            if stream.model != "local":
+                largest["one slot's state (a count per value and group, a bit per user of a reports partition)"] = \
+                    built.assembler.max_slot_bytes(stream)
+            what, size = max(largest.items(), key=lambda item: item[1])
             if size > MAX_MESSAGE_BYTES:
-                raise ConfigError(f"stream {stream.name!r}: one slot's state (a count per value and group, a bit per "
-                                  f"user of a reports partition) reaches {size} bytes, above the {MAX_MESSAGE_BYTES} "
-                                  "bytes of a message: use more report_partitions, fewer users or a smaller domain")
+                raise ConfigError(f"stream {stream.name!r}: {what} can reach {size} bytes, above the "
+                                  f"{MAX_MESSAGE_BYTES} bytes of a message: use a smaller domain, window or population"
+                                  f"{', or more report_partitions' if what.startswith('one slot') else ''}")
         return built

@@ -174,18 +174,21 @@ def test_a_crash_between_the_keys_of_one_input_changes_no_release_and_rejects_no
     assert not crashy.log["deadletter"]
 
 
-def test_a_domain_too_large_for_one_message_is_refused_at_start():
-    def config(domain, users, partitions):
+def test_a_stream_whose_messages_could_exceed_the_bound_is_refused_at_start():
+    def config(domain=10, users=100, partitions=1, window=5):
         return parse_config({"seed": 1, "report_partitions": partitions, "streams": [
-            {"name": "big", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": domain,
+            {"name": "big", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": window, "domain": domain,
              "users": users, "slot_seconds": 60, "start": START}]})
 
-    with pytest.raises(ConfigError, match=r"stream 'big': one slot's state .* above the 900000 bytes"):
-        Processors.build(config(2**17, 100, 1))  # 131,072 counts of 8 bytes
-    with pytest.raises(ConfigError, match="use more report_partitions"):
-        Processors.build(config(10, 8_000_000, 1))  # a bit per user: 1 MB
-    Processors.build(config(10, 8_000_000, 2))  # half the users on each partition
-    Processors.build(config(100_000, 100, 1))
+    with pytest.raises(ConfigError, match=r"stream 'big': its release can reach \d+ bytes, above the 900000 bytes"):
+        Processors.build(config(domain=40_000))  # 40,000 numbers of up to 24 characters
+    with pytest.raises(ConfigError, match="one slot's state .* use a smaller domain, window or population, or more "
+                                          "report_partitions"):
+        Processors.build(config(users=8_000_000))  # a bit per user: 1 MB
+    with pytest.raises(ConfigError, match="its window's charges"):
+        Processors.build(config(window=200_000))  # a charge per slot of the window
+    Processors.build(config(users=8_000_000, partitions=2))  # half the users on each partition
+    Processors.build(config(domain=30_000, window=50_000))
 
 
 def test_an_input_whose_state_would_exceed_the_bound_is_refused_and_writes_nothing(monkeypatch):
