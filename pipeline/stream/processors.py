@@ -652,6 +652,12 @@ class PublicationProcessor(Processor):
 # ---------------------------------------------------------------------------------------------
 CLOSED_ROUNDS_KEPT = 16  # closed rounds remembered, so that a late report is told apart from an unrequested one
 
+MAX_EARLY_MESSAGES = 256
+"""Report messages a collector holds for requests it has not read yet. A device answers only
+after it read the request, so honest early reports are those of the request the collector is
+about to read: one round's messages. Each waits in a key of its own; more are refused as
+``unrequested`` rather than held."""
+
 
 def valid_reports(request: dict, reports: np.ndarray, n: int) -> np.ndarray:
     """Which of ``n`` reports the request's oracle could have produced (shape and range)."""
@@ -678,6 +684,10 @@ class Collector(Processor):
     (the users who did not answer are counted); its support goes to M1 (phase 1, on ``slots``) or
     M2 (phase 2, on ``dissimilarity``). A report from a user who was not asked, a second report, a
     report for a closed round, or one no oracle could produce is counted and dead-lettered.
+
+    State key: ``stream`` (its open rounds and the index of early reports); a message of reports
+    that overtook its request waits in a key of its own, ``stream/early/slot:phase/offset``, at
+    most :data:`MAX_EARLY_MESSAGES` of them.
     """
 
     def route(self, raw, topic, partition):
@@ -714,13 +724,14 @@ class Collector(Processor):
                 state["rounds"][key] = {"request": request, "asked": size, "answered": np.zeros(0, dtype=np.int64),
                                         "support": None, "n": 0,
                                         "deadline": now + self.logics[name].deadline_seconds}
-                for early in state["early"].pop(key, []):  # reports that overtook their request
-                    outputs += self._accept(state, name, early, topic)
+                for _, early in state["early"].pop(key, []):  # reports that overtook their request
+                    outputs += self._accept(state, name, side.get(early), topic, now, side)
+                    side.delete(early)
         elif message.kind == "reports":
-            outputs += self._accept(state, name, message.fields, topic, now)
-        return outputs + self._close_due(state, name, now) + self._expire_early(state, name, now, topic)
+            outputs += self._accept(state, name, message.fields, topic, now, side)
+        return outputs + self._close_due(state, name, now) + self._expire_early(state, name, now, topic, side)
 
-    def _accept(self, state, name, fields: dict, topic, now: float | None = None) -> list[Out]:
+    def _accept(self, state, name, fields: dict, topic, now: float, side: SideKeys) -> list[Out]:
         key = f"{fields['slot']}:{fields['phase']}"
         users = np.asarray(fields["users"], dtype=np.int64)
         round_ = state["rounds"].get(key)
@@ -729,7 +740,12 @@ class Collector(Processor):
                 return self._reject(name, "late", topic, users, f"round {key} is closed")
             # The two topics are read without order between them: a device's reports may arrive
             # before the request they answer. They wait for it, then count, or expire as unrequested.
-            state["early"].setdefault(key, []).append({**fields, "received": now})
+            if sum(map(len, state["early"].values())) >= MAX_EARLY_MESSAGES:
+                return self._reject(name, "unrequested", topic, users, f"no request for round {key}, and "
+                                    f"{MAX_EARLY_MESSAGES} messages wait for theirs already")
+            early = f"{name}/early/{key}/{side.offset}"
+            side.put(early, dict(fields))
+            state["early"].setdefault(key, []).append([now, early])
             return []
         from ..core.local import Request
 
@@ -754,15 +770,16 @@ class Collector(Processor):
             metrics.reports_accepted.labels(name).inc(int(keep.sum()))
         return outputs
 
-    def _expire_early(self, state, name, now: float, topic) -> list[Out]:
+    def _expire_early(self, state, name, now: float, topic, side: SideKeys) -> list[Out]:
         """Reports that waited a whole deadline for a request that never came were not requested."""
         outputs = []
         grace = self.logics[name].deadline_seconds
         for key in list(state["early"]):
-            waiting = [e for e in state["early"][key] if e["received"] + grace > now]
-            for expired in (e for e in state["early"][key] if e["received"] + grace <= now):
-                outputs += self._reject(name, "unrequested", topic, np.asarray(expired["users"], dtype=np.int64),
+            waiting = [e for e in state["early"][key] if e[0] + grace > now]
+            for _, expired in (e for e in state["early"][key] if e[0] + grace <= now):
+                outputs += self._reject(name, "unrequested", topic, np.asarray(side.get(expired)["users"], dtype=np.int64),
                                         f"no request for round {key} within {grace:g} s")
+                side.delete(expired)
             if waiting:
                 state["early"][key] = waiting
             else:

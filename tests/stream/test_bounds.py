@@ -7,10 +7,13 @@ from prometheus_client import REGISTRY
 
 from pipeline.core.synthetic import synthetic
 from pipeline.stream import processors
-from pipeline.stream.codecs import DeadLetter, ReportBatch, Watermark, report_partition
+from pipeline.stream.codecs import DeadLetter, Envelope, ReportBatch, Watermark, report_partition, report_seal, seal
 from pipeline.stream.config import ConfigError, parse_config
-from pipeline.stream.processors import MAX_MESSAGE_BYTES, MAX_SLOTS_AHEAD, Processors, slots_ahead
+from pipeline.stream.processors import MAX_EARLY_MESSAGES, MAX_MESSAGE_BYTES, MAX_SLOTS_AHEAD, Processors, slots_ahead
 from tests.stream.harness import InProcessPipeline, store
+from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
+from tests.stream.test_local_pipeline import USERS as LOCAL_USERS
+from tests.stream.test_local_pipeline import local_config, run_pipeline
 from tests.stream.test_processors import START, config_for, feed, simulated
 
 PARTITIONS, USERS, SLOTS = 3, 1500, 12
@@ -105,8 +108,6 @@ def test_a_backlog_of_closed_slots_costs_no_more_work_per_message(backlog):
 
 def test_a_far_future_partial_is_refused_by_m1():
     pipeline = InProcessPipeline(config_for(("s", "ba"), partitions=2, users=300))
-    from pipeline.stream.codecs import Envelope
-
     partial = Envelope("partial", {"stream": "s", "slot": processors.MAX_SLOTS_PENDING + 2, "partition": 0,
                                    "counts": np.zeros((1, 2), dtype=np.int64), "closed_at": 0.0})
     pipeline.inject("slots", pipeline.processors.dissimilarity.keys.sealed(processors.Out("slots", partial.encode(), "s")).value,
@@ -208,3 +209,35 @@ def test_the_horizon_covers_the_lateness():
          "users": 10, "slot_seconds": 60, "start": START, "lateness_seconds": 601}]})
     assert slots_ahead(config.stream("late")) == MAX_SLOTS_AHEAD + 11
     assert MAX_MESSAGE_BYTES < 2**20
+
+
+def test_reports_that_overtake_their_request_wait_in_keys_of_their_own():
+    """Every device answer reaches the collector before its request: the releases equal a run
+    where the request comes first, and no waiting key is left behind."""
+    values = synthetic("sin", LOCAL_USERS, LOCAL_SLOTS, seed=3).values().astype(np.int64)
+    clean, _ = run_pipeline(local_config("lpa"), values)
+    early, _ = run_pipeline(local_config("lpa"), values, reports_first=True)
+    assert [r.to_json() for r in early.releases("l")] == [r.to_json() for r in clean.releases("l")]
+    assert not early.log["deadletter"]
+    assert list(early.tables["collector"]) == ["l"]
+
+
+def test_the_collector_holds_a_bounded_number_of_early_reports():
+    """Signed answers to rounds never requested: the first MAX_EARLY_MESSAGES wait (one key each)
+    and expire as unrequested after the deadline; the rest are refused at once."""
+    config = local_config("lpa")
+    pipeline = InProcessPipeline(config)
+    devices = report_seal(config.device_key())
+    extra = 44
+    for n in range(MAX_EARLY_MESSAGES + extra):
+        batch = Envelope("reports", {"stream": "l", "slot": 1000 + n, "phase": 1, "users": np.arange(3),
+                                     "reports": np.ones(3, dtype=np.int64)}).encode()
+        pipeline.produce("ldp.reports", seal("ldp.reports", "l", batch, devices), key="l")
+    before = rejected("l", "unrequested")
+    pipeline.run(now=0.0)
+    assert rejected("l", "unrequested") - before == 3 * extra
+    assert len(pipeline.tables["collector"]) == 1 + MAX_EARLY_MESSAGES
+    pipeline.produce("ldp.reports", Envelope("tick", {"stream": "l"}).encode(), key="l")
+    pipeline.run(now=1e6)  # every deadline passed
+    assert rejected("l", "unrequested") - before == 3 * (MAX_EARLY_MESSAGES + extra)
+    assert list(pipeline.tables["collector"]) == ["l"]
