@@ -66,15 +66,6 @@ __all__ = ["Out", "ServerKeys", "Processor", "Assembler", "DissimilarityProcesso
 
 log = logging.getLogger(__name__)
 
-MAX_SLOTS_AHEAD = 100
-"""How far ahead of a partition's closed slots a report may be, beyond the stream's lateness.
-
-Producers send a slot's reports and then its watermark, so honest reports run ahead of the closed
-slots by the lateness plus a device's clock error. Every slot in this horizon is one table key of
-at most one slot's histogram, so the horizon bounds the keys one partition holds and the keys one
-message may touch: a batch reaching further (even one user's 10,000 future reports) has its
-excess refused as ``too_far_ahead`` instead of growing the state."""
-
 MAX_SLOTS_PENDING = 10_000
 """How far ahead of the slot it measures next M1 keeps partials. A backlog (the assembler closing
 slots faster than releases come back) waits in one key per (slot, partition), so its size costs
@@ -291,8 +282,9 @@ def seen_add(seen: np.ndarray, users: np.ndarray, population: int) -> np.ndarray
 
 def slots_ahead(stream) -> int:
     """The assembler's horizon for ``stream``: a report may be for at most this many slots past the
-    closed ones (its lateness in slots plus :data:`MAX_SLOTS_AHEAD`); so many keys at most are open."""
-    return MAX_SLOTS_AHEAD + math.ceil(stream.lateness_seconds / stream.slot_seconds)
+    closed ones (its lateness in slots plus ``max_slots_ahead``, by default
+    :data:`~pipeline.stream.config.DEFAULT_MAX_SLOTS_AHEAD`); so many keys at most are open."""
+    return stream.max_slots_ahead + math.ceil(stream.lateness_seconds / stream.slot_seconds)
 
 
 class Assembler(Processor):

@@ -9,7 +9,7 @@ from pipeline.core.synthetic import synthetic
 from pipeline.stream import processors
 from pipeline.stream.codecs import DeadLetter, Envelope, ReportBatch, Watermark, report_partition, report_seal, seal
 from pipeline.stream.config import ConfigError, parse_config
-from pipeline.stream.processors import MAX_EARLY_MESSAGES, MAX_MESSAGE_BYTES, MAX_SLOTS_AHEAD, Processors, slots_ahead
+from pipeline.stream.processors import MAX_EARLY_MESSAGES, MAX_MESSAGE_BYTES, Processors, slots_ahead
 from tests.stream.harness import InProcessPipeline, store
 from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
 from tests.stream.test_local_pipeline import USERS as LOCAL_USERS
@@ -203,12 +203,22 @@ def test_an_input_whose_state_would_exceed_the_bound_is_refused_and_writes_nothi
     assert not pipeline.tables["assembler"] and not pipeline.log["releases"]
 
 
-def test_the_horizon_covers_the_lateness():
+@pytest.mark.parametrize("fields, horizon", [({}, 100), ({"lateness_seconds": 601}, 111),
+                                             ({"max_slots_ahead": 5, "lateness_seconds": 60}, 6)])
+def test_the_horizon_covers_the_lateness_and_is_configurable(fields, horizon):
     config = parse_config({"seed": 1, "streams": [
-        {"name": "late", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 2,
-         "users": 10, "slot_seconds": 60, "start": START, "lateness_seconds": 601}]})
-    assert slots_ahead(config.stream("late")) == MAX_SLOTS_AHEAD + 11
+        {"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 2,
+         "users": 10, "slot_seconds": 60, "start": START, **fields}]})
+    assert slots_ahead(config.stream("s")) == horizon
     assert MAX_MESSAGE_BYTES < 2**20
+
+
+@pytest.mark.parametrize("value", [0, 10_001, 2.5, "7"])
+def test_a_horizon_out_of_range_is_refused_at_load(value):
+    with pytest.raises(ConfigError, match="max_slots_ahead"):
+        parse_config({"seed": 1, "streams": [
+            {"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 2,
+             "users": 10, "slot_seconds": 60, "start": START, "max_slots_ahead": value}]})
 
 
 def test_reports_that_overtake_their_request_wait_in_keys_of_their_own():
