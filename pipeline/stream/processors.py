@@ -73,10 +73,11 @@ memory but no work per message; a partial further ahead is impossible for a work
 
 MAX_MESSAGE_BYTES = 900_000
 """The largest message or table value a worker writes: under Kafka's 1 MiB default
-``message.max.bytes``, with room for the record's key and headers. A config whose slot state or
-partial could exceed it is refused at start; an input whose state or outputs would exceed it
-anyway is refused and dead-lettered (``too_large``), so that no write can fail and crash-loop
-the worker."""
+``message.max.bytes``, with room for the record's key and headers. A stream whose slot state,
+release or window of charges could exceed it is refused at start (:meth:`Processors.build`); an
+input whose state or outputs would exceed it anyway (a local stream's population-sized state) is
+refused and dead-lettered as ``too_large`` and writes nothing, so that no write can fail and
+crash-loop the worker: the stream stops, loudly, instead."""
 
 DEADLETTER_SAMPLE = 1_000  # rejected reports copied into one dead letter (central and personalized streams)
 
@@ -677,9 +678,10 @@ class Collector(Processor):
     M2 (phase 2, on ``dissimilarity``). A report from a user who was not asked, a second report, a
     report for a closed round, or one no oracle could produce is counted and dead-lettered.
 
-    State key: ``stream`` (its open rounds and the index of early reports); a message of reports
-    that overtook its request waits in a key of its own, ``stream/early/slot:phase/offset``, at
-    most :data:`MAX_EARLY_MESSAGES` of them.
+    State key: ``stream``: its open rounds (M2 opens one at a time, each holding a bit per asked
+    user, so bounded by the population) and the index of early reports; a message of reports that
+    overtook its request waits in a key of its own, ``stream/early/slot:phase/offset``, at most
+    :data:`MAX_EARLY_MESSAGES` of them.
     """
 
     def route(self, raw, topic, partition):
