@@ -66,10 +66,12 @@ __all__ = ["Out", "ServerKeys", "Processor", "Assembler", "DissimilarityProcesso
 
 log = logging.getLogger(__name__)
 
-MAX_SLOTS_PENDING = 10_000
-"""How far ahead of the slot it measures next M1 keeps partials. A backlog (the assembler closing
-slots faster than releases come back) waits in one key per (slot, partition), so its size costs
-memory but no work per message; a partial further ahead is impossible for a worker to send."""
+MAX_SLOTS_PENDING = 20_000
+"""How far ahead of the slot it measures next M1 keeps partials. A backlog (a producer far ahead,
+the assembler closing slots faster than releases come back) waits in one key per (slot,
+partition), so it costs memory, at most this many slots' partials, but no work per message. Two
+weeks of one-minute slots: a whole dataset replayed at full speed fits. A partial beyond is
+refused as ``out_of_range`` (the stream then stops at that slot, loudly)."""
 
 MAX_MESSAGE_BYTES = 900_000
 """The largest message or table value a worker writes: under Kafka's 1 MiB default

@@ -106,7 +106,7 @@ def test_a_backlog_of_closed_slots_costs_no_more_work_per_message(backlog):
     assert len(pipeline.tables["m1"]) == 1 and len(pipeline.tables["assembler"]) == 2  # nothing left behind
 
 
-def test_a_far_future_partial_is_refused_by_m1():
+def test_a_partial_beyond_the_pending_bound_is_refused_by_m1():
     pipeline = InProcessPipeline(config_for(("s", "ba"), partitions=2, users=300))
     partial = Envelope("partial", {"stream": "s", "slot": processors.MAX_SLOTS_PENDING + 2, "partition": 0,
                                    "counts": np.zeros((1, 2), dtype=np.int64), "closed_at": 0.0})
