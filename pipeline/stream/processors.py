@@ -16,6 +16,11 @@ Exactly-once effect on state over an at-least-once transport:
 
 Outputs are deterministic (derived randomness), so every re-emission is identical to the first.
 
+State is bounded whatever the input: what grows with a backlog (open slots, pending partials,
+kept releases, early reports) lives in keys of one slot or message each (:class:`SideKeys`),
+written before the key that records the offsets, and no value or message exceeds
+:data:`MAX_MESSAGE_BYTES`.
+
 Anyone who can write to the broker could otherwise stall or steer a stream, so every message a
 worker acts on is authenticated (:class:`ServerKeys`): outputs are sealed as they leave
 :meth:`Processor.process`, and each ``route`` refuses an input without a valid seal, or an
