@@ -564,7 +564,8 @@ class PublicationProcessor(Processor):
         return len(record.to_bytes())
 
     def max_head_bytes(self, stream) -> int:
-        """The size of the stream's state once its window's charges are full (the mechanism as it starts)."""
+        """The size of the stream's state once its window's charges are full, with the mechanism as it
+        starts (a local mechanism's ledger holds a number per user: its population counts here)."""
         logic = self.logics[stream.name]
         full = np.zeros((int(logic.group_windows.max()), logic.charge_columns))
         kept = list(range(RECENT_RELEASES))
@@ -829,7 +830,7 @@ class Processors:
                                                                Collector)))
         for stream in config.streams:
             largest = {"its release": built.publication.max_release_bytes(stream),
-                       "its window's charges": built.publication.max_head_bytes(stream)}
+                       "its mechanism's state and window of charges": built.publication.max_head_bytes(stream)}
             if stream.model != "local":
                 largest["one slot's state (a count per value and group, a bit per user of a reports partition)"] = \
                     built.assembler.max_slot_bytes(stream)

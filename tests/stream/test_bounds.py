@@ -187,7 +187,7 @@ def test_a_stream_whose_messages_could_exceed_the_bound_is_refused_at_start():
     with pytest.raises(ConfigError, match="one slot's state .* use a smaller domain, window or population, or more "
                                           "report_partitions"):
         Processors.build(config(users=8_000_000))  # a bit per user: 1 MB
-    with pytest.raises(ConfigError, match="its window's charges"):
+    with pytest.raises(ConfigError, match="its mechanism's state and window of charges"):
         Processors.build(config(window=200_000))  # a charge per slot of the window
     Processors.build(config(users=8_000_000, partitions=2))  # half the users on each partition
     Processors.build(config(domain=30_000, window=50_000))
