@@ -568,8 +568,8 @@ class PublicationProcessor(Processor):
         starts (a local mechanism's ledger holds a number per user: its population counts here)."""
         logic = self.logics[stream.name]
         full = np.zeros((int(logic.group_windows.max()), logic.charge_columns))
-        kept = list(range(RECENT_RELEASES))
-        return len(packing.pack(self.initial(stream.name) | {"spend": full, "recent": kept, "steps": kept * 3}))
+        recent, steps = [2**31] * RECENT_RELEASES, [f"{2**31}:dissimilarity:2"] * (3 * RECENT_RELEASES)
+        return len(packing.pack(self.initial(stream.name) | {"spend": full, "recent": recent, "steps": steps}))
 
     def apply(self, state, message, topic, partition, now, side):
         name = message["stream"]
