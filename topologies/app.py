@@ -227,9 +227,13 @@ def _shorten_fetch_wait() -> None:
     } | {"AIOKafkaConsumer": ShortWaitConsumer})
 
 
-def store(table, updates: dict[str, bytes]) -> None:
+def store(table, updates: dict[str, bytes | None]) -> None:
+    """Write ``updates`` in their order (None deletes a key): the processors rely on it."""
     for key, blob in updates.items():
-        table[key.encode()] = blob
+        if blob is None:
+            table.pop(key.encode(), None)
+        else:
+            table[key.encode()] = blob
 
 
 async def send(topics: dict, outputs) -> None:

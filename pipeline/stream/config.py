@@ -52,6 +52,14 @@ __all__ = ["ConfigError", "StreamConfig", "AppConfig", "load_config", "NOISE_KEY
 NOISE_KEY_ENV = "WEVENT_NOISE_KEY"  # 64 hex characters: the server's secret noise key
 DEVICE_KEY_ENV = "WEVENT_DEVICE_KEY"  # the simulated devices' key (local model)
 DEFAULT_DEADLINE_SECONDS = 30.0  # how long the collector waits for the users asked in one phase
+DEFAULT_MAX_SLOTS_AHEAD = 100
+"""How far ahead of a partition's closed slots a report may be, beyond the stream's lateness.
+
+Producers send a slot's reports and then its watermark, so honest reports run ahead of the closed
+slots by the lateness plus a device's clock error. Every slot in this horizon is one table key of
+at most one slot's counts, so the horizon bounds the keys one assembler partition holds and the
+keys one message may touch: a batch reaching further (even one user's 10,000 future reports) has
+its excess refused as ``too_far_ahead`` instead of growing the state."""
 
 
 class ConfigError(ParameterError):
@@ -78,6 +86,7 @@ class StreamConfig:
     start: float
     lateness_seconds: float = 0.0
     max_watermark_jump_slots: int = 60  # producers send a watermark at every slot's end: jumps are 1
+    max_slots_ahead: int = DEFAULT_MAX_SLOTS_AHEAD
     oracle: str = "ada"
     options: dict[str, Any] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
@@ -216,7 +225,9 @@ def _stream(raw, index: int) -> StreamConfig:
         name=name, model=model, mechanism=mechanism, epsilon=fields.get("epsilon"), window=fields.get("window"),
         domain=fields["domain"], users=fields["users"], slot_seconds=fields["slot_seconds"], start=fields["start"],
         lateness_seconds=fields.get("lateness_seconds", 0.0),
-        max_watermark_jump_slots=fields.get("max_watermark_jump_slots", 60), oracle=fields.get("oracle", "ada"), options=options,
+        max_watermark_jump_slots=fields.get("max_watermark_jump_slots", 60),
+        max_slots_ahead=fields.get("max_slots_ahead", DEFAULT_MAX_SLOTS_AHEAD), oracle=fields.get("oracle", "ada"),
+        options=options,
         labels=fields.get("labels", ()), query=fields.get("query"),
     )
     try:

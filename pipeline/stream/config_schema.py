@@ -479,6 +479,8 @@ STREAM_FIELDS: dict[str, Field] = {
     "lateness_seconds": Field(Number(0, 1e9), "how long a slot stays open after its end"),
     "max_watermark_jump_slots": Field(Integer(1, 10_000), "the most slots one watermark may close at once "
                                       "(default 60): a larger jump is a clock error or a forgery"),
+    "max_slots_ahead": Field(Integer(1, 10_000), "how many slots past the closed ones (beyond the lateness) a "
+                             "report may be (default 100): each is a table key of one slot's counts"),
     "oracle": Field(Choice(("ada", "grr", "oue", "hm")), "the frequency oracle (local streams only)"),
     "options": Field(PerMechanism(), "the mechanism's options"),
     "labels": Field(TextList(Text(200), 2**20), "a name for each value"),

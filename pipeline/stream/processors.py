@@ -16,6 +16,11 @@ Exactly-once effect on state over an at-least-once transport:
 
 Outputs are deterministic (derived randomness), so every re-emission is identical to the first.
 
+State is bounded whatever the input: what grows with a backlog (open slots, pending partials,
+kept releases, early reports) lives in keys of one slot or message each (:class:`SideKeys`),
+written before the key that records the offsets, and no value or message exceeds
+:data:`MAX_MESSAGE_BYTES`.
+
 Anyone who can write to the broker could otherwise stall or steer a stream, so every message a
 worker acts on is authenticated (:class:`ServerKeys`): outputs are sealed as they leave
 :meth:`Processor.process`, and each ``route`` refuses an input without a valid seal, or an
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -65,7 +71,21 @@ __all__ = ["Out", "ServerKeys", "Processor", "Assembler", "DissimilarityProcesso
 
 log = logging.getLogger(__name__)
 
-MAX_SLOTS_AHEAD = 10_000  # reports further ahead of the closed slots are rejected: it bounds the open slots
+MAX_SLOTS_PENDING = 20_000
+"""How far ahead of the slot it measures next M1 keeps partials. A backlog (a producer far ahead,
+the assembler closing slots faster than releases come back) waits in one key per (slot,
+partition), so it costs memory, at most this many slots' partials, but no work per message. Two
+weeks of one-minute slots: a whole dataset replayed at full speed fits. A partial beyond is
+refused as ``out_of_range`` (the stream then stops at that slot, loudly)."""
+
+MAX_MESSAGE_BYTES = 900_000
+"""The largest message or table value a worker writes: under Kafka's 1 MiB default
+``message.max.bytes``, with room for the record's key and headers. A stream whose slot state,
+release or window of charges could exceed it is refused at start (:meth:`Processors.build`); an
+input whose state or outputs would exceed it anyway (a local stream's population-sized state) is
+refused and dead-lettered as ``too_large`` and writes nothing, so that no write can fail and
+crash-loop the worker: the stream stops, loudly, instead."""
+
 DEADLETTER_SAMPLE = 1_000  # rejected reports copied into one dead letter (central and personalized streams)
 
 
@@ -148,6 +168,43 @@ class ServerKeys:
         return []
 
 
+class SideKeys:
+    """The table keys an input reads and writes beside its processor's head key.
+
+    A processor keeps what grows with a backlog (a slot's partial histogram, say) in keys of its
+    own, one per slot, so that an input rewrites only the keys it touches and no value holds more
+    than one slot. :meth:`Processor.process` returns the written keys *before* the head key, and
+    the deleted ones after it: the head is what says which inputs were applied (its offsets) and
+    which side keys are live, and a table's writes reach its changelog in order, so a crash leaves
+    a prefix of them. Before the head, a side key may hold the effect of an input the head does
+    not record; the input is then redelivered and must find that effect there (``offset`` lets a
+    value say which input wrote it). After the head, a deletion lost to a crash leaves a key no
+    head names any more, never read again.
+    """
+
+    def __init__(self, load: Callable[[str], bytes | None], offset: int) -> None:
+        self._load = load
+        self.offset = offset  # the input's offset, for values that record which input wrote them
+        self._values: dict[str, dict | None] = {}
+        self.written: dict[str, dict] = {}
+        self.deleted: dict[str, None] = {}
+
+    def get(self, key: str) -> dict | None:
+        if key not in self._values:
+            stored = self._load(key)
+            self._values[key] = packing.unpack(stored) if stored else None
+        return self._values[key]
+
+    def put(self, key: str, value: dict) -> None:
+        self._values[key] = self.written[key] = value
+        self.deleted.pop(key, None)
+
+    def delete(self, key: str) -> None:
+        self._values[key] = None
+        self.written.pop(key, None)
+        self.deleted[key] = None
+
+
 class Processor:
     """Base: route a raw message to a state key, skip replays, apply, return the new state."""
 
@@ -166,12 +223,13 @@ class Processor:
     def initial(self, key: str) -> dict:
         raise NotImplementedError
 
-    def apply(self, state: dict, message: Any, topic: str, partition: int, now: float) -> list[Out]:
+    def apply(self, state: dict, message: Any, topic: str, partition: int, now: float, side: SideKeys) -> list[Out]:
         raise NotImplementedError
 
     def process(self, raw: bytes, topic: str, partition: int, offset: int,
-                load: Callable[[str], bytes | None], now: float) -> tuple[list[Out], dict[str, bytes]]:
-        """One input message: returns (sealed outputs, {state key: packed new state})."""
+                load: Callable[[str], bytes | None], now: float) -> tuple[list[Out], dict[str, bytes | None]]:
+        """One input message: returns (sealed outputs, {state key: packed new state, or None to delete}),
+        in the order to store them (:class:`SideKeys`)."""
         key, message, outputs = self.route(raw, topic, partition)
         if key is None:
             return outputs, {}
@@ -182,8 +240,23 @@ class Processor:
             if state["offsets"].get(mark, -1) >= offset:
                 return [], {}  # applied before a crash, and its outputs were delivered before that
             state["offsets"][mark] = int(offset)
-        outputs += self.apply(state, message, topic, partition, now)
-        return [self.keys.sealed(out) for out in outputs], {key: packing.pack(state)}
+        side = SideKeys(load, int(offset))
+        outputs += self.apply(state, message, topic, partition, now, side)
+        updates = {k: packing.pack(v) for k, v in side.written.items()} | {key: packing.pack(state)} | side.deleted
+        sealed = [self.keys.sealed(out) for out in outputs]
+        too_large = oversized(updates, sealed)
+        if too_large:
+            log.error("refused an input of %s[%d]@%d: %s", topic, partition, offset, too_large)
+            return [dead_letter("too_large", topic, too_large, key.split("/")[0])], {}
+        return sealed, updates
+
+
+def oversized(updates: dict[str, bytes | None], outputs: list[Out]) -> str | None:
+    """Why a state or output is larger than :data:`MAX_MESSAGE_BYTES` (None if none is)."""
+    sizes = [(f"state {k!r}", len(v)) for k, v in updates.items() if v is not None]
+    sizes += [(f"message to {out.topic}", len(out.value)) for out in outputs]
+    what, size = max(sizes, key=lambda item: item[1], default=("", 0))
+    return f"{what} would be {size} bytes, above the bound of {MAX_MESSAGE_BYTES}" if size > MAX_MESSAGE_BYTES else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,10 +288,20 @@ def seen_add(seen: np.ndarray, users: np.ndarray, population: int) -> np.ndarray
     return np.union1d(seen, users)
 
 
+def slots_ahead(stream) -> int:
+    """The assembler's horizon for ``stream``: a report may be for at most this many slots past the
+    closed ones (its lateness in slots plus ``max_slots_ahead``, by default
+    :data:`~pipeline.stream.config.DEFAULT_MAX_SLOTS_AHEAD`); so many keys at most are open."""
+    return stream.max_slots_ahead + math.ceil(stream.lateness_seconds / stream.slot_seconds)
+
+
 class Assembler(Processor):
     """Validates reports, keeps one report per user per slot, and closes slots on watermarks.
 
-    State key: ``stream/partition`` (the assembler of a stream runs on every ``reports`` partition).
+    State key: ``stream/partition`` (the assembler of a stream runs on every ``reports`` partition),
+    the partition's clock and the numbers of its open slots; each open slot's histogram and seen
+    users are a key of their own, ``stream/partition/slot``, bounded by one slot. A report may be
+    for at most :func:`slots_ahead` slots past the closed ones, which bounds the open slots.
     It counts only the users its partition owns (:func:`~pipeline.stream.codecs.report_partition`),
     so that no user is counted twice in a slot across partitions. A slot closes when the
     partition's watermark passes its end plus the allowed lateness; the assembler then emits the
@@ -239,38 +322,47 @@ class Assembler(Processor):
         return f"{stream.name}/{partition}", message, []
 
     def initial(self, key):
-        return {"offsets": {}, "watermark": float("-inf"), "closed": 0, "open": {}}
+        return {"offsets": {}, "watermark": float("-inf"), "closed": 0, "open": []}
 
-    def apply(self, state, message, topic, partition, now):
+    def apply(self, state, message, topic, partition, now, side):
         stream = self.config.stream(message.stream)
         if isinstance(message, Watermark):
-            return self._advance(state, stream, message.time, partition, now)
+            return self._advance(state, stream, message.time, partition, now, side)
         if stream.model == "local":  # raw values must never reach the server: refuse, copy nothing
             metrics.reports_rejected.labels(stream.name, "raw_value_for_local_stream").inc(message.users.size)
             return [dead_letter("raw_value_for_local_stream", topic, f"{message.users.size} raw report(s) for local-model "
                                 f"stream {stream.name!r} dropped unread: devices answer ldp.requests instead", stream.name)]
-        return self._accept(state, stream, message, topic, partition)
+        return self._accept(state, stream, message, topic, partition, side)
 
-    def _accept(self, state, stream, batch: ReportBatch, topic, partition: int) -> list[Out]:
+    def _accept(self, state, stream, batch: ReportBatch, topic, partition: int, side: SideKeys) -> list[Out]:
         logic = self.logics[stream.name]
         users, values = batch.users, batch.values
         slots = stream.slot_of_ms(batch.times_ms)
         reason = np.zeros(users.size, dtype=np.int8)  # 0 = accepted, else 1 + index in REJECT_REASONS
         failed = ((users < 0) | (users >= stream.users), (values < 0) | (values >= stream.domain), slots <= 0,
-                  slots <= state["closed"], slots > state["closed"] + MAX_SLOTS_AHEAD,
+                  slots <= state["closed"], slots > state["closed"] + slots_ahead(stream),
                   report_partition(users, self.config.report_partitions) != partition)
         for code, fails in enumerate(failed, start=1):
             reason[(reason == 0) & fails] = code
         groups = logic.group_of_users()
+        owned = self._owned_users(stream, partition)
         for slot in np.unique(slots[reason == 0]):
             idx = np.flatnonzero((reason == 0) & (slots == slot))
-            entry = state["open"].setdefault(str(int(slot)), self._empty_slot(stream, logic))
-            idx = self._drop_duplicates(idx, users, entry["seen"], reason)
+            key = f"{stream.name}/{partition}/{slot}"
+            entry = side.get(key) or self._empty_slot(stream, logic)
+            if int(slot) not in state["open"]:
+                state["open"] = sorted([*state["open"], int(slot)])
+            if entry["applied"] == side.offset:  # written by this very input before a crash cut its state short
+                reason[idx] = -1  # counted then; neither accepted nor rejected again
+                continue
+            idx = self._drop_duplicates(idx, users, entry["seen"], reason, self.config.report_partitions)
             u = users[idx]
-            entry["seen"] = seen_add(entry["seen"], u, stream.users)
+            entry["seen"] = seen_add(entry["seen"], u // self.config.report_partitions, owned)
             rows = groups[u] if groups is not None else np.zeros(u.size, dtype=np.int64)
             flat = np.bincount(rows * stream.domain + values[idx], minlength=entry["counts"].size)
             entry["counts"] += flat.reshape(entry["counts"].shape)
+            entry["applied"] = side.offset
+            side.put(key, entry)
         accepted = int(np.count_nonzero(reason == 0))
         metrics.reports_accepted.labels(stream.name).inc(accepted)
         outputs = []
@@ -284,11 +376,22 @@ class Assembler(Processor):
                 outputs.append(dead_letter(name, topic, f"{rejected.size} report(s) rejected: {name}", stream.name, payload))
         return outputs
 
+    def _owned_users(self, stream, partition: int) -> int:
+        """How many user indices a partition owns (users ``u`` with ``u % P == partition``, seen as ``u // P``)."""
+        return -(-(stream.users - partition) // self.config.report_partitions)
+
+    def max_slot_bytes(self, stream) -> int:
+        """The largest a ``stream/partition/slot`` value can be: every owned user seen, all counts set."""
+        logic = self.logics[stream.name]
+        full = self._empty_slot(stream, logic) | {"seen": np.zeros((self._owned_users(stream, 0) + 7) // 8, np.uint8)}
+        return len(packing.pack(full | {"applied": 2**63 - 1}))
+
     @staticmethod
-    def _drop_duplicates(idx: np.ndarray, users: np.ndarray, seen: np.ndarray, reason: np.ndarray) -> np.ndarray:
+    def _drop_duplicates(idx: np.ndarray, users: np.ndarray, seen: np.ndarray, reason: np.ndarray,
+                         partitions: int) -> np.ndarray:
         """Keep the first report of each user not already seen in this slot; mark the rest duplicate."""
         u = users[idx]
-        already = seen_contains(seen, u)
+        already = seen_contains(seen, u // partitions)
         _, first = np.unique(u, return_index=True)
         keep = np.zeros(idx.size, dtype=bool)
         keep[first] = True
@@ -298,9 +401,10 @@ class Assembler(Processor):
 
     @staticmethod
     def _empty_slot(stream, logic) -> dict:
-        return {"counts": np.zeros((logic.groups, stream.domain), dtype=np.int64), "seen": np.zeros(0, dtype=np.int64)}
+        return {"counts": np.zeros((logic.groups, stream.domain), dtype=np.int64), "seen": np.zeros(0, dtype=np.int64),
+                "applied": -1}
 
-    def _advance(self, state, stream, time: float, partition: int, now: float) -> list[Out]:
+    def _advance(self, state, stream, time: float, partition: int, now: float, side: SideKeys) -> list[Out]:
         if time <= state["watermark"]:
             return []
         through = stream.closable_through(time)
@@ -313,13 +417,18 @@ class Assembler(Processor):
         state["watermark"] = float(time)
         logic = self.logics[stream.name]
         outputs = []
+        is_open = set(state["open"])
         for slot in range(state["closed"] + 1, through + 1):
-            entry = state["open"].pop(str(slot), None) or self._empty_slot(stream, logic)
+            key = f"{stream.name}/{partition}/{slot}"
+            entry = (side.get(key) if slot in is_open else None) or self._empty_slot(stream, logic)
+            if slot in is_open:
+                side.delete(key)
             partial = Envelope("partial", {"stream": stream.name, "slot": slot, "partition": partition,
                                            "counts": entry["counts"], "closed_at": now})
             outputs.append(Out("slots", partial.encode(), stream.name))
             metrics.slots_closed.labels(stream.name).inc()
         state["closed"] = max(state["closed"], through)
+        state["open"] = [slot for slot in state["open"] if slot > state["closed"]]
         return outputs
 
 
@@ -332,6 +441,10 @@ class DissimilarityProcessor(Processor):
     Reads ``slots`` (partials) and ``releases`` (to learn the last release). Slot t is measured
     only when every assembler partition closed it and release t-1 is known, so that the
     dissimilarity is computed against exactly the release M2 published.
+
+    State key: ``stream`` (the next slot to measure, the last release); each partial waits in a
+    key of its own, ``stream/slot/partition``, so that a backlog of closed slots costs no work per
+    message. Partials reach at most :data:`MAX_SLOTS_PENDING` slots ahead.
     """
 
     def route(self, raw, topic, partition):
@@ -352,10 +465,9 @@ class DissimilarityProcessor(Processor):
 
     def initial(self, key):
         stream = self.config.stream(key)
-        return {"offsets": {}, "next": 1, "last_slot": 0, "last_release": np.zeros(stream.domain),
-                "partials": {}, "closed_at": {}}
+        return {"offsets": {}, "next": 1, "last_slot": 0, "last_release": np.zeros(stream.domain)}
 
-    def apply(self, state, message, topic, partition, now):
+    def apply(self, state, message, topic, partition, now, side):
         name = message.stream if topic == "releases" else message["stream"]
         impossible = self._impossible(state, message, topic)
         if impossible:
@@ -369,10 +481,9 @@ class DissimilarityProcessor(Processor):
         else:
             slot = int(message["slot"])
             if slot >= state["next"]:
-                key = str(slot)
-                state["partials"].setdefault(key, {})[str(message["partition"])] = message["counts"]
-                state["closed_at"][key] = max(state["closed_at"].get(key, 0.0), float(message["closed_at"]))
-        return self._advance(state, name)
+                side.put(f"{name}/{slot}/{int(message['partition'])}",
+                         {"counts": message["counts"], "closed_at": float(message["closed_at"])})
+        return self._advance(state, name, side)
 
     def _impossible(self, state, message, topic) -> str | None:
         """Why an authentic-looking message cannot come from a worker (None if it can)."""
@@ -381,7 +492,7 @@ class DissimilarityProcessor(Processor):
                 return f"release of slot {message.slot} while slots 1..{state['next'] - 1} were measured"
         elif message.kind == "partial":
             slot, partition = int(message["slot"]), int(message["partition"])
-            if not 1 <= slot <= state["next"] + MAX_SLOTS_AHEAD or not 0 <= partition < self.config.report_partitions:
+            if not 1 <= slot <= state["next"] + MAX_SLOTS_PENDING or not 0 <= partition < self.config.report_partitions:
                 return f"partial of slot {slot} from partition {partition} while slot {state['next']} is open"
         return None
 
@@ -393,16 +504,20 @@ class DissimilarityProcessor(Processor):
                                                 state["last_release"])
         return [Out("dissimilarity", Envelope("dissimilarity", {"stream": name, "slot": slot, "dis": dis}).encode(), name)]
 
-    def _advance(self, state, name) -> list[Out]:
+    def _advance(self, state, name, side: SideKeys) -> list[Out]:
         slot = state["next"]
-        key = str(slot)
-        partials = state["partials"].get(key, {})
-        if len(partials) < self.config.report_partitions or state["last_slot"] != slot - 1:
+        if state["last_slot"] != slot - 1:
             return []
-        counts = sum(np.asarray(c, dtype=np.int64) for c in partials.values())
+        keys = [f"{name}/{slot}/{p}" for p in range(self.config.report_partitions)]
+        partials = [side.get(key) for key in keys]
+        if any(partial is None for partial in partials):
+            return []
+        counts = sum(np.asarray(partial["counts"], dtype=np.int64) for partial in partials)
         kind, fields = self.logics[name].slot_ready(slot, counts, state["last_release"])
-        envelope = Envelope(kind, {"stream": name, "slot": slot, "closed_at": state["closed_at"].pop(key), **fields})
-        del state["partials"][key]
+        closed_at = max(partial["closed_at"] for partial in partials)
+        envelope = Envelope(kind, {"stream": name, "slot": slot, "closed_at": closed_at, **fields})
+        for key in keys:
+            side.delete(key)
         state["next"] = slot + 1
         return [Out("dissimilarity", envelope.encode(), name)]
 
@@ -414,7 +529,13 @@ RECENT_RELEASES = 8  # releases kept for identical re-emission after a crash
 
 
 class PublicationProcessor(Processor):
-    """Decides and publishes (M2); holds the mechanism state and budget ledger of each stream."""
+    """Decides and publishes (M2); holds the mechanism state and budget ledger of each stream.
+
+    State key: ``stream`` (the mechanism, the window's charges, which outputs are kept); the
+    outputs of the last :data:`RECENT_RELEASES` slots, re-emitted identically when their input is
+    replayed, are keys of their own (``stream/release/slot``, ``stream/step/slot:kind:phase``), so
+    that no value holds more than one slot's release.
+    """
 
     persist_before_send = True
 
@@ -432,17 +553,32 @@ class PublicationProcessor(Processor):
 
     def initial(self, key):
         logic = self.logics[key]
-        return {"offsets": {}, "mechanism": logic.new_mechanism().to_bytes(), "recent": {}, "steps": {},
+        return {"offsets": {}, "mechanism": logic.new_mechanism().to_bytes(), "recent": [], "steps": [],
                 "spend": np.zeros((0, logic.charge_columns)), "closed_at": 0.0}
 
-    def apply(self, state, message, topic, partition, now):
+    def max_release_bytes(self, stream) -> int:
+        """The largest release record of ``stream``: every value, and every number, at its longest."""
+        longest = -2.2250738585072014e-308
+        record = ReleaseRecord(stream.name, 2**31, [longest] * stream.domain, "approximation", stream.mechanism,
+                               longest, 2**31, longest, longest, longest, longest, longest, longest, longest)
+        return len(record.to_bytes())
+
+    def max_head_bytes(self, stream) -> int:
+        """The size of the stream's state once its window's charges are full, with the mechanism as it
+        starts (a local mechanism's ledger holds a number per user: its population counts here)."""
+        logic = self.logics[stream.name]
+        full = np.zeros((int(logic.group_windows.max()), logic.charge_columns))
+        recent, steps = [2**31] * RECENT_RELEASES, [f"{2**31}:dissimilarity:2"] * (3 * RECENT_RELEASES)
+        return len(packing.pack(self.initial(stream.name) | {"spend": full, "recent": recent, "steps": steps}))
+
+    def apply(self, state, message, topic, partition, now, side):
         name = message["stream"]
         logic = self.logics[name]
         mechanism = logic.restore(state["mechanism"])
         slot = int(message["slot"])
         step = f"{slot}:{message.kind}:{message.get('phase', 0)}"
         if slot <= mechanism.slot or step in state["steps"]:  # a replayed input: re-emit what it caused
-            kept = state["recent"].get(str(slot)) if message.kind == "measured" else state["steps"].get(step)
+            kept = side.get(f"{name}/release/{slot}" if message.kind == "measured" else f"{name}/step/{step}")
             return [Out(t, v, name) for t, v in kept.items()] if kept else []
         if slot != mechanism.slot + 1:
             return [dead_letter("gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}", name)]
@@ -458,14 +594,12 @@ class PublicationProcessor(Processor):
             if outcome is None:
                 return []
         if isinstance(outcome, StepResult):
-            outputs = self._release(state, logic, mechanism, outcome, now)
+            outputs = self._release(state, logic, mechanism, outcome, now, side)
         else:  # the local model asks the devices: a request for this slot's next phase
             outputs = {"ldp.requests": Envelope("request", {"stream": name, **outcome.to_dict()}).encode()}
         state["mechanism"] = mechanism.to_bytes()
         if message.kind != "measured":
-            state["steps"][step] = outputs
-            for old in [k for k in state["steps"] if int(k.split(":")[0]) <= slot - RECENT_RELEASES]:
-                del state["steps"][old]
+            state["steps"] = self._keep(side, f"{name}/step", [*state["steps"], step], step, outputs, slot)
         return [Out(t, v, name) for t, v in outputs.items()]
 
     @staticmethod
@@ -482,7 +616,16 @@ class PublicationProcessor(Processor):
             return mechanism.decide(LocalDissimilarity(*message["dis"]))
         return mechanism.publish(message["support"], message["n"])
 
-    def _release(self, state, logic, mechanism, result: StepResult, now: float) -> dict[str, bytes]:
+    @staticmethod
+    def _keep(side: SideKeys, prefix: str, kept: list, name, outputs: dict[str, bytes], slot: int) -> list:
+        """Store ``outputs`` under ``prefix/name``; forget those of slots :data:`RECENT_RELEASES` ago."""
+        side.put(f"{prefix}/{name}", outputs)
+        old = [k for k in kept if int(str(k).split(":")[0]) <= slot - RECENT_RELEASES]
+        for k in old:
+            side.delete(f"{prefix}/{k}")
+        return [k for k in kept if k not in old]
+
+    def _release(self, state, logic, mechanism, result: StepResult, now: float, side: SideKeys) -> dict[str, bytes]:
         """The release and audit record of a finished slot; keeps the window accounting and metrics."""
         name, slot = logic.stream.name, result.slot
         # The charges of the slots of the longest window, and every group's spend over its own.
@@ -493,9 +636,7 @@ class PublicationProcessor(Processor):
         audit = logic.audit(mechanism, result)
         state["spend"] = history[1:] if len(history) == logic.group_windows.max() else history
         outputs = {"releases": record.to_bytes(), "audit": audit.to_bytes()}
-        state["recent"][str(slot)] = outputs
-        for old in [k for k in state["recent"] if int(k) <= slot - RECENT_RELEASES]:
-            del state["recent"][old]
+        state["recent"] = self._keep(side, f"{name}/release", [*state["recent"], slot], slot, outputs, slot)
         tightest = int(np.argmax(group_spend / logic.group_epsilons))  # the group closest to its budget
         metrics.releases.labels(name, result.strategy.value).inc()
         metrics.last_released_slot.labels(name).set(slot)
@@ -511,6 +652,12 @@ class PublicationProcessor(Processor):
 # Collector (local model): perturbed reports -> the oracle's support, per (slot, phase)
 # ---------------------------------------------------------------------------------------------
 CLOSED_ROUNDS_KEPT = 16  # closed rounds remembered, so that a late report is told apart from an unrequested one
+
+MAX_EARLY_MESSAGES = 256
+"""Report messages a collector holds for requests it has not read yet. A device answers only
+after it read the request, so honest early reports are those of the request the collector is
+about to read: one round's messages. Each waits in a key of its own; more are refused as
+``unrequested`` rather than held."""
 
 
 def valid_reports(request: dict, reports: np.ndarray, n: int) -> np.ndarray:
@@ -538,6 +685,11 @@ class Collector(Processor):
     (the users who did not answer are counted); its support goes to M1 (phase 1, on ``slots``) or
     M2 (phase 2, on ``dissimilarity``). A report from a user who was not asked, a second report, a
     report for a closed round, or one no oracle could produce is counted and dead-lettered.
+
+    State key: ``stream``: its open rounds (M2 opens one at a time, each holding a bit per asked
+    user, so bounded by the population) and the index of early reports; a message of reports that
+    overtook its request waits in a key of its own, ``stream/early/slot:phase/offset``, at most
+    :data:`MAX_EARLY_MESSAGES` of them.
     """
 
     def route(self, raw, topic, partition):
@@ -563,7 +715,7 @@ class Collector(Processor):
     def initial(self, key):
         return {"offsets": {}, "rounds": {}, "closed": [], "early": {}}
 
-    def apply(self, state, message, topic, partition, now):
+    def apply(self, state, message, topic, partition, now, side):
         name = message["stream"]
         outputs = []
         if message.kind == "request":
@@ -574,13 +726,14 @@ class Collector(Processor):
                 state["rounds"][key] = {"request": request, "asked": size, "answered": np.zeros(0, dtype=np.int64),
                                         "support": None, "n": 0,
                                         "deadline": now + self.logics[name].deadline_seconds}
-                for early in state["early"].pop(key, []):  # reports that overtook their request
-                    outputs += self._accept(state, name, early, topic)
+                for _, early in state["early"].pop(key, []):  # reports that overtook their request
+                    outputs += self._accept(state, name, side.get(early), topic, now, side)
+                    side.delete(early)
         elif message.kind == "reports":
-            outputs += self._accept(state, name, message.fields, topic, now)
-        return outputs + self._close_due(state, name, now) + self._expire_early(state, name, now, topic)
+            outputs += self._accept(state, name, message.fields, topic, now, side)
+        return outputs + self._close_due(state, name, now) + self._expire_early(state, name, now, topic, side)
 
-    def _accept(self, state, name, fields: dict, topic, now: float | None = None) -> list[Out]:
+    def _accept(self, state, name, fields: dict, topic, now: float, side: SideKeys) -> list[Out]:
         key = f"{fields['slot']}:{fields['phase']}"
         users = np.asarray(fields["users"], dtype=np.int64)
         round_ = state["rounds"].get(key)
@@ -589,7 +742,12 @@ class Collector(Processor):
                 return self._reject(name, "late", topic, users, f"round {key} is closed")
             # The two topics are read without order between them: a device's reports may arrive
             # before the request they answer. They wait for it, then count, or expire as unrequested.
-            state["early"].setdefault(key, []).append({**fields, "received": now})
+            if sum(map(len, state["early"].values())) >= MAX_EARLY_MESSAGES:
+                return self._reject(name, "unrequested", topic, users, f"no request for round {key}, and "
+                                    f"{MAX_EARLY_MESSAGES} messages wait for theirs already")
+            early = f"{name}/early/{key}/{side.offset}"
+            side.put(early, dict(fields))
+            state["early"].setdefault(key, []).append([now, early])
             return []
         from ..core.local import Request
 
@@ -614,15 +772,16 @@ class Collector(Processor):
             metrics.reports_accepted.labels(name).inc(int(keep.sum()))
         return outputs
 
-    def _expire_early(self, state, name, now: float, topic) -> list[Out]:
+    def _expire_early(self, state, name, now: float, topic, side: SideKeys) -> list[Out]:
         """Reports that waited a whole deadline for a request that never came were not requested."""
         outputs = []
         grace = self.logics[name].deadline_seconds
         for key in list(state["early"]):
-            waiting = [e for e in state["early"][key] if e["received"] + grace > now]
-            for expired in (e for e in state["early"][key] if e["received"] + grace <= now):
-                outputs += self._reject(name, "unrequested", topic, np.asarray(expired["users"], dtype=np.int64),
+            waiting = [e for e in state["early"][key] if e[0] + grace > now]
+            for _, expired in (e for e in state["early"][key] if e[0] + grace <= now):
+                outputs += self._reject(name, "unrequested", topic, np.asarray(side.get(expired)["users"], dtype=np.int64),
                                         f"no request for round {key} within {grace:g} s")
+                side.delete(expired)
             if waiting:
                 state["early"][key] = waiting
             else:
@@ -667,5 +826,17 @@ class Processors:
     def build(cls, config: AppConfig) -> "Processors":
         logics = {s.name: logic_for(config, s) for s in config.streams}
         keys = ServerKeys.from_config(config)
-        return cls(*(kind(config, logics, keys) for kind in (Assembler, DissimilarityProcessor, PublicationProcessor,
-                                                              Collector)))
+        built = cls(*(kind(config, logics, keys) for kind in (Assembler, DissimilarityProcessor, PublicationProcessor,
+                                                               Collector)))
+        for stream in config.streams:
+            largest = {"its release": built.publication.max_release_bytes(stream),
+                       "its mechanism's state and window of charges": built.publication.max_head_bytes(stream)}
+            if stream.model != "local":
+                largest["one slot's state (a count per value and group, a bit per user of a reports partition)"] = \
+                    built.assembler.max_slot_bytes(stream)
+            what, size = max(largest.items(), key=lambda item: item[1])
+            if size > MAX_MESSAGE_BYTES:
+                raise ConfigError(f"stream {stream.name!r}: {what} can reach {size} bytes, above the "
+                                  f"{MAX_MESSAGE_BYTES} bytes of a message: use a smaller domain, window or population"
+                                  f"{', or more report_partitions' if what.startswith('one slot') else ''}")
+        return built

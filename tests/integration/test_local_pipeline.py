@@ -118,6 +118,8 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     messages = 0
     for topic in topics:
         for value in read_topic(cluster.bootstrap, topic):
+            if value is None:  # a deleted table key: the tombstone carries nothing
+                continue
             messages += 1
             if topic != "reports":  # where the producer put them: no copy anywhere else, as bytes or hex
                 assert truncated[-4 * raw_users.size:] not in value and truncated[-64:].hex().encode() not in value

@@ -19,8 +19,9 @@ from producers.devices import SignedRequests, signed_reports
 
 
 class InProcessPipeline:
-    def __init__(self, config: AppConfig, fleets: dict | None = None) -> None:
+    def __init__(self, config: AppConfig, fleets: dict | None = None, reports_first: bool = False) -> None:
         self.config = config
+        self.reports_first = reports_first  # the devices' answers reach the collector before their request
         self.processors = Processors.build(config)
         self.tables = {"assembler": {}, "m1": {}, "m2": {}, "collector": {}}
         self.fleets = fleets or {}  # stream -> producers.devices.DeviceFleet answering its requests
@@ -66,16 +67,21 @@ class InProcessPipeline:
                   "releases": ("m1", self.processors.dissimilarity), "dissimilarity": ("m2", self.processors.publication),
                   "ldp.requests": ("collector", self.processors.collector),
                   "ldp.reports": ("collector", self.processors.collector)}
+        answered = set()
         while self.queue:
             topic, p, offset, value = self.queue.popleft()
-            if topic == "ldp.requests":
+            if topic == "ldp.requests" and (topic, p, offset) not in answered:
                 self.answer(value)
+                if self.reports_first:
+                    answered.add((topic, p, offset))
+                    self.queue.append((topic, p, offset, value))
+                    continue
             if topic not in routes:
                 continue
             table_name, processor = routes[topic]
             table = self.tables[table_name]
             outputs, updates = processor.process(value, topic, p, offset, table.get, now)
-            table.update(updates)
+            store(table, updates)
             for out in outputs:
                 self.produce(out.topic, out.value, out.key)
 
@@ -94,3 +100,12 @@ class InProcessPipeline:
             if record.stream == stream:
                 seen.setdefault(record.slot, record)
         return [seen[s] for s in sorted(seen)]
+
+
+def store(table: dict, updates: dict) -> None:
+    """Apply a processor's updates to a table as the Faust agents do: in order, None deletes."""
+    for key, value in updates.items():
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value

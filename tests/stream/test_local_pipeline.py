@@ -26,11 +26,11 @@ def local_config(mechanism, **options):
         "users": USERS, "slot_seconds": 60, "start": START, "options": {"block_size": BLOCK, **options}}]})
 
 
-def run_pipeline(config, values, fleets=None, extra=None):
+def run_pipeline(config, values, fleets=None, extra=None, reports_first=False):
     stream = config.stream("l")
     fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
                         Devices(DerivedRandomness(config.device_key(), "l"), block_size=BLOCK))
-    pipeline = InProcessPipeline(config, fleets or {"l": fleet})
+    pipeline = InProcessPipeline(config, fleets or {"l": fleet}, reports_first)
     for slot in range(1, SLOTS + 1):  # the wall clock advances 100 s a slot (deadlines are 30 s)
         pipeline.send_slot("l", stream.slot_start(slot), stream.slot_end(slot), None, None)
         if extra:

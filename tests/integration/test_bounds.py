@@ -1,0 +1,161 @@
+"""Poison messages and backlogs against a real broker and a real worker (issue 14): the worker
+stays up, every stream keeps releasing, and a full-speed replay of the bundled sample equals
+`wevent simulate` at a flat release rate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.core.central import BudgetAbsorption
+from pipeline.core.data import UserValues
+from pipeline.core.randomness import DerivedRandomness, SecretKey
+from pipeline.stream.codecs import ReportBatch, report_partition
+from pipeline.stream.config import parse_config
+from pipeline.stream.kafka import KafkaReportSink
+from pipeline.stream.processors import slots_ahead
+from pipeline.stream.subscription import Releases
+from tests.integration.conftest import metric_value
+
+pytestmark = [pytest.mark.integration]
+
+TDRIVE = Path(__file__).resolve().parents[2] / "producers" / "fixtures" / "tdrive"
+START = 1_201_910_400.0
+USERS, DOMAIN, SEED, PARTITIONS = 400, 6, 3, 2
+
+
+def central(name, users=USERS, domain=DOMAIN, **extra):
+    return {"name": name, "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 10, "domain": domain,
+            "users": users, "slot_seconds": 60, "start": START, **extra}
+
+
+def feed(slots, seed):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, DOMAIN, (slots, USERS))
+
+
+def expected(name, values):
+    mechanism = BudgetAbsorption(1.0, 10, DOMAIN, randomness=DerivedRandomness(SecretKey.from_seed(SEED), name))
+    counts = np.stack([np.bincount(v, minlength=DOMAIN) for v in values]).astype(float)
+    return {r.slot: r.release.tolist() for r in mechanism.run(counts)}
+
+
+def follow(bootstrap, streams, count, timeout, cluster, arrivals=None):
+    """slot -> release per stream, until ``count`` releases came; ``arrivals`` gets each one's arrival time."""
+    got = {}
+    deadline = time.monotonic() + timeout
+    with Releases(bootstrap, streams=streams) as releases:
+        while sum(map(len, got.values())) < count and time.monotonic() < deadline:
+            for record in releases.follow(idle_timeout=1.0):
+                if record.slot not in got.setdefault(record.stream, {}) and arrivals is not None:
+                    arrivals.append(time.monotonic())
+                got[record.stream][record.slot] = record.release
+                if sum(map(len, got.values())) >= count:
+                    break
+        assert not releases.conflicts, f"two different releases for {releases.conflicts}"
+    assert sum(map(len, got.values())) == count, cluster.logs()
+    return got
+
+
+def send(cluster, name, values, first_slot=1):
+    stream = cluster.config.stream(name)
+    sink = KafkaReportSink(cluster.bootstrap, name, PARTITIONS, tansu_compat=True)
+    for slot in range(first_slot, first_slot + len(values)):
+        sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), np.arange(USERS), values[slot - first_slot])
+    sink.close()
+
+
+def test_a_9999_slot_batch_does_not_stop_the_worker_or_any_stream(cluster_factory):
+    """One valid user reporting at slots 7..10,005 (in the old horizon): the worker once wrote a
+    2.95 MB state value, failed, and crash-looped with every stream down."""
+    config = parse_config({"seed": SEED, "report_partitions": PARTITIONS, "stream_partitions": 2,
+                           "streams": [central("victim"), central("other")]})
+    cluster = cluster_factory(config)
+    worker = cluster.start_worker()
+    slots = 20
+    values = {"victim": feed(slots, 1), "other": feed(slots, 2)}
+    user = 5
+    victim = config.stream("victim")
+    poison_slots = np.arange(7, 10_006)  # the user's own values where it reports anyway: no release may change
+    poison = ReportBatch("victim", np.full(poison_slots.size, user),
+                         np.where(poison_slots <= slots, values["victim"][np.minimum(poison_slots, slots) - 1, user], 0),
+                         np.round((victim.start + (poison_slots - 1) * 60.0) * 1000))
+    sink = KafkaReportSink(cluster.bootstrap, "victim", PARTITIONS, tansu_compat=True)
+    sink._produce(poison.encode(), int(report_partition(np.array([user]), PARTITIONS)[0]))
+    sink.close()
+    for name in values:
+        send(cluster, name, values[name])
+    got = follow(cluster.bootstrap, ["victim", "other"], 2 * slots, 180, cluster)
+    for name in values:
+        assert got[name] == expected(name, values[name]), name
+    assert worker.alive, cluster.logs()
+    refused = poison_slots.size - (slots_ahead(victim) - 6)
+    assert metric_value(cluster.metrics(worker), "wevent_reports_rejected_total", stream="victim",
+                        reason="too_far_ahead") == refused
+    assert "Error" not in worker.log_tail(200), worker.log_tail(200)
+
+
+@pytest.mark.slow
+def test_a_backlog_of_1000_slots_keeps_the_other_streams_releasing(cluster_factory):
+    """A producer 1,000 slots ahead of the worker: the backlog is released in full, equal to the
+    simulation, while a stream sent afterwards releases meanwhile."""
+    config = parse_config({"seed": SEED, "report_partitions": PARTITIONS, "stream_partitions": 2,
+                           "streams": [central("backlog"), central("other")]})
+    cluster = cluster_factory(config)
+    worker = cluster.start_worker()
+    backlog, others = feed(1000, 3), feed(20, 4)
+    send(cluster, "backlog", backlog)
+    send(cluster, "other", others)
+    started = time.monotonic()
+    got = follow(cluster.bootstrap, ["other"], 20, 300, cluster)
+    other_done = time.monotonic() - started
+    assert got["other"] == expected("other", others)
+    got = follow(cluster.bootstrap, ["backlog"], 1000, 900, cluster)
+    assert got["backlog"] == expected("backlog", backlog)
+    assert worker.alive, cluster.logs()
+    print(f"other stream released 20 slots within {other_done:.1f} s of a 1,000-slot backlog")
+
+
+def run_cli(*arguments, timeout=600):
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", *arguments], capture_output=True, text=True,
+                          timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.slow
+def test_a_full_speed_replay_of_the_sample_equals_simulate_at_a_flat_rate(cluster_factory, tmp_path):
+    """README's fast replay (default profile, speed 0) into one BA stream: the worker once died on a
+    1 MB state message after 91-181 of 1,439 slots, and its release rate fell with the backlog."""
+    dump = tmp_path / "taxi.npz"
+    run_cli("replay", "tdrive", str(TDRIVE), "--dump", str(dump), "--no-progress")
+    data = UserValues.load(dump)
+    assert data.slots == 1439
+    config = parse_config({"seed": SEED, "report_partitions": 2, "stream_partitions": 2, "streams": [{
+        "name": "taxi", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 20,
+        "domain": data.domain_size, "users": data.users, "slot_seconds": data.slot_seconds, "start": data.start}]})
+    cluster = cluster_factory(config)
+    worker = cluster.start_worker()
+    started = time.monotonic()
+    run_cli("replay", "tdrive", str(TDRIVE), "--config", str(cluster.config_path), "--bootstrap", cluster.bootstrap,
+            "--tansu-compat", "--no-progress")
+    sent = time.monotonic() - started
+    arrivals = []
+    got = follow(cluster.bootstrap, ["taxi"], data.slots, 1800, cluster, arrivals)["taxi"]
+    simulated_log = tmp_path / "simulated.jsonl"
+    run_cli("simulate", "-m", "ba", "--input", str(dump), "--seed", str(SEED), "--stream", "taxi", "-e", "1", "-w", "20",
+            "--releases", str(simulated_log), "--json")
+    simulated = {r["slot"]: r["release"] for r in map(json.loads, simulated_log.read_text().splitlines())}
+    assert sorted(got) == sorted(simulated) == list(range(1, data.slots + 1))
+    assert all(got[slot] == simulated[slot] for slot in simulated)
+    assert worker.alive, cluster.logs()
+    first, last = (200 / (arrivals[199] - arrivals[0]), 200 / (arrivals[-1] - arrivals[-200]))
+    print(f"replay sent in {sent:.1f} s; all {data.slots} releases in {arrivals[-1] - started:.1f} s; "
+          f"{first:.1f} slots/s over the first 200, {last:.1f} over the last 200")
+    assert last > first / 2  # flat: the old worker fell from 11.5 to 1.7 slots/s as its backlog grew
