@@ -4,6 +4,7 @@ with each other: topics, scrape targets, mounted files, streams and listeners.""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from pipeline.cli import build_parser
+from pipeline.cli._common import directory, listen_port, readable_file, writable_file
 from pipeline.stream.config import AppConfig, load_config
 from pipeline.stream.processors import Processors
 
@@ -30,12 +32,28 @@ def builds_wevent(service: dict) -> bool:
 WEVENT_SERVICES = sorted(name for name, service in RAW["services"].items() if builds_wevent(service))
 
 
+# Argument types that look at this machine's files and ports; a container's are its own (their
+# paths are checked against the mounts by the tests below).
+HOST_TYPES = {readable_file, writable_file, directory, listen_port}
+
+
+def container_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` with every option's type and range, but no look at this machine's files or ports."""
+    for action in parser._actions:
+        if action.type in HOST_TYPES:
+            action.type = None
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                container_parser(sub)
+    return parser
+
+
 def parse_wevent(argv: list[str]):
     """The image's ENTRYPOINT is `wevent`: parse its arguments without running anything."""
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            return build_parser().parse_args(argv)
+            return container_parser(build_parser()).parse_args(argv)
     except SystemExit:
         pytest.fail(f"`wevent {' '.join(argv)}` is not a valid invocation: {errors.getvalue().strip()}")
 
