@@ -123,7 +123,7 @@ def default_config(feed, args):
 def run_keys(config, seed: int | None, *, devices: bool, external_kafka: bool) -> tuple[dict[str, str], dict[str, str]]:
     """The worker's and the devices' environments: the server's key, and the devices' key (hex) if
     the run has ``devices``, each with the other side's public key (the devices check requests
-    with the server's, the worker checks reports with the devices').
+    with the server's; a worker with a local-model stream checks reports with the devices').
 
     Each comes from its environment variable when set, else from the seed (``seed``, else the
     config's), else from the operating system's entropy. With a seed the two keys are separate
@@ -136,11 +136,16 @@ def run_keys(config, seed: int | None, *, devices: bool, external_kafka: bool) -
     noise as before, so its key must outlive the run.
     """
     from ..core.randomness import SecretKey
+    from ..stream.codecs import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
     from ..stream.config import DEVICE_KEY_ENV, NOISE_KEY_ENV
 
+    # A worker with any local-model stream checks device reports with the devices' public key,
+    # given as such or derived here from the devices' key (which this run's devices also need).
+    checks_reports = any(s.model == "local" for s in config.streams)
+    device_key_needed = devices or (checks_reports and not os.environ.get(REPORT_KEY_ENV))
     seeded = replace(config, seed=config.seed if seed is None else seed)
     keys, from_seed = {}, []
-    wanted = {NOISE_KEY_ENV: seeded.noise_key} | ({DEVICE_KEY_ENV: seeded.device_key} if devices else {})
+    wanted = {NOISE_KEY_ENV: seeded.noise_key} | ({DEVICE_KEY_ENV: seeded.device_key} if device_key_needed else {})
     for variable, key_of in wanted.items():
         if os.environ.get(variable) or seeded.seed is not None:
             keys[variable] = key_of().hex()
@@ -155,11 +160,12 @@ def run_keys(config, seed: int | None, *, devices: bool, external_kafka: bool) -
               f"can remove it (without a seed, keys are drawn at random or read from {' and '.join(from_seed)})",
               file=sys.stderr)
     worker = {NOISE_KEY_ENV: keys.pop(NOISE_KEY_ENV)}
-    if devices:  # each side checks the other's signatures with a public key only
-        from ..stream.codecs import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
-
-        worker[REPORT_KEY_ENV] = report_seal(SecretKey.from_hex(keys[DEVICE_KEY_ENV])).public_hex
-        keys[REQUEST_KEY_ENV] = request_seal(SecretKey.from_hex(worker[NOISE_KEY_ENV])).public_hex
+    if checks_reports:  # each side checks the other's signatures with a public key only
+        worker[REPORT_KEY_ENV] = (report_seal(SecretKey.from_hex(keys[DEVICE_KEY_ENV])).public_hex
+                                  if DEVICE_KEY_ENV in keys else os.environ[REPORT_KEY_ENV])
+    if not devices:
+        return worker, {}
+    keys[REQUEST_KEY_ENV] = request_seal(SecretKey.from_hex(worker[NOISE_KEY_ENV])).public_hex
     return worker, keys
 
 
