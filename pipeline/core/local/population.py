@@ -5,15 +5,17 @@ report in any ``w`` consecutive slots: users asked at slot ``t`` leave the avail
 and come back only at the end of slot ``t + w - 1`` (recycling, RES-12). Samples are uniform
 without replacement from ``U_A`` and independent of the data.
 
-State: the ids of ``U_A`` in an array (in no particular order) and the ids taken in each of the
-last ``w`` slots, int32 for up to 2^31 users: at most ``N`` ids in all, 4 MB per million users.
+Sampling ``k`` of the ``A`` available users: ``k`` distinct uniform ranks among the available ids
+in increasing order (uniform draws with replacement until ``k`` distinct ones appear, which by
+exchangeability are a uniform random subset of their number; a uniform random surplus is dropped;
+for ``k > A/2`` the ranks to keep are drawn instead). The sample depends on the available *set*
+only, not on the order it was built in, so the state need not record an order.
 
-Sampling ``k`` of the ``A`` available users: ``k`` distinct uniform positions of the ``U_A`` array
-(uniform draws with replacement until ``k`` distinct ones appear, which by exchangeability are a
-uniform random subset of their number; a uniform random surplus is dropped; for ``k > A/2`` the
-positions to keep are drawn instead). The users at those positions leave by a vectorised
-swap-remove (the array's last users fill the holes) and recycled users are appended, so a call
-costs ``O(k log k)`` (sorting the ids a request carries), whatever ``N``.
+State: the users taken in each of the last ``w`` slots, each set as a bitset or sorted-id gaps,
+whichever is shorter (:mod:`.user_sets`): at most ``N / 8`` bytes per slot, 125 KB per slot at a
+million users. The available set is everything else. A slot's bytes are packed when the slot
+takes users and reused until it is recycled, so saving the state re-encodes nothing that did not
+change. In memory the available set is a boolean mask, built on the first ``take`` after a load.
 
 Examples
 --------
@@ -37,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import check_positive_int, check_window
+from ..validation import ParameterError, check_positive_int, check_window
+from .user_sets import pack_users, unpack_users
 
 __all__ = ["PopulationLedger"]
 
@@ -48,10 +51,10 @@ class PopulationLedger:
     def __init__(self, population: int, window: int) -> None:
         self.population = check_positive_int(population, "population N")
         self.window = check_window(window)
-        self._id_type = np.int32 if self.population < 2**31 else np.int64
-        self._free = np.arange(self.population, dtype=self._id_type)  # U_A in its first `available` entries
         self.available = self.population
-        self._taken: list[list[np.ndarray]] = [[] for _ in range(self.window)]  # slot s at index s % w
+        self._taken: list[np.ndarray | None] = [None] * self.window  # slot s at index s % w, sorted ids
+        self._packed: list[bytes | None] = [None] * self.window  # their bytes, None until packed
+        self._mask: np.ndarray | None = None  # True where available; None until a take needs it
 
     def in_window(self) -> int:
         """Users taken in the current window (not yet recycled)."""
@@ -63,45 +66,63 @@ class PopulationLedger:
             raise RuntimeError(f"population ledger ran short at slot {slot}: {count} wanted, {self.available} available")
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
-        available, tail = self.available, self.available - count
+        available = self.available
         if 2 * count <= available:
             chosen = _uniform_positions(available, count, rng)
-        else:  # the complement of a uniform subset is uniform: draw the positions that stay
+        else:  # the complement of a uniform subset is uniform: draw the ranks that stay
             chosen = np.ones(available, dtype=bool)
             chosen[_uniform_positions(available, available - count, rng)] = False
             chosen = np.flatnonzero(chosen)
-        taken = self._free[chosen]
-        in_tail = np.zeros(count, dtype=bool)
-        in_tail[chosen[chosen >= tail] - tail] = True
-        self._free[chosen[chosen < tail]] = self._free[tail + np.flatnonzero(~in_tail)]  # swap-remove
-        self.available = tail
-        taken.sort()
-        self._taken[slot % self.window].append(taken)
-        return taken.astype(np.int64)
+        mask = self._available_mask()
+        taken = np.flatnonzero(mask)[chosen].astype(np.int64)  # sorted: ranks ascend with ids
+        mask[taken] = False
+        self.available -= count
+        index = slot % self.window
+        before = self._taken[index]
+        self._taken[index] = taken if before is None else np.union1d(before, taken)
+        self._packed[index] = None
+        return taken
 
     def end_slot(self, slot: int) -> None:
         """Recycling at the end of ``slot``: the users of slot ``slot - w + 1`` are available again."""
         if slot < self.window:
             return
         oldest = (slot + 1) % self.window  # == (slot - w + 1) % w
-        for taken in self._taken[oldest]:
-            self._free[self.available : self.available + taken.size] = taken
-            self.available += taken.size
-        self._taken[oldest] = []
+        back = self._taken[oldest]
+        if back is not None:
+            if self._mask is not None:
+                self._mask[back] = True
+            self.available += back.size
+        self._taken[oldest] = self._packed[oldest] = None
+
+    def _available_mask(self) -> np.ndarray:
+        if self._mask is None:
+            self._mask = np.ones(self.population, dtype=bool)
+            for taken in self._taken:
+                if taken is not None:
+                    self._mask[taken] = False
+        return self._mask
 
     # --- state -------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        groups = [np.concatenate(g) if g else np.zeros(0, self._id_type) for g in self._taken]
-        return {"available": self._free[: self.available].copy(), "taken": np.concatenate(groups),
-                "sizes": np.array([g.size for g in groups], dtype=np.int64)}
+        """The taken set of every slot of the window, by ``slot % w`` (empty bytes: nobody)."""
+        for index, taken in enumerate(self._taken):
+            if taken is not None and self._packed[index] is None:
+                self._packed[index] = pack_users(taken, self.population)
+        return {"taken": [b"" if packed is None else packed for packed in self._packed]}
 
     def load(self, state: dict[str, Any]) -> None:
-        available = np.asarray(state["available"], dtype=self._id_type)
-        taken = np.asarray(state["taken"], dtype=self._id_type)
-        bounds = np.concatenate([[0], np.cumsum(state["sizes"])])
-        self._taken = [[taken[a:b].copy()] if b > a else [] for a, b in zip(bounds[:-1], bounds[1:])]
-        self._free = np.concatenate([available, taken])  # capacity N; past `available`: scratch
-        self.available = available.size
+        packed = list(state["taken"])
+        if len(packed) != self.window:
+            raise ParameterError(f"a population state of {len(packed)} slots is not one of a window of {self.window}")
+        self._packed = [bytes(p) if len(p) else None for p in packed]
+        self._taken = [None if p is None else unpack_users(p, self.population) for p in self._packed]
+        sizes = [t.size for t in self._taken if t is not None]
+        self.available = self.population - sum(sizes)
+        if self.available < 0:
+            raise ParameterError("a population state takes more users than the population holds")
+        self._mask = None
+
 
 def _uniform_positions(size: int, count: int, rng: np.random.Generator) -> np.ndarray:
     """``count <= size / 2`` distinct positions of ``0..size-1``, a uniform random subset, sorted."""
