@@ -103,6 +103,10 @@ class Mechanism(abc.ABC):
         return [self.step(row) for row in stream]
 
     # --- state -------------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        """The constructor arguments that fix the mechanism (what a stream may never change)."""
+        return self._params()
+
     def _params(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "window": self.window}
 

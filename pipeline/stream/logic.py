@@ -34,6 +34,7 @@ class StreamLogic:
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         self.stream = stream
         self.randomness = randomness
+        self._template = self.new_mechanism()  # validates parameters up front; what the state is compared with
 
     def group_of_users(self) -> np.ndarray | None:
         """Row of each user in the count matrix (None: a single row)."""
@@ -81,9 +82,9 @@ class StreamLogic:
         re-deriving a slot's noise at another scale would give away its data: a stream's
         parameters are fixed for its lifetime (a new configuration needs a new stream name).
         """
-        configured = state_codec.to_json(self.new_mechanism().state_dict()["params"])
-        stored = state_codec.to_json(mechanism.state_dict()["params"])
-        if configured == stored and type(mechanism) is type(self.new_mechanism()):
+        template = self._template
+        configured, stored = state_codec.to_json(template.params()), state_codec.to_json(mechanism.params())
+        if configured == stored and type(mechanism) is type(template):
             return None
         return f"the config says {configured}, the stream's state holds {stored}"
 
@@ -120,7 +121,6 @@ class CentralLogic(StreamLogic):
 
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         super().__init__(stream, randomness)
-        self._template = self.new_mechanism()  # validates parameters up front
 
     def new_mechanism(self) -> CentralMechanism:
         s = self.stream
@@ -213,7 +213,6 @@ class LocalLogic(StreamLogic):
 
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         super().__init__(stream, randomness)
-        self._template = self.new_mechanism()  # validates parameters up front
 
     def new_mechanism(self):
         s = self.stream
