@@ -41,7 +41,7 @@ import numpy as np
 from ..core import state as packing
 from . import metrics
 from ..core.base import StepResult
-from ..core.local.protocol import LocalDissimilarity
+from ..core.local.protocol import LocalDissimilarity, Request
 from .codecs import (
     REPORT_KEY_ENV,
     AuthenticationError,
@@ -722,7 +722,7 @@ class Collector(Processor):
             key = f"{message['slot']}:{message['phase']}"
             if key not in state["rounds"] and key not in state["closed"]:
                 request = {k: v for k, v in message.fields.items() if k != "stream"}
-                size = request["population"] if request["users"] is None else len(request["users"])
+                size = Request.from_dict(request).size
                 state["rounds"][key] = {"request": request, "asked": size, "answered": np.zeros(0, dtype=np.int64),
                                         "support": None, "n": 0,
                                         "deadline": now + self.logics[name].deadline_seconds}
@@ -749,8 +749,6 @@ class Collector(Processor):
             side.put(early, dict(fields))
             state["early"].setdefault(key, []).append([now, early])
             return []
-        from ..core.local import Request
-
         request = Request.from_dict(round_["request"])
         if users.size != len(fields["reports"]):
             return self._reject(name, "malformed", topic, users, "users and reports differ in number")
