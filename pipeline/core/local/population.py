@@ -11,11 +11,12 @@ exchangeability are a uniform random subset of their number; a uniform random su
 for ``k > A/2`` the ranks to keep are drawn instead). The sample depends on the available *set*
 only, not on the order it was built in, so the state need not record an order.
 
-State: the users taken in each of the last ``w`` slots, each set as a bitset or sorted-id gaps,
-whichever is shorter (:mod:`.user_sets`): at most ``N / 8`` bytes per slot, 125 KB per slot at a
-million users. The available set is everything else. A slot's bytes are packed when the slot
-takes users and reused until it is recycled, so saving the state re-encodes nothing that did not
-change. In memory the available set is a boolean mask, built on the first ``take`` after a load.
+State: the users of each take of the last ``w`` slots (M1's and M2's samples), each set as a
+bitset or sorted-id gaps, whichever is shorter (:mod:`.user_sets`): at most ``N / 8`` bytes per
+take, 125 KB at a million users. The available set is everything else. A take's bytes are packed
+once and reused until its slot is recycled, so saving the state re-encodes nothing that did not
+change, and they equal the packed users of the request that asked them. In memory the available set is a boolean mask, built on the first ``take`` after a load;
+until then a restored ledger costs no ``O(N)`` work (a slot's set is unpacked when it is needed).
 
 Examples
 --------
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..validation import ParameterError, check_positive_int, check_window
-from .user_sets import pack_users, unpack_users
+from .user_sets import count_users, pack_users, unpack_users
 
 __all__ = ["PopulationLedger"]
 
@@ -52,8 +53,11 @@ class PopulationLedger:
         self.population = check_positive_int(population, "population N")
         self.window = check_window(window)
         self.available = self.population
-        self._taken: list[np.ndarray | None] = [None] * self.window  # slot s at index s % w, sorted ids
-        self._packed: list[bytes | None] = [None] * self.window  # their bytes, None until packed
+        # Slot s at index s % w: the users of each of its takes, as sorted ids and as bytes (either
+        # None until needed: bytes are packed when the state is saved, ids unpacked when used).
+        self._taken: list[list[np.ndarray | None]] = [[] for _ in range(self.window)]
+        self._packed: list[list[bytes | None]] = [[] for _ in range(self.window)]
+        self._sizes = [0] * self.window
         self._mask: np.ndarray | None = None  # True where available; None until a take needs it
 
     def in_window(self) -> int:
@@ -78,9 +82,9 @@ class PopulationLedger:
         mask[taken] = False
         self.available -= count
         index = slot % self.window
-        before = self._taken[index]
-        self._taken[index] = taken if before is None else np.union1d(before, taken)
-        self._packed[index] = None
+        self._taken[index].append(taken)
+        self._packed[index].append(None)
+        self._sizes[index] += count
         return taken
 
     def end_slot(self, slot: int) -> None:
@@ -88,37 +92,45 @@ class PopulationLedger:
         if slot < self.window:
             return
         oldest = (slot + 1) % self.window  # == (slot - w + 1) % w
-        back = self._taken[oldest]
-        if back is not None:
-            if self._mask is not None:
+        if self._mask is not None:
+            for back in self._taken_in(oldest):
                 self._mask[back] = True
-            self.available += back.size
-        self._taken[oldest] = self._packed[oldest] = None
+        self.available += self._sizes[oldest]
+        self._taken[oldest], self._packed[oldest], self._sizes[oldest] = [], [], 0
+
+    def _taken_in(self, index: int) -> list[np.ndarray]:
+        """The users of each take of the slot at ``index``, unpacked on first use after a load."""
+        taken, packed = self._taken[index], self._packed[index]
+        for i, users in enumerate(taken):
+            if users is None:
+                taken[i] = unpack_users(packed[i], self.population)
+        return taken
 
     def _available_mask(self) -> np.ndarray:
         if self._mask is None:
             self._mask = np.ones(self.population, dtype=bool)
-            for taken in self._taken:
-                if taken is not None:
+            for index in range(self.window):
+                for taken in self._taken_in(index):
                     self._mask[taken] = False
         return self._mask
 
     # --- state -------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """The taken set of every slot of the window, by ``slot % w`` (empty bytes: nobody)."""
-        for index, taken in enumerate(self._taken):
-            if taken is not None and self._packed[index] is None:
-                self._packed[index] = pack_users(taken, self.population)
-        return {"taken": [b"" if packed is None else packed for packed in self._packed]}
+        """The users of every take of every slot of the window, by ``slot % w``."""
+        for taken, packed in zip(self._taken, self._packed):
+            for i, users in enumerate(taken):
+                if packed[i] is None:
+                    packed[i] = pack_users(users, self.population)
+        return {"taken": [list(packed) for packed in self._packed]}
 
     def load(self, state: dict[str, Any]) -> None:
-        packed = list(state["taken"])
-        if len(packed) != self.window:
-            raise ParameterError(f"a population state of {len(packed)} slots is not one of a window of {self.window}")
-        self._packed = [bytes(p) if len(p) else None for p in packed]
-        self._taken = [None if p is None else unpack_users(p, self.population) for p in self._packed]
-        sizes = [t.size for t in self._taken if t is not None]
-        self.available = self.population - sum(sizes)
+        slots = list(state["taken"])
+        if len(slots) != self.window:
+            raise ParameterError(f"a population state of {len(slots)} slots is not one of a window of {self.window}")
+        self._packed = [[bytes(p) for p in packed] for packed in slots]
+        self._taken = [[None] * len(packed) for packed in self._packed]  # unpacked when recycled or a take needs them
+        self._sizes = [sum(count_users(p) for p in packed) for packed in self._packed]
+        self.available = self.population - sum(self._sizes)
         if self.available < 0:
             raise ParameterError("a population state takes more users than the population holds")
         self._mask = None

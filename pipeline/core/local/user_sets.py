@@ -7,8 +7,8 @@ small set takes a few bytes per user. Encoding and decoding are vectorised: ``O(
 ``O(N / 8)`` for a bitset.
 
 >>> blob = pack_users(np.array([3, 5, 900]), population=1000)
->>> len(blob), unpack_users(blob, 1000).tolist()
-(5, [3, 5, 900])
+>>> len(blob), unpack_users(blob, 1000).tolist(), count_users(blob)
+(5, [3, 5, 900], 3)
 >>> len(pack_users(np.arange(0, 1000, 2), population=1000))  # half the users: a bitset
 126
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["pack_users", "unpack_users", "UserSetError"]
+__all__ = ["pack_users", "unpack_users", "count_users", "UserSetError"]
 
 _BITSET, _GAPS = b"B", b"G"
 _SHIFTS = np.arange(0, 64, 7, dtype=np.uint64)  # a varint of an int64 takes at most 10 bytes
@@ -78,3 +78,11 @@ def unpack_users(blob: bytes, population: int) -> np.ndarray:
     if users[-1] >= population or (users.size > 1 and np.any(np.diff(users) <= 0)):
         raise UserSetError(f"a user set holds ids out of order or outside 0..{population - 1}")
     return users
+
+
+def count_users(blob: bytes) -> int:
+    """How many users :func:`pack_users` packed in ``blob``, without unpacking them."""
+    body = np.frombuffer(blob, dtype=np.uint8, offset=1)
+    if bytes(blob[:1]) == _BITSET:
+        return int(np.bitwise_count(body).sum())
+    return int(np.count_nonzero(body < 0x80))  # one last byte per varint
