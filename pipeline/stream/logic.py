@@ -14,6 +14,7 @@ from ..core import state as state_codec
 from ..core.base import REGISTRY, Mechanism, StepResult
 from ..core.validation import ParameterError
 from ..core.central import CentralMechanism, Dissimilarity
+from ..core.local.user_sets import users_to_text
 from ..core.randomness import DerivedRandomness
 from .codecs import AuditRecord, ReleaseRecord
 from .config import AppConfig, ConfigError, StreamConfig
@@ -267,7 +268,8 @@ class LocalLogic(StreamLogic):
             metrics.available_population.labels(self.stream.name).set(ledger.available)
 
     def audit(self, mechanism, result):
-        phases = [{"phase": phase, "epsilon": float(e), "users": None if users is None else users.tolist()}
+        phases = [{"phase": phase, "epsilon": float(e),
+                   "users": None if users is None else users_to_text(users, mechanism.population)}
                   for phase, users, e in ((1, result.users1, result.eps1), (2, result.users2, result.eps2)) if e > 0]
         return AuditRecord(stream=self.stream.name, slot=result.slot, mechanism=mechanism.name,
                            epsilon=mechanism.epsilon, window=mechanism.window, eps1=float(result.eps1),

@@ -11,13 +11,18 @@ small set takes a few bytes per user. Encoding and decoding are vectorised: ``O(
 (5, [3, 5, 900], 3)
 >>> len(pack_users(np.arange(0, 1000, 2), population=1000))  # half the users: a bitset
 126
+>>> users_to_text(np.array([3, 5, 900]), 1000), users_from_text("RwMC/wY=").tolist()
+('RwMC/wY=', [3, 5, 900])
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+
 import numpy as np
 
-__all__ = ["pack_users", "unpack_users", "count_users", "UserSetError"]
+__all__ = ["pack_users", "unpack_users", "count_users", "users_to_text", "users_from_text", "UserSetError"]
 
 _BITSET, _GAPS = b"B", b"G"
 _SHIFTS = np.arange(0, 64, 7, dtype=np.uint64)  # a varint of an int64 takes at most 10 bytes
@@ -86,3 +91,18 @@ def count_users(blob: bytes) -> int:
     if bytes(blob[:1]) == _BITSET:
         return int(np.bitwise_count(body).sum())
     return int(np.count_nonzero(body < 0x80))  # one last byte per varint
+
+
+def users_to_text(users: np.ndarray, population: int) -> str:
+    """:func:`pack_users` in base64, for JSON records (an audit line)."""
+    return base64.b64encode(pack_users(users, population)).decode("ascii")
+
+
+def users_from_text(text: str) -> np.ndarray:
+    """Inverse of :func:`users_to_text`; a bitset's length bounds the population it was packed for."""
+    try:
+        blob = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise UserSetError("a user set in text must be base64") from None
+    bound = 8 * (len(blob) - 1) if bytes(blob[:1]) == _BITSET else 2**63 - 1
+    return unpack_users(blob, bound)
