@@ -124,3 +124,17 @@ def test_taobao_scale_state_and_requests_stay_bounded_and_restore_identically():
         assert a.release.tolist() == b.release.tolist() and a.strategy == b.strategy
         assert np.array_equal(a.users1, b.users1) and (a.users2 is None) == (b.users2 is None)
     assert clone.to_parts() == mechanism.to_parts()
+
+
+def test_restores_do_no_work_in_n_until_a_take_or_publication_needs_it():
+    """M2 restores its mechanism for every message: LPU's groups and a ledger's available set are
+    built only when a slot asks users, not for a restore that only measures or publishes."""
+    from pipeline.core.local import LPU
+
+    lpu = LPU(1.0, WINDOW, TAOBAO_DOMAIN, TAOBAO_USERS, oracle="oue", randomness=derived(0))
+    assert "groups" not in vars(restore(lpu.to_bytes(), derived(0)))
+    lpa = taobao_lpa()
+    lpa.open_slot()  # M1's sample taken: M2 now waits for the dissimilarity
+    clone = restore(lpa.to_bytes(), derived(0))
+    assert clone.ledger._mask is None and clone.ledger.available == lpa.ledger.available
+    assert clone.to_bytes() == lpa.to_bytes()
