@@ -71,10 +71,12 @@ class StreamLogic:
     def new_mechanism(self) -> Mechanism:
         raise NotImplementedError
 
-    def restore(self, blob: bytes) -> Mechanism:
+    def restore(self, blob: bytes, parts=None) -> Mechanism:
+        """The mechanism in ``blob``: packed bytes, or the head of a split state whose ``parts``
+        (a mapping from key to bytes) hold its large values."""
         from ..core.base import restore
 
-        return restore(blob, self.randomness)
+        return restore(blob, self.randomness, parts=parts)
 
     def parameters_changed(self, mechanism: Mechanism) -> str | None:
         """Why the configured mechanism differs from the one in the state (None if they agree).
