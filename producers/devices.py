@@ -71,7 +71,8 @@ def request_digest(request: Request) -> bytes:
     users after it as little-endian int64, so an int32 copy of the same users digests the same.
     """
     fields = request.to_dict()
-    users = fields.pop("users")
+    del fields["users"]  # packed on the wire: the ids go in below
+    users = request.users
     # Every field of the wire form is in, so a field added to requests later is covered too.
     header = {**fields, "slot": int(fields["slot"]), "phase": int(fields["phase"]), "oracle": str(fields["oracle"]),
               "domain_size": int(fields["domain_size"]), "population": int(fields["population"]),

@@ -103,6 +103,10 @@ class Mechanism(abc.ABC):
         return [self.step(row) for row in stream]
 
     # --- state -------------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        """The constructor arguments that fix the mechanism (what a stream may never change)."""
+        return self._params()
+
     def _params(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "window": self.window}
 
@@ -135,6 +139,10 @@ class Mechanism(abc.ABC):
     def to_bytes(self) -> bytes:
         return state_codec.pack(self.state_dict())
 
+    def to_parts(self) -> tuple[bytes, dict[str, bytes]]:
+        """:meth:`to_bytes` as a small head plus its large values by key (:func:`~.state.pack_split`)."""
+        return state_codec.pack_split(self.state_dict())
+
     def to_json(self) -> str:
         return state_codec.to_json(self.state_dict())
 
@@ -143,7 +151,11 @@ class Mechanism(abc.ABC):
         return f"{type(self).__name__}({params}) at slot {self.slot}"
 
 
-def restore(data: bytes | str, randomness: DerivedRandomness, **hooks) -> Mechanism:
-    """Rebuild any registered mechanism from :meth:`Mechanism.to_bytes` or ``to_json`` output."""
-    state = state_codec.from_json(data) if isinstance(data, str) else state_codec.unpack(data)
+def restore(data: bytes | str, randomness: DerivedRandomness, *, parts=None, **hooks) -> Mechanism:
+    """Rebuild any registered mechanism from :meth:`Mechanism.to_bytes` or ``to_json`` output, or
+    from the head of :meth:`Mechanism.to_parts` with a mapping holding its ``parts``."""
+    if parts is not None:
+        state = state_codec.unpack_split(data, parts)
+    else:
+        state = state_codec.from_json(data) if isinstance(data, str) else state_codec.unpack(data)
     return Mechanism.from_state(state, randomness, **hooks)

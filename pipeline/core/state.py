@@ -8,6 +8,17 @@ Two encodings of the same dict:
 
 Both round-trip floats exactly (JSON uses Python's shortest round-trip repr).
 
+``pack_split``/``unpack_split`` store a state as a small head plus *parts*: every bytes value of
+at least ``threshold`` bytes (a population ledger's slot sets) moves to a part keyed by its
+BLAKE2b digest, and the head refers to it by that key. A store that keeps parts by key writes a
+part once and never rewrites it while it is unchanged; a part no head refers to can be dropped.
+
+>>> head, parts = pack_split({"slot": 3, "sets": [b"x" * 5000, b"y"]}, threshold=4096)
+>>> len(parts), len(head) < 200, unpack_split(head, parts)["sets"][0] == b"x" * 5000
+(1, True, True)
+>>> references(head) == set(parts)
+True
+
 >>> state = {"slot": 3, "last": np.array([1.5, -2.0]), "flags": {"shift": False}, "blob": b"ab"}
 >>> back = unpack(pack(state))
 >>> back["slot"], back["last"].tolist(), back["flags"], back["blob"]
@@ -19,16 +30,20 @@ dtype('float64')
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import struct
 from typing import Any
 
 import numpy as np
 
-__all__ = ["pack", "unpack", "to_json", "from_json", "StateError"]
+__all__ = ["pack", "unpack", "pack_split", "unpack_split", "references", "to_json", "from_json", "StateError"]
+
+PART_THRESHOLD = 4096  # bytes values this long go to parts
 
 _MAGIC = b"WEVS1"
 _ARRAY = "__ndarray__"
+_PART = "__part__"
 
 
 class StateError(ValueError):
@@ -37,16 +52,16 @@ class StateError(ValueError):
 
 def _encode(value: Any, buffers: list[bytes] | None):
     if isinstance(value, (bytes, bytearray, np.ndarray)):
-        is_bytes = not isinstance(value, np.ndarray)
-        array = np.frombuffer(bytes(value), dtype=np.uint8) if is_bytes else np.ascontiguousarray(value)
-        meta = {"dtype": array.dtype.str, "shape": list(array.shape)}
-        if is_bytes:
-            meta["bytes"] = True
+        if isinstance(value, np.ndarray):
+            array = np.ascontiguousarray(value)
+            meta, raw = {"dtype": array.dtype.str, "shape": list(array.shape)}, array.tobytes()
+        else:  # kept as they are: a packed population set is not copied again
+            meta, raw = {"dtype": "|u1", "shape": [len(value)], "bytes": True}, bytes(value)
         if buffers is None:
-            meta["data"] = base64.b64encode(array.tobytes()).decode("ascii")
+            meta["data"] = base64.b64encode(raw).decode("ascii")
         else:
             meta["index"] = len(buffers)
-            buffers.append(array.tobytes())
+            buffers.append(raw)
         return {_ARRAY: meta}
     if isinstance(value, dict):
         return {str(k): _encode(v, buffers) for k, v in value.items()}
@@ -99,6 +114,61 @@ def unpack(data: bytes) -> dict:
         return _decode(header, buffers)
     except (struct.error, json.JSONDecodeError, KeyError, IndexError) as exc:
         raise StateError(f"corrupt wevent state: {exc}") from exc
+
+
+def pack_split(state: dict, threshold: int = PART_THRESHOLD) -> tuple[bytes, dict[str, bytes]]:
+    """The packed head of ``state`` and its parts by key (bytes values of ``threshold`` bytes or more)."""
+    parts: dict[str, bytes] = {}
+
+    def lift(value):
+        if isinstance(value, (bytes, bytearray)) and len(value) >= threshold:
+            key = hashlib.blake2b(value, digest_size=16).hexdigest()
+            parts[key] = bytes(value)
+            return {_PART: key}
+        if isinstance(value, dict):
+            return {k: lift(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [lift(v) for v in value]
+        return value
+
+    return pack(lift(state)), parts
+
+
+def unpack_split(head: bytes, parts) -> dict:
+    """Inverse of :func:`pack_split`; ``parts`` maps keys to bytes (any mapping holding the head's parts)."""
+
+    def sink(value):
+        if isinstance(value, dict):
+            if len(value) == 1 and _PART in value:
+                try:
+                    return bytes(parts[value[_PART]])
+                except KeyError:
+                    raise StateError(f"state part {value[_PART]} is missing") from None
+            return {k: sink(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [sink(v) for v in value]
+        return value
+
+    return sink(unpack(head))
+
+
+def references(head: bytes) -> set[str]:
+    """The keys of the parts a head refers to (what a store must keep for it)."""
+    found: set[str] = set()
+
+    def walk(value):
+        if isinstance(value, dict):
+            if len(value) == 1 and _PART in value:
+                found.add(value[_PART])
+            else:
+                for v in value.values():
+                    walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(unpack(head))
+    return found
 
 
 def to_json(state: dict) -> str:

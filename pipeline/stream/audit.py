@@ -25,6 +25,7 @@ from typing import Iterable
 import numpy as np
 
 from ..core.ledger import window_sums
+from ..core.local.user_sets import UserSetError, users_from_text
 
 TOLERANCE = 1e-9
 
@@ -312,7 +313,13 @@ def _is_integer(value) -> bool:
 
 
 def _user_indices(users, where: str) -> np.ndarray:
-    """A phase's listed users as indices (one conversion per phase, no loop per user)."""
+    """A phase's listed users as indices (one conversion per phase, no loop per user): a list, or
+    the packed text the pipeline writes (:func:`~pipeline.core.local.user_sets.users_to_text`)."""
+    if isinstance(users, str):
+        try:
+            return users_from_text(users)
+        except UserSetError as exc:
+            raise MalformedRecord(f"{where}: a phase's users: {exc}") from None
     try:
         asked = np.asarray(users) if isinstance(users, list) else None
     except (ValueError, OverflowError):

@@ -14,6 +14,7 @@ from ..core import state as state_codec
 from ..core.base import REGISTRY, Mechanism, StepResult
 from ..core.validation import ParameterError
 from ..core.central import CentralMechanism, Dissimilarity
+from ..core.local.user_sets import users_to_text
 from ..core.randomness import DerivedRandomness
 from .codecs import AuditRecord, ReleaseRecord
 from .config import AppConfig, ConfigError, StreamConfig
@@ -34,6 +35,7 @@ class StreamLogic:
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         self.stream = stream
         self.randomness = randomness
+        self._template = self.new_mechanism()  # validates parameters up front; what the state is compared with
 
     def group_of_users(self) -> np.ndarray | None:
         """Row of each user in the count matrix (None: a single row)."""
@@ -69,10 +71,12 @@ class StreamLogic:
     def new_mechanism(self) -> Mechanism:
         raise NotImplementedError
 
-    def restore(self, blob: bytes) -> Mechanism:
+    def restore(self, blob: bytes, parts=None) -> Mechanism:
+        """The mechanism in ``blob``: packed bytes, or the head of a split state whose ``parts``
+        (a mapping from key to bytes) hold its large values."""
         from ..core.base import restore
 
-        return restore(blob, self.randomness)
+        return restore(blob, self.randomness, parts=parts)
 
     def parameters_changed(self, mechanism: Mechanism) -> str | None:
         """Why the configured mechanism differs from the one in the state (None if they agree).
@@ -81,9 +85,9 @@ class StreamLogic:
         re-deriving a slot's noise at another scale would give away its data: a stream's
         parameters are fixed for its lifetime (a new configuration needs a new stream name).
         """
-        configured = state_codec.to_json(self.new_mechanism().state_dict()["params"])
-        stored = state_codec.to_json(mechanism.state_dict()["params"])
-        if configured == stored and type(mechanism) is type(self.new_mechanism()):
+        template = self._template
+        configured, stored = state_codec.to_json(template.params()), state_codec.to_json(mechanism.params())
+        if configured == stored and type(mechanism) is type(template):
             return None
         return f"the config says {configured}, the stream's state holds {stored}"
 
@@ -120,7 +124,6 @@ class CentralLogic(StreamLogic):
 
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         super().__init__(stream, randomness)
-        self._template = self.new_mechanism()  # validates parameters up front
 
     def new_mechanism(self) -> CentralMechanism:
         s = self.stream
@@ -213,7 +216,6 @@ class LocalLogic(StreamLogic):
 
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         super().__init__(stream, randomness)
-        self._template = self.new_mechanism()  # validates parameters up front
 
     def new_mechanism(self):
         s = self.stream
@@ -268,7 +270,8 @@ class LocalLogic(StreamLogic):
             metrics.available_population.labels(self.stream.name).set(ledger.available)
 
     def audit(self, mechanism, result):
-        phases = [{"phase": phase, "epsilon": float(e), "users": None if users is None else users.tolist()}
+        phases = [{"phase": phase, "epsilon": float(e),
+                   "users": None if users is None else users_to_text(users, mechanism.population)}
                   for phase, users, e in ((1, result.users1, result.eps1), (2, result.users2, result.eps2)) if e > 0]
         return AuditRecord(stream=self.stream.name, slot=result.slot, mechanism=mechanism.name,
                            epsilon=mechanism.epsilon, window=mechanism.window, eps1=float(result.eps1),

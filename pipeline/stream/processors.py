@@ -41,7 +41,7 @@ import numpy as np
 from ..core import state as packing
 from . import metrics
 from ..core.base import StepResult
-from ..core.local.protocol import LocalDissimilarity
+from ..core.local.protocol import LocalDissimilarity, Request
 from .codecs import (
     REPORT_KEY_ENV,
     AuthenticationError,
@@ -203,6 +203,24 @@ class SideKeys:
         self._values[key] = None
         self.written.pop(key, None)
         self.deleted[key] = None
+
+
+class MechanismParts:
+    """The parts of M2's mechanism state (:func:`~pipeline.core.state.pack_split`), each in the side
+    key ``<stream>/part/<digest>``, as the mapping :func:`~pipeline.core.base.restore` reads."""
+
+    def __init__(self, side: SideKeys, stream: str) -> None:
+        self._side, self._stream = side, stream
+
+    @staticmethod
+    def key(stream: str, digest: str) -> str:
+        return f"{stream}/part/{digest}"
+
+    def __getitem__(self, digest: str) -> bytes:
+        value = self._side.get(self.key(self._stream, digest))
+        if value is None:
+            raise KeyError(digest)
+        return value["bytes"]
 
 
 class Processor:
@@ -574,7 +592,7 @@ class PublicationProcessor(Processor):
     def apply(self, state, message, topic, partition, now, side):
         name = message["stream"]
         logic = self.logics[name]
-        mechanism = logic.restore(state["mechanism"])
+        mechanism = logic.restore(state["mechanism"], MechanismParts(side, name))
         slot = int(message["slot"])
         step = f"{slot}:{message.kind}:{message.get('phase', 0)}"
         if slot <= mechanism.slot or step in state["steps"]:  # a replayed input: re-emit what it caused
@@ -597,10 +615,23 @@ class PublicationProcessor(Processor):
             outputs = self._release(state, logic, mechanism, outcome, now, side)
         else:  # the local model asks the devices: a request for this slot's next phase
             outputs = {"ldp.requests": Envelope("request", {"stream": name, **outcome.to_dict()}).encode()}
-        state["mechanism"] = mechanism.to_bytes()
+        self._store_mechanism(state, name, mechanism, side)
         if message.kind != "measured":
             state["steps"] = self._keep(side, f"{name}/step", [*state["steps"], step], step, outputs, slot)
         return [Out(t, v, name) for t, v in outputs.items()]
+
+    @staticmethod
+    def _store_mechanism(state, name: str, mechanism, side: SideKeys) -> None:
+        """The mechanism's state as a head in ``state`` and its large values (a local stream's
+        population sets, up to N/8 bytes each) in side keys named by their digest: a part is
+        written once, when it appears, and deleted when the head no longer names it."""
+        head, parts = mechanism.to_parts()
+        before = packing.references(state["mechanism"])
+        for digest in parts.keys() - before:
+            side.put(MechanismParts.key(name, digest), {"bytes": parts[digest]})
+        for digest in sorted(before - parts.keys()):
+            side.delete(MechanismParts.key(name, digest))
+        state["mechanism"] = head
 
     @staticmethod
     def _local_step(state, mechanism, message):
@@ -722,7 +753,7 @@ class Collector(Processor):
             key = f"{message['slot']}:{message['phase']}"
             if key not in state["rounds"] and key not in state["closed"]:
                 request = {k: v for k, v in message.fields.items() if k != "stream"}
-                size = request["population"] if request["users"] is None else len(request["users"])
+                size = Request.from_dict(request).size
                 state["rounds"][key] = {"request": request, "asked": size, "answered": np.zeros(0, dtype=np.int64),
                                         "support": None, "n": 0,
                                         "deadline": now + self.logics[name].deadline_seconds}
@@ -749,8 +780,6 @@ class Collector(Processor):
             side.put(early, dict(fields))
             state["early"].setdefault(key, []).append([now, early])
             return []
-        from ..core.local import Request
-
         request = Request.from_dict(round_["request"])
         if users.size != len(fields["reports"]):
             return self._reject(name, "malformed", topic, users, "users and reports differ in number")

@@ -19,6 +19,8 @@ True
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..base import Strategy
@@ -37,8 +39,12 @@ class LPU(LocalMechanism):
         super().__init__(epsilon, window, domain_size, population, **options)
         if self.population < self.window:
             raise ParameterError(f"LPU needs at least one user per group: N >= w; got N = {self.population}, w = {self.window}")
+
+    @functools.cached_property
+    def groups(self) -> list[np.ndarray]:
+        """The ``w`` groups, drawn when first needed: a restore that publishes nothing draws none."""
         order = self.randomness.generator(0, Phase.SETUP).permutation(self.population)
-        self.groups = [np.sort(order[g :: self.window]).astype(np.int64) for g in range(self.window)]
+        return [np.sort(order[g :: self.window]).astype(np.int64) for g in range(self.window)]
 
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
         return self._request(slot, Phase.PUBLICATION, self.epsilon, self.groups[(slot - 1) % self.window])

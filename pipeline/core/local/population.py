@@ -5,15 +5,18 @@ report in any ``w`` consecutive slots: users asked at slot ``t`` leave the avail
 and come back only at the end of slot ``t + w - 1`` (recycling, RES-12). Samples are uniform
 without replacement from ``U_A`` and independent of the data.
 
-State: the ids of ``U_A`` in an array (in no particular order) and the ids taken in each of the
-last ``w`` slots, int32 for up to 2^31 users: at most ``N`` ids in all, 4 MB per million users.
+Sampling ``k`` of the ``A`` available users: ``k`` distinct uniform ranks among the available ids
+in increasing order (uniform draws with replacement until ``k`` distinct ones appear, which by
+exchangeability are a uniform random subset of their number; a uniform random surplus is dropped;
+for ``k > A/2`` the ranks to keep are drawn instead). The sample depends on the available *set*
+only, not on the order it was built in, so the state need not record an order.
 
-Sampling ``k`` of the ``A`` available users: ``k`` distinct uniform positions of the ``U_A`` array
-(uniform draws with replacement until ``k`` distinct ones appear, which by exchangeability are a
-uniform random subset of their number; a uniform random surplus is dropped; for ``k > A/2`` the
-positions to keep are drawn instead). The users at those positions leave by a vectorised
-swap-remove (the array's last users fill the holes) and recycled users are appended, so a call
-costs ``O(k log k)`` (sorting the ids a request carries), whatever ``N``.
+State: the users of each take of the last ``w`` slots (M1's and M2's samples), each set as a
+bitset or sorted-id gaps, whichever is shorter (:mod:`.user_sets`): at most ``N / 8`` bytes per
+take, 125 KB at a million users. The available set is everything else. A take's bytes are packed
+once and reused until its slot is recycled, so saving the state re-encodes nothing that did not
+change, and they equal the packed users of the request that asked them. In memory the available set is a boolean mask, built on the first ``take`` after a load;
+until then a restored ledger costs no ``O(N)`` work (a slot's set is unpacked when it is needed).
 
 Examples
 --------
@@ -37,7 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import check_positive_int, check_window
+from ..validation import ParameterError, check_positive_int, check_window
+from .user_sets import count_users, pack_users, unpack_users
 
 __all__ = ["PopulationLedger"]
 
@@ -48,10 +52,13 @@ class PopulationLedger:
     def __init__(self, population: int, window: int) -> None:
         self.population = check_positive_int(population, "population N")
         self.window = check_window(window)
-        self._id_type = np.int32 if self.population < 2**31 else np.int64
-        self._free = np.arange(self.population, dtype=self._id_type)  # U_A in its first `available` entries
         self.available = self.population
-        self._taken: list[list[np.ndarray]] = [[] for _ in range(self.window)]  # slot s at index s % w
+        # Slot s at index s % w: the users of each of its takes, as sorted ids and as bytes (either
+        # None until needed: bytes are packed when the state is saved, ids unpacked when used).
+        self._taken: list[list[np.ndarray | None]] = [[] for _ in range(self.window)]
+        self._packed: list[list[bytes | None]] = [[] for _ in range(self.window)]
+        self._sizes = [0] * self.window
+        self._mask: np.ndarray | None = None  # True where available; None until a take needs it
 
     def in_window(self) -> int:
         """Users taken in the current window (not yet recycled)."""
@@ -63,45 +70,71 @@ class PopulationLedger:
             raise RuntimeError(f"population ledger ran short at slot {slot}: {count} wanted, {self.available} available")
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
-        available, tail = self.available, self.available - count
+        available = self.available
         if 2 * count <= available:
             chosen = _uniform_positions(available, count, rng)
-        else:  # the complement of a uniform subset is uniform: draw the positions that stay
+        else:  # the complement of a uniform subset is uniform: draw the ranks that stay
             chosen = np.ones(available, dtype=bool)
             chosen[_uniform_positions(available, available - count, rng)] = False
             chosen = np.flatnonzero(chosen)
-        taken = self._free[chosen]
-        in_tail = np.zeros(count, dtype=bool)
-        in_tail[chosen[chosen >= tail] - tail] = True
-        self._free[chosen[chosen < tail]] = self._free[tail + np.flatnonzero(~in_tail)]  # swap-remove
-        self.available = tail
-        taken.sort()
-        self._taken[slot % self.window].append(taken)
-        return taken.astype(np.int64)
+        mask = self._available_mask()
+        taken = np.flatnonzero(mask)[chosen].astype(np.int64)  # sorted: ranks ascend with ids
+        mask[taken] = False
+        self.available -= count
+        index = slot % self.window
+        self._taken[index].append(taken)
+        self._packed[index].append(None)
+        self._sizes[index] += count
+        return taken
 
     def end_slot(self, slot: int) -> None:
         """Recycling at the end of ``slot``: the users of slot ``slot - w + 1`` are available again."""
         if slot < self.window:
             return
         oldest = (slot + 1) % self.window  # == (slot - w + 1) % w
-        for taken in self._taken[oldest]:
-            self._free[self.available : self.available + taken.size] = taken
-            self.available += taken.size
-        self._taken[oldest] = []
+        if self._mask is not None:
+            for back in self._taken_in(oldest):
+                self._mask[back] = True
+        self.available += self._sizes[oldest]
+        self._taken[oldest], self._packed[oldest], self._sizes[oldest] = [], [], 0
+
+    def _taken_in(self, index: int) -> list[np.ndarray]:
+        """The users of each take of the slot at ``index``, unpacked on first use after a load."""
+        taken, packed = self._taken[index], self._packed[index]
+        for i, users in enumerate(taken):
+            if users is None:
+                taken[i] = unpack_users(packed[i], self.population)
+        return taken
+
+    def _available_mask(self) -> np.ndarray:
+        if self._mask is None:
+            self._mask = np.ones(self.population, dtype=bool)
+            for index in range(self.window):
+                for taken in self._taken_in(index):
+                    self._mask[taken] = False
+        return self._mask
 
     # --- state -------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        groups = [np.concatenate(g) if g else np.zeros(0, self._id_type) for g in self._taken]
-        return {"available": self._free[: self.available].copy(), "taken": np.concatenate(groups),
-                "sizes": np.array([g.size for g in groups], dtype=np.int64)}
+        """The users of every take of every slot of the window, by ``slot % w``."""
+        for taken, packed in zip(self._taken, self._packed):
+            for i, users in enumerate(taken):
+                if packed[i] is None:
+                    packed[i] = pack_users(users, self.population)
+        return {"taken": [list(packed) for packed in self._packed]}
 
     def load(self, state: dict[str, Any]) -> None:
-        available = np.asarray(state["available"], dtype=self._id_type)
-        taken = np.asarray(state["taken"], dtype=self._id_type)
-        bounds = np.concatenate([[0], np.cumsum(state["sizes"])])
-        self._taken = [[taken[a:b].copy()] if b > a else [] for a, b in zip(bounds[:-1], bounds[1:])]
-        self._free = np.concatenate([available, taken])  # capacity N; past `available`: scratch
-        self.available = available.size
+        slots = list(state["taken"])
+        if len(slots) != self.window:
+            raise ParameterError(f"a population state of {len(slots)} slots is not one of a window of {self.window}")
+        self._packed = [[bytes(p) for p in packed] for packed in slots]
+        self._taken = [[None] * len(packed) for packed in self._packed]  # unpacked when recycled or a take needs them
+        self._sizes = [sum(count_users(p) for p in packed) for packed in self._packed]
+        self.available = self.population - sum(self._sizes)
+        if self.available < 0:
+            raise ParameterError("a population state takes more users than the population holds")
+        self._mask = None
+
 
 def _uniform_positions(size: int, count: int, rng: np.random.Generator) -> np.ndarray:
     """``count <= size / 2`` distinct positions of ``0..size-1``, a uniform random subset, sorted."""

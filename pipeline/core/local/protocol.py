@@ -24,6 +24,7 @@ from ..base import StepResult
 from ..randomness import Phase
 from .adaptive import make_oracle
 from .oracle import LocalOracle
+from .user_sets import pack_users, unpack_users
 
 __all__ = ["Request", "LocalDissimilarity", "LocalStepResult"]
 
@@ -63,17 +64,22 @@ class Request:
         return (position < self.users.size) & (self.users[np.minimum(position, self.users.size - 1)] == users)
 
     def to_dict(self) -> dict:
+        """The request as plain fields; ``users`` as compact bytes (at most ``population / 8 + 1``)."""
+        users = None if self.users is None else pack_users(self.users, self.population)
         return {
             "slot": self.slot, "phase": int(self.phase), "epsilon": self.epsilon, "oracle": self.oracle,
-            "domain_size": self.domain_size, "population": self.population, "users": self.users, "bound": self.bound,
+            "domain_size": self.domain_size, "population": self.population, "users": users, "bound": self.bound,
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> "Request":
-        users = data["users"]
+        """Inverse of :meth:`to_dict`; ``users`` may also be a sequence of ids."""
+        users, population = data["users"], int(data["population"])
+        if isinstance(users, (bytes, bytearray, memoryview)):
+            users = unpack_users(users, population)
         return cls(
             slot=int(data["slot"]), phase=Phase(int(data["phase"])), epsilon=float(data["epsilon"]),
-            oracle=str(data["oracle"]), domain_size=int(data["domain_size"]), population=int(data["population"]),
+            oracle=str(data["oracle"]), domain_size=int(data["domain_size"]), population=population,
             users=None if users is None else np.asarray(users, dtype=np.int64),
             bound=None if data["bound"] is None else float(data["bound"]),
         )
