@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -45,7 +46,12 @@ def test_a_broker_at_its_memory_limit_ends_the_run_with_one_line_saying_so(tmp_p
     """The embedded broker keeps every record: past WEVENT_BROKER_MEMORY_MB its watchdog stops it,
     and the run ends with that reason in one line (before the watchdog, the run hung)."""
     env = environment(tmp_path / "tmp", WEVENT_BROKER_MEMORY_MB="60")  # an empty tansu holds about 20 MiB
-    result = wevent_run(["--speed", "0", "--quiet"], env, tmp_path, timeout=120)
+    feed = tmp_path / "feed.npz"  # 5 million reports: several times what 60 MiB can hold
+    dump = subprocess.run([sys.executable, "-m", "pipeline.cli", "replay", "synthetic", "--profile", "ldp-ids",
+                           "--model", "sin", "--users", "50000", "--slots", "100", "--dump", str(feed),
+                           "--no-progress"], capture_output=True, text=True, env=env, timeout=120)
+    assert dump.returncode == 0, dump.stderr
+    result = wevent_run(["--feed", str(feed), "--speed", "0", "--quiet"], env, tmp_path, timeout=120)
     failures = [line for line in result.stderr.splitlines() if line.startswith("wevent run: failed")]
     assert result.returncode == 1 and len(failures) == 1, result.stderr[-2000:]
     assert "its memory limit of 60 MiB (WEVENT_BROKER_MEMORY_MB)" in failures[0]
