@@ -8,7 +8,7 @@ the profile's bounding box are skipped (counted, like malformed lines); the box 
 
 Profiles (every setting can be overridden):
 
-* ``personalized`` (default): personalized-w-event §10.1 and issue 5's "10x10 grid with 1-minute
+* ``personalized`` (default): the personalized paper's "10x10 grid with 1-minute
   slots": lon [116, 116.8] x lat [39.5, 40.3], 10 x 10 cells (d = 100), 60 s slots, carry-forward
   (every taxi has a cell in every slot; before its first point, its first cell).
 * ``ldp-ids``: ldp-ids §6.2 Taxi: d = 5 "grid areas" in 10-minute slots. The paper does not say

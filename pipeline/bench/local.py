@@ -1,6 +1,6 @@
 """``wevent bench local``: LPA at Taobao scale, per-report mode, against a per-user Python loop.
 
-The setting of issue 3 / [S] §7: N = 1,023,154 users, d = 117 categories (Ada picks OUE: 117-bit
+The setting of LDP-IDS (SIGMOD 2022) Section 7: N = 1,023,154 users, d = 117 categories (Ada picks OUE: 117-bit
 reports), T = 1,440 slots, w = 20, epsilon = 1, every report drawn (per-report mode). Users'
 values drift through the day (:class:`DriftingCategories`) and are computed only for the users
 a request asks, as a device fleet would hold them.

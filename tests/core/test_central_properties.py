@@ -1,4 +1,4 @@
-"""Property-based checks of the central mechanisms (issue 2): window spend, BA units,
+"""Property-based checks of the central mechanisms: window spend, BA units,
 determinism, step-by-step equals batch, and mid-stream restore."""
 
 import numpy as np
@@ -25,7 +25,7 @@ def scenarios(draw):
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     counts = rng.poisson(draw(st.sampled_from([0.5, 20.0, 5000.0])), (slots, domain)).astype(float)
-    # None lets the rule decide; True/False script the publish decision (issue 2: scripted decisions)
+    # None lets the rule decide; True/False script the publish decision (scripted decisions)
     script = draw(st.lists(st.sampled_from([None, True, False]), min_size=slots, max_size=slots))
     options = {}
     if cls in (BudgetDistribution, BudgetAbsorption):

@@ -1,4 +1,4 @@
-"""Poison messages and backlogs against a real broker and a real worker (issue 14): the worker
+"""Poison messages and backlogs against a real broker and a real worker: the worker
 stays up, every stream keeps releasing, and a full-speed replay of the bundled sample equals
 `wevent simulate` at a flat release rate."""
 

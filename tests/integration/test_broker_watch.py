@@ -1,4 +1,4 @@
-"""What a worker's /healthz sees, checked against a real broker (issue 14, item 4)."""
+"""What a worker's /healthz sees, checked against a real broker."""
 
 from __future__ import annotations
 

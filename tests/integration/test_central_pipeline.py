@@ -1,4 +1,4 @@
-"""The central pipeline against a real broker and real worker processes (issue 4)."""
+"""The central pipeline against a real broker and real worker processes."""
 
 from __future__ import annotations
 
@@ -114,7 +114,7 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
     for sink in sinks.values():
         sink.close()
     got = collect(cluster.bootstrap, ["bd", "ba", "dirty", "pba"], 4 * SLOTS, 240, cluster)
-    # issue 6: the PBA stream equals `wevent simulate` on the same data and requirements
+    # the PBA stream equals `wevent simulate` on the same data and requirements
     dump = tmp_path / "feed.npz"
     UserValues(values, DOMAIN, user_ids=[str(u) for u in range(USERS)], slot_seconds=60, start=START).save(dump)
     simulated_log = tmp_path / "simulated.jsonl"

@@ -146,7 +146,7 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
 
 
 def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(broker, tmp_path):
-    """A misbehaving server: a fleet answers only what each user's own ledger allows (issue 5)."""
+    """A misbehaving server: a fleet answers only what each user's own ledger allows."""
     from pipeline.stream.broker import create_topics
     from pipeline.stream.processes import write_config
 

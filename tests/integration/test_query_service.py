@@ -1,4 +1,4 @@
-"""The query service of a running worker (issue 8): answers against the releases it consumed, 400s."""
+"""The query service of a running worker: answers against the releases it consumed, 400s."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`wevent replay` into a real broker delivers every report exactly as dumped (issue 5)."""
+"""`wevent replay` into a real broker delivers every report exactly as dumped."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`wevent replay` reports only what the broker confirmed (issue 14, item 6)."""
+"""`wevent replay` reports only what the broker confirmed."""
 
 from __future__ import annotations
 

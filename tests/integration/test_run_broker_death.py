@@ -1,4 +1,4 @@
-"""`wevent run` whose embedded broker dies exits promptly with one line (issue 14, item 4)."""
+"""`wevent run` whose embedded broker dies exits promptly with one line."""
 
 from __future__ import annotations
 

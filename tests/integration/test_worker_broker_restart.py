@@ -1,5 +1,5 @@
 """A worker whose broker goes away says so on /healthz, logs little, and exits with one line when
-the broker comes back without its data (issue 14, item 4). tansu keeps everything in memory:
+the broker comes back without its data. tansu keeps everything in memory:
 restarted, it is empty."""
 
 from __future__ import annotations

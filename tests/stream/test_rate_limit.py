@@ -1,4 +1,4 @@
-"""Kafka clients' repeated errors: one line per kind and interval (issue 14, item 4)."""
+"""Kafka clients' repeated errors: one line per kind and interval."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Property-based checks of the per-user w-event guarantee (spec ldp-ids §1.4-1.5, issue 3):
+"""Property-based checks of the per-user w-event guarantee (LDP-IDS Sections 1.4-1.5):
 over random N, epsilon, w, d, beta and scripted decisions, no user of a population-division
 method reports twice in any window of w slots, and no user of a budget-division method spends
 more than epsilon in any window."""
