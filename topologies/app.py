@@ -19,7 +19,10 @@ import logging
 import time
 import traceback
 
+from typing import Any
+
 import faust
+from aiokafka.partitioner import murmur2
 from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
 
@@ -65,7 +68,8 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
         options.update(producer_max_batch_size=1, broker_rebalance_timeout=5, broker_session_timeout=10,
                        broker_heartbeat_interval=1)
         _shorten_fetch_wait()
-    app = faust.App(config.app, **options)
+    app = StatePositionedApp(config.app, **options)
+    app.topic_partitions = config.topics()
     setup_prometheus_sensors(app, name_prefix="wevent_faust")
     processors = Processors.build(config)
     topics = {
@@ -146,7 +150,60 @@ def _query_service(app: faust.App, config: AppConfig, processors: Processors) ->
         return self.json(body, status=status)
 
 
+class StatePositionedApp(faust.App):
+    """A Faust app that reads each source partition of a stateful agent from where the agent's
+    table state says it was applied (:meth:`Processor.resume_offset`), not from the group's
+    committed offset.
+
+    Faust commits the offsets its streams acked on its own schedule, apart from the tables'
+    changelogs, so after a SIGKILL the recovered state can lag the committed offset: the inputs in
+    between were applied by the dead worker only, and would never be read again (a whole
+    partition's reports missing from a slot). Once the tables are recovered and before anything is
+    fetched, Faust seeks every assigned partition to its committed offset; this then moves the
+    stateful agents' sources to their states' positions. Inputs at or below a state's offset are
+    skipped by the processor, so reading from the lowest of them applies every input exactly once.
+    """
+
+    topic_partitions: dict[str, int] = {}
+    #: (source topic names, table, processor) of every agent
+    stateful_sources: list[tuple[tuple[str, ...], Any, Processor]] = []
+
+    def _new_consumer(self):
+        consumer = super()._new_consumer()
+        seek_to_committed = consumer.seek_to_committed
+
+        async def seek_to_state() -> dict:
+            offsets = dict(await seek_to_committed())
+            for tp in consumer.assignment():
+                position = self.resume_offset(tp.topic, tp.partition)
+                if position is None or position == offsets.get(tp):
+                    continue
+                if position < (offsets.get(tp) or 0):
+                    log.warning("reading %s[%d] from offset %d, where its state stands, not from the committed %d",
+                                tp.topic, tp.partition, position, offsets[tp])
+                await consumer.seek(tp, position)
+                offsets[tp] = position
+            return offsets
+
+        consumer.seek_to_committed = seek_to_state
+        return consumer
+
+    def resume_offset(self, topic: str, partition: int) -> int | None:
+        """The lowest resume offset of the stateful agents reading ``topic`` (None: none does)."""
+        count = self.topic_partitions.get(topic, 1)
+
+        def key_partition(key: str) -> int:  # where a message keyed by ``key`` goes (Kafka's default partitioner)
+            return (murmur2(key.encode()) & 0x7FFFFFFF) % count
+
+        offsets = [processor.resume_offset(topic, partition, lambda key, table=table: table.get(key.encode()),
+                                           key_partition)
+                   for topics, table, processor in self.stateful_sources if topic in topics]
+        offsets = [offset for offset in offsets if offset is not None]
+        return min(offsets) if offsets else None
+
+
 def _agent(app: faust.App, name: str, source, table, processor: Processor, topics: dict) -> None:
+    app.stateful_sources = [*app.stateful_sources, (tuple(source.topics), table, processor)]
     async def run(stream):
         async for event in stream.events():
             message = event.message

@@ -97,7 +97,7 @@ class Schedule:
         return cls(sorted(events))
 
 
-def run_trial(seed: int, workdir: Path, *, slots: int = 24, speed: float = 900.0, horizon: float = 20.0,
+def run_trial(seed: int, workdir: Path, *, slots: int = 24, speed: float = 900.0, horizon: float = 12.0,
               timeout: float = 300.0, loglevel: str = "warn") -> TrialResult:
     """One trial in ``workdir`` (its config and logs stay there)."""
     from ..stream.broker import EmbeddedBroker, create_topics, free_port

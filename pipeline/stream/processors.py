@@ -185,6 +185,23 @@ class Processor:
         outputs += self.apply(state, message, topic, partition, now)
         return [self.keys.sealed(out) for out in outputs], {key: packing.pack(state)}
 
+    def state_keys(self, topic: str, partition: int, key_partition: Callable[[str], int]) -> list[str]:
+        """The state keys that record how far ``topic``'s ``partition`` was applied (none: not
+        tracked). ``key_partition`` maps a message key to the partition it is sent to."""
+        return []
+
+    def resume_offset(self, topic: str, partition: int, load: Callable[[str], bytes | None],
+                      key_partition: Callable[[str], int]) -> int | None:
+        """The offset to read ``topic``'s ``partition`` from after a restart: just past the lowest
+        offset that every state fed by it records as applied (0 if one has no state yet), or None
+        when no state tracks it. The states are the truth: a committed offset can be ahead of them."""
+        keys = self.state_keys(topic, partition, key_partition)
+        if not keys:
+            return None
+        mark = f"{topic}:{partition}"
+        applied = [packing.unpack(stored)["offsets"].get(mark, -1) if (stored := load(key)) else -1 for key in keys]
+        return min(applied) + 1
+
 
 # ---------------------------------------------------------------------------------------------
 # Assembler: reports -> per-partition slot partials
@@ -240,6 +257,9 @@ class Assembler(Processor):
 
     def initial(self, key):
         return {"offsets": {}, "watermark": float("-inf"), "closed": 0, "open": {}}
+
+    def state_keys(self, topic, partition, key_partition):
+        return [f"{s.name}/{partition}" for s in self.config.streams] if topic == "reports" else []
 
     def apply(self, state, message, topic, partition, now):
         stream = self.config.stream(message.stream)
@@ -349,6 +369,9 @@ class DissimilarityProcessor(Processor):
             return None, None, [dead_letter("unknown_stream", topic, f"no stream named {stream_name!r}", stream_name)]
         refused = self.keys.refusal(topic, stream_name, body, tag)
         return (None, None, refused) if refused else (stream_name, message, [])
+
+    def state_keys(self, topic, partition, key_partition):
+        return [s.name for s in self.config.streams if key_partition(s.name) == partition]
 
     def initial(self, key):
         stream = self.config.stream(key)
@@ -562,6 +585,9 @@ class Collector(Processor):
 
     def initial(self, key):
         return {"offsets": {}, "rounds": {}, "closed": [], "early": {}}
+
+    def state_keys(self, topic, partition, key_partition):
+        return [s.name for s in self.config.streams if s.model == "local" and key_partition(s.name) == partition]
 
     def apply(self, state, message, topic, partition, now):
         name = message["stream"]
