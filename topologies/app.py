@@ -161,7 +161,8 @@ class StatePositionedApp(faust.App):
     partition's reports missing from a slot). Once the tables are recovered and before anything is
     fetched, Faust seeks every assigned partition to its committed offset; this then moves the
     stateful agents' sources to their states' positions. Inputs at or below a state's offset are
-    skipped by the processor, so reading from the lowest of them applies every input exactly once.
+    skipped by the processor, so reading from the lowest of them applies every input exactly once
+    (M2 re-reads its last input, whose release it re-emits from its state).
     """
 
     topic_partitions: dict[str, int] = {}
@@ -220,6 +221,8 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
                 store(table, updates)
                 await app.producer.flush()
                 await send(topics, outputs)
+                if outputs:  # delivered before the next input: a restart re-reads only the last applied one
+                    await app.producer.flush()
             else:  # outputs are delivered before the state that records their input as applied
                 await send(topics, outputs)
                 if outputs and updates:

@@ -178,10 +178,10 @@ class Processor:
         stored = load(key)
         state = packing.unpack(stored) if stored else self.initial(key)
         mark = f"{topic}:{partition}"
-        if not self.persist_before_send:
-            if state["offsets"].get(mark, -1) >= offset:
-                return [], {}  # applied before a crash, and its outputs were delivered before that
-            state["offsets"][mark] = int(offset)
+        if not self.persist_before_send and state["offsets"].get(mark, -1) >= offset:
+            return [], {}  # applied before a crash, and its outputs were delivered before that
+        # M2 applies a replayed input again (re-emitting what it caused), so it only records it
+        state["offsets"][mark] = max(int(offset), state["offsets"].get(mark, -1))
         outputs += self.apply(state, message, topic, partition, now)
         return [self.keys.sealed(out) for out in outputs], {key: packing.pack(state)}
 
@@ -194,13 +194,14 @@ class Processor:
                       key_partition: Callable[[str], int]) -> int | None:
         """The offset to read ``topic``'s ``partition`` from after a restart: just past the lowest
         offset that every state fed by it records as applied (0 if one has no state yet), or None
-        when no state tracks it. The states are the truth: a committed offset can be ahead of them."""
+        when no state tracks it. The states are the truth: a committed offset can be ahead of them.
+        M2 reads its last applied input again: its state was stored before that input's outputs left."""
         keys = self.state_keys(topic, partition, key_partition)
         if not keys:
             return None
         mark = f"{topic}:{partition}"
         applied = [packing.unpack(stored)["offsets"].get(mark, -1) if (stored := load(key)) else -1 for key in keys]
-        return min(applied) + 1
+        return max(min(applied) + (0 if self.persist_before_send else 1), 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,6 +441,9 @@ class PublicationProcessor(Processor):
     """Decides and publishes (M2); holds the mechanism state and budget ledger of each stream."""
 
     persist_before_send = True
+
+    def state_keys(self, topic, partition, key_partition):
+        return [s.name for s in self.config.streams if key_partition(s.name) == partition]
 
     def route(self, raw, topic, partition):
         body, tag = unseal(raw)
