@@ -160,7 +160,7 @@ class StatePositionedApp(faust.App):
     between were applied by the dead worker only, and would never be read again (a whole
     partition's reports missing from a slot). Once the tables are recovered and before anything is
     fetched, Faust seeks every assigned partition to its committed offset; this then moves the
-    stateful agents' sources to their states' positions. Inputs at or below a state's offset are
+    stateful agents' sources back to their states' positions. Inputs at or below a state's offset are
     skipped by the processor, so reading from the lowest of them applies every input exactly once
     (M2 re-reads its last input, whose release it re-emits from its state).
     """
@@ -176,14 +176,17 @@ class StatePositionedApp(faust.App):
         async def seek_to_state() -> dict:
             offsets = dict(await seek_to_committed())
             for tp in consumer.assignment():
+                committed = offsets.get(tp)
+                if committed is None or committed <= 0:
+                    continue  # read from the start anyway
                 position = self.resume_offset(tp.topic, tp.partition)
-                if position is None or position == offsets.get(tp):
-                    continue
-                if position < (offsets.get(tp) or 0):
+                # Only ever back: a state ahead of the commit skips what it applied, and other
+                # agents reading the same partition (the query index) still get every message.
+                if position is not None and position < committed:
                     log.warning("reading %s[%d] from offset %d, where its state stands, not from the committed %d",
-                                tp.topic, tp.partition, position, offsets[tp])
-                await consumer.seek(tp, position)
-                offsets[tp] = position
+                                tp.topic, tp.partition, position, committed)
+                    await consumer.seek(tp, position)
+                    offsets[tp] = position
             return offsets
 
         consumer.seek_to_committed = seek_to_state
@@ -205,6 +208,7 @@ class StatePositionedApp(faust.App):
 
 def _agent(app: faust.App, name: str, source, table, processor: Processor, topics: dict) -> None:
     app.stateful_sources = [*app.stateful_sources, (tuple(source.topics), table, processor)]
+
     async def run(stream):
         async for event in stream.events():
             message = event.message
