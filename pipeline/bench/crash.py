@@ -65,7 +65,8 @@ class TrialResult:
         if self.identical:
             verdict = "identical"
         elif self.correct:
-            verdict = f"identical up to slot {self.short[0]}, short of device answers (by design), then {len(self.short)} differing"
+            verdict = (f"identical before slot {self.short[0]}, whose release lacks device answers that missed their "
+                       f"deadline (by design); {len(self.short)} release(s) differ from it on")
         else:
             verdict = (f"DIFFERENT: released {self.released}/{self.slots} (missing {self.missing[:10]}), differing "
                        f"slots {self.differing[:10]}, conflicting slots {self.conflicts[:10]}")
