@@ -155,14 +155,16 @@ class StatePositionedApp(faust.App):
     table state says it was applied (:meth:`Processor.resume_offset`), not from the group's
     committed offset.
 
-    Faust commits the offsets its streams acked on its own schedule, apart from the tables'
-    changelogs, so after a SIGKILL the recovered state can lag the committed offset: the inputs in
-    between were applied by the dead worker only, and would never be read again (a whole
-    partition's reports missing from a slot). Once the tables are recovered and before anything is
-    fetched, Faust seeks every assigned partition to its committed offset; this then moves the
-    stateful agents' sources back to their states' positions. Inputs at or below a state's offset are
-    skipped by the processor, so reading from the lowest of them applies every input exactly once
-    (M2 re-reads its last input, whose release it re-emits from its state).
+    A committed offset can pass inputs that no state holds: Faust (0.15) acks without processing
+    the messages a stream takes after a rebalance that were fetched before it, and commits the
+    first run of acked offsets even when it does not start at the committed offset (always while
+    nothing is committed on a partition). A SIGKILL then leaves the state behind the commit, and
+    the inputs in between would never be read again (a whole partition's reports missing from
+    its slots, silently). Once the tables are recovered and before anything is fetched, Faust
+    seeks every assigned partition to its committed offset; this then moves the stateful agents'
+    sources back to their states' positions. Inputs at or below a state's offset are skipped by
+    the processor, so reading from the lowest of them applies every input exactly once (M2
+    re-reads its last input, whose release it re-emits from its state).
     """
 
     topic_partitions: dict[str, int] = {}
