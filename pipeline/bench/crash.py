@@ -137,7 +137,7 @@ class Schedule:
 
 
 def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 24, speed: float = 900.0,
-              horizon: float = 12.0, timeout: float = 300.0, loglevel: str = "warn") -> TrialResult:
+              horizon: float = 12.0, timeout: float = 150.0, loglevel: str = "warn") -> TrialResult:
     """One trial in ``workdir`` (its config and logs stay there)."""
     from ..stream.broker import EmbeddedBroker, create_topics, free_port
     from ..stream.processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
