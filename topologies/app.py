@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-
 from typing import Any
 
 import faust

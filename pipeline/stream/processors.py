@@ -13,6 +13,9 @@ Exactly-once effect on state over an at-least-once transport:
 * M2 writes its ledger *before* its release leaves, as the architecture requires, so it cannot
   skip by offset (a replayed input would then never be released). It is idempotent by slot
   instead: an input for a slot already released re-emits the stored release.
+* The offsets in the states, not the group's committed offsets, say where a restarted worker
+  reads each source partition from (:meth:`Processor.resume_offset`): just past the lowest
+  offset its states applied, or, for M2, at its last applied input.
 
 Outputs are deterministic (derived randomness), so every re-emission is identical to the first.
 
