@@ -118,16 +118,17 @@ def clean_releases(config, values, workdir: Path | None = None) -> dict[int, dic
 class Schedule:
     """A trial's kills: (seconds after start, target, restart delay), drawn from its seed.
 
-    One to three kills of the worker; half the time one of the replay; in the local model also
-    one or two of a device fleet shard ("devices0", "devices1")."""
+    One to three kills of the worker, the first within 5 s; half the time one of the replay; in
+    the local model also one or two of a device fleet shard ("devices0", "devices1")."""
 
     events: list[tuple[float, str, float]]
 
     @classmethod
     def draw(cls, seed: int, horizon: float, local: bool = False) -> "Schedule":
         rng = np.random.default_rng([seed, 0xC7A5])
-        events = [(float(rng.uniform(1.0, horizon)), "worker", float(rng.uniform(0.0, 5.0)))
-                  for _ in range(int(rng.integers(1, 4)))]
+        # the first kill lands within 5 s, before any trial can have released every slot
+        events = [(float(rng.uniform(1.0, 5.0 if i == 0 else horizon)), "worker", float(rng.uniform(0.0, 5.0)))
+                  for i in range(int(rng.integers(1, 4)))]
         if rng.random() < 0.5:
             events.append((float(rng.uniform(0.5, horizon / 2)), "replay", float(rng.uniform(0.0, 2.0))))
         if local:
