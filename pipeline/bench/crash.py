@@ -266,8 +266,9 @@ def handle(args) -> int:
 
 
 def positions(bootstrap: str, config) -> dict[str, dict]:
-    """Where a failed trial stands: the group's committed offset of each source partition, and the
-    offset each table state records as applied (from the last changelog record of each key)."""
+    """Where a failed trial stands: the group's committed offset of each partition and its high
+    watermark, and the offset each table state records as applied (from the last changelog
+    record of each key)."""
     from confluent_kafka import Consumer, TopicPartition
 
     from ..core import state as packing
@@ -279,7 +280,8 @@ def positions(bootstrap: str, config) -> dict[str, dict]:
     try:
         tps = [TopicPartition(topic, p) for topic, n in config.topics().items() for p in range(n)]
         for tp in consumer.committed(tps, timeout=30):
-            committed[f"{tp.topic}:{tp.partition}"] = tp.offset
+            high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)[1]
+            committed[f"{tp.topic}:{tp.partition}"] = f"{tp.offset} of {high}"  # a stall, or data never sent?
     finally:
         consumer.close()
     states = {}
