@@ -19,8 +19,11 @@ import asyncio
 import logging
 import os
 import time
+import traceback
+from typing import Any
 
 import faust
+from aiokafka.partitioner import murmur2
 from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
 
@@ -75,7 +78,8 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
         options.update(producer_max_batch_size=1, broker_rebalance_timeout=5, broker_session_timeout=10,
                        broker_heartbeat_interval=1)
         _shorten_fetch_wait()
-    app = faust.App(config.app, **options)
+    app = StatePositionedApp(config.app, **options)
+    app.topic_partitions = config.topics()
     setup_prometheus_sensors(app, name_prefix="wevent_faust")
     processors = Processors.build(config)
     topics = {
@@ -182,7 +186,69 @@ def _query_service(app: faust.App, config: AppConfig, processors: Processors) ->
         return self.json(body, status=status)
 
 
+class StatePositionedApp(faust.App):
+    """A Faust app that reads each source partition of a stateful agent from where the agent's
+    table state says it was applied (:meth:`Processor.resume_offset`), not from the group's
+    committed offset.
+
+    A committed offset can pass inputs that no state holds: Faust (0.15) acks without processing
+    the messages a stream takes after a rebalance that were fetched before it, and commits the
+    first run of acked offsets even when it does not start at the committed offset (always while
+    nothing is committed on a partition). A SIGKILL then leaves the state behind the commit, and
+    the inputs in between would never be read again (a whole partition's reports missing from
+    its slots, silently). Once the tables are recovered and before anything is fetched, Faust
+    seeks every assigned partition to its committed offset; this then moves the stateful agents'
+    sources back to their states' positions. Inputs at or below a state's offset are skipped by
+    the processor, so reading from the lowest of them applies every input exactly once (M2
+    re-reads its last input, whose release it re-emits from its state).
+    """
+
+    topic_partitions: dict[str, int] = {}
+    #: (source topic names, table, processor) of every agent
+    stateful_sources: list[tuple[tuple[str, ...], Any, Processor]] = []
+
+    def _new_consumer(self):
+        consumer = super()._new_consumer()
+        seek_to_committed = consumer.seek_to_committed
+
+        async def seek_to_state() -> dict:
+            offsets = dict(await seek_to_committed())
+            for tp in consumer.assignment():
+                committed = offsets.get(tp)
+                if committed is None or committed <= 0:
+                    continue  # read from the start anyway
+                position = self.resume_offset(tp.topic, tp.partition)
+                # Only ever back: a state ahead of the commit skips what it applied, and other
+                # agents reading the same partition (the query index) still get every message.
+                if position is not None and position < committed:
+                    # M2 re-reading its last input is routine; a state further behind is the disagreement
+                    log.log(logging.WARNING if committed - position > 1 else logging.INFO,
+                            "reading %s[%d] from offset %d, where its state stands, not from the committed %d",
+                            tp.topic, tp.partition, position, committed)
+                    await consumer.seek(tp, position)
+                    offsets[tp] = position
+            return offsets
+
+        consumer.seek_to_committed = seek_to_state
+        return consumer
+
+    def resume_offset(self, topic: str, partition: int) -> int | None:
+        """The lowest resume offset of the stateful agents reading ``topic`` (None: none does)."""
+        count = self.topic_partitions.get(topic, 1)
+
+        def key_partition(key: str) -> int:  # where a message keyed by ``key`` goes (Kafka's default partitioner)
+            return (murmur2(key.encode()) & 0x7FFFFFFF) % count
+
+        offsets = [processor.resume_offset(topic, partition, lambda key, table=table: table.get(key.encode()),
+                                           key_partition)
+                   for topics, table, processor in self.stateful_sources if topic in topics]
+        offsets = [offset for offset in offsets if offset is not None]
+        return min(offsets) if offsets else None
+
+
 def _agent(app: faust.App, name: str, source, table, processor: Processor, topics: dict) -> None:
+    app.stateful_sources = [*app.stateful_sources, (tuple(source.topics), table, processor)]
+
     async def run(stream):
         async for event in stream.events():
             message = event.message
@@ -198,6 +264,8 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
                 store(table, updates)
                 await app.producer.flush()
                 await send(topics, outputs)
+                if outputs:  # delivered before the next input: a restart re-reads only the last applied one
+                    await app.producer.flush()
             else:  # outputs are delivered before the state that records their input as applied
                 await send(topics, outputs)
                 if outputs and updates:

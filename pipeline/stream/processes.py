@@ -66,8 +66,9 @@ class WorkerProcess(ChildProcess):
     """A `wevent worker` with its own web port (/metrics, /healthz, /query)."""
 
     def __init__(self, config_path: Path, bootstrap: str, web_port: int, log_path: Path, *, tansu_compat: bool,
-                 datadir: Path | None = None, env: dict | None = None) -> None:
-        arguments = ["worker", "--config", str(config_path), "--bootstrap", bootstrap, "--web-port", str(web_port)]
+                 datadir: Path | None = None, env: dict | None = None, loglevel: str = "warn") -> None:
+        arguments = ["worker", "--config", str(config_path), "--bootstrap", bootstrap, "--web-port", str(web_port),
+                     "--loglevel", loglevel]
         if tansu_compat:
             arguments.append("--tansu-compat")
         if datadir:

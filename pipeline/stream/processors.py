@@ -13,6 +13,9 @@ Exactly-once effect on state over an at-least-once transport:
 * M2 writes its ledger *before* its release leaves, as the architecture requires, so it cannot
   skip by offset (a replayed input would then never be released). It is idempotent by slot
   instead: an input for a slot already released re-emits the stored release.
+* The offsets in the states, not the group's committed offsets, say where a restarted worker
+  reads each source partition from (:meth:`Processor.resume_offset`): just past the lowest
+  offset its states applied, or, for M2, at its last applied input.
 
 Outputs are deterministic (derived randomness), so every re-emission is identical to the first.
 
@@ -254,10 +257,10 @@ class Processor:
         stored = load(key)
         state = packing.unpack(stored) if stored else self.initial(key)
         mark = f"{topic}:{partition}"
-        if not self.persist_before_send:
-            if state["offsets"].get(mark, -1) >= offset:
-                return [], {}  # applied before a crash, and its outputs were delivered before that
-            state["offsets"][mark] = int(offset)
+        if not self.persist_before_send and state["offsets"].get(mark, -1) >= offset:
+            return [], {}  # applied before a crash, and its outputs were delivered before that
+        # M2 applies a replayed input again (re-emitting what it caused), so it only records it
+        state["offsets"][mark] = max(int(offset), state["offsets"].get(mark, -1))
         side = SideKeys(load, int(offset))
         outputs += self.apply(state, message, topic, partition, now, side)
         updates = {k: packing.pack(v) for k, v in side.written.items()} | {key: packing.pack(state)} | side.deleted
@@ -267,6 +270,24 @@ class Processor:
             log.error("refused an input of %s[%d]@%d: %s", topic, partition, offset, too_large)
             return [dead_letter("too_large", topic, too_large, key.split("/")[0])], {}
         return sealed, updates
+
+    def state_keys(self, topic: str, partition: int, key_partition: Callable[[str], int]) -> list[str]:
+        """The state keys that record how far ``topic``'s ``partition`` was applied (none: not
+        tracked). ``key_partition`` maps a message key to the partition it is sent to."""
+        return []
+
+    def resume_offset(self, topic: str, partition: int, load: Callable[[str], bytes | None],
+                      key_partition: Callable[[str], int]) -> int | None:
+        """The offset to read ``topic``'s ``partition`` from after a restart: just past the lowest
+        offset that every state fed by it records as applied (0 if one has no state yet), or None
+        when no state tracks it. The states are the truth: a committed offset can be ahead of them.
+        M2 reads its last applied input again: its state was stored before that input's outputs left."""
+        keys = self.state_keys(topic, partition, key_partition)
+        if not keys:
+            return None
+        mark = f"{topic}:{partition}"
+        applied = [packing.unpack(stored)["offsets"].get(mark, -1) if (stored := load(key)) else -1 for key in keys]
+        return max(min(applied) + (0 if self.persist_before_send else 1), 0)
 
 
 def oversized(updates: dict[str, bytes | None], outputs: list[Out]) -> str | None:
@@ -341,6 +362,9 @@ class Assembler(Processor):
 
     def initial(self, key):
         return {"offsets": {}, "watermark": float("-inf"), "closed": 0, "open": []}
+
+    def state_keys(self, topic, partition, key_partition):
+        return [f"{s.name}/{partition}" for s in self.config.streams] if topic == "reports" else []
 
     def apply(self, state, message, topic, partition, now, side):
         stream = self.config.stream(message.stream)
@@ -481,6 +505,9 @@ class DissimilarityProcessor(Processor):
         refused = self.keys.refusal(topic, stream_name, body, tag)
         return (None, None, refused) if refused else (stream_name, message, [])
 
+    def state_keys(self, topic, partition, key_partition):
+        return [s.name for s in self.config.streams if key_partition(s.name) == partition]
+
     def initial(self, key):
         stream = self.config.stream(key)
         return {"offsets": {}, "next": 1, "last_slot": 0, "last_release": np.zeros(stream.domain)}
@@ -556,6 +583,9 @@ class PublicationProcessor(Processor):
     """
 
     persist_before_send = True
+
+    def state_keys(self, topic, partition, key_partition):
+        return [s.name for s in self.config.streams if key_partition(s.name) == partition]
 
     def route(self, raw, topic, partition):
         body, tag = unseal(raw)
@@ -745,6 +775,9 @@ class Collector(Processor):
 
     def initial(self, key):
         return {"offsets": {}, "rounds": {}, "closed": [], "early": {}}
+
+    def state_keys(self, topic, partition, key_partition):
+        return [s.name for s in self.config.streams if s.model == "local" and key_partition(s.name) == partition]
 
     def apply(self, state, message, topic, partition, now, side):
         name = message["stream"]

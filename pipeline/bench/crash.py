@@ -1,0 +1,324 @@
+"""``wevent bench crash``: random SIGKILLs of the worker, the replay and devices, every release checked.
+
+A trial starts the embedded broker, one worker and a replay of the bundled T-Drive sample into a
+BA stream (``--model local``: an LPA stream answered by a two-shard device fleet), with 2
+``reports`` and 2 stream partitions, then follows a random kill schedule drawn from the trial's
+seed: one to three SIGKILLs of the worker at random moments, each restarted after a random delay
+of 0 to 5 s; half the time a SIGKILL of the replay, which resumes from the slot after the last
+release (``--from-slot``); in the local model one or two of a fleet shard. When every slot is
+released, each release is compared with ``wevent simulate``'s on the same values with the same
+derived noise. A trial passes if every release is identical and no slot was released twice with
+different values; in the local model releases may also differ from the first one made from fewer
+answers than the clean run's (answers that missed their deadline while a shard was down), which
+that release states (its ``n1``/``n2``) and the worker counts (``wevent_ldp_missing_reports_total``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+SAMPLE_TDRIVE = Path(__file__).resolve().parents[2] / "producers" / "fixtures" / "tdrive"
+STREAM = "taxi"
+SLOT_SECONDS = 300.0
+GRID = "4x4"
+LOCAL_BLOCK = 64
+LOCAL_DEADLINE = 5.0
+
+
+@dataclass
+class TrialResult:
+    """What one trial did and how its releases compare with the clean run's.
+
+    ``short`` are the slots from the first release made from fewer device answers than the clean
+    run's (answers that missed their deadline: by design, and its ``n1``/``n2`` say so) on, which
+    may follow another path of the mechanism; ``differing`` are the slots that differ otherwise."""
+
+    seed: int
+    slots: int
+    kills: list[str] = field(default_factory=list)
+    released: int = 0
+    missing: list[int] = field(default_factory=list)
+    short: list[int] = field(default_factory=list)
+    differing: list[int] = field(default_factory=list)
+    conflicts: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+    logs: str = ""
+    positions: dict = field(default_factory=dict)
+
+    @property
+    def correct(self) -> bool:
+        return self.released == self.slots and not self.differing and not self.conflicts
+
+    @property
+    def identical(self) -> bool:
+        return self.correct and not self.short
+
+    def summary(self) -> str:
+        if self.identical:
+            verdict = "identical"
+        elif self.correct:
+            verdict = (f"identical before slot {self.short[0]}, whose release lacks device answers that missed their "
+                       f"deadline (by design); {len(self.short)} release(s) differ from it on")
+        else:
+            verdict = (f"DIFFERENT: released {self.released}/{self.slots} (missing {self.missing[:10]}), differing "
+                       f"slots {self.differing[:10]}, conflicting slots {self.conflicts[:10]}")
+        return f"trial seed {self.seed}: {len(self.kills)} kill(s) [{'; '.join(self.kills)}] in {self.seconds:.0f} s: {verdict}"
+
+
+def sample_values(slots: int):
+    """The bundled sample on a 4x4 grid in 5-minute slots (as ``wevent run`` shows it), first ``slots``."""
+    from producers.tdrive import read_tdrive
+
+    return read_tdrive([SAMPLE_TDRIVE], "personalized", grid=(4, 4), slot_seconds=SLOT_SECONDS,
+                       max_slots=slots).values
+
+
+def trial_config(values, seed: int, model: str = "central"):
+    """BA over the sample (central), or LPA with devices answering within 5 s (local)."""
+    from ..stream.config import parse_config
+
+    stream = {"name": STREAM, "model": model, "mechanism": "ba" if model == "central" else "lpa", "epsilon": 1.0,
+              "window": 10, "domain": values.domain_size, "users": values.users, "slot_seconds": SLOT_SECONDS,
+              "start": values.start}
+    if model == "local":
+        stream["options"] = {"block_size": LOCAL_BLOCK, "deadline_seconds": LOCAL_DEADLINE}
+    return parse_config({"app": "wevent-crash", "seed": seed, "report_partitions": 2, "stream_partitions": 2,
+                         "streams": [stream]})
+
+
+def clean_releases(config, values, workdir: Path | None = None) -> dict[int, dict]:
+    """slot -> {"release", "extras"} of an uninterrupted run: ``wevent simulate`` on the same values
+    with the same noise (for the central model, the mechanism run in this process is the same)."""
+    stream = config.stream(STREAM)
+    if stream.model == "central":
+        from ..core.central import BudgetAbsorption
+        from ..core.randomness import DerivedRandomness
+
+        mechanism = BudgetAbsorption(stream.epsilon, stream.window, stream.domain,
+                                     randomness=DerivedRandomness(config.noise_key(), STREAM))
+        return {r.slot: {"release": r.release.tolist()} for r in mechanism.run(values.counts().astype(float))}
+    dump, log = Path(workdir) / "values.npz", Path(workdir) / "simulated.jsonl"
+    values.save(dump)
+    subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", stream.mechanism, "--input", str(dump),
+                    "-e", str(stream.epsilon), "-w", str(stream.window), "--seed", str(config.seed), "--stream", STREAM,
+                    "--block-size", str(LOCAL_BLOCK), "--releases", str(log), "--json", "--no-progress"],
+                   check=True, capture_output=True, timeout=300)
+    return {r["slot"]: {"release": r["release"], "extras": r["extras"]} for r in map(json.loads, log.read_text().splitlines())}
+
+
+@dataclass
+class Schedule:
+    """A trial's kills: (seconds after start, target, restart delay), drawn from its seed.
+
+    One to three kills of the worker, the first within 5 s; half the time one of the replay; in
+    the local model also one or two of a device fleet shard ("devices0", "devices1")."""
+
+    events: list[tuple[float, str, float]]
+
+    @classmethod
+    def draw(cls, seed: int, horizon: float, local: bool = False) -> "Schedule":
+        rng = np.random.default_rng([seed, 0xC7A5])
+        # the first kill lands within 5 s, before any trial can have released every slot
+        events = [(float(rng.uniform(1.0, 5.0 if i == 0 else horizon)), "worker", float(rng.uniform(0.0, 5.0)))
+                  for i in range(int(rng.integers(1, 4)))]
+        if rng.random() < 0.5:
+            events.append((float(rng.uniform(0.5, horizon / 2)), "replay", float(rng.uniform(0.0, 2.0))))
+        if local:
+            events += [(float(rng.uniform(1.0, horizon)), f"devices{rng.integers(0, 2)}", float(rng.uniform(0.0, 5.0)))
+                       for _ in range(int(rng.integers(1, 3)))]
+        return cls(sorted(events))
+
+
+def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 24, speed: float = 900.0,
+              horizon: float = 12.0, timeout: float = 150.0, loglevel: str = "warn") -> TrialResult:
+    """One trial in ``workdir`` (its config and logs stay there)."""
+    from ..stream.broker import EmbeddedBroker, create_topics, free_port
+    from ..stream.processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
+    from ..stream.subscription import Releases
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    values = sample_values(slots)
+    config = trial_config(values, seed, model)
+    expected = clean_releases(config, values, workdir)
+    result = TrialResult(seed, len(expected))
+    schedule = Schedule.draw(seed, horizon, local=model == "local")
+    started = time.monotonic()
+    with EmbeddedBroker() as broker:
+        create_topics(broker.bootstrap, config.topics())
+        config_path = write_config(config, workdir)
+        processes: dict[str, list] = {}  # target -> its processes, the live one last
+
+        def start(target: str, from_slot: int = 1) -> None:
+            log = workdir / f"{target}-{len(processes.get(target, []))}.log"
+            if target == "worker":
+                process = WorkerProcess(config_path, broker.bootstrap, free_port(), log, tansu_compat=True,
+                                        datadir=workdir / f"data-{log.stem}", loglevel=loglevel)
+            elif target == "replay":
+                process = ChildProcess(["replay", "tdrive", str(SAMPLE_TDRIVE), "--grid", GRID, "--slot-seconds",
+                                        str(SLOT_SECONDS), "--max-slots", str(slots), "--config", str(config_path),
+                                        "--stream", STREAM, "--bootstrap", broker.bootstrap, "--tansu-compat",
+                                        "--from-slot", str(from_slot), "--speed", str(speed), "--no-progress"], log)
+            else:  # a device fleet shard keeps its users' ledgers across restarts
+                process = DevicesProcess(config_path, STREAM, workdir / "values.npz", broker.bootstrap, log,
+                                         tansu_compat=True, shard=int(target[-1]), shards=2)
+            processes.setdefault(target, []).append(process.start())
+
+        start("worker")
+        if model == "local":
+            start("devices0")
+            start("devices1")
+        start("replay")
+        pending = list(schedule.events)
+        restarts: list[tuple[float, str]] = []
+        got: dict[int, dict] = {}
+        try:
+            with Releases(broker.bootstrap, streams=[STREAM]) as releases:
+                while len(got) < len(expected) and time.monotonic() - started < timeout:
+                    for record in releases.follow(idle_timeout=0.1):
+                        got[record.slot] = {"release": record.release, "extras": record.extras}
+                    now = time.monotonic() - started
+                    while pending and pending[0][0] <= now:
+                        at, target, delay = pending.pop(0)
+                        if not processes[target][-1].alive:
+                            continue  # a replay that already finished, or a kill still waiting for its restart
+                        processes[target][-1].kill()
+                        result.kills.append(f"{target} at {at:.1f} s, back after {delay:.1f} s")
+                        restarts.append((now + delay, target))
+                    for item in [r for r in restarts if r[0] <= now]:
+                        restarts.remove(item)
+                        # every slot up to the last release reached every partition before it
+                        start(item[1], from_slot=min(max(got, default=0) + 1, slots))
+                result.conflicts = sorted(slot for _, slot in releases.conflicts)
+            if len(got) < len(expected) or any(not _same(got[s], expected[s]) for s in got):
+                result.positions = positions(broker.bootstrap, config)
+        finally:
+            every = [p for group in processes.values() for p in group]
+            for process in every:
+                process.stop(5.0)
+            result.logs = "\n".join(f"--- {p.log_path.name}\n{p.log_tail(20)}" for p in every)
+    result.seconds = time.monotonic() - started
+    with open(workdir / "releases.jsonl", "w") as out:  # what the trial saw beside the clean run, to inspect
+        for slot in sorted(got):
+            out.write(json.dumps({"slot": slot, "got": got[slot], "clean": expected[slot]}) + "\n")
+    result.released = len(got)
+    result.missing = sorted(set(expected) - set(got))
+    unlike = sorted(s for s in got if not _same(got[s], expected[s]))
+    if unlike and _short(got[unlike[0]], expected[unlike[0]]):
+        # answers missed their deadline: that release says so, and every later one may follow
+        # another path of the mechanism from it
+        result.short = unlike
+    else:
+        result.differing = unlike
+    return result
+
+
+def _same(got: dict, expected: dict) -> bool:
+    """The same release, with the same fields as the clean run's (local: answers, bits, budgets)."""
+    extras = got.get("extras", {})
+    return got["release"] == expected["release"] and all(extras.get(k) == v for k, v in expected.get("extras", {}).items())
+
+
+def _short(got: dict, expected: dict) -> bool:
+    """Whether a local-model release was made from fewer answers in a phase than the clean run's."""
+    extras, clean = got.get("extras", {}), expected.get("extras", {})
+    return any(key in clean and extras.get(key, 0) < clean[key] for key in ("n1", "n2"))
+
+
+def register(sub) -> None:
+    p = sub.add_parser("crash", help="random SIGKILLs of the worker, the replay and devices; releases against a clean run")
+    p.add_argument("--trials", type=int, default=10, help="number of trials (default: 10)")
+    p.add_argument("--model", choices=["central", "local"], default="central",
+                   help="central: BA; local: LPA with a two-shard device fleet (default: central)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first trial; trial i uses seed + i (default: 0)")
+    p.add_argument("--slots", type=int, default=24, help="slots per trial (default: 24)")
+    p.add_argument("--loglevel", default="warn", choices=["warn", "info", "debug"], help="the workers' log level")
+    p.add_argument("--workdir", help="keep every trial's config and logs here (default: a temporary directory)")
+    p.set_defaults(handler=handle)
+
+
+def handle(args) -> int:
+    from ..errors import UsageError
+
+    if args.trials < 1 or not 2 <= args.slots:
+        raise UsageError("--trials must be at least 1 and --slots at least 2")
+    root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="wevent-crash-"))
+    identical = short = 0
+    for i in range(args.trials):
+        result = run_trial(args.seed + i, root / f"trial{args.seed + i}", model=args.model, slots=args.slots,
+                           loglevel=args.loglevel)
+        identical += result.identical
+        short += result.correct and not result.identical
+        print(result.summary(), flush=True)
+        if not result.correct:
+            print(f"  positions: {result.positions}", flush=True)
+    print(f"identical in {identical} of {args.trials} trials, {short} more short of device answers by design "
+          f"(logs in {root})")
+    return 0 if identical + short == args.trials else 1
+
+
+def positions(bootstrap: str, config) -> dict[str, dict]:
+    """Where a failed trial stands: the group's committed offset of each partition and its high
+    watermark, and the offset each table state records as applied (from the last changelog
+    record of each key)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from ..core import state as packing
+    from ..stream.kafka import consumer_config
+    from ..stream.subscription import read_topic
+
+    committed = {}
+    consumer = Consumer(consumer_config(bootstrap) | {"group.id": config.app})
+    try:
+        tps = [TopicPartition(topic, p) for topic, n in config.topics().items() for p in range(n)]
+        for tp in consumer.committed(tps, timeout=30):
+            high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=30)[1]
+            committed[f"{tp.topic}:{tp.partition}"] = f"{tp.offset} of {high}"  # a stall, or data never sent?
+    finally:
+        consumer.close()
+    states = {}
+    for table in ("assembler", "dissimilarity-state"):
+        last = {}
+        for key, value in _keyed(bootstrap, f"{config.app}-{table}-changelog"):
+            last[key] = value
+        for key, value in last.items():
+            try:
+                states[f"{table} {key}"] = packing.unpack(value)["offsets"]
+            except Exception as exc:  # noqa: BLE001 - a diagnostic: show what could not be read
+                states[f"{table} {key}"] = f"unreadable: {exc}"
+    from confluent_kafka.admin import AdminClient
+
+    from ..stream.kafka import client_config
+
+    groups = [g.group_id for g in AdminClient(client_config(bootstrap)).list_consumer_groups().result(30).valid]
+    return {"committed": committed, "states": states, "groups": groups}
+
+
+def _keyed(bootstrap: str, topic: str) -> list[tuple[str, bytes]]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    from ..stream.kafka import consumer_config
+
+    consumer = Consumer(consumer_config(bootstrap))
+    found = []
+    try:
+        metadata = consumer.list_topics(topic, timeout=30)
+        for p in metadata.topics[topic].partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topic, p, low)])
+            while (message := consumer.poll(3)) is not None:
+                if not message.error():
+                    found.append(((message.key() or b"").decode(errors="replace"), message.value()))
+    finally:
+        consumer.close()
+    return found
