@@ -75,3 +75,23 @@ def metric_value(text: str, name: str, **labels) -> float:
             if ",".join(sorted(got.split(","))) == want or (not labels and not got):
                 return float(value)
     return 0.0
+
+
+def assert_local_releases_equal_simulate(got: dict, dump: Path, mechanism: str, stream: str, *, seed: int,
+                                         window: int, block: int, slots: int, log: Path) -> list:
+    """`wevent simulate` of ``mechanism`` on the same values dump, key and device blocks: every slot's
+    release and extras (n1, n2, ...) must equal what the stream released (``got``: slot -> record)."""
+    import subprocess
+    import sys
+
+    from pipeline.stream.codecs import ReleaseRecord
+
+    subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", mechanism, "--input", str(dump), "-e", "1",
+                    "-w", str(window), "--seed", str(seed), "--stream", stream, "--block-size", str(block),
+                    "--releases", str(log), "--json"], check=True, capture_output=True, timeout=300)
+    simulated = [ReleaseRecord.from_json(line) for line in log.read_text().splitlines()]
+    assert [r.slot for r in simulated] == list(range(1, slots + 1))
+    for record in simulated:
+        assert got[record.slot].release == record.release, f"{stream} slot {record.slot}"
+        assert got[record.slot].extras == record.extras, f"{stream} slot {record.slot}"
+    return simulated

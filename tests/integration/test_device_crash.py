@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 
 from pipeline.core.data import UserValues
-from pipeline.stream.codecs import Envelope, ReleaseRecord
+from pipeline.stream.codecs import Envelope
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink
 from pipeline.stream.processes import DevicesProcess, wait_until
 from pipeline.stream.subscription import read_topic
-from tests.integration.conftest import metric_value
+from tests.integration.conftest import assert_local_releases_equal_simulate, metric_value
 from tests.integration.device_helpers import DOMAIN, WINDOW, answers, committed, kept_stream
 from tests.integration.test_central_pipeline import START, categorical_feed, collect
 
@@ -109,15 +107,8 @@ def test_fleets_killed_mid_answer_release_what_a_run_without_crashes_releases(cl
     finally:
         for fleet in fleets:
             fleet.stop()
-    log = tmp_path / "simulated.jsonl"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", "lpa", "--input", str(dump), "-e", "1",
-                    "-w", str(WINDOW), "--seed", str(seed), "--stream", "lpa", "--block-size", str(block),
-                    "--releases", str(log), "--json"], check=True, capture_output=True, timeout=300)
-    simulated = [ReleaseRecord.from_json(line) for line in log.read_text().splitlines()]
-    assert [r.slot for r in simulated] == list(range(1, slots + 1))
-    for record in simulated:
-        assert got["lpa"][record.slot].release == record.release, f"slot {record.slot}"
-        assert got["lpa"][record.slot].extras == record.extras
+    assert_local_releases_equal_simulate(got["lpa"], dump, "lpa", "lpa", seed=seed, window=WINDOW, block=block,
+                                         slots=slots, log=tmp_path / "simulated.jsonl")
     # No asked user went missing, and every report re-sent after a restart is the first one, byte for byte.
     text = cluster.metrics(cluster.workers[0])
     assert metric_value(text, "wevent_ldp_missing_reports_total", stream="lpa") == 0

@@ -12,12 +12,10 @@ import numpy as np
 import pytest
 
 from pipeline.core.data import UserValues
-from pipeline.stream.audit import verify
 from pipeline.stream.broker import free_port
 from pipeline.stream.codecs import (
     DecodeError,
     Envelope,
-    ReleaseRecord,
     ReportBatch,
     decode_report_message,
     report_seal,
@@ -28,7 +26,7 @@ from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink, producer_config
 from pipeline.stream.processes import DevicesProcess
 from pipeline.stream.subscription import read_topic
-from tests.integration.conftest import metric_value
+from tests.integration.conftest import assert_local_releases_equal_simulate, metric_value
 from tests.integration.test_central_pipeline import START, categorical_feed, collect
 
 pytestmark = [pytest.mark.integration]
@@ -89,15 +87,8 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
         for fleet in fleets:
             fleet.stop()
     for name in ("lba", "lpa"):
-        log = tmp_path / f"{name}.jsonl"
-        subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", name, "--input", str(dump), "-e", "1",
-                        "-w", "10", "--seed", str(SEED), "--stream", name, "--block-size", str(BLOCK),
-                        "--releases", str(log), "--json"], check=True, capture_output=True, timeout=300)
-        simulated = [ReleaseRecord.from_json(line) for line in log.read_text().splitlines()]
-        assert [r.slot for r in simulated] == list(range(1, SLOTS + 1))
-        for record in simulated:
-            assert got[name][record.slot].release == record.release, f"{name} slot {record.slot}"
-            assert got[name][record.slot].extras == record.extras
+        assert_local_releases_equal_simulate(got[name], dump, name, name, seed=SEED, window=10, block=BLOCK,
+                                             slots=SLOTS, log=tmp_path / f"{name}.jsonl")
     audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
                            capture_output=True, text=True, timeout=120)
     assert audit.returncode == 0 and audit.stdout.count("PASS") == 2, audit.stdout + audit.stderr

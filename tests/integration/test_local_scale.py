@@ -11,10 +11,10 @@ import pytest
 
 from pipeline.core.data import UserValues
 from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import ReleaseRecord
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink
 from pipeline.stream.processes import DevicesProcess
+from tests.integration.conftest import assert_local_releases_equal_simulate
 from tests.integration.test_central_pipeline import START, collect
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -44,16 +44,9 @@ def test_lpa_at_200000_users_equals_simulate_and_passes_the_audit(cluster_factor
     finally:
         for fleet in fleets:
             fleet.stop()
-    log = tmp_path / "simulated.jsonl"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", "lpa", "--input", str(dump), "-e", "1",
-                    "-w", str(WINDOW), "--seed", str(SEED), "--stream", "sin", "--block-size", str(BLOCK),
-                    "--releases", str(log), "--json"], check=True, capture_output=True, timeout=300)
-    simulated = [ReleaseRecord.from_json(line) for line in log.read_text().splitlines()]
-    assert [r.slot for r in simulated] == list(range(1, SLOTS + 1))
+    simulated = assert_local_releases_equal_simulate(got, dump, "lpa", "sin", seed=SEED, window=WINDOW, block=BLOCK,
+                                                     slots=SLOTS, log=tmp_path / "simulated.jsonl")
     assert sum(r.strategy == "publish" for r in simulated) >= 2  # the publication pool is exercised
-    for record in simulated:
-        assert got[record.slot].release == record.release, f"slot {record.slot}"
-        assert got[record.slot].extras == record.extras
     audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
                            capture_output=True, text=True, timeout=300)
     assert audit.returncode == 0 and audit.stdout.count("PASS") == 1, audit.stdout + audit.stderr
