@@ -21,6 +21,7 @@ import numpy as np
 from . import metrics
 from .codecs import Envelope, ReportBatch, decode_report_message, unseal
 from .config import AppConfig
+from .health import Throttle
 from .processors import Out, dead_letter
 
 __all__ = ["ErrorLog", "internal_error", "raised_at"]
@@ -58,21 +59,20 @@ class ErrorLog:
 
     def __init__(self, logger: logging.Logger, interval: float = ERROR_LOG_INTERVAL,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.logger, self.interval, self.clock = logger, float(interval), clock
-        self.last: dict[tuple[str, str], float] = {}  # keys are code's exception types: a bounded set
-        self.suppressed: dict[tuple[str, str], int] = {}
+        self.logger = logger
+        self.throttle = Throttle(interval, clock)
+
+    @property
+    def suppressed(self) -> dict:
+        return self.throttle.held
 
     def failed(self, source: str, exc: BaseException, where: str) -> None:
         """``source`` (an agent) failed with ``exc`` on ``where`` (a topic, partition and offset)."""
-        key = (source, type(exc).__name__)
         self.logger.debug("%s failed on %s", source, where, exc_info=exc)
-        now = self.clock()
-        if key in self.last and now - self.last[key] < self.interval:
-            self.suppressed[key] = self.suppressed.get(key, 0) + 1
+        held = self.throttle.admit((source, type(exc).__name__))
+        if held is None:
             return
-        self.last[key] = now
-        held = self.suppressed.pop(key, 0)
-        self.logger.error("%s failed on %s: %s at %s (%straceback at debug level)", source, where, key[1],
+        self.logger.error("%s failed on %s: %s at %s (%straceback at debug level)", source, where, type(exc).__name__,
                           raised_at(exc), f"{held} more since the last line; " if held else "")
 
 

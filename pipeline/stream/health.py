@@ -18,6 +18,30 @@ kafka_log = logging.getLogger("wevent.kafka")
 kafka_log.addHandler(logging.NullHandler())  # no handler configured (a CLI): silent, not Python's last resort
 
 
+class Throttle:
+    """At most one event per ``interval`` seconds of each kind; counts the ones held back.
+
+    >>> clock = iter([0.0, 1.0, 31.0]).__next__
+    >>> throttle = Throttle(30.0, clock)
+    >>> throttle.admit("e"), throttle.admit("e"), throttle.admit("e")
+    (0, None, 1)
+    """
+
+    def __init__(self, interval: float, clock=time.monotonic) -> None:
+        self.interval, self.clock = float(interval), clock
+        self.last: dict = {}  # kinds are code's own (logger and template, agent and exception type): bounded
+        self.held: dict = {}
+
+    def admit(self, kind) -> int | None:
+        """None when ``kind`` is held back; else how many of it were held back since the last one."""
+        now = self.clock()
+        if kind in self.last and now - self.last[kind] < self.interval:
+            self.held[kind] = self.held.get(kind, 0) + 1
+            return None
+        self.last[kind] = now
+        return self.held.pop(kind, 0)
+
+
 class RateLimit(logging.Filter):
     """At most one record per ``interval`` seconds for each (logger, message template) of the
     Kafka clients' loggers; the next one let through counts those held back. A traceback is
@@ -34,9 +58,7 @@ class RateLimit(logging.Filter):
     def __init__(self, interval: float = 30.0, clock=time.monotonic) -> None:
         super().__init__()
         self.interval = interval
-        self.clock = clock
-        self.last: dict[tuple[str, str], float] = {}
-        self.held: dict[tuple[str, str], int] = {}
+        self.throttle = Throttle(interval, clock)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not record.name.startswith(CLIENT_LOGGERS) or record.levelno < logging.WARNING:
@@ -46,13 +68,9 @@ class RateLimit(logging.Filter):
         return not record.rate_limited
 
     def _let_through(self, record: logging.LogRecord) -> bool:
-        kind = (record.name, str(record.msg))
-        now = self.clock()
-        if now - self.last.get(kind, -self.interval) < self.interval:
-            self.held[kind] = self.held.get(kind, 0) + 1
+        held = self.throttle.admit((record.name, str(record.msg)))
+        if held is None:
             return False
-        self.last[kind] = now
-        held = self.held.pop(kind, 0)
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             record.msg, record.args = f"{record.getMessage()}: {type(error).__name__}: {error}", ()
