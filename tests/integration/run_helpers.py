@@ -138,3 +138,11 @@ def started_ports(stderr_text: str) -> tuple[int, int]:
     match = re.search(r"worker metrics http://[\d.]+:(\d+)/metrics; error against truth http://[\d.]+:(\d+)/",
                       stderr_text)
     return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The largest resident set a live process has had so far (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise ValueError(f"/proc/{pid}/status has no VmHWM")
