@@ -31,7 +31,8 @@ def test_the_second_streams_dump_is_checked_too(tmp_path):
     fits = dump(tmp_path)
     (tmp_path / "big").mkdir()
     too_many_users = dump(tmp_path / "big", users=USERS + 1)
-    proc = devices(tmp_path, "--stream", "lpa", "--values", str(fits), "--stream", "lbu", "--values", str(too_many_users))
+    proc = devices(tmp_path, "--stream", "lpa", "--values", str(fits), "--stream", "lbu", "--values",
+                   str(too_many_users))
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert "'lbu'" in proc.stderr and f"{USERS + 1} users" in proc.stderr
 

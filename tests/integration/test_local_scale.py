@@ -1,15 +1,21 @@
-"""The local model at the LDP-IDS paper's population (200,000 users, d = 2, the LNS, Sin and Log
-streams) through a real broker, one worker and a device fleet in two shards: every mechanism runs
-as its own stream of one config for more than 2w slots, its releases equal `wevent simulate`'s
-and the audit passes. Before compact state, M2's first message outgrew the broker's 1 MB default.
-The peak resident memory of the worker and of each fleet shard is recorded (``record_property``)
-and printed."""
+"""The local model at the LDP-IDS paper's scales through a real broker, one worker and a device
+fleet in two shards, for more than 2w slots: releases equal `wevent simulate`'s and the audit
+passes.
+
+- 200,000 users, d = 2 (the LNS, Sin and Log streams): every mechanism as its own stream of one
+  config.
+- A Taobao-shaped stream: 1,023,154 users, d = 117 categories, OUE, with LPA and LPU.
+
+Before compact state, M2's first message outgrew the broker's 1 MB default. The peak resident
+memory of the worker and of each fleet shard is recorded (``record_property``) and printed."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pipeline.core.data import UserValues
@@ -27,6 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 USERS, WINDOW, SEED, BLOCK, SHARDS = 200_000, 5, 5, 65_536, 2
 SLOTS = 2 * WINDOW + 2
 DATASETS = ("lns", "sin", "log")
+TAOBAO_USERS, TAOBAO_DOMAIN = 1_023_154, 117
 
 
 def record_peak_memory(record_property, processes: dict) -> None:
@@ -37,39 +44,68 @@ def record_peak_memory(record_property, processes: dict) -> None:
         print(f"peak RSS {name}: {mib:.0f} MiB")
 
 
+def run_local_streams(cluster_factory, tmp_path, record_property, streams: dict[str, dict], dumps: dict[str, Path],
+                      *, window: int, slots: int) -> dict:
+    """Run ``streams`` (name -> stream fields but the name) for ``slots`` slots, each on its dump,
+    with one worker and a fleet of ``SHARDS`` processes serving them all; check every stream's
+    releases against `wevent simulate` and the audit; return name -> simulated releases."""
+    config = parse_config({"seed": SEED, "report_partitions": 2, "stream_partitions": 2, "streams": [
+        {"name": name, "model": "local", "epsilon": 1.0, "window": window, "slot_seconds": 60, "start": START,
+         "options": {"block_size": BLOCK}} | fields for name, fields in streams.items()]})
+    cluster = cluster_factory(config)
+    worker = cluster.start_worker()
+    fleets = [fleet_of_streams(cluster.config_path, dumps, cluster.bootstrap, tmp_path, shard, SHARDS)
+              for shard in range(SHARDS)]
+    try:
+        sinks = {name: KafkaReportSink(cluster.bootstrap, name, 2, tansu_compat=True, clock_only=True)
+                 for name in streams}
+        for slot in range(1, slots + 1):
+            for name, sink in sinks.items():
+                stream = config.stream(name)
+                sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), None, None)
+        for sink in sinks.values():
+            sink.close()
+        got = collect(cluster.bootstrap, list(streams), len(streams) * slots, 900, cluster)
+        shards = {f"fleet_{k}of{SHARDS}": fleet for k, fleet in enumerate(fleets)}
+        record_peak_memory(record_property, {"worker": worker} | shards)
+    finally:
+        for fleet in fleets:
+            fleet.stop()
+    simulated = {name: assert_local_releases_equal_simulate(
+        got[name], dumps[name], fields["mechanism"], name, seed=SEED, window=window, block=BLOCK, slots=slots,
+        log=tmp_path / f"simulated-{name}.jsonl", oracle=fields.get("oracle", "ada"))
+        for name, fields in streams.items()}
+    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
+                           capture_output=True, text=True, timeout=300)
+    assert audit.returncode == 0 and audit.stdout.count("PASS") == len(streams), audit.stdout + audit.stderr
+    return simulated
+
+
 def test_every_local_mechanism_at_200000_users_equals_simulate_and_passes_the_audit(cluster_factory, tmp_path,
                                                                                     record_property):
     mechanisms = sorted(MECHANISMS)
     dataset_of = {m: DATASETS[k % len(DATASETS)] for k, m in enumerate(mechanisms)}
-    config = parse_config({"seed": SEED, "report_partitions": 2, "stream_partitions": 2, "streams": [{
-        "name": m, "model": "local", "mechanism": m, "epsilon": 1.0, "window": WINDOW, "domain": 2, "users": USERS,
-        "slot_seconds": 60, "start": START, "options": {"block_size": BLOCK}} for m in mechanisms]})
-    cluster = cluster_factory(config)
-    worker = cluster.start_worker()
-    dumps = {}
+    datasets = {}
     for name in DATASETS:
-        dumps[name] = tmp_path / f"{name}.npz"
-        UserValues(synthetic(name, USERS, SLOTS, seed=SEED).values(), 2, slot_seconds=60, start=START).save(dumps[name])
-    fleets = [fleet_of_streams(cluster.config_path, {m: dumps[dataset_of[m]] for m in mechanisms}, cluster.bootstrap,
-                               tmp_path, shard, SHARDS) for shard in range(SHARDS)]
-    try:
-        sinks = {m: KafkaReportSink(cluster.bootstrap, m, 2, tansu_compat=True, clock_only=True) for m in mechanisms}
-        for slot in range(1, SLOTS + 1):
-            for m, sink in sinks.items():
-                sink.send_slot(slot, config.stream(m).slot_start(slot), config.stream(m).slot_end(slot), None, None)
-        for sink in sinks.values():
-            sink.close()
-        got = collect(cluster.bootstrap, mechanisms, len(mechanisms) * SLOTS, 600, cluster)
-        record_peak_memory(record_property, {"worker": worker} | {f"fleet_{k}of{SHARDS}": f for k, f in enumerate(fleets)})
-    finally:
-        for fleet in fleets:
-            fleet.stop()
-    publications = {}
-    for m in mechanisms:
-        simulated = assert_local_releases_equal_simulate(got[m], dumps[dataset_of[m]], m, m, seed=SEED, window=WINDOW,
-                                                         block=BLOCK, slots=SLOTS, log=tmp_path / f"simulated-{m}.jsonl")
-        publications[m] = sum(r.strategy == "publish" for r in simulated)
+        datasets[name] = tmp_path / f"{name}.npz"
+        values = synthetic(name, USERS, SLOTS, seed=SEED).values()
+        UserValues(values, 2, slot_seconds=60, start=START).save(datasets[name])
+    simulated = run_local_streams(cluster_factory, tmp_path, record_property,
+                                  {m: {"mechanism": m, "domain": 2, "users": USERS} for m in mechanisms},
+                                  {m: datasets[dataset_of[m]] for m in mechanisms}, window=WINDOW, slots=SLOTS)
+    publications = {m: sum(r.strategy == "publish" for r in releases) for m, releases in simulated.items()}
     assert all(publications.values()), publications  # every mechanism published fresh estimates
-    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
-                           capture_output=True, text=True, timeout=300)
-    assert audit.returncode == 0 and audit.stdout.count("PASS") == len(mechanisms), audit.stdout + audit.stderr
+
+
+def test_a_taobao_shaped_stream_of_1023154_users_equals_simulate_and_passes_the_audit(cluster_factory, tmp_path,
+                                                                                      record_property):
+    rng = np.random.default_rng(SEED)
+    popularity = 1 / np.arange(1, TAOBAO_DOMAIN + 1) ** 1.1  # a Zipf-like category mix, as in shopping logs
+    values = rng.choice(TAOBAO_DOMAIN, (SLOTS, TAOBAO_USERS), p=popularity / popularity.sum()).astype(np.int8)
+    dump = tmp_path / "taobao.npz"
+    UserValues(values, TAOBAO_DOMAIN, slot_seconds=60, start=START).save(dump)
+    streams = {m: {"mechanism": m, "oracle": "oue", "domain": TAOBAO_DOMAIN, "users": TAOBAO_USERS}
+               for m in ("lpa", "lpu")}
+    simulated = run_local_streams(cluster_factory, tmp_path, record_property, streams, dict.fromkeys(streams, dump),
+                                  window=WINDOW, slots=SLOTS)
+    assert sum(r.strategy == "publish" for r in simulated["lpa"]) >= 2
