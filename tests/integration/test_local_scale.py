@@ -4,7 +4,8 @@ passes.
 
 - 200,000 users, d = 2 (the LNS, Sin and Log streams): every mechanism as its own stream of one
   config.
-- A Taobao-shaped stream: 1,023,154 users, d = 117 categories, OUE, with LPA and LPU.
+- A Taobao-shaped stream: 1,023,154 users, d = 117 categories, OUE, with LPA (population division) and LBA (budget division: every user
+  reports every slot).
 
 Before compact state, M2's first message outgrew the broker's 1 MB default. The peak resident
 memory of the worker and of each fleet shard is recorded (``record_property``) and printed."""
@@ -105,7 +106,7 @@ def test_a_taobao_shaped_stream_of_1023154_users_equals_simulate_and_passes_the_
     dump = tmp_path / "taobao.npz"
     UserValues(values, TAOBAO_DOMAIN, slot_seconds=60, start=START).save(dump)
     streams = {m: {"mechanism": m, "oracle": "oue", "domain": TAOBAO_DOMAIN, "users": TAOBAO_USERS}
-               for m in ("lpa", "lpu")}
+               for m in ("lpa", "lba")}
     simulated = run_local_streams(cluster_factory, tmp_path, record_property, streams, dict.fromkeys(streams, dump),
                                   window=WINDOW, slots=SLOTS)
     assert sum(r.strategy == "publish" for r in simulated["lpa"]) >= 2
