@@ -4,8 +4,8 @@ passes.
 
 - 200,000 users, d = 2 (the LNS, Sin and Log streams): every mechanism as its own stream of one
   config.
-- A Taobao-shaped stream: 1,023,154 users, d = 117 categories, OUE, with LPA (population division) and LBA (budget division: every user
-  reports every slot).
+- A Taobao-shaped stream: 1,023,154 users, d = 117 categories, OUE, with LPA (population
+  division) and LBA (budget division: every user reports in every slot).
 
 Before compact state, M2's first message outgrew the broker's 1 MB default. The peak resident
 memory of the worker and of each fleet shard is recorded (``record_property``) and printed."""
