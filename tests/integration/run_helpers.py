@@ -146,3 +146,11 @@ def peak_rss_mib(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     raise ValueError(f"/proc/{pid}/status has no VmHWM")
+
+
+def record_peak_memory(record_property, processes: dict[str, int]) -> None:
+    """Each live process's peak RSS (MiB; name -> pid) as a test property and on stdout (seen with ``-s``)."""
+    for name, pid in processes.items():
+        mib = peak_rss_mib(pid)
+        record_property(f"peak_rss_mib_{name}", round(mib))
+        print(f"peak RSS {name}: {mib:.0f} MiB")

@@ -16,8 +16,8 @@ import pytest
 from pipeline.core.data import UserValues
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink
-from tests.integration.run_helpers import peak_rss_mib
 from tests.integration.test_central_pipeline import START, collect
+from tests.integration.run_helpers import record_peak_memory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -54,10 +54,7 @@ def test_a_million_users_per_slot_at_d_10000_equals_simulate_and_passes_the_audi
     for sink in sinks.values():
         sink.close()
     got = collect(cluster.bootstrap, list(MECHANISMS), len(MECHANISMS) * SLOTS, 600, cluster)
-    for name, pid in (("worker", worker.process.pid), ("broker", broker.process.pid)):
-        mib = peak_rss_mib(pid)
-        record_property(f"peak_rss_mib_{name}", round(mib))
-        print(f"peak RSS {name}: {mib:.0f} MiB")
+    record_peak_memory(record_property, {"worker": worker.process.pid, "broker": broker.process.pid})
     dump = tmp_path / "values.npz"
     UserValues(values, DOMAIN, slot_seconds=60, start=START).save(dump)
     for m in MECHANISMS:

@@ -8,7 +8,7 @@ passes.
   division) and LBA (budget division: every user reports in every slot).
 
 Before compact state, M2's first message outgrew the broker's 1 MB default. The peak resident
-memory of the worker and of each fleet shard is recorded (``record_property``) and printed."""
+memory of the worker, the broker and each fleet shard is recorded (``record_property``) and printed."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink
 from tests.integration.conftest import assert_local_releases_equal_simulate
 from tests.integration.device_helpers import fleet_of_streams
-from tests.integration.run_helpers import peak_rss_mib
+from tests.integration.run_helpers import record_peak_memory
 from tests.integration.test_central_pipeline import START, collect
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -35,14 +35,6 @@ USERS, WINDOW, SEED, BLOCK, SHARDS = 200_000, 5, 5, 65_536, 2
 SLOTS = 2 * WINDOW + 2
 DATASETS = ("lns", "sin", "log")
 TAOBAO_USERS, TAOBAO_DOMAIN = 1_023_154, 117
-
-
-def record_peak_memory(record_property, processes: dict) -> None:
-    """Each live process's peak RSS (MiB) as a test property and on stdout (seen with ``-s``)."""
-    for name, process in processes.items():
-        mib = peak_rss_mib(process.process.pid)
-        record_property(f"peak_rss_mib_{name}", round(mib))
-        print(f"peak RSS {name}: {mib:.0f} MiB")
 
 
 def run_local_streams(cluster_factory, tmp_path, record_property, streams: dict[str, dict], dumps: dict[str, Path],
@@ -67,8 +59,9 @@ def run_local_streams(cluster_factory, tmp_path, record_property, streams: dict[
         for sink in sinks.values():
             sink.close()
         got = collect(cluster.bootstrap, list(streams), len(streams) * slots, 900, cluster)
-        shards = {f"fleet_{k}of{SHARDS}": fleet for k, fleet in enumerate(fleets)}
-        record_peak_memory(record_property, {"worker": worker} | shards)
+        shards = {f"fleet_{k}of{SHARDS}": fleet.process.pid for k, fleet in enumerate(fleets)}
+        processes = {"worker": worker.process.pid, "broker": cluster.broker.process.pid} | shards
+        record_peak_memory(record_property, processes)
     finally:
         for fleet in fleets:
             fleet.stop()
