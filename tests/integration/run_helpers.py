@@ -154,3 +154,9 @@ def record_peak_memory(record_property, processes: dict[str, int]) -> None:
         mib = peak_rss_mib(pid)
         record_property(f"peak_rss_mib_{name}", round(mib))
         print(f"peak RSS {name}: {mib:.0f} MiB")
+
+
+def window_under_test() -> int:
+    """w of the scale tests: 5 (2w + 2 slots keep them cheap), or ``WEVENT_SCALE_WINDOW`` for a run
+    at a paper's own window (20 in LDP-IDS), at about four times the cost."""
+    return int(os.environ.get("WEVENT_SCALE_WINDOW", "5"))

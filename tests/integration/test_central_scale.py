@@ -17,11 +17,12 @@ from pipeline.core.data import UserValues
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink
 from tests.integration.test_central_pipeline import START, collect
-from tests.integration.run_helpers import record_peak_memory
+from tests.integration.run_helpers import record_peak_memory, window_under_test
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-USERS, DOMAIN, WINDOW, SEED = 1_000_000, 10_000, 5, 5
+USERS, DOMAIN, SEED = 1_000_000, 10_000, 5
+WINDOW = window_under_test()
 SLOTS = 2 * WINDOW + 2
 MECHANISMS = ("ba", "uniform")
 

@@ -26,12 +26,13 @@ from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink
 from tests.integration.conftest import assert_local_releases_equal_simulate
 from tests.integration.device_helpers import fleet_of_streams
-from tests.integration.run_helpers import record_peak_memory
+from tests.integration.run_helpers import record_peak_memory, window_under_test
 from tests.integration.test_central_pipeline import START, collect
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-USERS, WINDOW, SEED, BLOCK, SHARDS = 200_000, 5, 5, 65_536, 2
+USERS, SEED, BLOCK, SHARDS = 200_000, 5, 65_536, 2
+WINDOW = window_under_test()
 SLOTS = 2 * WINDOW + 2
 DATASETS = ("lns", "sin", "log")
 TAOBAO_USERS, TAOBAO_DOMAIN = 1_023_154, 117
