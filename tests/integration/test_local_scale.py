@@ -38,13 +38,13 @@ DATASETS = ("lns", "sin", "log")
 TAOBAO_USERS, TAOBAO_DOMAIN = 1_023_154, 117
 
 
-def run_local_streams(cluster_factory, tmp_path, record_property, streams: dict[str, dict], dumps: dict[str, Path],
-                      *, window: int, slots: int) -> dict:
-    """Run ``streams`` (name -> stream fields but the name) for ``slots`` slots, each on its dump,
+def run_local_streams(cluster_factory, tmp_path, record_property, streams: dict[str, dict],
+                      dumps: dict[str, Path]) -> dict:
+    """Run ``streams`` (name -> stream fields but the name) for ``SLOTS`` slots, each on its dump,
     with one worker and a fleet of ``SHARDS`` processes serving them all; check every stream's
     releases against `wevent simulate` and the audit; return name -> simulated releases."""
     config = parse_config({"seed": SEED, "report_partitions": 2, "stream_partitions": 2, "streams": [
-        {"name": name, "model": "local", "epsilon": 1.0, "window": window, "slot_seconds": 60, "start": START,
+        {"name": name, "model": "local", "epsilon": 1.0, "window": WINDOW, "slot_seconds": 60, "start": START,
          "options": {"block_size": BLOCK}} | fields for name, fields in streams.items()]})
     cluster = cluster_factory(config)
     worker = cluster.start_worker()
@@ -53,13 +53,13 @@ def run_local_streams(cluster_factory, tmp_path, record_property, streams: dict[
     try:
         sinks = {name: KafkaReportSink(cluster.bootstrap, name, 2, tansu_compat=True, clock_only=True)
                  for name in streams}
-        for slot in range(1, slots + 1):
+        for slot in range(1, SLOTS + 1):
             for name, sink in sinks.items():
                 stream = config.stream(name)
                 sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), None, None)
         for sink in sinks.values():
             sink.close()
-        got = collect(cluster.bootstrap, list(streams), len(streams) * slots, 900, cluster)
+        got = collect(cluster.bootstrap, list(streams), len(streams) * SLOTS, 900, cluster)
         shards = {f"fleet_{k}of{SHARDS}": fleet.process.pid for k, fleet in enumerate(fleets)}
         processes = {"worker": worker.process.pid, "broker": cluster.broker.process.pid} | shards
         record_peak_memory(record_property, processes)
@@ -67,7 +67,7 @@ def run_local_streams(cluster_factory, tmp_path, record_property, streams: dict[
         for fleet in fleets:
             fleet.stop()
     simulated = {name: assert_local_releases_equal_simulate(
-        got[name], dumps[name], fields["mechanism"], name, seed=SEED, window=window, block=BLOCK, slots=slots,
+        got[name], dumps[name], fields["mechanism"], name, seed=SEED, window=WINDOW, block=BLOCK, slots=SLOTS,
         log=tmp_path / f"simulated-{name}.jsonl", oracle=fields.get("oracle", "ada"))
         for name, fields in streams.items()}
     audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
@@ -87,7 +87,7 @@ def test_every_local_mechanism_at_200000_users_equals_simulate_and_passes_the_au
         UserValues(values, 2, slot_seconds=60, start=START).save(datasets[name])
     simulated = run_local_streams(cluster_factory, tmp_path, record_property,
                                   {m: {"mechanism": m, "domain": 2, "users": USERS} for m in mechanisms},
-                                  {m: datasets[dataset_of[m]] for m in mechanisms}, window=WINDOW, slots=SLOTS)
+                                  {m: datasets[dataset_of[m]] for m in mechanisms})
     publications = {m: sum(r.strategy == "publish" for r in releases) for m, releases in simulated.items()}
     assert all(publications.values()), publications  # every mechanism published fresh estimates
 
@@ -101,6 +101,5 @@ def test_a_taobao_shaped_stream_of_1023154_users_equals_simulate_and_passes_the_
     UserValues(values, TAOBAO_DOMAIN, slot_seconds=60, start=START).save(dump)
     streams = {m: {"mechanism": m, "oracle": "oue", "domain": TAOBAO_DOMAIN, "users": TAOBAO_USERS}
                for m in ("lpa", "lba")}
-    simulated = run_local_streams(cluster_factory, tmp_path, record_property, streams, dict.fromkeys(streams, dump),
-                                  window=WINDOW, slots=SLOTS)
+    simulated = run_local_streams(cluster_factory, tmp_path, record_property, streams, dict.fromkeys(streams, dump))
     assert sum(r.strategy == "publish" for r in simulated["lpa"]) >= 2
