@@ -1,5 +1,6 @@
 """One local stream, ``kept``, served by a real `wevent devices` process that tests drive with
-requests they sign themselves (as the server would), to watch its ledger, answers and commits."""
+requests they sign themselves (as the server would), to watch its ledger, answers and commits;
+and a fleet process serving several streams of a config (:func:`fleet_of_streams`)."""
 
 from __future__ import annotations
 
