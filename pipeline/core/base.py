@@ -19,9 +19,10 @@ import numpy as np
 from . import state as state_codec
 from .ledger import BudgetEntry
 from .randomness import DerivedRandomness, SecretKey
+from .registry import REGISTRY, register
 from .validation import ParameterError, check_epsilon, check_window
 
-__all__ = ["Strategy", "StepResult", "Mechanism", "REGISTRY", "restore"]
+__all__ = ["Strategy", "StepResult", "Mechanism", "restore"]
 
 
 class Strategy(str, enum.Enum):
@@ -64,24 +65,26 @@ class StepResult:
         return BudgetEntry(self.slot, self.eps1, self.eps2)
 
 
-REGISTRY: dict[str, type["Mechanism"]] = {}
-
-
 class Mechanism(abc.ABC):
     """A w-event private mechanism over an unbounded stream of slots.
 
-    Subclasses set ``name`` (registered for :func:`restore`), implement :meth:`step`, and describe
+    Subclasses set ``name`` (registered in :mod:`.registry`, for :func:`restore` and the
+    stream configuration), inherit ``model`` from their model's base class, implement :meth:`step`, and describe
     their state with :meth:`_params` (constructor arguments) and :meth:`_dynamic`/:meth:`_load`
     (what changes slot by slot). ``window_spend_bound`` states what the mechanism spends: the
     largest total budget any window of ``w`` slots can receive, always ``<= epsilon``.
     """
 
     name: ClassVar[str]
+    # Who is trusted and who is charged: "central" (a trusted aggregator, one budget per window),
+    # "personalized" (central, with every user's own window and budget) or "local" (devices
+    # perturb their own values; each user's ledger is charged per report).
+    model: ClassVar[str]
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
-            REGISTRY[cls.name] = cls
+            register(cls)
 
     def __init__(self, epsilon: float, window: int, *, randomness: DerivedRandomness | None = None) -> None:
         self.epsilon = check_epsilon(epsilon)

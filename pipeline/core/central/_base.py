@@ -34,6 +34,7 @@ class CentralMechanism(Mechanism):
     ``decision_override(slot) -> bool | None`` is a test hook that replaces the publish rule.
     """
 
+    model = "central"
     dissimilarity_measure: DissimilarityMeasure | None = None
 
     def __init__(

@@ -59,6 +59,7 @@ class DecayedRangeIndex(abc.ABC):
     """
 
     name: ClassVar[str]
+    model: ClassVar[str] = "decayed"  # an index over a stream's slots, not a stream mechanism
     randomised: ClassVar[bool] = False  # True when restoring needs the stream's DerivedRandomness
 
     def __init_subclass__(cls, **kwargs):

@@ -72,6 +72,7 @@ class LocalMechanism(Mechanism):
     ``[0, bound]`` (``domain_size`` 1). ``var_mode`` picks the form of ``V`` (spec §2.4).
     """
 
+    model = "local"
     has_dissimilarity: ClassVar[bool] = False
     instructs: ClassVar[tuple[bool, bool]] = (True, True)  # instruction bit per report in (M1, M2)
     # Why a fresh release has no noise variance of its own (None: it is the oracle's estimate from

@@ -84,6 +84,8 @@ class PersonalizedMechanism(CentralMechanism):
     ``(min eps_k, max w_k)``; each user's own pair is in ``types``.
     """
 
+    model = "personalized"
+
     def __init__(
         self,
         windows,
