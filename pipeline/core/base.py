@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import enum
+import inspect
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable
 
@@ -134,7 +135,11 @@ class Mechanism(abc.ABC):
         mechanism_cls = REGISTRY.get(state.get("mechanism"))
         if mechanism_cls is None or not issubclass(mechanism_cls, cls):
             raise ParameterError(f"state is for mechanism {state.get('mechanism')!r}, not {cls.__name__}")
-        mechanism = mechanism_cls(**mechanism_cls._stored_params(state["params"]), randomness=randomness, **hooks)
+        params = mechanism_cls._stored_params(state["params"])
+        unknown = sorted(set(params) - set(inspect.signature(mechanism_cls).parameters))
+        if unknown:
+            raise ParameterError(f"state of {mechanism_cls.name} has unknown parameter(s) {', '.join(unknown)}")
+        mechanism = mechanism_cls(**params, randomness=randomness, **hooks)
         mechanism.slot = int(state["slot"])
         mechanism._load(state["dynamic"])
         return mechanism
