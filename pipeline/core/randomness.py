@@ -1,7 +1,7 @@
 """Derived randomness: every random draw is a pure function of a secret key and its coordinates.
 
 A mechanism never shares one generator across slots. For each (stream, slot, phase[, block]) it
-asks for a fresh generator seeded with a keyed hash of those coordinates (ARCHITECTURE.md §2).
+asks for a fresh generator seeded with a keyed hash of those coordinates.
 Re-processing a slot after a crash therefore reproduces the very same noise instead of drawing a
 second, independent release; averaging two independent releases would halve the noise and leak.
 

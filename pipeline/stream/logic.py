@@ -158,7 +158,7 @@ class PersonalizedLogic(CentralLogic):
     The requirements come from ``options.requirements``: a CSV file of ``user,w,epsilon`` lines
     whose users are the stream's user indices, or a table of generation settings
     (``mix``, ``epsilon``, ``window``, ``groups``, ``share``, ``seed``: the strictest pair the mix is tied
-    to and its shape; spec §10.2).
+    to and its shape; as in Du et al. 2025, Section 5.2).
     """
 
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness, requirements) -> None:

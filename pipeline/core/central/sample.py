@@ -1,4 +1,4 @@
-"""Sample: one full-budget release per window on a fixed schedule (Kellaris et al. 2014, §3 benchmark)."""
+"""Sample: one full-budget release per window on a fixed schedule (Kellaris et al. 2014, Section 3)."""
 
 from __future__ import annotations
 

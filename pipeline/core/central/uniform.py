@@ -1,4 +1,4 @@
-"""Uniform: the window budget spread evenly over its slots (Kellaris et al. 2014, §3 benchmark)."""
+"""Uniform: the window budget spread evenly over its slots (Kellaris et al. 2014, Section 3)."""
 
 from __future__ import annotations
 

@@ -54,7 +54,8 @@ class DecayedRangeIndex(abc.ABC):
     window : W, the query window: ranges must lie in ``[t-W+1, t]``.
     decay : p in (0, 1]; a slot of age x weighs ``p^x``.
     bins : d, values per slot (a histogram release has d bins; a scalar stream has 1).
-    block_size : L, a power of two; default the largest power of two ``<= W`` (spec RESOLVED A5).
+    block_size : L, a power of two; default the largest power of two ``<= W`` (the paper says only
+        that H is set from W; its example, W = 5 with H = 3, gives L = 4).
     first_slot : the slot number of the first insert (1 for a stream read from its start).
     """
 

@@ -1,22 +1,23 @@
 """The decayed Fenwick store: Algorithm 1/3 insert and Algorithm 4 range assembly (Sun et al. 2019).
 
-The stream is cut into blocks of ``L`` consecutive slots, one Fenwick tree each (spec §2.0).
+The stream is cut into blocks of ``L`` consecutive slots, one Fenwick tree each.
 Per slot ``i`` (local index ``k``) the insert completes node ``k``, adds its noise, pushes the
 node's noise-free value to its parent and extends the block's decayed prefix array
 ``P[k] = p^lowbit(k) · P[k - lowbit(k)] + S̃[k]``: O(d) work, one parent update. A range
 ``[l, r]`` decayed to time ``t`` is assembled from two or three prefix values per block touched
-(§2.6): ``ans_t(l, r) = Σ_{i=l..r} p^(t-i) D_i``.
+(Algorithm 4): ``ans_t(l, r) = Σ_{i=l..r} p^(t-i) D_i``.
 
 Memory: the node array of a block is dropped when the block is sealed (only its prefixes are
 read by queries), and whole blocks that end before the window ``[t-W+1, t]`` are freed. In the
-oldest live block, once sealed, only rows ``>= local(t-W+1) - 1`` are needed (RESOLVED A17);
+oldest live block, once sealed, only rows ``>= local(t-W+1) - 1`` are needed (the paper's "delete slid-out
+sums" must keep the prefix just before the oldest position in the window);
 they are what the state keeps.
 
 Vectorised over ``d`` bins: every row is a vector of d values; with d = 1 a row is a scalar
 (arrays of shape (L+1,)), because numpy arithmetic on one-element arrays costs microseconds.
 
 >>> fenwick = DecayedFenwick(decay=0.5, window=7, block_size=4)
->>> for x in (1, 3, 5, 2, 4, 7, 6):                       # the paper's example (spec §5 item 3)
+>>> for x in (1, 3, 5, 2, 4, 7, 6):                       # the paper's example
 ...     _ = fenwick.insert(float(x))
 >>> float(fenwick.decayed_sum(2, 5))                       # Σ_{i=2..5} 0.5^(7-i) D_i
 1.65625
@@ -139,7 +140,7 @@ class DecayedFenwick:
         return pw[t - r] * decayed
 
     def noise_variance(self, l: int, r: int, t: int | None = None) -> float:
-        """Exact variance of the noise in :meth:`decayed_sum` (§2.6), in O(1) like the answer itself.
+        """Exact variance of the noise in :meth:`decayed_sum` (Algorithm 4's assembly), in O(1) like the answer itself.
 
         ``V[k]``, the variance of the local prefix ``P[k]``, follows the prefix recurrence with
         ``p²``. Within one block the nodes of ``Dec(l'-1) ∩ Dec(r')`` cancel exactly; that

@@ -5,13 +5,14 @@ one new node with Laplace noise of scale ``σ_k = Δ / (ε λ_k)`` (Algorithm 3,
 Algorithm 2) and its noisy prefix. Every range answer is assembled from released prefixes only,
 so any number of queries is post-processing.
 
-Options (spec §2.4-2.5; defaults are the spec's resolutions):
+Options (the defaults are our readings of Algorithms 2-3, each stated below):
 
 * ``lambda_variant``: ``"paper"`` (default, Algorithm 2 as resolved), ``"cai"`` (lower error in
-  the spec's model), ``"none"`` (Algorithm 1).
-* ``noise_mode``: ``"exact"`` (default, ``Δ`` computed exactly for the chosen Λ, RESOLVED A10) or
+  our error model), ``"none"`` (Algorithm 1).
+* ``noise_mode``: ``"exact"`` (default, ``Δ`` computed exactly for the chosen Λ: keeping ``H/ε`` as the
+  base scale on the Λ-scaled nodes is private but adds needless noise) or
   ``"paper_literal"`` (``H`` per event as printed; refused when it would not be private, p < 1/H).
-* ``privacy_window`` w: 1 is the paper's event-level ε-DP; w > 1 is Mode B of spec §3, noise
+* ``privacy_window`` w: 1 is the paper's event-level ε-DP; w > 1 is Mode B (:mod:`pipeline.core.decayed`), noise
   calibrated to the w-event sensitivity ``Δ_w`` (``paper_literal``: the crude ``w·m·c·H``).
   ``neighbours`` m = 1 (add/remove one user's per-slot event) or 2 (replacement: two bins
   change); ``contribution_bound`` c: one user changes one slot's value of a bin by at most c
@@ -149,7 +150,7 @@ class RTPDMM(DecayedRangeIndex):
         return hashlib.blake2b(spec.encode(), digest_size=8).hexdigest()
 
     def _sensitivity(self) -> float:
-        """L1 sensitivity of all released nodes for w-event neighbours (§1.2, §2.5, §3 Mode B)."""
+        """L1 sensitivity of all released nodes for w-event neighbours (Mode B, :mod:`.sensitivity`)."""
         norms = column_norms(self.lambdas, self.decay)
         scale = self.contribution_bound * self.neighbours
         if self.noise_mode == "exact":
@@ -217,7 +218,7 @@ class RTPDMM(DecayedRangeIndex):
 
 
 def host_epsilon(epsilon_total: float, reserved: "float | RTPDMM") -> float:
-    """The host mechanism's budget when RTP_DMM reserves its own out of a w-event total (§3 Mode B).
+    """The host mechanism's budget when RTP_DMM reserves its own out of a w-event total (Mode B).
 
     By sequential composition the histograms (``ε_H``) and the decayed structure (``ε_D``) are
     jointly ``(ε_H + ε_D)`` w-event DP, so the host gets ``ε_total - ε_D``. ``reserved`` is ``ε_D``

@@ -16,7 +16,7 @@ from .schedules import Distribution
 
 __all__ = ["LPDSAT"]
 
-THRESHOLD_CAP = 2.0  # [S] Alg 4 keeps T_t in [0, 2]
+THRESHOLD_CAP = 2.0  # Algorithm 4 keeps T_t in [0, 2]
 
 
 class LPDSAT(Scheduled, PopulationDivision):

@@ -1,8 +1,8 @@
 """The population ledger of population division: who may still be asked in the current window.
 
-Population division (spec ldp-ids §1.5, §3, §4.6-4.7; [A] Thm 6.2) keeps every user to at most one
+Population division (Section 6 and Theorem 6.2 of the arXiv version of LDP-IDS) keeps every user to at most one
 report in any ``w`` consecutive slots: users asked at slot ``t`` leave the available set ``U_A``
-and come back only at the end of slot ``t + w - 1`` (recycling, RES-12). Samples are uniform
+and come back only at the end of slot ``t + w - 1`` (recycling: the users of ``t - w + 1`` return at the end of ``t``). Samples are uniform
 without replacement from ``U_A`` and independent of the data.
 
 Sampling ``k`` of the ``A`` available users: ``k`` distinct uniform ranks among the available ids
@@ -66,7 +66,7 @@ class PopulationLedger:
 
     def take(self, slot: int, count: int, rng: np.random.Generator) -> np.ndarray:
         """Remove ``count`` uniformly chosen available users; their ids, sorted (int64)."""
-        if count > self.available:  # the methods' pools make this impossible (spec §4.6): a bug if hit
+        if count > self.available:  # the methods' pools make this impossible: a bug if hit
             raise RuntimeError(f"population ledger ran short at slot {slot}: {count} wanted, {self.available} available")
         if count <= 0:
             return np.zeros(0, dtype=np.int64)

@@ -41,7 +41,7 @@ class Request:
     slot: int
     phase: Phase
     epsilon: float
-    oracle: str  # resolved: "grr", "oue" or "hm" (Ada decided per request, spec §2.3)
+    oracle: str  # resolved: "grr", "oue" or "hm" (Ada decided per request)
     domain_size: int
     population: int
     users: np.ndarray | None = None
@@ -103,7 +103,7 @@ class LocalStepResult(StepResult):
     ``eps1``/``eps2`` are the budgets of one report in M1/M2 (0 where the phase did not run);
     each user asked in a phase (``users1``/``users2``, None = every user) spent that much.
     ``n1``/``n2`` count the users who answered, ``reports = n1 + n2``, ``bits`` the
-    communication of the slot (spec §6.4), ``threshold`` is ``err`` (also as :attr:`err`).
+    communication of the slot (the accounting :mod:`._base` states), ``threshold`` is ``err`` (also as :attr:`err`).
     """
 
     n1: int = 0

@@ -1,4 +1,4 @@
-"""Spec decayed-range-queries §5 items 1-3, 9-11 and 13: exact answers with noise off, node layout,
+"""Decayed range indexes: exact answers with noise off, node layout,
 O(1) operation counts, privacy hygiene and memory recycling."""
 
 from fractions import Fraction
