@@ -57,7 +57,6 @@ pipeline.core.validation.ParameterError: range 1..9 is outside the window: slots
 from __future__ import annotations
 
 import hashlib
-
 from typing import Any
 
 import numpy as np

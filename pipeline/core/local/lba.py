@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..randomness import DerivedRandomness
-from ._base import DecisionOverride, Absorbing, BudgetDivision
+from ._base import Absorbing, BudgetDivision, DecisionOverride
 from .devices import Devices
 from .schedules import Absorption
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ..base import Strategy
 from ..randomness import DerivedRandomness
-from ._base import DecisionOverride, BudgetDivision, Scheduled
-from .protocol import LocalDissimilarity, Request
+from ._base import BudgetDivision, DecisionOverride, Scheduled
 from .devices import Devices
+from .protocol import LocalDissimilarity, Request
 from .schedules import Distribution
 
 __all__ = ["LBD"]

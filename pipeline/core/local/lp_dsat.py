@@ -6,11 +6,11 @@ import math
 from typing import Any
 
 from ..base import Strategy
-from ..validation import ParameterError, check_epsilon, check_positive_int
 from ..randomness import DerivedRandomness
+from ..validation import ParameterError, check_epsilon, check_positive_int
 from ._base import DecisionOverride, PopulationDivision, Scheduled
-from .devices import Devices
 from .adaptive import make_oracle
+from .devices import Devices
 from .protocol import LocalDissimilarity, Request
 from .schedules import Distribution
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..base import Strategy
-from ..validation import ParameterError, check_epsilon, check_positive_int
 from ..randomness import DerivedRandomness
+from ..validation import ParameterError, check_epsilon, check_positive_int
 from ._base import DecisionOverride, LocalMechanism, Populated
 from .devices import Devices
 from .population import PopulationLedger

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..validation import ParameterError
 from ..randomness import DerivedRandomness
-from ._base import DecisionOverride, Absorbing, PopulationDivision
+from ..validation import ParameterError
+from ._base import Absorbing, DecisionOverride, PopulationDivision
 from .devices import Devices
 from .schedules import Absorption
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import Strategy
-from ..validation import check_positive_int
 from ..randomness import DerivedRandomness
+from ..validation import check_positive_int
 from ._base import DecisionOverride, PopulationDivision, Scheduled
 from .devices import Devices
 from .protocol import LocalDissimilarity, Request

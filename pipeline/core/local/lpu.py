@@ -7,9 +7,8 @@ import functools
 import numpy as np
 
 from ..base import Strategy
-from ..randomness import Phase
+from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError
-from ..randomness import DerivedRandomness
 from ._base import DecisionOverride, LocalMechanism
 from .devices import Devices
 from .protocol import LocalDissimilarity, Request

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import ParameterError
 from ..randomness import DerivedRandomness
+from ..validation import ParameterError
 from .pwsm import DecisionOverride, PersonalizedMechanism
 
 __all__ = ["PersonalizedBudgetDistribution"]

@@ -12,7 +12,11 @@ from pipeline.core.central import BudgetAbsorption, BudgetDistribution
 from pipeline.core.data import ABSENT
 from pipeline.core.personalized import (
     PersonalizedBudgetAbsorption as PBA,
+)
+from pipeline.core.personalized import (
     PersonalizedBudgetDistribution as PBD,
+)
+from pipeline.core.personalized import (
     PersonalizedLedger,
     Requirements,
     grouped,
