@@ -19,7 +19,6 @@ import asyncio
 import logging
 import os
 import time
-import traceback
 from typing import Any
 
 import faust
