@@ -132,7 +132,7 @@ class Mechanism(abc.ABC):
 
     @classmethod
     def from_state(cls, state: dict[str, Any], randomness: DerivedRandomness, **hooks) -> "Mechanism":
-        mechanism_cls = REGISTRY.get(state.get("mechanism"))
+        mechanism_cls = REGISTRY.get(str(state.get("mechanism")))
         if mechanism_cls is None or not issubclass(mechanism_cls, cls):
             raise ParameterError(f"state is for mechanism {state.get('mechanism')!r}, not {cls.__name__}")
         params = mechanism_cls._stored_params(state["params"])
@@ -163,6 +163,8 @@ def restore(data: bytes | str, randomness: DerivedRandomness, *, parts=None, **h
     """Rebuild any registered mechanism from :meth:`Mechanism.to_bytes` or ``to_json`` output, or
     from the head of :meth:`Mechanism.to_parts` with a mapping holding its ``parts``."""
     if parts is not None:
+        if isinstance(data, str):
+            raise ParameterError("a state split in parts has a bytes head (Mechanism.to_parts), not JSON")
         state = state_codec.unpack_split(data, parts)
     else:
         state = state_codec.from_json(data) if isinstance(data, str) else state_codec.unpack(data)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -15,6 +15,13 @@ from .dissimilarity import Dissimilarity, DissimilarityMeasure, check_whole
 __all__ = ["CentralMechanism", "AdaptiveCentralMechanism"]
 
 DecisionOverride = Callable[[int], "bool | None"]
+
+
+class SlotDissimilarity(Protocol):
+    """M1 of a central mechanism: a slot's private dissimilarity to the last release."""
+
+    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray,
+                randomness: DerivedRandomness) -> Dissimilarity: ...
 
 
 class CentralMechanism(Mechanism):
@@ -35,7 +42,7 @@ class CentralMechanism(Mechanism):
     """
 
     model = "central"
-    dissimilarity_measure: DissimilarityMeasure | None = None
+    dissimilarity_measure: SlotDissimilarity | None = None
 
     def __init__(
         self,
@@ -168,6 +175,8 @@ class AdaptiveCentralMechanism(CentralMechanism):
     ``budget_shift`` moves budget from M1 to M2 when ``d > 2w`` (:class:`.DissimilarityMeasure`);
     ``force_first_publish`` publishes slot 1 with the budget the rule would give there.
     """
+
+    dissimilarity_measure: DissimilarityMeasure
 
     def __init__(
         self,

@@ -43,7 +43,7 @@ def _check_slot(value, name: str) -> int:
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer():
         raise ParameterError(f"{name} must be an integer slot, got {value!r}")
-    return int(value)
+    return int(float(value))
 
 
 class DecayedRangeIndex(abc.ABC):
@@ -167,11 +167,12 @@ class DecayedRangeIndex(abc.ABC):
 def restore_index(data: bytes | str, randomness: DerivedRandomness | None = None) -> DecayedRangeIndex:
     """Rebuild an index from ``to_bytes``/``to_json`` output; a private index needs its stream's randomness."""
     state = state_codec.from_json(data) if isinstance(data, str) else state_codec.unpack(data)
-    cls = INDEXES.get(state.get("index"))
+    cls = INDEXES.get(str(state.get("index")))
     if cls is None:
         raise ParameterError(f"state is for unknown index {state.get('index')!r}")
     if cls.randomised and randomness is None:
         raise ParameterError(f"restoring {cls.name} needs the stream's randomness (its key re-derives the noise)")
-    index = cls(**cls._stored_params(state["params"]), **({"randomness": randomness} if cls.randomised else {}))
+    hooks: dict[str, Any] = {"randomness": randomness} if cls.randomised else {}
+    index = cls(**cls._stored_params(state["params"]), **hooks)
     index._load(state["dynamic"])
     return index

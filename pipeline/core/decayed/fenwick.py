@@ -88,12 +88,13 @@ class DecayedFenwick:
             self._nodes = np.zeros(self._shape)
             self._prefixes.append(np.zeros(self._shape))
         nodes, prefix = self._nodes, self._prefixes[-1]
+        assert nodes is not None  # a block's nodes live from its first insert until it is sealed
         nodes[k] += values  # node k is now complete: its children were folded in earlier
         if self.grid is not None:
             nodes[k] = np.clip(np.rint(nodes[k] / self.grid), -self.grid_units, self.grid_units) * self.grid
         if noise is not None:
             nodes[k] += noise
-        self._push(k, noise)
+        self._push(nodes, k, noise)
         step = lowbit(k)
         prefix[k] = prefix[k - step] * self.powers[step] + nodes[k]
         self.time = i
@@ -103,11 +104,11 @@ class DecayedFenwick:
         self._free_expired()
         return released
 
-    def _push(self, k: int, noise) -> None:
+    def _push(self, nodes: np.ndarray, k: int, noise) -> None:
         parent = k + lowbit(k)
         if parent <= self.block_size:
-            exact = self._nodes[k] if noise is None else self._nodes[k] - noise
-            self._nodes[parent] += exact * self.powers[lowbit(k)]
+            exact = nodes[k] if noise is None else nodes[k] - noise
+            nodes[parent] += exact * self.powers[lowbit(k)]
 
     def _free_expired(self) -> None:
         oldest = self.time - self.window + 1
@@ -248,12 +249,13 @@ class DecayedFenwick:
         for prefix, rows, (lo, _) in zip(self._prefixes, state["prefixes"], self._rows()):
             prefix[:lo] = np.nan  # freed rows: any read of them would show
             prefix[lo : lo + len(rows)] = rows
-        if self._nodes is None:
+        nodes = self._nodes
+        if nodes is None:
             return
         k = self._open_local()
-        self._nodes[1 : k + 1] = state["nodes"]
+        nodes[1 : k + 1] = state["nodes"]
         start = (self.time - k)  # global time of local position 0 of the open block
         for pending in ancestors(k, self.block_size)[1:]:
             for child in children(pending):
                 if child <= k:
-                    self._push(child, None if noise_of is None else noise_of(start + child))
+                    self._push(nodes, child, None if noise_of is None else noise_of(start + child))

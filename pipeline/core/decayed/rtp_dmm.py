@@ -115,18 +115,19 @@ class RTPDMM(DecayedRangeIndex):
         self.lambda_variant = lambda_variant
         self.lambdas = lambda_table(self.block_size, self.decay, lambda_variant)
         self.sensitivity = self._sensitivity()
-        self.grid, calibrated = None, self.sensitivity  # Δ' of the module docstring (Δ for Laplace)
+        grid, calibrated = 0.0, self.sensitivity  # Δ' of the module docstring (Δ for Laplace)
         if self.noise == "discrete":
             # two grid units per changed node: rounding to the grid, and the float rounding of its sum
             rounding = 2.0 * window_sensitivity(rounding_weights(self.lambdas), self.privacy_window, self.neighbours)
-            self.grid = float(2.0 ** np.floor(np.log2(_GRID_SHARE * self.sensitivity / rounding)))
-            calibrated = self.sensitivity + self.grid * rounding
+            grid = float(2.0 ** np.floor(np.log2(_GRID_SHARE * self.sensitivity / rounding)))
+            calibrated = self.sensitivity + grid * rounding
+        self.grid: float | None = grid if self.noise == "discrete" else None  # None: no grid under Laplace noise
         self.node_scales = np.zeros(self.block_size + 1)  # σ_k (the Laplace scale, or g / eps_k); index 0 unused
         self.node_scales[1:] = calibrated / (self.epsilon * self.lambdas[1:])
         if self.noise == "discrete":
             self.node_epsilons = np.zeros(self.block_size + 1)  # eps_k of each node's integer noise
-            self.node_epsilons[1:] = _FLOAT_MARGIN * self.grid / self.node_scales[1:]
-            node_variance = self.grid**2 * np.array([0.0] + [discrete_laplace_variance(e) for e in self.node_epsilons[1:]])
+            self.node_epsilons[1:] = _FLOAT_MARGIN * grid / self.node_scales[1:]
+            node_variance = grid**2 * np.array([0.0] + [discrete_laplace_variance(e) for e in self.node_epsilons[1:]])
         else:
             node_variance = 2.0 * self.node_scales**2
         if (self.first_slot - 1) % self.block_size:
@@ -186,7 +187,7 @@ class RTPDMM(DecayedRangeIndex):
         slot = self.first_slot - 1 + i
         k = (i - 1) % self.block_size + 1
         size = None if self.bins == 1 else self.bins  # scalars for d = 1: the stores keep scalar rows
-        if self.noise == "discrete":
+        if self.grid is not None:  # discrete noise, in grid units
             units = self.node_noise.discrete_laplace(slot, Phase.PUBLICATION, float(self.node_epsilons[k]), size)
             return self.grid * (float(units) if size is None else np.asarray(units, dtype=float))
         return self.node_noise.laplace(slot, Phase.PUBLICATION, self.node_scales[k], size)

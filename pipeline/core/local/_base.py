@@ -23,7 +23,7 @@ that user specifically (``instructs``).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from .devices import Devices
 from .oracle import VAR_MODES
 from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request
+from .schedules import Absorption, Distribution
 
 __all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision", "Populated", "Scheduled",
            "Absorbing"]
@@ -133,7 +134,8 @@ class LocalMechanism(Mechanism):
     def measure(self, support, n: int) -> LocalDissimilarity:
         """M1: ``mean_k (c1[k] - r_l[k])^2 - V(eps_1, n)`` from the support of ``n`` reports."""
         self._expect("measure", "measure")
-        self._dissimilarity = dissimilarity_of(self._dissimilarity_request, support, n, self.last_release, self.var_mode)
+        self._dissimilarity = dissimilarity_of(self._asked(self._dissimilarity_request), support, n, self.last_release,
+                                               self.var_mode)
         self.pending, self._stage = None, "decide"
         return self._dissimilarity
 
@@ -145,7 +147,7 @@ class LocalMechanism(Mechanism):
         support against the same last release, so it is accepted if it belongs to that request.
         """
         if self._stage == "measure" and dissimilarity is not None:
-            request = self._dissimilarity_request
+            request = self._asked(self._dissimilarity_request)
             if (dissimilarity.slot, dissimilarity.epsilon) != (request.slot, request.epsilon) \
                     or not 0 <= dissimilarity.reporters <= request.size:
                 raise ParameterError(f"dissimilarity of slot {dissimilarity.slot} does not answer this slot's M1 request")
@@ -162,7 +164,7 @@ class LocalMechanism(Mechanism):
     def publish(self, support, n: int) -> LocalStepResult:
         """The release from the support of ``n`` publication reports; ends the slot."""
         self._expect("publish", "publish")
-        request = self.pending
+        request = self._asked(self.pending)
         n = answered(request, n)
         if not n:
             return self._close(Strategy.APPROXIMATE, request, 0)
@@ -211,6 +213,12 @@ class LocalMechanism(Mechanism):
 
     def _set_threshold(self, err: float) -> None:
         self._err = float(err)
+
+    @staticmethod
+    def _asked(request: Request | None) -> Request:
+        """The request a stage waits on; the stage check before it guarantees one."""
+        assert request is not None, "the protocol stage guarantees a request in flight"
+        return request
 
     def _expect(self, stage: str, call: str) -> None:
         if self._stage != stage:
@@ -375,23 +383,26 @@ class BudgetDivision(AdaptiveMechanism):
         return self._request(slot, Phase.PUBLICATION, eps2, None)
 
 
-class Populated:
-    """Mixin: users are asked with the whole ``eps`` and leave the available set for ``w`` slots
-    (:class:`PopulationLedger`), so no user reports twice in any window (Theorem 6.2 of the arXiv version). Samples come
-    from the server's generator at ``(slot, SAMPLE_DISSIMILARITY)`` and ``(slot, SAMPLE_PUBLICATION)``."""
+class Populated(LocalMechanism):
+    """Users are asked with the whole ``eps`` and leave the available set for ``w`` slots
+    (:class:`PopulationLedger`), so no user reports twice in any window (Theorem 6.2 of the arXiv
+    version). Samples come from the server's generator at ``(slot, SAMPLE_DISSIMILARITY)`` and
+    ``(slot, SAMPLE_PUBLICATION)``. A subclass creates ``ledger``."""
+
+    ledger: PopulationLedger
 
     def _take(self, slot: int, phase: Phase, users: int) -> Request:
         sampling = Phase.SAMPLE_DISSIMILARITY if phase == Phase.DISSIMILARITY else Phase.SAMPLE_PUBLICATION
         taken = self.ledger.take(slot, users, self.randomness.generator(slot, sampling))
         return self._request(slot, phase, self.epsilon, taken)
 
-    def _error(self, users: int) -> float:
-        """``V(eps, users)``: the error of an estimate from ``users`` reports at ``eps``."""
+    def _error(self, users: float) -> float:
+        """``V(eps, users)``: the error of an estimate from ``users`` reports at ``eps`` (a whole number)."""
         return make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound,
-                           var_mode=self.var_mode).variance(users)
+                           var_mode=self.var_mode).variance(int(users))
 
-    def _ask(self, slot: int, users: int) -> Request:
-        return self._take(slot, Phase.PUBLICATION, users)
+    def _ask(self, slot: int, users: float) -> Request:
+        return self._take(slot, Phase.PUBLICATION, int(users))
 
     def _closed(self, slot: int, publication: Request | None) -> None:
         self.ledger.end_slot(slot)
@@ -448,15 +459,17 @@ class PopulationDivision(Populated, AdaptiveMechanism):
         self.pool = rest if pool == "rest" else math.floor((1.0 - self.beta) * self.population)
         self.ledger = PopulationLedger(self.population, self.window)
 
-    def _open(self, slot: int) -> Request:
+    def _open(self, slot: int) -> Request | None:
         return self._take(slot, Phase.DISSIMILARITY, self.dissimilarity_users)
 
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "pool": self.pool_rule}
 
 
-class Scheduled:
-    """Mixin: an adaptive method's publication schedule ``self.schedule`` is part of its state."""
+class Scheduled(LocalMechanism):
+    """An adaptive method whose publication schedule ``self.schedule`` (set by the subclass) is part of its state."""
+
+    schedule: Distribution | Absorption
 
     def _dynamic(self) -> dict[str, Any]:
         return {**super()._dynamic(), "schedule": self.schedule.state()}
@@ -466,9 +479,16 @@ class Scheduled:
         self.schedule.load(dynamic["schedule"])
 
 
-class Absorbing(Scheduled):
-    """Mixin of LBA and LPA: absorption (:class:`~.schedules.Absorption`) of ``self.unit`` amounts
-    (a budget or a number of users) per slot; a publication asks for ``k * unit``."""
+class Absorbing(Scheduled, AdaptiveMechanism):
+    """LBA and LPA: absorption (:class:`~.schedules.Absorption`) of ``self.unit`` amounts (a budget
+    or a number of users) per slot; a publication asks for ``k * unit``."""
+
+    schedule: Absorption
+    unit: float
+
+    if TYPE_CHECKING:  # from BudgetDivision or PopulationDivision, which follow in the method order
+        def _error(self, amount: float) -> float: ...
+        def _ask(self, slot: int, amount: float) -> Request: ...
 
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
         if self.schedule.nullified(slot):

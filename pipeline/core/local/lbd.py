@@ -80,6 +80,7 @@ class LBD(Scheduled, BudgetDivision):
     """
 
     name = "lbd"
+    schedule: Distribution
 
     def __init__(
         self,

@@ -105,6 +105,7 @@ class LPDSAT(Scheduled, PopulationDivision):
     """
 
     name = "lp-dsat"
+    schedule: Distribution
 
     def __init__(
         self,
@@ -141,8 +142,10 @@ class LPDSAT(Scheduled, PopulationDivision):
         self.publication_users = self.pool // self.cutoff  # m2
         if self.publication_users < 1:
             raise ParameterError(f"n2 = {self.pool} users cannot fill C = {self.cutoff} publications per window")
-        oracle = make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound, var_mode=self.var_mode)
-        self.initial_threshold = oracle.variance(self.publication_users) if threshold is None else float(threshold)
+        publication_oracle = make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound,
+                                         var_mode=self.var_mode)
+        self.initial_threshold = (publication_oracle.variance(self.publication_users) if threshold is None
+                                  else float(threshold))
         self.tolerance = check_epsilon(tolerance, "tolerance sigma")
         self.gain = self.initial_threshold / 10 if gain is None else float(gain)
         self.threshold = self.initial_threshold

@@ -85,6 +85,7 @@ class LPD(Scheduled, PopulationDivision):
     """
 
     name = "lpd"
+    schedule: Distribution
 
     def __init__(
         self,

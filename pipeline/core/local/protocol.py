@@ -76,7 +76,7 @@ class Request:
         """Inverse of :meth:`to_dict`; ``users`` may also be a sequence of ids."""
         users, population = data["users"], int(data["population"])
         if isinstance(users, (bytes, bytearray, memoryview)):
-            users = unpack_users(users, population)
+            users = unpack_users(bytes(users), population)
         return cls(
             slot=int(data["slot"]), phase=Phase(int(data["phase"])), epsilon=float(data["epsilon"]),
             oracle=str(data["oracle"]), domain_size=int(data["domain_size"]), population=population,

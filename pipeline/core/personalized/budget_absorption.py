@@ -136,7 +136,9 @@ class PersonalizedBudgetAbsorption(PersonalizedMechanism):
 
     def _commit(self, slot: int, spent: np.ndarray, published: bool) -> None:
         if published and not self.artifact_compat_nonprivate:
-            self.last_shares = self.absorbable_shares(slot)
+            shares = self.absorbable_shares(slot)
+            assert shares is not None, "a slot that published was not nullified"
+            self.last_shares = shares
             self.last_publication = slot
 
     def _params(self) -> dict[str, Any]:

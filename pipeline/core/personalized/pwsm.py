@@ -85,6 +85,7 @@ class PersonalizedMechanism(CentralMechanism):
     """
 
     model = "personalized"
+    dissimilarity_measure: DissimilarityCalculation
 
     def __init__(
         self,
@@ -139,7 +140,7 @@ class PersonalizedMechanism(CentralMechanism):
         return float(self.type_window_spend_bounds.max())
 
     # --- one slot ------------------------------------------------------------------------------
-    def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity) -> PersonalizedStepResult:
+    def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> PersonalizedStepResult:
         budgets = self.publication_budgets(slot)
         if budgets is None:
             return self._charge(slot, Strategy.NULLIFIED, dissimilarity, None, None, None)
@@ -148,14 +149,14 @@ class PersonalizedMechanism(CentralMechanism):
         publish = selection is not None and (
             (self.force_first_publish and slot == 1) or self._decide(slot, dissimilarity, threshold)
         )
-        if not publish:
+        if selection is None or not publish:
             return self._charge(slot, Strategy.APPROXIMATE, dissimilarity, threshold, selection, None)
         kept = self._sample(counts, keep_probabilities(budgets, selection.theta), self.randomness, slot,
                             Phase.SAMPLE_PUBLICATION)
         self._fresh(slot, kept.sum(axis=0), selection.theta)  # SM_d: sensitivity 1, no rescaling
         return self._charge(slot, Strategy.PUBLISH, dissimilarity, threshold, selection, budgets)
 
-    def _charge(self, slot: int, strategy: Strategy, dissimilarity: Dissimilarity, threshold: float | None,
+    def _charge(self, slot: int, strategy: Strategy, dissimilarity: Dissimilarity | None, threshold: float | None,
                 selection: BudgetSelection | None, spent: np.ndarray | None) -> PersonalizedStepResult:
         spent = np.zeros(self.types.count) if spent is None else spent
         self._commit(slot, spent, strategy is Strategy.PUBLISH)
@@ -166,7 +167,7 @@ class PersonalizedMechanism(CentralMechanism):
             strategy=strategy,
             eps1=float(eps1.max()),
             eps2=float(spent.max()),
-            dissimilarity=dissimilarity.value,
+            dissimilarity=dissimilarity.value if dissimilarity is not None else None,
             threshold=threshold,
             type_eps1=eps1,
             type_eps2=spent,

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..data import ABSENT
 from ..validation import ParameterError, check_epsilon, check_positive_int
@@ -142,7 +143,7 @@ def type_histogram(values: np.ndarray, user_types: np.ndarray, type_count: int, 
 class Requirements:
     """Every user's ``(w_i, eps_i)``, in user order, with the users' ids."""
 
-    def __init__(self, windows: Sequence, epsilons: Sequence, user_ids: Sequence[str] | None = None) -> None:
+    def __init__(self, windows: ArrayLike, epsilons: ArrayLike, user_ids: Sequence[str] | None = None) -> None:
         count = np.asarray(windows).size
         ids = [str(u) for u in user_ids] if user_ids is not None else [str(i) for i in range(count)]
         if len(ids) != count:
