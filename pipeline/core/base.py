@@ -69,11 +69,12 @@ class StepResult:
 class Mechanism(abc.ABC):
     """A w-event private mechanism over an unbounded stream of slots.
 
-    Subclasses set ``name`` (registered in :mod:`.registry`, for :func:`restore` and the
-    stream configuration), inherit ``model`` from their model's base class, implement :meth:`step`, and describe
-    their state with :meth:`_params` (constructor arguments) and :meth:`_dynamic`/:meth:`_load`
-    (what changes slot by slot). ``window_spend_bound`` states what the mechanism spends: the
-    largest total budget any window of ``w`` slots can receive, always ``<= epsilon``.
+    Subclasses set ``name`` (registered in :mod:`.registry`, for :func:`restore` and the stream
+    configuration), inherit ``model`` from their model's base class, implement :meth:`step`, and
+    describe their state with :meth:`_params` (constructor arguments) and
+    :meth:`_dynamic`/:meth:`_load` (what changes slot by slot). ``window_spend_bound`` states
+    what the mechanism spends: the largest total budget any window of ``w`` slots can receive,
+    always ``<= epsilon``.
     """
 
     name: ClassVar[str]
