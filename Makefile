@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup deploy-tools run test test-quick clean
+.PHONY: setup deploy-tools kafka-jars run test test-quick clean
 
 setup: $(VENV)/.installed
 
@@ -33,13 +33,18 @@ deploy-tools: $(VENV)/.installed
 		touch $(HELM_VENV)/.installed; \
 	fi
 
+# Apache Kafka's jars (Maven Central, via mvn) for the tests against a real Kafka, cached in
+# ~/.cache/wevent/kafka-<version> ($WEVENT_KAFKA_CACHE): fetched once, quick afterwards.
+kafka-jars: $(VENV)/.installed
+	$(PY) -m pipeline.stream.apache_kafka --install
+
 run: setup
 	$(VENV)/bin/wevent run
 
-test: setup deploy-tools
+test: setup deploy-tools kafka-jars
 	$(PY) -m pytest
 
-test-quick: setup deploy-tools
+test-quick: setup deploy-tools kafka-jars
 	$(PY) -m pytest -m "not slow"
 
 clean:
