@@ -190,13 +190,17 @@ refuses a pod with two volumes of one name, two mounts at one path or a mount in
 volume only when it starts.
 */}}
 {{- define "wevent.checkExtras" -}}
-{{- $env := list -}}
-{{- range (include "wevent.env" . | fromYamlArray) }}{{ $env = append $env .name }}{{ end -}}
+{{- $own := list -}}
+{{- range (include "wevent.env" . | fromYamlArray) }}{{ $own = append $own .name }}{{ end -}}
+{{- $extra := list -}}
 {{- range .Values.extraEnv -}}
-{{- if has .name $env -}}
+{{- if has .name $own -}}
 {{- fail (printf "extraEnv sets %s, which the chart sets itself: change the chart's value instead" .name) -}}
 {{- end -}}
-{{- $env = append $env .name -}}
+{{- if has .name $extra -}}
+{{- fail (printf "extraEnv sets %s twice" .name) -}}
+{{- end -}}
+{{- $extra = append $extra .name -}}
 {{- end -}}
 {{- $volumes := list -}}
 {{- range (include "wevent.volumes" . | fromYamlArray) }}{{ $volumes = append $volumes .name }}{{ end -}}
