@@ -211,6 +211,167 @@ def test_rendering_without_exactly_one_noise_key_fails_with_a_message(helm, nois
     assert message in render_failure(helm, {"noiseKey": noise_key})
 
 
+TLS_DIR = "/etc/wevent-kafka-tls"
+CHART_SECRET = f"{RELEASE}-wevent"
+SASL = {"username": "wevent", "password": "secret"}
+PROTOCOL, CAFILE = "WEVENT_KAFKA_SECURITY_PROTOCOL", "WEVENT_KAFKA_SSL_CAFILE"
+CERTFILE, KEYFILE = "WEVENT_KAFKA_SSL_CERTFILE", "WEVENT_KAFKA_SSL_KEYFILE"
+SCRAM_512 = {"WEVENT_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512"}
+
+
+def credentials_in(secret: str) -> dict[str, tuple[str, str]]:
+    return {"WEVENT_KAFKA_USERNAME": (secret, "kafka-username"), "WEVENT_KAFKA_PASSWORD": (secret, "kafka-password")}
+
+
+# Every TLS form Kafka users meet: kafka values -> the worker's WEVENT_KAFKA_* variables (a value,
+# or the Secret and entry it comes from), and the entries mounted from kafka.tls.existingSecret.
+TLS_FORMS = {
+    "plaintext": ({}, {PROTOCOL: "PLAINTEXT"}, None),
+    "ssl, system CAs": ({"securityProtocol": "SSL"}, {PROTOCOL: "SSL"}, None),
+    "ssl, custom CA": ({"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-ca"}},
+                       {PROTOCOL: "SSL", CAFILE: f"{TLS_DIR}/ca.crt"}, ("kafka-ca", ["ca.crt"])),
+    "mutual tls": ({"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-client", "clientCertificate": True}},
+                   {PROTOCOL: "SSL", CAFILE: f"{TLS_DIR}/ca.crt", CERTFILE: f"{TLS_DIR}/tls.crt",
+                    KEYFILE: f"{TLS_DIR}/tls.key"},
+                   ("kafka-client", ["ca.crt", "tls.crt", "tls.key"])),
+    "mutual tls, encrypted key, system CAs": (
+        {"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-client", "ca": False, "clientCertificate": True,
+                                            "keyPasswordKey": "key-password"}},
+        {PROTOCOL: "SSL", CERTFILE: f"{TLS_DIR}/tls.crt", KEYFILE: f"{TLS_DIR}/tls.key",
+         "WEVENT_KAFKA_SSL_KEY_PASSWORD": ("kafka-client", "key-password")},
+        ("kafka-client", ["tls.crt", "tls.key"])),
+    "sasl_plaintext": ({"securityProtocol": "SASL_PLAINTEXT", "sasl": SASL},
+                       {PROTOCOL: "SASL_PLAINTEXT", **SCRAM_512, **credentials_in(CHART_SECRET)}, None),
+    "sasl_ssl, by default with a username": ({"sasl": SASL},
+                                             {PROTOCOL: "SASL_SSL", **SCRAM_512, **credentials_in(CHART_SECRET)}, None),
+    "sasl_ssl, custom CA, existing credentials": (
+        {"securityProtocol": "SASL_SSL", "tls": {"existingSecret": "kafka-ca"},
+         "sasl": {"username": "wevent", "existingSecret": "kafka-credentials", "mechanism": "SCRAM-SHA-256"}},
+        {PROTOCOL: "SASL_SSL", "WEVENT_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256", **credentials_in("kafka-credentials"),
+         CAFILE: f"{TLS_DIR}/ca.crt"},
+        ("kafka-ca", ["ca.crt"])),
+}
+
+
+def kafka_env(manifests: dict[str, list[dict]]) -> dict[str, str | tuple[str, str]]:
+    """The worker's WEVENT_KAFKA_* variables: a value, or the (Secret, entry) it comes from."""
+    out = {}
+    for variable in worker(manifests)["env"]:
+        if variable["name"].startswith("WEVENT_KAFKA_"):
+            ref = variable.get("valueFrom", {}).get("secretKeyRef")
+            out[variable["name"]] = (ref["name"], ref["key"]) if ref else variable["value"]
+    return out
+
+
+def tls_files(manifests: dict[str, list[dict]]) -> tuple[str, list[str]] | None:
+    """The Secret mounted read-only at TLS_DIR and its entries there, or None when nothing is."""
+    volumes = {v["name"]: v for v in pod_spec(manifests)["volumes"]}
+    mounts = [m for m in worker(manifests)["volumeMounts"] if m["mountPath"] == TLS_DIR]
+    if not mounts:
+        assert "kafka-tls" not in volumes
+        return None
+    [mount] = mounts
+    assert mount["readOnly"] is True
+    secret = volumes[mount["name"]]["secret"]
+    assert secret["defaultMode"] == 0o440
+    assert [item["key"] for item in secret["items"]] == [item["path"] for item in secret["items"]]
+    return secret["secretName"], [item["key"] for item in secret["items"]]
+
+
+@pytest.mark.parametrize("kafka, env, files", TLS_FORMS.values(), ids=TLS_FORMS)
+def test_every_tls_form_lints_and_renders_its_variables_and_files(helm, kafka, env, files):
+    values = {"noiseKey": {"value": KEY}, "kafka": kafka}
+    linted = lint(helm, values)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    manifests = render(helm, values)
+    assert kafka_env(manifests) == env
+    assert tls_files(manifests) == files
+
+
+def test_sasl_credentials_are_in_the_chart_secret_unless_an_existing_secret_holds_them(helm):
+    own = render(helm, {"noiseKey": {"value": KEY}, "kafka": {"sasl": SASL}})
+    [secret] = own["Secret"]
+    assert {k: base64.b64decode(v).decode() for k, v in secret["data"].items()} == {
+        "noise-key": KEY, "kafka-username": "wevent", "kafka-password": "secret"}
+    existing = render(helm, {"noiseKey": {"value": KEY},
+                             "kafka": {"sasl": {"username": "wevent", "existingSecret": "kafka-credentials"}}})
+    [secret] = existing["Secret"]
+    assert sorted(secret["data"]) == ["noise-key"]
+
+
+def test_no_mount_lies_inside_a_read_only_mount(helm):
+    """Kubernetes cannot create a mount point inside a read-only volume (the ConfigMap at /etc/wevent)."""
+    every_values = [EVERYTHING, *({"noiseKey": {"value": KEY}, "kafka": kafka} for kafka, _, _ in TLS_FORMS.values())]
+    for values in every_values:
+        mounts = worker(render(helm, values))["volumeMounts"]
+        for inner in mounts:
+            for outer in mounts:
+                assert not (outer.get("readOnly") and inner["mountPath"].startswith(outer["mountPath"] + "/")), \
+                    (inner, outer)
+
+
+def test_the_extra_env_and_volumes_follow_the_charts_own(helm):
+    manifests = render(helm, EVERYTHING)
+    container, spec = worker(manifests), pod_spec(manifests)
+    assert container["env"][-1] == EVERYTHING["extraEnv"][0]
+    assert container["envFrom"] == EVERYTHING["extraEnvFrom"]
+    assert spec["volumes"][-1] == EVERYTHING["extraVolumes"][0]
+    assert container["volumeMounts"][-1] == EVERYTHING["extraVolumeMounts"][0]
+    assert [v["name"] for v in spec["volumes"]] == ["config", "data", "tmp", "kafka-tls", "site-ca"]
+    assert "envFrom" not in worker(render(helm, {"noiseKey": {"value": KEY}}))
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"kafka": {"securityProtocol": "SASL_SSL"}},
+     "kafka.securityProtocol SASL_SSL needs kafka.sasl.username"),
+    ({"kafka": {"securityProtocol": "SSL", "sasl": SASL}},
+     "kafka.sasl.username is set but kafka.securityProtocol SSL sends no credentials"),
+    ({"kafka": {"tls": {"existingSecret": "kafka-ca"}}},
+     "kafka.tls.existingSecret is set but kafka.securityProtocol PLAINTEXT uses no TLS"),
+    ({"kafka": {"securityProtocol": "SASL_PLAINTEXT", "sasl": SASL, "tls": {"existingSecret": "kafka-ca"}}},
+     "kafka.tls.existingSecret is set but kafka.securityProtocol SASL_PLAINTEXT uses no TLS"),
+    ({"kafka": {"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-ca", "ca": False}}},
+     "kafka.tls.existingSecret is set but neither kafka.tls.ca nor kafka.tls.clientCertificate"),
+    ({"kafka": {"securityProtocol": "SSL", "tls": {"clientCertificate": True}}},
+     "kafka.tls.clientCertificate needs kafka.tls.existingSecret"),
+    ({"kafka": {"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-ca", "keyPasswordKey": "pw"}}},
+     "kafka.tls.keyPasswordKey is set but kafka.tls.clientCertificate is not"),
+    ({"extraEnv": [{"name": "WEVENT_NOISE_KEY", "value": "ab" * 32}]},
+     "extraEnv sets WEVENT_NOISE_KEY, which the chart sets itself"),
+    ({"extraEnv": [{"name": "WEVENT_KAFKA_SECURITY_PROTOCOL", "value": "SSL"}]},
+     "extraEnv sets WEVENT_KAFKA_SECURITY_PROTOCOL, which the chart sets itself"),
+    ({"extraEnv": [{"name": "HTTPS_PROXY", "value": "a"}, {"name": "HTTPS_PROXY", "value": "b"}]},
+     "extraEnv sets HTTPS_PROXY twice"),
+    ({"extraVolumes": [{"name": "config", "emptyDir": {}}]},
+     "extraVolumes has a second volume named config"),
+    ({"extraVolumeMounts": [{"name": "site-ca", "mountPath": "/etc/site-ca"}]},
+     "extraVolumeMounts mounts site-ca, which is no volume of the pod"),
+    ({"extraVolumes": [{"name": "site-ca", "emptyDir": {}}],
+      "extraVolumeMounts": [{"name": "site-ca", "mountPath": "/etc/wevent/site-ca"}]},
+     "extraVolumeMounts mounts site-ca at /etc/wevent/site-ca, on or inside the mount of config at /etc/wevent"),
+    ({"extraVolumes": [{"name": "scratch", "emptyDir": {}}],
+      "extraVolumeMounts": [{"name": "scratch", "mountPath": "/tmp"}]},
+     "extraVolumeMounts mounts scratch at /tmp, on or inside the mount of tmp at /tmp"),
+])
+def test_settings_that_disagree_fail_the_render_with_one_line(helm, values, message):
+    stderr = render_failure(helm, {"noiseKey": {"value": KEY}, **values})
+    assert "Error: execution error at (wevent/templates/deployment.yaml" in stderr and message in stderr, stderr
+
+
+@pytest.mark.parametrize("values", [
+    {"kafka": {"securityProtocol": "TLS"}},
+    {"kafka": {"securityprotocol": "SSL"}},  # misspelt: PLAINTEXT would stay in force
+    {"kafka": {"tls": {"clientCert": True}}},
+    {"kafka": {"tls": {"existingSecret": "Kafka_CA"}}},  # not a Kubernetes name
+    {"kafka": {"sasl": {"mechanism": "GSSAPI"}}},
+    {"extraEnv": [{"value": "no name"}]},
+    {"extraEnv": {"HTTPS_PROXY": "http://proxy:3128"}},  # a map, not a list of EnvVar
+    {"extraVolumeMounts": [{"name": "site-ca"}]},
+])
+def test_helm_rejects_kafka_and_extra_values_of_the_wrong_shape(helm, values):
+    assert schema_error(helm, {"noiseKey": {"value": KEY}, **values})
+
+
 def test_no_template_draws_randomness():
     for template_file in (CHART / "templates").iterdir():
         assert not re.search(r"\b(rand[A-Z]\w*|randInt|uuidv4|genPrivateKey|genCA|genSelfSignedCert)\b",
