@@ -21,6 +21,7 @@ $(VENV)/.installed: pyproject.toml
 DEPLOY_DEBS := docker-compose:docker-compose promtool:prometheus prometheus:prometheus
 HELM_VERSION := v3.22.0
 HELM := $(HOME)/.cache/wevent/helm-$(HELM_VERSION)/helm
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 
 deploy-tools: $(VENV)/.installed $(HELM)
 	@missing=$$(for pair in $(DEPLOY_DEBS); do command -v $${pair%%:*} >/dev/null || echo $${pair##*:}; done | sort -u); \
@@ -33,7 +34,7 @@ deploy-tools: $(VENV)/.installed $(HELM)
 # `helm version` says the release only when the build stamps it (ldflags), as helm's own release does.
 $(HELM):
 	@echo "building helm $(HELM_VERSION) into $(@D) with Go"
-	@GOBIN=$(@D) GOFLAGS=-mod=mod CGO_ENABLED=0 go install \
+	@GOBIN=$(@D) GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) install \
 		-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" \
 		helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) \
 		|| echo "could not build helm $(HELM_VERSION) (it needs Go 1.26 or later): the helm tests will fail"
