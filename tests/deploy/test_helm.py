@@ -324,6 +324,8 @@ def test_the_extra_env_and_volumes_follow_the_charts_own(helm):
 @pytest.mark.parametrize("values, message", [
     ({"kafka": {"securityProtocol": "SASL_SSL"}},
      "kafka.securityProtocol SASL_SSL needs kafka.sasl.username"),
+    ({"kafka": {"sasl": {"existingSecret": "kafka-credentials"}}},
+     "kafka.sasl.username is empty, which switches SASL off, but kafka.sasl.password or kafka.sasl.existingSecret"),
     ({"kafka": {"securityProtocol": "SSL", "sasl": SASL}},
      "kafka.sasl.username is set but kafka.securityProtocol SSL sends no credentials"),
     ({"kafka": {"tls": {"existingSecret": "kafka-ca"}}},

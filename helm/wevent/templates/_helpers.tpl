@@ -73,6 +73,9 @@ render, rather than leaving the workers to connect in some other way than the on
 {{- $sasl := hasPrefix "SASL_" $protocol -}}
 {{- $ssl := hasSuffix "SSL" $protocol -}}
 {{- $tls := .Values.kafka.tls -}}
+{{- if and (not .Values.kafka.sasl.username) (or .Values.kafka.sasl.password .Values.kafka.sasl.existingSecret) -}}
+{{- fail "kafka.sasl.username is empty, which switches SASL off, but kafka.sasl.password or kafka.sasl.existingSecret is set: set the username too" -}}
+{{- end -}}
 {{- if and $sasl (not .Values.kafka.sasl.username) -}}
 {{- fail (printf "kafka.securityProtocol %s needs kafka.sasl.username (and the password or kafka.sasl.existingSecret)" $protocol) -}}
 {{- end -}}
