@@ -62,6 +62,8 @@ key: {{ ternary .Values.noiseKey.secretKey "noise-key" (not (empty .Values.noise
 {{- .Values.kafka.securityProtocol | default (ternary "SASL_SSL" "PLAINTEXT" (not (empty .Values.kafka.sasl.username))) -}}
 {{- end -}}
 
+{{/* Where kafka.tls.existingSecret is mounted: not below /etc/wevent, a read-only ConfigMap
+volume, inside which Kubernetes cannot create a mount point. */}}
 {{- define "wevent.kafkaTlsDir" -}}/etc/wevent-kafka-tls{{- end -}}
 
 {{/*
