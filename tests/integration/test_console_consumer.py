@@ -24,7 +24,7 @@ from pipeline.stream.config import parse_config
 from pipeline.stream.processes import WorkerProcess, write_config
 from tests.integration.secure_kafka import PASSWORD, SCRAM_JAAS, start_secure_kafka
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # three JVMs and a worker: 15-40 s
 
 START = 1_201_910_400.0
 USERS, SLOTS, DOMAIN, SEED = 200, 5, 4, 8
