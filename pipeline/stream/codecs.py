@@ -1,4 +1,4 @@
-"""Every message format of the system, in one place (ARCHITECTURE.md §3).
+"""Every message format of the system, in one place.
 
 Imported by producers, workers, devices and the CLI alike; it needs only numpy.
 
