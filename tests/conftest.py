@@ -1,4 +1,4 @@
-"""Shared fixtures: keys, zero-noise randomness and scripted decisions."""
+"""Shared fixtures: keys, zero-noise randomness, scripted decisions and a real Apache Kafka."""
 
 from __future__ import annotations
 
@@ -42,3 +42,30 @@ class CountingNoise(DerivedRandomness):
 
 def random_counts(rng: np.random.Generator, slots: int, domain: int, scale: float = 100.0) -> np.ndarray:
     return rng.poisson(scale, (slots, domain)).astype(float)
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(tmp_path_factory):
+    """A one-node Apache Kafka (KRaft) for the whole session; the jars are fetched on first use."""
+    from pipeline.stream.apache_kafka import KafkaCluster
+
+    with KafkaCluster(1, tmp_path_factory.mktemp("apache-kafka")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def kafka_cluster3(tmp_path):
+    """A factory of 3-node Apache Kafka clusters (keyword arguments of ``KafkaCluster``), all
+    stopped at teardown, even when the test fails."""
+    from pipeline.stream.apache_kafka import KafkaCluster
+
+    clusters = []
+
+    def make(**options):
+        cluster = KafkaCluster(3, tmp_path / f"kafka{len(clusters)}", **options)
+        clusters.append(cluster)
+        return cluster.start()
+
+    yield make
+    for cluster in clusters:
+        cluster.stop()

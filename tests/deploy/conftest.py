@@ -1,12 +1,14 @@
 """Shared paths and helpers of the deployment tests (docker/, helm/).
 
-The tools these tests run (Debian's docker-compose and prometheus packages, a Python 3.12 venv with
-helm-sdkpy) are installed by `make setup`; a test whose tool is missing fails and says how to get it.
+The tools these tests run (Debian's docker-compose and prometheus packages, the real `helm` built
+with Go at the version the Makefile pins) are installed by `make deploy-tools`, which `make test`
+runs; a test whose tool is missing fails and says how to get it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tomllib
@@ -23,6 +25,7 @@ PROMETHEUS_CONFIG = DOCKER / "prometheus" / "prometheus.yml"
 ALERT_RULES = DOCKER / "prometheus" / "alerts.yml"
 DASHBOARDS = DOCKER / "grafana" / "dashboards"
 CHART = ROOT / "helm" / "wevent"
+MAKEFILE = ROOT / "Makefile"
 
 
 def tool(name: str, debian_package: str) -> str:
@@ -31,6 +34,22 @@ def tool(name: str, debian_package: str) -> str:
     if path is None:
         pytest.fail(f"`{name}` is not installed: `make setup` installs it (apt-get install {debian_package})")
     return path
+
+
+def helm_version() -> str:
+    """The helm release the Makefile pins (``HELM_VERSION``)."""
+    found = re.search(r"^HELM_VERSION := (v\S+)$", MAKEFILE.read_text(), re.MULTILINE)
+    assert found is not None, "the Makefile pins no HELM_VERSION"
+    return found.group(1)
+
+
+def helm_binary() -> str:
+    """The pinned helm in its cache, as `make deploy-tools` builds it, or a failure saying so."""
+    version = helm_version()
+    path = Path.home() / ".cache" / "wevent" / f"helm-{version}" / "helm"
+    if not path.exists():
+        pytest.fail(f"helm {version} is not built: `make deploy-tools` builds it into {path.parent} with Go")
+    return str(path)
 
 
 def keys_env() -> dict[str, str]:

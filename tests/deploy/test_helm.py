@@ -1,14 +1,14 @@
-"""helm/wevent: `helm lint` through helm-sdkpy (Python 3.12) with the default values and with every
-optional branch switched on, schema violations caught by the same lint, templates rendered by
-helm's engine (the noise key is never generated: two renders give the same key, none without a
-key), and the stream configs the chart mounts loadable by the worker."""
+"""helm/wevent with the real helm (the release the Makefile pins, built with Go): `helm lint --strict`
+with the default values and with every optional part switched on, schema violations refused,
+`helm template` rendering with default and non-default values (the noise key is never generated:
+two renders give the same key, none renders without a key), and the stream configs the chart
+mounts loadable by the worker."""
 
 from __future__ import annotations
 
 import base64
-import json
+import os
 import re
-import shutil
 import subprocess
 import tomllib
 
@@ -19,114 +19,132 @@ from pipeline.core.personalized import Requirements
 from pipeline.stream.config import load_config
 from pipeline.stream.logic import logic_for
 
-from .conftest import CHART, STREAMS_FILE
-from .python312 import HELM_VENV, find_python312
+from .conftest import CHART, STREAMS_FILE, helm_binary, helm_version
 
-# helm's lint severities (pkg/lint/support): 1 info, 2 warning, 3 error
-WARNING = 2
-LINT = """
-import asyncio, json, sys
-import helm_sdkpy
-result = asyncio.run(helm_sdkpy.Lint(helm_sdkpy.Configuration()).run(sys.argv[1]))
-print(json.dumps(result))
-"""
+RELEASE = "test-release"
+KEY = "0123456789abcdef" * 4
+SCHEMA_ERROR = "values don't meet the specifications of the schema"
 
 
-@pytest.fixture(scope="module")
-def helm_python() -> str:
-    if find_python312() is None:
-        pytest.skip("no Python 3.12 on this machine: helm-sdkpy's native library needs it")
-    python = HELM_VENV / "bin" / "python"
-    if not python.exists():
-        pytest.fail(f"{HELM_VENV} is missing: `make setup` creates it with Python 3.12 and helm-sdkpy")
-    return str(python)
+class Helm:
+    """The pinned helm binary, with its config, cache and data directories in ``home`` and no cluster."""
+
+    def __init__(self, binary: str, home) -> None:
+        self.binary = binary
+        homes = {f"HELM_{kind}_HOME": str(home / kind.lower()) for kind in ("CONFIG", "CACHE", "DATA")}
+        self.env = {**os.environ, **homes, "KUBECONFIG": str(home / "kubeconfig")}
+
+    def __call__(self, *args: str, values: dict | None = None) -> subprocess.CompletedProcess:
+        """helm with ``args``, and ``values`` over the chart's defaults (``-f -``, from stdin)."""
+        stdin = None
+        if values is not None:
+            args, stdin = (*args, "-f", "-"), yaml.safe_dump(values)
+        return subprocess.run([self.binary, *args], input=stdin, capture_output=True, text=True, env=self.env,
+                              timeout=120)
 
 
-def run_lint(helm_python: str, chart) -> tuple[list[dict], str]:
-    """helm lint's messages for the chart directory (Err texts do not survive helm-sdkpy's JSON), and its log."""
-    result = subprocess.run([helm_python, "-c", LINT, str(chart)], capture_output=True, text=True, timeout=120)
+@pytest.fixture(scope="session")
+def helm(tmp_path_factory) -> Helm:
+    return Helm(helm_binary(), tmp_path_factory.mktemp("helm-home"))
+
+
+def lint(helm: Helm, values: dict) -> subprocess.CompletedProcess:
+    """`helm lint --strict` (warnings fail too)."""
+    return helm("lint", "--strict", str(CHART), values=values)
+
+
+def template(helm: Helm, values: dict) -> subprocess.CompletedProcess:
+    return helm("template", RELEASE, str(CHART), "--namespace", "wevent", values=values)
+
+
+def render(helm, values: dict) -> dict[str, list[dict]]:
+    """The manifests `helm template` renders with ``values``, by kind."""
+    result = template(helm, values)
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
-    assert report["TotalChartsLinted"] == 1
-    return report["Messages"], result.stderr
+    manifests: dict[str, list[dict]] = {}
+    for doc in yaml.safe_load_all(result.stdout):
+        if doc:
+            manifests.setdefault(doc["kind"], []).append(doc)
+    return manifests
 
 
-def lint(helm_python: str, chart) -> list[dict]:
-    return run_lint(helm_python, chart)[0]
+def render_failure(helm, values: dict) -> str:
+    """The one-line message of a `helm template` that fails (a template's `fail`, or the schema)."""
+    result = template(helm, values)
+    assert result.returncode != 0, result.stdout
+    return result.stderr
 
 
-TEMPLATES = ("secret.yaml", "deployment.yaml", "configmap.yaml")
-FAILED = re.compile(r'funcMap fail message=("(?:[^"\\]|\\.)*")')
+def pod_spec(manifests: dict[str, list[dict]]) -> dict:
+    [deployment] = manifests["Deployment"]
+    return deployment["spec"]["template"]["spec"]
 
 
-def render(helm_python: str, chart) -> tuple[dict[str, list[dict]], list[str]]:
-    """The chart's templates as helm's engine renders them, and the messages of the `fail`s they hit.
-
-    helm-sdkpy has no `helm template`, but `helm lint` renders every template with the chart's
-    values (and, like `helm template`, no cluster: `lookup` finds nothing). In lint mode a `fail`
-    only logs its message, so a probe template fails with each rendered template, base64-encoded.
-    """
-    probe = "".join(f'{{{{- fail (printf "wevent-render {name} %s" (include (print $.Template.BasePath "/{name}") . '
-                    f'| b64enc)) }}}}\n' for name in TEMPLATES)
-    (chart / "templates" / "zz-render-probe.yaml").write_text(probe)
-    _, log = run_lint(helm_python, chart)
-    rendered, failures = {}, []
-    for quoted in FAILED.findall(log):
-        message = json.loads(quoted)
-        if message.startswith("wevent-render "):
-            _, name, text = message.split(" ", 2)
-            rendered[name] = [doc for doc in yaml.safe_load_all(base64.b64decode(text)) if doc]
-        else:
-            failures.append(message)
-    assert set(rendered) == set(TEMPLATES), log
-    return rendered, failures
+def worker(manifests: dict[str, list[dict]]) -> dict:
+    [container] = pod_spec(manifests)["containers"]
+    return container
 
 
-def merged(base: dict, overrides: dict) -> dict:
-    out = dict(base)
-    for key, value in overrides.items():
-        out[key] = merged(base.get(key, {}), value) if isinstance(value, dict) else value
-    return out
+def test_the_binary_is_the_pinned_release(helm):
+    result = helm("version", "--short")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("+")[0].strip() == helm_version()
 
 
-def chart_with(tmp_path, overrides: dict):
-    """A copy of the chart whose values.yaml has ``overrides`` merged in (helm-sdkpy's lint takes no values)."""
-    chart = shutil.copytree(CHART, tmp_path / CHART.name)
-    values = yaml.safe_load((chart / "values.yaml").read_text())
-    (chart / "values.yaml").write_text(yaml.safe_dump(merged(values, overrides)))
-    return chart
+def test_helm_lint_passes_with_the_default_values(helm):
+    result = lint(helm, {})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 chart(s) failed" in result.stdout
 
 
-def problems(messages: list[dict]) -> list[str]:
-    return [f"severity {m['Severity']} in {m['Path']}" for m in messages if m["Severity"] >= WARNING]
+def test_helm_template_with_the_default_values_asks_for_the_noise_key(helm):
+    assert ("noiseKey: set noiseKey.existingSecret (a Secret holding the key) or noiseKey.value"
+            in render_failure(helm, {}))
 
 
-def test_helm_lint_passes_with_the_default_values(helm_python):
-    assert problems(lint(helm_python, CHART)) == []
+def test_the_default_values_and_a_noise_key_render_a_plaintext_worker(helm):
+    manifests = render(helm, {"noiseKey": {"value": KEY}})
+    assert sorted(manifests) == ["ConfigMap", "Deployment", "Secret", "Service"]
+    env = {e["name"]: e for e in worker(manifests)["env"]}
+    assert env["WEVENT_KAFKA_SECURITY_PROTOCOL"]["value"] == "PLAINTEXT"
+    assert [v["name"] for v in pod_spec(manifests)["volumes"]] == ["config", "data", "tmp"]
 
 
-def test_helm_lint_passes_with_every_optional_part_enabled(helm_python, tmp_path):
-    chart = chart_with(tmp_path, {
-        "noiseKey": {"value": "ab" * 32},
-        "kafka": {"bootstrap": "kafka-0.kafka:9092,kafka-1.kafka:9092",
-                  "sasl": {"username": "wevent", "password": "secret"}},
-        "configFiles": {"users.csv": "user,w,epsilon\n0,10,1.0\n"},
-        "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
-        "imagePullSecrets": [{"name": "regcred"}],
-        "podAnnotations": {"example.com/owner": "team"},
-        "nodeSelector": {"kubernetes.io/arch": "amd64"},
-        "tolerations": [{"key": "dedicated", "operator": "Exists"}],
-    })
-    assert problems(lint(helm_python, chart)) == []
+EVERYTHING = {
+    "noiseKey": {"value": KEY},
+    "kafka": {"bootstrap": "kafka-0.kafka:9093,kafka-1.kafka:9093", "securityProtocol": "SASL_SSL",
+              "sasl": {"username": "wevent", "password": "secret"},
+              "tls": {"existingSecret": "kafka-client", "clientCertificate": True, "keyPasswordKey": "key-password"}},
+    "configFiles": {"users.csv": "user,w,epsilon\n0,10,1.0\n"},
+    "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+    "imagePullSecrets": [{"name": "regcred"}],
+    "podAnnotations": {"example.com/owner": "team"},
+    "nodeSelector": {"kubernetes.io/arch": "amd64"},
+    "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+    "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}],
+    "extraEnvFrom": [{"configMapRef": {"name": "site-env"}}],
+    "extraVolumes": [{"name": "site-ca", "configMap": {"name": "site-ca"}}],
+    "extraVolumeMounts": [{"name": "site-ca", "mountPath": "/etc/site-ca", "readOnly": True}],
+}
 
 
-def schema_error(helm_python, chart) -> bool:
-    return any(m["Severity"] > WARNING and m["Path"] == "values.yaml" for m in lint(helm_python, chart))
+def test_helm_lint_passes_with_every_optional_part_enabled(helm):
+    result = lint(helm, EVERYTHING)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(render(helm, EVERYTHING)) == ["ConfigMap", "Deployment", "Secret", "Service",
+                                                          "ServiceMonitor"]
+
+
+def schema_error(helm, values: dict) -> bool:
+    """Both `helm lint` and `helm template` refuse ``values`` by the chart's values.schema.json."""
+    linted = lint(helm, values)
+    refused_by_lint = linted.returncode != 0 and SCHEMA_ERROR in linted.stdout
+    return refused_by_lint and SCHEMA_ERROR in render_failure(helm, values)
 
 
 @pytest.mark.parametrize("noise_key", [{"value": "not-a-key"}, "ab" * 32, {"generate": True}])
-def test_helm_lint_rejects_a_noise_key_that_is_not_64_hex_characters(helm_python, tmp_path, noise_key):
-    assert schema_error(helm_python, chart_with(tmp_path, {"noiseKey": noise_key}))
+def test_helm_rejects_a_noise_key_that_is_not_64_hex_characters(helm, noise_key):
+    assert schema_error(helm, {"noiseKey": noise_key})
 
 
 STREAM = yaml.safe_load((CHART / "values.yaml").read_text())["config"]["streams"][0]
@@ -143,48 +161,44 @@ PERSONALIZED = {k: v for k, v in STREAM.items() if k not in ("epsilon", "window"
     {**PERSONALIZED, "epsilon": 1.0},
     {**PERSONALIZED, "options": {}},
 ])
-def test_helm_lint_rejects_stream_configs_the_workers_refuse(helm_python, tmp_path, stream):
-    assert schema_error(helm_python, chart_with(tmp_path, {"config": {"streams": [stream]}}))
+def test_helm_rejects_stream_configs_the_workers_refuse(helm, stream):
+    assert schema_error(helm, {"noiseKey": {"value": KEY}, "config": {"streams": [stream]}})
 
 
-def test_helm_lint_accepts_the_compose_stack_streams(helm_python, tmp_path):
+def test_helm_lint_accepts_the_compose_stack_streams(helm):
     """docker/config/streams.toml (one stream of each model) passes the chart's schema as it loads in a worker."""
     streams = tomllib.loads(STREAMS_FILE.read_text())
     assert load_config(STREAMS_FILE).streams
-    chart = chart_with(tmp_path, {"config": streams})
-    assert problems(lint(helm_python, chart)) == []
+    result = lint(helm, {"config": streams})
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
-def noise_key_of(rendered: dict[str, list[dict]]) -> tuple[str, str, str | None]:
+def noise_key_of(manifests: dict[str, list[dict]]) -> tuple[str, str, str | None]:
     """(Secret, entry) the worker reads WEVENT_NOISE_KEY from, and the key if the chart's Secret holds it."""
-    container = rendered["deployment.yaml"][0]["spec"]["template"]["spec"]["containers"][0]
-    ref = next(e for e in container["env"] if e["name"] == "WEVENT_NOISE_KEY")["valueFrom"]["secretKeyRef"]
-    secrets = {doc["metadata"]["name"]: doc["data"] for doc in rendered["secret.yaml"]}
+    ref = next(e for e in worker(manifests)["env"] if e["name"] == "WEVENT_NOISE_KEY")["valueFrom"]["secretKeyRef"]
+    secrets = {doc["metadata"]["name"]: doc["data"] for doc in manifests.get("Secret", [])}
     held = secrets.get(ref["name"], {}).get(ref["key"])
     return ref["name"], ref["key"], base64.b64decode(held).decode() if held is not None else None
 
 
-def test_two_renders_give_the_same_noise_key_from_a_value(helm_python, tmp_path):
-    key = "0123456789abcdef" * 4
-    first, failures = render(helm_python, chart_with(tmp_path / "a", {"noiseKey": {"value": key}}))
-    second, _ = render(helm_python, chart_with(tmp_path / "b", {"noiseKey": {"value": key}}))
-    assert failures == []
-    release = "test-release"  # the release lint renders
-    assert noise_key_of(first) == noise_key_of(second) == (f"{release}-wevent", "noise-key", key)
+def test_two_renders_give_the_same_noise_key_from_a_value(helm):
+    first = render(helm, {"noiseKey": {"value": KEY}})
+    second = render(helm, {"noiseKey": {"value": KEY}})
+    assert noise_key_of(first) == noise_key_of(second) == (f"{RELEASE}-wevent", "noise-key", KEY)
 
 
-@pytest.mark.parametrize("values", [{}, {"noiseKey": {"value": "ab" * 32}},
-                                    {"noiseKey": {"existingSecret": "wevent-noise-key"}}])
-def test_two_renders_of_the_same_values_are_identical(helm_python, tmp_path, values):
-    first = render(helm_python, chart_with(tmp_path / "a", values))
-    assert render(helm_python, chart_with(tmp_path / "b", values)) == first
+@pytest.mark.parametrize("values", [{"noiseKey": {"value": "ab" * 32}},
+                                    {"noiseKey": {"existingSecret": "wevent-noise-key"}}, EVERYTHING])
+def test_two_renders_of_the_same_values_are_identical(helm, values):
+    first = template(helm, values)
+    assert first.returncode == 0, first.stderr
+    assert template(helm, values).stdout == first.stdout
 
 
-def test_the_noise_key_comes_from_an_existing_secret(helm_python, tmp_path):
-    rendered, failures = render(helm_python, chart_with(tmp_path, {
-        "noiseKey": {"existingSecret": "wevent-noise-key", "secretKey": "key"}}))
-    assert failures == [] and rendered["secret.yaml"] == []  # nothing for the chart's own Secret to hold
-    assert noise_key_of(rendered) == ("wevent-noise-key", "key", None)
+def test_the_noise_key_comes_from_an_existing_secret(helm):
+    manifests = render(helm, {"noiseKey": {"existingSecret": "wevent-noise-key", "secretKey": "key"}})
+    assert "Secret" not in manifests  # nothing for the chart's own Secret to hold
+    assert noise_key_of(manifests) == ("wevent-noise-key", "key", None)
 
 
 @pytest.mark.parametrize("noise_key, message", [
@@ -193,32 +207,194 @@ def test_the_noise_key_comes_from_an_existing_secret(helm_python, tmp_path):
     ({"value": "ab" * 32, "existingSecret": "wevent-noise-key"},
      "noiseKey: set noiseKey.existingSecret or noiseKey.value, not both"),
 ])
-def test_rendering_without_exactly_one_noise_key_fails_with_a_message(helm_python, tmp_path, noise_key, message):
-    _, failures = render(helm_python, chart_with(tmp_path, {"noiseKey": noise_key}))
-    assert message in failures
+def test_rendering_without_exactly_one_noise_key_fails_with_a_message(helm, noise_key, message):
+    assert message in render_failure(helm, {"noiseKey": noise_key})
 
 
-def test_no_template_draws_randomness(tmp_path):
-    for template in (CHART / "templates").iterdir():
+TLS_DIR = "/etc/wevent-kafka-tls"
+CHART_SECRET = f"{RELEASE}-wevent"
+SASL = {"username": "wevent", "password": "secret"}
+PROTOCOL, CAFILE = "WEVENT_KAFKA_SECURITY_PROTOCOL", "WEVENT_KAFKA_SSL_CAFILE"
+CERTFILE, KEYFILE = "WEVENT_KAFKA_SSL_CERTFILE", "WEVENT_KAFKA_SSL_KEYFILE"
+SCRAM_512 = {"WEVENT_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512"}
+
+
+def credentials_in(secret: str) -> dict[str, tuple[str, str]]:
+    return {"WEVENT_KAFKA_USERNAME": (secret, "kafka-username"), "WEVENT_KAFKA_PASSWORD": (secret, "kafka-password")}
+
+
+# Every TLS form Kafka users meet: kafka values -> the worker's WEVENT_KAFKA_* variables (a value,
+# or the Secret and entry it comes from), and the entries mounted from kafka.tls.existingSecret.
+TLS_FORMS = {
+    "plaintext": ({}, {PROTOCOL: "PLAINTEXT"}, None),
+    "ssl, system CAs": ({"securityProtocol": "SSL"}, {PROTOCOL: "SSL"}, None),
+    "ssl, custom CA": ({"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-ca"}},
+                       {PROTOCOL: "SSL", CAFILE: f"{TLS_DIR}/ca.crt"}, ("kafka-ca", ["ca.crt"])),
+    "mutual tls": ({"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-client", "clientCertificate": True}},
+                   {PROTOCOL: "SSL", CAFILE: f"{TLS_DIR}/ca.crt", CERTFILE: f"{TLS_DIR}/tls.crt",
+                    KEYFILE: f"{TLS_DIR}/tls.key"},
+                   ("kafka-client", ["ca.crt", "tls.crt", "tls.key"])),
+    "mutual tls, encrypted key, system CAs": (
+        {"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-client", "ca": False, "clientCertificate": True,
+                                            "keyPasswordKey": "key-password"}},
+        {PROTOCOL: "SSL", CERTFILE: f"{TLS_DIR}/tls.crt", KEYFILE: f"{TLS_DIR}/tls.key",
+         "WEVENT_KAFKA_SSL_KEY_PASSWORD": ("kafka-client", "key-password")},
+        ("kafka-client", ["tls.crt", "tls.key"])),
+    "sasl_plaintext": ({"securityProtocol": "SASL_PLAINTEXT", "sasl": SASL},
+                       {PROTOCOL: "SASL_PLAINTEXT", **SCRAM_512, **credentials_in(CHART_SECRET)}, None),
+    "sasl_ssl, by default with a username": ({"sasl": SASL},
+                                             {PROTOCOL: "SASL_SSL", **SCRAM_512, **credentials_in(CHART_SECRET)}, None),
+    "sasl_ssl, custom CA, existing credentials": (
+        {"securityProtocol": "SASL_SSL", "tls": {"existingSecret": "kafka-ca"},
+         "sasl": {"username": "wevent", "existingSecret": "kafka-credentials", "mechanism": "SCRAM-SHA-256"}},
+        {PROTOCOL: "SASL_SSL", "WEVENT_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256", **credentials_in("kafka-credentials"),
+         CAFILE: f"{TLS_DIR}/ca.crt"},
+        ("kafka-ca", ["ca.crt"])),
+}
+
+
+def kafka_env(manifests: dict[str, list[dict]]) -> dict[str, str | tuple[str, str]]:
+    """The worker's WEVENT_KAFKA_* variables: a value, or the (Secret, entry) it comes from."""
+    out = {}
+    for variable in worker(manifests)["env"]:
+        if variable["name"].startswith("WEVENT_KAFKA_"):
+            ref = variable.get("valueFrom", {}).get("secretKeyRef")
+            out[variable["name"]] = (ref["name"], ref["key"]) if ref else variable["value"]
+    return out
+
+
+def tls_files(manifests: dict[str, list[dict]]) -> tuple[str, list[str]] | None:
+    """The Secret mounted read-only at TLS_DIR and its entries there, or None when nothing is."""
+    volumes = {v["name"]: v for v in pod_spec(manifests)["volumes"]}
+    mounts = [m for m in worker(manifests)["volumeMounts"] if m["mountPath"] == TLS_DIR]
+    if not mounts:
+        assert "kafka-tls" not in volumes
+        return None
+    [mount] = mounts
+    assert mount["readOnly"] is True
+    secret = volumes[mount["name"]]["secret"]
+    assert secret["defaultMode"] == 0o440
+    assert [item["key"] for item in secret["items"]] == [item["path"] for item in secret["items"]]
+    return secret["secretName"], [item["key"] for item in secret["items"]]
+
+
+@pytest.mark.parametrize("kafka, env, files", TLS_FORMS.values(), ids=TLS_FORMS)
+def test_every_tls_form_lints_and_renders_its_variables_and_files(helm, kafka, env, files):
+    values = {"noiseKey": {"value": KEY}, "kafka": kafka}
+    linted = lint(helm, values)
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    manifests = render(helm, values)
+    assert kafka_env(manifests) == env
+    assert tls_files(manifests) == files
+
+
+def test_sasl_credentials_are_in_the_chart_secret_unless_an_existing_secret_holds_them(helm):
+    own = render(helm, {"noiseKey": {"value": KEY}, "kafka": {"sasl": SASL}})
+    [secret] = own["Secret"]
+    assert {k: base64.b64decode(v).decode() for k, v in secret["data"].items()} == {
+        "noise-key": KEY, "kafka-username": "wevent", "kafka-password": "secret"}
+    existing = render(helm, {"noiseKey": {"value": KEY},
+                             "kafka": {"sasl": {"username": "wevent", "existingSecret": "kafka-credentials"}}})
+    [secret] = existing["Secret"]
+    assert sorted(secret["data"]) == ["noise-key"]
+
+
+def test_no_mount_lies_inside_a_read_only_mount(helm):
+    """Kubernetes cannot create a mount point inside a read-only volume (the ConfigMap at /etc/wevent)."""
+    every_values = [EVERYTHING, *({"noiseKey": {"value": KEY}, "kafka": kafka} for kafka, _, _ in TLS_FORMS.values())]
+    for values in every_values:
+        mounts = worker(render(helm, values))["volumeMounts"]
+        for inner in mounts:
+            for outer in mounts:
+                assert not (outer.get("readOnly") and inner["mountPath"].startswith(outer["mountPath"] + "/")), \
+                    (inner, outer)
+
+
+def test_the_extra_env_and_volumes_follow_the_charts_own(helm):
+    manifests = render(helm, EVERYTHING)
+    container, spec = worker(manifests), pod_spec(manifests)
+    assert container["env"][-1] == EVERYTHING["extraEnv"][0]
+    assert container["envFrom"] == EVERYTHING["extraEnvFrom"]
+    assert spec["volumes"][-1] == EVERYTHING["extraVolumes"][0]
+    assert container["volumeMounts"][-1] == EVERYTHING["extraVolumeMounts"][0]
+    assert [v["name"] for v in spec["volumes"]] == ["config", "data", "tmp", "kafka-tls", "site-ca"]
+    assert "envFrom" not in worker(render(helm, {"noiseKey": {"value": KEY}}))
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"kafka": {"securityProtocol": "SASL_SSL"}},
+     "kafka.securityProtocol SASL_SSL needs kafka.sasl.username"),
+    ({"kafka": {"sasl": {"existingSecret": "kafka-credentials"}}},
+     "kafka.sasl.username is empty, which switches SASL off, but kafka.sasl.password or kafka.sasl.existingSecret"),
+    ({"kafka": {"securityProtocol": "SSL", "sasl": SASL}},
+     "kafka.sasl.username is set but kafka.securityProtocol SSL sends no credentials"),
+    ({"kafka": {"tls": {"existingSecret": "kafka-ca"}}},
+     "kafka.tls.existingSecret is set but kafka.securityProtocol PLAINTEXT uses no TLS"),
+    ({"kafka": {"securityProtocol": "SASL_PLAINTEXT", "sasl": SASL, "tls": {"existingSecret": "kafka-ca"}}},
+     "kafka.tls.existingSecret is set but kafka.securityProtocol SASL_PLAINTEXT uses no TLS"),
+    ({"kafka": {"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-ca", "ca": False}}},
+     "kafka.tls.existingSecret is set but neither kafka.tls.ca nor kafka.tls.clientCertificate"),
+    ({"kafka": {"securityProtocol": "SSL", "tls": {"clientCertificate": True}}},
+     "kafka.tls.clientCertificate needs kafka.tls.existingSecret"),
+    ({"kafka": {"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-ca", "keyPasswordKey": "pw"}}},
+     "kafka.tls.keyPasswordKey is set but kafka.tls.clientCertificate is not"),
+    ({"extraEnv": [{"name": "WEVENT_NOISE_KEY", "value": "ab" * 32}]},
+     "extraEnv sets WEVENT_NOISE_KEY, which the chart sets itself"),
+    ({"extraEnv": [{"name": "WEVENT_KAFKA_SECURITY_PROTOCOL", "value": "SSL"}]},
+     "extraEnv sets WEVENT_KAFKA_SECURITY_PROTOCOL, which the chart sets itself"),
+    ({"extraEnv": [{"name": "HTTPS_PROXY", "value": "a"}, {"name": "HTTPS_PROXY", "value": "b"}]},
+     "extraEnv sets HTTPS_PROXY twice"),
+    ({"extraVolumes": [{"name": "config", "emptyDir": {}}]},
+     "extraVolumes has a second volume named config"),
+    ({"extraVolumeMounts": [{"name": "site-ca", "mountPath": "/etc/site-ca"}]},
+     "extraVolumeMounts mounts site-ca, which is no volume of the pod"),
+    ({"extraVolumes": [{"name": "site-ca", "emptyDir": {}}],
+      "extraVolumeMounts": [{"name": "site-ca", "mountPath": "/etc/wevent/site-ca"}]},
+     "extraVolumeMounts mounts site-ca at /etc/wevent/site-ca, on or inside the mount of config at /etc/wevent"),
+    ({"extraVolumes": [{"name": "scratch", "emptyDir": {}}],
+      "extraVolumeMounts": [{"name": "scratch", "mountPath": "/tmp"}]},
+     "extraVolumeMounts mounts scratch at /tmp, on or inside the mount of tmp at /tmp"),
+])
+def test_settings_that_disagree_fail_the_render_with_one_line(helm, values, message):
+    stderr = render_failure(helm, {"noiseKey": {"value": KEY}, **values})
+    assert "Error: execution error at (wevent/templates/deployment.yaml" in stderr and message in stderr, stderr
+
+
+@pytest.mark.parametrize("values", [
+    {"kafka": {"securityProtocol": "TLS"}},
+    {"kafka": {"securityprotocol": "SSL"}},  # misspelt: PLAINTEXT would stay in force
+    {"kafka": {"tls": {"clientCert": True}}},
+    {"kafka": {"tls": {"existingSecret": "Kafka_CA"}}},  # not a Kubernetes name
+    {"kafka": {"sasl": {"mechanism": "GSSAPI"}}},
+    {"extraEnv": [{"value": "no name"}]},
+    {"extraEnv": {"HTTPS_PROXY": "http://proxy:3128"}},  # a map, not a list of EnvVar
+    {"extraVolumeMounts": [{"name": "site-ca"}]},
+])
+def test_helm_rejects_kafka_and_extra_values_of_the_wrong_shape(helm, values):
+    assert schema_error(helm, {"noiseKey": {"value": KEY}, **values})
+
+
+def test_no_template_draws_randomness():
+    for template_file in (CHART / "templates").iterdir():
         assert not re.search(r"\b(rand[A-Z]\w*|randInt|uuidv4|genPrivateKey|genCA|genSelfSignedCert)\b",
-                             template.read_text()), template.name
+                             template_file.read_text()), template_file.name
 
 
-def test_a_personalized_stream_renders_and_loads(helm_python, tmp_path, monkeypatch):
+def test_a_personalized_stream_renders_and_loads(helm, tmp_path, monkeypatch):
     csv = "user,w,epsilon\n" + "".join(f"{u},{10 + u % 3},{0.5 + (u % 2) / 2}\n" for u in range(STREAM["users"]))
     from_csv = {**PERSONALIZED, "name": "taxi-csv", "options": {"requirements": "/etc/wevent/users.csv"}}
-    chart = chart_with(tmp_path / "chart", {"noiseKey": {"value": "ab" * 32}, "configFiles": {"users.csv": csv},
-                                            "config": {"streams": [PERSONALIZED, from_csv]}})
-    assert problems(lint(helm_python, chart)) == []
-    rendered, failures = render(helm_python, chart)
-    assert failures == []
-    files = rendered["configmap.yaml"][0]["data"]
+    values = {"noiseKey": {"value": KEY}, "configFiles": {"users.csv": csv},
+              "config": {"streams": [PERSONALIZED, from_csv]}}
+    result = lint(helm, values)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [config_map] = render(helm, values)["ConfigMap"]
+    files = config_map["data"]
     assert files["users.csv"] == csv
     (tmp_path / "streams.yaml").write_text(files["streams.yaml"])
     config = load_config(tmp_path / "streams.yaml")
     assert [(s.name, s.model, s.epsilon) for s in config.streams] == [("taxi-personalized", "personalized", None),
                                                                       ("taxi-csv", "personalized", None)]
-    monkeypatch.setenv("WEVENT_NOISE_KEY", "ab" * 32)
+    monkeypatch.setenv("WEVENT_NOISE_KEY", KEY)
     assert logic_for(config, config.streams[0]).groups >= 1
     (tmp_path / "users.csv").write_text(files["users.csv"])
     assert Requirements.load_csv(tmp_path / "users.csv").users == STREAM["users"]
