@@ -158,5 +158,5 @@ def record_peak_memory(record_property, processes: dict[str, int]) -> None:
 
 def window_under_test() -> int:
     """w of the scale tests: 5 (2w + 2 slots keep them cheap), or ``WEVENT_SCALE_WINDOW`` for a run
-    at a paper's own window (20 in LDP-IDS), at about four times the cost."""
+    at a paper's own window (20 in LDP-IDS), 2w + 2 slots again: about three times as long."""
     return int(os.environ.get("WEVENT_SCALE_WINDOW", "5"))
