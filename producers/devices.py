@@ -134,9 +134,9 @@ class DeviceLedger:
             raise ParameterError(f"the slots a request may run ahead must be >= 1, got {self.max_ahead}")
         self.path, self.owner = (None if path is None else Path(path)), owner
         self.spend = np.zeros(self.population)
-        # (slot, phase) -> (digest of the request charged there, its epsilon, the users it charged,
-        # the same users as a bitmap of the population: what the file holds)
-        self._charged: dict[tuple[int, int], tuple[bytes, float, np.ndarray, np.ndarray]] = {}
+        # (slot, phase) -> (digest of the request charged there, its epsilon, the users it charged as
+        # a packed bitmap of the population: N/8 bytes, where their ids would take 8 bytes per user)
+        self._charged: dict[tuple[int, int], tuple[bytes, float, np.ndarray]] = {}
         self.newest = int(newest)
 
     @classmethod
@@ -166,7 +166,7 @@ class DeviceLedger:
         if charged is not None:
             if charged[0] != digest:
                 raise RequestRefused("conflict", f"{where} was charged for another request")
-            return np.isin(users, charged[2])  # asked again: the same derived reports, already paid for
+            return self._members(charged[2])[users]  # asked again: the same derived reports, already paid for
         epsilon = float(request.epsilon)
         if not math.isfinite(epsilon) or not 0 < epsilon <= self.epsilon:
             raise RequestRefused("bad_epsilon", f"{where} asks for epsilon = {request.epsilon!r}, outside (0, "
@@ -176,29 +176,32 @@ class DeviceLedger:
         if slot > self.newest + self.max_ahead:
             raise RequestRefused("ahead", f"{where} is more than {self.max_ahead} slots past slot {self.newest}")
         for key in [k for k in self._charged if k[0] <= slot - self.window]:  # out of every later window
-            _, spent, old, _ = self._charged.pop(key)
-            self.spend[old] -= spent
+            _, spent, old = self._charged.pop(key)
+            self.spend -= spent * self._members(old)  # exactly the charged users' spend: 0.0 off the others
         allowed = self.spend[users] + epsilon <= self.epsilon * (1 + 1e-12)
         chosen = users[allowed]
         bits = np.zeros(self.population, dtype=bool)
         bits[chosen] = True
-        self._charge(slot, phase, digest, epsilon, chosen, np.packbits(bits))
+        self._charge(slot, phase, digest, epsilon, np.packbits(bits))
         self.newest = slot
         if self.path is not None:
             self.save()
         return allowed
 
-    def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, users: np.ndarray,
-                bits: np.ndarray) -> None:
-        self._charged[(slot, phase)] = (digest, epsilon, users, bits)
-        self.spend[users] += epsilon
+    def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, bits: np.ndarray) -> None:
+        self._charged[(slot, phase)] = (digest, epsilon, bits)
+        self.spend += epsilon * self._members(bits)
+
+    def _members(self, bits: np.ndarray) -> np.ndarray:
+        """A packed bitmap of the population as one boolean per user."""
+        return np.unpackbits(bits, count=self.population).view(bool)
 
     # --- on disk -------------------------------------------------------------------------------
     def _state(self) -> dict:
         return {"format": LEDGER_FORMAT, "owner": self.owner, "population": self.population, "window": self.window,
                 "newest": self.newest,
                 "charges": [{"slot": slot, "phase": phase, "digest": digest, "epsilon": epsilon, "users": bits}
-                            for (slot, phase), (digest, epsilon, _, bits) in sorted(self._charged.items())]}
+                            for (slot, phase), (digest, epsilon, bits) in sorted(self._charged.items())]}
 
     def save(self) -> None:
         """Write the ledger to :attr:`path`: a new file, synced, then renamed over the old one.
@@ -248,8 +251,7 @@ class DeviceLedger:
                 if not math.isfinite(epsilon) or epsilon <= 0 or len(digest) != DIGEST_BYTES \
                         or bits.dtype != np.uint8 or bits.shape != (-(-self.population // 8),):
                     raise ValueError(f"a malformed charge at slot {slot} phase {phase}")
-                users = np.flatnonzero(np.unpackbits(bits, count=self.population))
-                self._charge(slot, phase, bytes(digest), epsilon, users, bits)
+                self._charge(slot, phase, bytes(digest), epsilon, bits)
         except (KeyError, TypeError, ValueError) as exc:
             raise corrupt(str(exc)) from None
         self.newest = newest

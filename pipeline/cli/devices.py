@@ -17,9 +17,10 @@ log = logging.getLogger("wevent.devices")
 def register(sub) -> None:
     p = sub.add_parser("devices", help="the local model's devices: answer ldp.requests with perturbed reports")
     p.add_argument("--config", "-c", required=True, type=readable_file, help="stream config file")
-    p.add_argument("--stream", "-s", help="local-model stream of the config (default: the first)")
-    p.add_argument("--values", required=True, type=readable_file, help="the users' true values: a dump "
-                   "(wevent replay --dump)")
+    p.add_argument("--stream", "-s", action="append", help="local-model stream of the config (default: the "
+                   "first); give it several times for one fleet serving several streams")
+    p.add_argument("--values", required=True, action="append", type=readable_file, help="the users' true values: a "
+                   "dump (wevent replay --dump); one for every --stream, in the same order, or one for all")
     p.add_argument("--shard", default="0/1", type=shard_spec, help="K/N: this process holds the device blocks b with "
                    "b mod N = K (default: 0/1, every user)")
     p.add_argument("--ledger-dir", default=DEFAULT_LEDGER_DIR,
@@ -56,19 +57,28 @@ def handle(args) -> int:
     from producers.devices import DeviceFleet, SignedRequests, signed_reports
 
     config = load_config(args.config)
-    stream = config.stream(args.stream) if args.stream else config.streams[0]
-    if stream is None or stream.model != "local":
-        raise UsageError(f"{args.stream or stream.name!r} is not a local-model stream of the config")
+    names = args.stream or [config.streams[0].name]
+    if len(set(names)) < len(names):
+        raise UsageError("a --stream is given twice")
+    if len(args.values) not in (1, len(names)):
+        raise UsageError(f"give one --values for all streams or one per --stream: {len(args.values)} for "
+                         f"{len(names)} streams")
     try:
         shard, shards = (int(x) for x in args.shard.split("/"))
     except ValueError:
         raise UsageError(f"--shard must be K/N, got {args.shard!r}") from None
-    block_size = device_block_size(stream)
-    # The dump is checked against the stream, and the ledger read, before anything connects.
-    fleet = DeviceFleet(stream, UserValues.load(args.values),
-                        Devices(DerivedRandomness(config.device_key(), stream.name), block_size=block_size),
-                        shard, shards, ledger_dir=args.ledger_dir, max_ahead=args.max_slots_ahead)
-    requests = SignedRequests(stream.name, server_public_key(args.request_key, config))
+    dumps = {path: UserValues.load(path) for path in args.values}
+    server = server_public_key(args.request_key, config)
+    fleets, readers = {}, {}
+    for name, path in zip(names, args.values * len(names) if len(args.values) == 1 else args.values):
+        stream = config.stream(name)
+        if stream is None or stream.model != "local":
+            raise UsageError(f"{name!r} is not a local-model stream of the config")
+        # The dump is checked against the stream, and the ledger read, before anything connects.
+        fleets[name] = DeviceFleet(stream, dumps[path], Devices(DerivedRandomness(config.device_key(), name),
+                                                                block_size=device_block_size(stream)),
+                                   shard, shards, ledger_dir=args.ledger_dir, max_ahead=args.max_slots_ahead)
+        readers[name] = SignedRequests(name, server)
     reports = report_seal(config.device_key())
     if args.metrics_port:
         check_listen(args.metrics_host, args.metrics_port)
@@ -79,27 +89,32 @@ def handle(args) -> int:
 
     log_client_errors()  # a broker that goes away: one line per 30 s in the fleet's log, not one per retry
     # Offsets are committed by hand, each after its request's answer is delivered (see answer_requests).
-    consumer = Consumer({**consumer_config(bootstrap, group=f"wevent-devices-{stream.name}-{shard}of{shards}"),
+    consumer = Consumer({**consumer_config(bootstrap, group=f"wevent-devices-{'+'.join(names)}-{shard}of{shards}"),
                          "enable.auto.commit": False})
     producer = Producer(producer_config(bootstrap, args.tansu_compat))
     consumer.subscribe(["ldp.requests"])
-    print(f"devices of stream {stream.name!r}: shard {shard}/{shards} of {stream.users} users in blocks of "
-          f"{block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}); waiting for "
-          "requests", file=sys.stderr, flush=True)
+    for name, fleet in fleets.items():
+        print(f"devices of stream {name!r}: shard {shard}/{shards} of {fleet.stream.users} users in blocks of "
+              f"{fleet.devices.block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}); "
+              "waiting for requests", file=sys.stderr, flush=True)
 
-    def respond(raw: bytes) -> list[bytes]:
-        """The ``ldp.reports`` messages answering one request ([] for another stream's or a forged one)."""
-        request = requests.read(raw)
-        return [] if request is None else signed_reports(fleet.answer(request), reports)
+    def respond(raw: bytes) -> list[tuple[bytes, bytes]]:
+        """The ``ldp.reports`` messages answering one request, with their keys ([] for a forged one or
+        one of a stream this fleet does not serve)."""
+        for name, reader in readers.items():
+            request = reader.read(raw)
+            if request is not None:
+                return [(name.encode(), m) for m in signed_reports(fleets[name].answer(request), reports)]
+        return []
 
     try:
-        answer_requests(consumer, producer, respond, key=stream.name.encode())
+        answer_requests(consumer, producer, respond)
     finally:
         consumer.close()
     return 0
 
 
-def answer_requests(consumer, producer, respond, key: bytes) -> None:
+def answer_requests(consumer, producer, respond) -> None:
     """Answer every request the consumer reads, in order, until the process is stopped.
 
     A request's offset is committed only once its answer is delivered: the ledger is on disk
@@ -114,7 +129,7 @@ def answer_requests(consumer, producer, respond, key: bytes) -> None:
         message = consumer.poll(0.5)
         if message is None or message.error():
             continue
-        deliver(producer, "ldp.reports", respond(message.value()), key)
+        deliver(producer, "ldp.reports", respond(message.value()))
         try:
             consumer.commit(message=message, asynchronous=False)
         except KafkaException as exc:  # the next commit covers it; a restart before then reads it again
@@ -122,8 +137,8 @@ def answer_requests(consumer, producer, respond, key: bytes) -> None:
                         message.offset(), exc.args[0])
 
 
-def deliver(producer, topic: str, values: list[bytes], key: bytes) -> None:
-    """Send ``values`` and wait until the broker has every one; a failure is one line, no commit.
+def deliver(producer, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
+    """Send ``messages`` (key, value) and wait until the broker has every one; a failure is one line, no commit.
 
     A broker that is down holds the reports in the producer's queue until it returns or the
     producer gives them up (``message.timeout.ms``): then the fleet stops, with its request
@@ -135,13 +150,13 @@ def deliver(producer, topic: str, values: list[bytes], key: bytes) -> None:
         if error is not None:
             failures.append(error)
 
-    for value in values:
+    for key, value in messages:
         producer.produce(topic, value, key=key, on_delivery=delivered)
         producer.poll(0)
     while producer.flush(1.0):  # short waits: the process still answers signals
         pass
     if failures:
-        raise UsageError(f"{len(failures)} of {len(values)} report message(s) not delivered to {topic} "
+        raise UsageError(f"{len(failures)} of {len(messages)} report message(s) not delivered to {topic} "
                          f"({failures[0].str()}); the request stays uncommitted and is answered again on restart")
 
 

@@ -78,7 +78,7 @@ def metric_value(text: str, name: str, **labels) -> float:
 
 
 def assert_local_releases_equal_simulate(got: dict, dump: Path, mechanism: str, stream: str, *, seed: int,
-                                         window: int, block: int, slots: int, log: Path) -> list:
+                                         window: int, block: int, slots: int, log: Path, oracle: str = "ada") -> list:
     """`wevent simulate` of ``mechanism`` on the same values dump, key and device blocks: every slot's
     release and extras (n1, n2, ...) must equal what the stream released (``got``: slot -> record)."""
     import subprocess
@@ -88,7 +88,7 @@ def assert_local_releases_equal_simulate(got: dict, dump: Path, mechanism: str, 
 
     subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", mechanism, "--input", str(dump), "-e", "1",
                     "-w", str(window), "--seed", str(seed), "--stream", stream, "--block-size", str(block),
-                    "--releases", str(log), "--json"], check=True, capture_output=True, timeout=300)
+                    "--oracle", oracle, "--releases", str(log), "--json"], check=True, capture_output=True, timeout=300)
     simulated = [ReleaseRecord.from_json(line) for line in log.read_text().splitlines()]
     assert [r.slot for r in simulated] == list(range(1, slots + 1))
     for record in simulated:

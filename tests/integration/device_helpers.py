@@ -1,5 +1,6 @@
 """One local stream, ``kept``, served by a real `wevent devices` process that tests drive with
-requests they sign themselves (as the server would), to watch its ledger, answers and commits."""
+requests they sign themselves (as the server would), to watch its ledger, answers and commits;
+and a fleet process serving several streams of a config (:func:`fleet_of_streams`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pipeline.stream.broker import create_topics
 from pipeline.stream.codecs import Envelope, request_seal, seal
 from pipeline.stream.config import AppConfig, parse_config
 from pipeline.stream.kafka import consumer_config, producer_config
-from pipeline.stream.processes import DevicesProcess, write_config
+from pipeline.stream.processes import ChildProcess, DevicesProcess, write_config
 from pipeline.stream.subscription import read_topic
 from tests.integration.test_central_pipeline import START, categorical_feed
 
@@ -85,3 +86,13 @@ def kept_stream(bootstrap: str, directory: Path, users: int, slots: int) -> Kept
     UserValues(categorical_feed(users=users, slots=slots, domain=DOMAIN, seed=6), DOMAIN, slot_seconds=60,
                start=START).save(directory / "values.npz")
     return KeptStream(config, bootstrap, directory, users)
+
+
+def fleet_of_streams(config_path: Path, dumps: dict[str, Path], bootstrap: str, directory: Path, shard: int,
+                     shards: int) -> ChildProcess:
+    """One `wevent devices` process serving every stream of ``dumps`` (stream -> its values) for one shard."""
+    arguments = ["devices", "--config", str(config_path), "--bootstrap", bootstrap, "--shard", f"{shard}/{shards}",
+                 "--ledger-dir", str(directory / "ledger"), "--tansu-compat"]
+    for stream, dump in dumps.items():
+        arguments += ["--stream", stream, "--values", str(dump)]
+    return ChildProcess(arguments, directory / f"devices-{shard}of{shards}.log").start()

@@ -138,3 +138,25 @@ def started_ports(stderr_text: str) -> tuple[int, int]:
     match = re.search(r"worker metrics http://[\d.]+:(\d+)/metrics; error against truth http://[\d.]+:(\d+)/",
                       stderr_text)
     return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The largest resident set a live process has had so far (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise ValueError(f"/proc/{pid}/status has no VmHWM")
+
+
+def record_peak_memory(record_property, processes: dict[str, int]) -> None:
+    """Each live process's peak RSS (MiB; name -> pid) as a test property and on stdout (seen with ``-s``)."""
+    for name, pid in processes.items():
+        mib = peak_rss_mib(pid)
+        record_property(f"peak_rss_mib_{name}", round(mib))
+        print(f"peak RSS {name}: {mib:.0f} MiB")
+
+
+def window_under_test() -> int:
+    """w of the scale tests: 5 (2w + 2 slots keep them cheap), or ``WEVENT_SCALE_WINDOW`` for a run
+    at a paper's own window (20 in LDP-IDS), 2w + 2 slots again: about three times as long."""
+    return int(os.environ.get("WEVENT_SCALE_WINDOW", "5"))

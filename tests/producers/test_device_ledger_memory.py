@@ -1,0 +1,37 @@
+"""A device ledger's memory grows with the charges in its window as bitmaps of the population
+(N/8 bytes each), not as lists of user ids (8 bytes per charged user): a fleet shard of a
+budget-division stream, whose every user is charged in both phases of every slot, holds 2w
+charges, which at a million users and w = 120 was about a gigabyte."""
+
+import tracemalloc
+
+import numpy as np
+
+from pipeline.core.local import Request
+from pipeline.core.randomness import Phase
+from producers.devices import DeviceLedger
+
+POPULATION, WINDOW = 200_000, 20
+
+
+def charge_every_slot(ledger: DeviceLedger, users: np.ndarray, slots: int) -> None:
+    for slot in range(1, slots + 1):
+        for phase in (Phase.DISSIMILARITY, Phase.PUBLICATION):
+            allowed = ledger.admit(Request(slot, phase, 1.0 / (2 * WINDOW), "oue", 117, POPULATION, users), users)
+            assert allowed.all()
+
+
+def test_a_full_window_of_charges_to_every_user_is_held_as_bitmaps():
+    users = np.arange(0, POPULATION, 2)  # the users of shard 0 of 2, every one asked
+    tracemalloc.start()
+    try:
+        ledger = DeviceLedger(POPULATION, WINDOW, 1.0)
+        charge_every_slot(ledger, users, 3 * WINDOW)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    charges = 2 * WINDOW  # (slot, phase) pairs in the window
+    bitmaps = charges * -(-POPULATION // 8)
+    assert held < 1.5 * (ledger.spend.nbytes + bitmaps), held  # user ids would be charges * users.nbytes more
+    # the window slid twice: charges that left it were taken off exactly their users
+    assert np.allclose(ledger.spend[users], 1.0) and not ledger.spend[users + 1].any()
