@@ -32,22 +32,27 @@ def check_matplotlib() -> None:
         raise UsageError("drawing the figures needs matplotlib: pip install 'wevent[reproduce]'") from None
 
 
-def write_outputs(papers: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict,
+def write_outputs(papers: list[Paper], finished: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict,
                   data_dir: Path | None) -> list[str]:
+    """Write the files of ``papers``, and an index of them and of the ``finished`` papers of earlier runs."""
+    from . import PAPERS
+
     written, sections = [], []
-    for paper in papers:
+    for paper in (p for p in PAPERS.values() if p in papers or p in finished):
         (out / paper.name).mkdir(parents=True, exist_ok=True)
         lines = [f"## {paper.name}: {paper.citation}", ""]
         for figure in paper.figures:
             rows = aggregate(paper, figure, scale, out, runs, inputs)
             stem = out / paper.name / figure.name
+            lines += _index_entry(paper, figure, rows)
+            if paper in finished:
+                continue
             write_csv(stem.with_suffix(".csv"), _header(paper, figure, scale, runs, inputs, data_dir), rows,
                       ["dataset", "x", "method", "runs"] + [c for m in figure.metrics for c in (m, f"{m}_std")])
             written.append(str(stem.with_suffix(".csv")))
             if not figure.table:
                 _plot(figure, rows, stem.with_suffix(".png"), scale)
                 written.append(str(stem.with_suffix(".png")))
-            lines += _index_entry(paper, figure, rows)
         sections.append("\n".join(lines))
     index = out / "index.md"
     index.write_text(f"# Reproduced figures and tables ({scale.name} scale, {runs} run(s) per cell)\n\n"

@@ -103,7 +103,10 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
 
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    inputs = prepare({d for p in papers for f in p.figures for d in f.datasets}, out, data_dir)
+    from . import PAPERS
+
+    # every paper's inputs, so the index can also list papers finished by earlier runs
+    inputs = prepare({d for p in PAPERS.values() for f in p.figures for d in f.datasets}, out, data_dir)
     todo, reused = [], 0
     for paper in papers:
         for figure in paper.figures:
@@ -133,7 +136,9 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
                     raise
     finally:
         bar.close()
-    written = write_outputs(papers, scale, out, runs, inputs, data_dir)
+    finished = [p for p in PAPERS.values() if p not in papers and all(
+        c.path(p, out, scale, inputs).exists() for f in p.figures for c in cells_of(p, f, scale, runs))]
+    written = write_outputs(papers, finished, scale, out, runs, inputs, data_dir)
     return {"computed": len(todo), "reused": reused, "files": written, "seconds": time.monotonic() - started}
 
 
