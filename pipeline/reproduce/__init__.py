@@ -5,8 +5,8 @@ and how a cell (dataset, x, method, run) is computed; :mod:`~pipeline.reproduce.
 the cells in parallel and caches each one, and :mod:`~pipeline.reproduce.outputs` writes the files.
 """
 
-from . import du, kellaris, ldp_ids
+from . import du, kellaris, ldp_ids, sun
 
-PAPERS = {paper.name: paper for paper in (ldp_ids.PAPER, kellaris.PAPER, du.PAPER)}
+PAPERS = {paper.name: paper for paper in (ldp_ids.PAPER, kellaris.PAPER, du.PAPER, sun.PAPER)}
 
 __all__ = ["PAPERS"]

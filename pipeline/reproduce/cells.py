@@ -29,6 +29,7 @@ class Paper:
     command : ``(figure, dataset, x, method, scale, inputs) -> [simulate arguments]`` without
         ``--seed``, for papers whose cells are ``wevent simulate`` runs.
     compute : ``(figure, dataset, x, method, run, scale) -> {metric: value}``, for the others.
+    describe_cell : ``(figure, dataset, x, method, scale, inputs) -> str``, how ``compute`` computes a cell.
     """
 
     name: str
@@ -36,6 +37,7 @@ class Paper:
     figures: tuple[Figure, ...]
     command: Callable | None = None
     compute: Callable | None = None
+    describe_cell: Callable | None = None
 
     def figure(self, name: str) -> Figure:
         return next(f for f in self.figures if f.name == name)
@@ -43,7 +45,7 @@ class Paper:
     def describe(self, figure: Figure, dataset: str, x, method: str, scale: Scale, inputs: dict) -> str:
         """How one cell is computed, for the CSV header (the run's seed is appended)."""
         if self.command is None:
-            return f"{method} on {dataset} at {figure.x} = {x}"
+            return self.describe_cell(figure, dataset, x, method, scale, inputs)
         return "wevent simulate " + " ".join(self.command(figure, dataset, x, method, scale, inputs))
 
     def cell(self, figure: Figure, dataset: str, x, method: str, run: int, scale: Scale, inputs: dict) -> dict:
