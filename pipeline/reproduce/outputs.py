@@ -18,7 +18,7 @@ from ..errors import UsageError
 from .cells import Paper
 from .datasets import REAL_DATASETS
 from .figures import METRIC_LABELS, Figure, Scale
-from .runner import aggregate, write_csv
+from .runner import aggregate, shown, write_csv
 
 __all__ = ["write_outputs", "check_matplotlib", "compare_reported"]
 
@@ -64,14 +64,14 @@ def write_outputs(papers: list[Paper], finished: list[Paper], scale: Scale, out:
 
 def _header(paper: Paper, figure: Figure, scale: Scale, runs: int, inputs: dict, data_dir: Path | None) -> list[str]:
     header = [f"{paper.citation}: {figure.name}, {figure.title}",
-              f"x = {figure.x}: {', '.join(map(str, figure.points(scale)))}; methods: {', '.join(figure.methods)}",
+              f"x = {figure.x}: {', '.join(map(shown, figure.points(scale)))}; methods: {', '.join(figure.methods)}",
               f"scale {scale.name}; {runs} run(s) per cell, seed r = 0..{runs - 1} for the data and the noise of run r",
               "mean and sample standard deviation over the runs; every cell is:"]
     for dataset in figure.datasets:
         if dataset in REAL_DATASETS:
             header.append(f"  {dataset} is {REAL_DATASETS[dataset].describe(data_dir)}")
         for x in figure.points(scale):
-            header.append(f"  {dataset}, {figure.x} = {x}: {paper.describe(figure, dataset, x, 'METHOD', scale, inputs)}"
+            header.append(f"  {dataset}, {figure.x} = {shown(x)}: {paper.describe(figure, dataset, x, 'METHOD', scale, inputs)}"
                           " --seed r")
     if figure.note:
         header.append(f"note: {figure.note}")

@@ -25,7 +25,7 @@ from .cells import Paper
 from .datasets import prepare
 from .figures import Figure, Scale
 
-__all__ = ["Cell", "cells_of", "run", "aggregate"]
+__all__ = ["Cell", "cells_of", "run", "aggregate", "shown", "write_csv"]
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,11 @@ def aggregate(paper: Paper, figure: Figure, scale: Scale, out: Path, runs: int, 
     return rows
 
 
+def shown(value) -> str:
+    """A value as the CSVs print it: floats to 6 significant digits."""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
 def write_csv(path: Path, header: list[str], rows: list[dict], columns: list[str]) -> None:
     with open(path, "w", newline="") as fh:
         for line in header:
@@ -167,4 +172,4 @@ def write_csv(path: Path, header: list[str], rows: list[dict], columns: list[str
         writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+            writer.writerow({k: shown(v) for k, v in row.items()})
