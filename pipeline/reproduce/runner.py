@@ -39,10 +39,11 @@ class Cell:
 
     def path(self, paper: Paper, out: Path, scale: Scale, inputs: dict) -> Path:
         """Where the cell is cached: named by the cell and a digest of how it is computed (its exact
-        command or description, the scale), so a cell computed another way is never reused."""
+        command or description, the scale) and of the metrics kept, so a cell computed another way is
+        never reused."""
         figure = paper.figure(self.figure)
         how = paper.describe(figure, self.dataset, self.x, self.method, scale, inputs)
-        digest = hashlib.blake2b(json.dumps([scale.name, how]).encode(), digest_size=6).hexdigest()
+        digest = hashlib.blake2b(json.dumps([scale.name, how, figure.metrics]).encode(), digest_size=6).hexdigest()
         return (out / "cells" / self.paper / self.figure / self.dataset / self.method
                 / f"{_slug(self.x)}-run{self.run}-{digest}.json")
 
