@@ -27,8 +27,8 @@ class Paper:
     citation : authors, venue and year.
     figures : the figures and tables reproduced.
     command : ``(figure, dataset, x, method, scale, inputs) -> [simulate arguments]`` without
-        ``--seed``, for papers whose cells are ``wevent simulate`` runs.
-    compute : ``(figure, dataset, x, method, run, scale) -> {metric: value}``, for the others.
+        ``--seed``, for the cells that are ``wevent simulate`` runs; ``None`` for the others.
+    compute : ``(figure, dataset, x, method, run, scale, inputs) -> {metric: value}``, for the others.
     describe_cell : ``(figure, dataset, x, method, scale, inputs) -> str``, how ``compute`` computes a cell.
     """
 
@@ -44,15 +44,20 @@ class Paper:
 
     def describe(self, figure: Figure, dataset: str, x, method: str, scale: Scale, inputs: dict) -> str:
         """How one cell is computed, for the CSV header (the run's seed is appended)."""
-        if self.command is None:
+        arguments = self._arguments(figure, dataset, x, method, scale, inputs)
+        if arguments is None:
             return self.describe_cell(figure, dataset, x, method, scale, inputs)
-        return "wevent simulate " + " ".join(self.command(figure, dataset, x, method, scale, inputs))
+        return "wevent simulate " + " ".join(arguments)
 
     def cell(self, figure: Figure, dataset: str, x, method: str, run: int, scale: Scale, inputs: dict) -> dict:
-        if self.command is None:
-            return self.compute(figure, dataset, x, method, run, scale)
-        summary = simulate_summary([*self.command(figure, dataset, x, method, scale, inputs), "--seed", str(run)])
+        arguments = self._arguments(figure, dataset, x, method, scale, inputs)
+        if arguments is None:
+            return self.compute(figure, dataset, x, method, run, scale, inputs)
+        summary = simulate_summary([*arguments, "--seed", str(run)])
         return {metric: metric_value(summary, metric) for metric in figure.metrics}
+
+    def _arguments(self, figure: Figure, dataset: str, x, method: str, scale: Scale, inputs: dict) -> list[str] | None:
+        return None if self.command is None else self.command(figure, dataset, x, method, scale, inputs)
 
 
 def metric_value(summary: dict, metric: str) -> float:

@@ -10,12 +10,20 @@ drawn on a log scale as the paper draws ln(AMRE); AJSD (Equation 16) is the seco
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..core.data import UserValues, histograms
+from ..core.divergence import ajsd
+from ..core.metrics import mse
+from ..core.personalized import generate
+from ..core.personalized.plbu import PersonalizedLBU
+from ..core.synthetic import synthetic
 from .cells import Paper
 from .figures import Figure
 
 SYNTHETIC = ("lns", "sin", "log")
 DATASETS = ("tdrive-personalized", "foursquare-personalized", *SYNTHETIC)
-METHODS = ("pbd", "pba", "bd", "ba")
+METHODS = ("pbd", "pba", "bd", "ba", "plbu")
 USERS, SLOTS = 10_000, 10_000
 STRICT_EPSILON, STRICT_WINDOW = 0.6, 120
 RATIOS = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -37,7 +45,7 @@ FIGURES = (
     Figure("fig10", "AMRE with epsilon varied (w = 120)", "epsilon", (0.2, 0.4, 0.6, 0.8, 1.0), METHODS,
            ("amre", "ajsd"), DATASETS, log_y=True, reported=_reported("fig10"),
            note="The 'ours' column of a reduction is 1 - AMRE(A) / AMRE(B) in percent, averaged over the "
-           "sweep's points. PLBU is not built."),
+           "sweep's points."),
     Figure("fig11", "AMRE with w varied (epsilon = 0.6)", "w", (40, 80, 120, 160, 200), METHODS, ("amre", "ajsd"),
            DATASETS, log_y=True, reported=_reported("fig11")),
     Figure("fig12", "AMRE with the ratio of users at epsilon_k = 1.0 varied (w_k = 120, others at 0.6)", "ratio",
@@ -49,22 +57,57 @@ FIGURES = (
 _MIXES = {"epsilon": "groups", "w": "groups", "fig12": "two-type-epsilon", "fig13": "two-type-window"}
 
 
-def command(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -> list[str]:
-    epsilon = x if figure.x == "epsilon" else STRICT_EPSILON
-    window = x if figure.x == "w" else STRICT_WINDOW
+def _strictest(figure: Figure, x) -> tuple[float, int]:
+    return (x if figure.x == "epsilon" else STRICT_EPSILON), (x if figure.x == "w" else STRICT_WINDOW)
+
+
+def _size(figure: Figure, scale) -> tuple[int, int]:
+    longest = max(figure.xs) if figure.x == "w" else STRICT_WINDOW
+    return scale.size(USERS, SLOTS, min_slots=2 * longest)
+
+
+def command(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -> list[str] | None:
+    if method == "plbu":
+        return None  # a local-model baseline: computed by :func:`compute`, not by wevent simulate
+    epsilon, window = _strictest(figure, x)
     if dataset in SYNTHETIC:
-        longest = max(figure.xs) if figure.x == "w" else STRICT_WINDOW
-        users, slots = scale.size(USERS, SLOTS, min_slots=2 * longest)
+        users, slots = _size(figure, scale)
         data = ["--dataset", dataset, "--users", str(users), "--slots", str(slots)]
     else:
         data = ["--input", inputs[dataset]]
     common = [*data, "-m", method, "--noise", "laplace"]
     if method in ("bd", "ba"):
         return [*common, "-e", f"{epsilon:g}", "-w", str(window)]
-    mix = _MIXES.get(figure.name, "groups")
-    tokens = [*common, "--strict-epsilon", f"{epsilon:g}", "--strict-window", str(window), "--requirement-mix", mix]
+    tokens = [*common, "--strict-epsilon", f"{epsilon:g}", "--strict-window", str(window),
+              "--requirement-mix", _MIXES[figure.name if figure.x == "ratio" else figure.x]]
     return tokens + (["--share", f"{x:g}"] if figure.x == "ratio" else [])
 
 
+def compute(figure: Figure, dataset: str, x, method: str, run: int, scale, inputs: dict) -> dict:
+    """PLBU on the data and requirements PBD and PBA get from ``wevent simulate`` with ``--seed run``."""
+    if dataset in SYNTHETIC:
+        stream = synthetic(dataset, *_size(figure, scale), seed=run)
+        domain, slots, values_at = 2, stream.slots, stream.values_at
+    else:
+        dump = UserValues.load(inputs[dataset])
+        domain, slots, values_at = dump.domain_size, dump.slots, lambda t: dump.values[t - 1]
+    users = values_at(1).size
+    epsilon, window = _strictest(figure, x)
+    requirements = generate(_MIXES[figure.name if figure.x == "ratio" else figure.x], users, epsilon, window,
+                            share=x if figure.x == "ratio" else 0.5, seed=run)
+    plbu = PersonalizedLBU(requirements, domain, rng=np.random.default_rng([run, 3]))
+    truth = np.stack([histograms(values_at(t)[None, :], domain)[0] for t in range(1, slots + 1)])
+    releases = np.stack([plbu.step(values_at(t)) for t in range(1, slots + 1)])
+    return {"amre": mse(releases, truth), "ajsd": ajsd(releases, truth)}
+
+
+def describe(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -> str:
+    epsilon, window = _strictest(figure, x)
+    data = (f"synthetic {dataset}, users x slots = {' x '.join(map(str, _size(figure, scale)))}"
+            if dataset in SYNTHETIC else inputs[dataset])
+    return (f"PLBU (pipeline.core.personalized.plbu) on {data}, the requirements of pbd/pba at strictest "
+            f"epsilon {epsilon:g}, w {window}, GRR noise seeded [run, 3]")
+
+
 PAPER = Paper("du", "Du et al., Personalized w-event private publishing for infinite data streams, PVLDB 2025",
-              FIGURES, command=command)
+              FIGURES, command=command, compute=compute, describe_cell=describe)

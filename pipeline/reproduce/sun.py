@@ -44,7 +44,7 @@ def _index(method: str, epsilon: float, window: int, decay: float, run: int):
     return cls(epsilon, window, decay, rng=np.random.default_rng([run, 1]))
 
 
-def compute(figure: Figure, dataset: str, x, method: str, run: int, scale) -> dict:
+def compute(figure: Figure, dataset: str, x, method: str, run: int, scale, inputs: dict) -> dict:
     epsilon, decay = (x, DECAY) if figure.x == "epsilon" else (EPSILON, x)
     users, slots = scale.size(USERS, SLOTS)
     values = synthetic(dataset, users, slots, seed=run).ones.astype(float)
