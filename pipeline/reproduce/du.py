@@ -86,18 +86,16 @@ def command(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -
 def compute(figure: Figure, dataset: str, x, method: str, run: int, scale, inputs: dict) -> dict:
     """PLBU on the data and requirements PBD and PBA get from ``wevent simulate`` with ``--seed run``."""
     if dataset in SYNTHETIC:
-        stream = synthetic(dataset, *_size(figure, scale), seed=run)
-        domain, slots, values_at = 2, stream.slots, stream.values_at
+        values, domain = synthetic(dataset, *_size(figure, scale), seed=run).values(), 2
     else:
         dump = UserValues.load(inputs[dataset])
-        domain, slots, values_at = dump.domain_size, dump.slots, lambda t: dump.values[t - 1]
-    users = values_at(1).size
+        values, domain = dump.values, dump.domain_size
     epsilon, window = _strictest(figure, x)
-    requirements = generate(_MIXES[figure.name if figure.x == "ratio" else figure.x], users, epsilon, window,
-                            share=x if figure.x == "ratio" else 0.5, seed=run)
+    requirements = generate(_MIXES[figure.name if figure.x == "ratio" else figure.x], values.shape[1], epsilon,
+                            window, share=x if figure.x == "ratio" else 0.5, seed=run)
     plbu = PersonalizedLBU(requirements, domain, rng=np.random.default_rng([run, 3]))
-    truth = np.stack([histograms(values_at(t)[None, :], domain)[0] for t in range(1, slots + 1)])
-    releases = np.stack([plbu.step(values_at(t)) for t in range(1, slots + 1)])
+    truth = histograms(values, domain)
+    releases = np.stack([plbu.step(row) for row in values])
     return {"amre": mse(releases, truth), "ajsd": ajsd(releases, truth)}
 
 
