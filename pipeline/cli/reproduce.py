@@ -58,6 +58,8 @@ def handle(args) -> int:
     if scale_name not in SCALES:
         raise UsageError(f"{SCALE_ENV} must be one of {', '.join(SCALES)}, got {scale_name!r}")
     scale = SCALES[scale_name]
+    if args.data and not any(os.path.isdir(os.path.join(args.data, feed)) for feed in ("tdrive", "foursquare")):
+        raise UsageError(f"--data {args.data} has neither a tdrive nor a foursquare directory")
     papers = list(PAPERS.values()) if args.paper == "all" else [PAPERS[args.paper]]
     done = run(papers, scale, Path(args.out), args.runs or scale.runs, args.jobs,
                Path(args.data) if args.data else None, args.progress)

@@ -113,3 +113,5 @@ def test_bad_arguments_are_one_line(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     proc = wevent("reproduce", "--jobs", "0", check=False)
     assert proc.returncode == 2 and "--jobs must be" in proc.stderr
+    proc = wevent("reproduce", "sun", "--data", str(tmp_path), "--out", str(tmp_path / "o"), check=False)
+    assert proc.returncode == 2 and "neither a tdrive nor a foursquare directory" in proc.stderr
