@@ -3,8 +3,9 @@
 Every user has their own (w_i, eps_i), drawn as in Section 5.2: the strictest pair is the x-axis
 value (Figs. 10, 11), or two requirement types in the ratio o (Figs. 12, 13). BD and BA run at
 the strictest pair, the only one that satisfies every user. Data: the TLNS, Sin and Log binary
-streams (N = T = 10,000) and the bundled T-Drive (10 x 10 grid, 1-minute slots) and Foursquare
-(countries, 100-minute slots) samples. AMRE is the paper's Equation (15), a mean squared error,
+streams with each user 1 with probability p_t (N = T = 10,000) and the bundled T-Drive (10 x 10
+grid, 1-minute slots) and Foursquare (countries, 100-minute slots) samples, all as dumps: the data
+is drawn once (seed 0) and run r varies the noise and the generated requirements (seed r). AMRE is the paper's Equation (15), a mean squared error,
 drawn on a log scale as the paper draws ln(AMRE); AJSD (Equation 16) is the second row.
 """
 
@@ -17,23 +18,23 @@ from ..core.divergence import ajsd
 from ..core.metrics import mse
 from ..core.personalized import generate
 from ..core.personalized.plbu import PersonalizedLBU
-from ..core.synthetic import synthetic
 from .cells import Paper
 from .figures import Figure
 
-SYNTHETIC = ("lns", "sin", "log")
+SYNTHETIC = ("lns-bernoulli", "sin-bernoulli", "log-bernoulli")
 DATASETS = ("tdrive-personalized", "foursquare-personalized", *SYNTHETIC)
 METHODS = ("pbd", "pba", "bd", "ba", "plbu")
-USERS, SLOTS = 10_000, 10_000
 STRICT_EPSILON, STRICT_WINDOW = 0.6, 120
 RATIOS = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 # Section 5.4: average AMRE reductions (%) over each sweep's points, as printed.
 _REDUCTIONS = {
     "fig10": {"tdrive-personalized": ("pbd vs bd", 70.8), "foursquare-personalized": ("pbd vs bd", 69.6),
-              "lns": ("pba vs ba", 36.9), "sin": ("pba vs ba", 27.7), "log": ("pba vs ba", 28.9)},
+              "lns-bernoulli": ("pba vs ba", 36.9), "sin-bernoulli": ("pba vs ba", 27.7),
+              "log-bernoulli": ("pba vs ba", 28.9)},
     "fig11": {"tdrive-personalized": ("pbd vs bd", 63.1), "foursquare-personalized": ("pbd vs bd", 68.4),
-              "lns": ("pba vs ba", 35.1), "sin": ("pba vs ba", 4.2), "log": ("pba vs ba", 16.6)},
+              "lns-bernoulli": ("pba vs ba", 35.1), "sin-bernoulli": ("pba vs ba", 4.2),
+              "log-bernoulli": ("pba vs ba", 16.6)},
 }
 
 
@@ -61,21 +62,11 @@ def _strictest(figure: Figure, x) -> tuple[float, int]:
     return (x if figure.x == "epsilon" else STRICT_EPSILON), (x if figure.x == "w" else STRICT_WINDOW)
 
 
-def _size(figure: Figure, scale) -> tuple[int, int]:
-    longest = max(figure.xs) if figure.x == "w" else STRICT_WINDOW
-    return scale.size(USERS, SLOTS, min_slots=2 * longest)
-
-
 def command(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -> list[str] | None:
     if method == "plbu":
         return None  # a local-model baseline: computed by :func:`compute`, not by wevent simulate
     epsilon, window = _strictest(figure, x)
-    if dataset in SYNTHETIC:
-        users, slots = _size(figure, scale)
-        data = ["--dataset", dataset, "--users", str(users), "--slots", str(slots)]
-    else:
-        data = ["--input", inputs[dataset]]
-    common = [*data, "-m", method, "--noise", "laplace"]
+    common = ["--input", inputs[dataset], "-m", method, "--noise", "laplace"]
     if method in ("bd", "ba"):
         return [*common, "-e", f"{epsilon:g}", "-w", str(window)]
     tokens = [*common, "--strict-epsilon", f"{epsilon:g}", "--strict-window", str(window),
@@ -85,11 +76,8 @@ def command(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -
 
 def compute(figure: Figure, dataset: str, x, method: str, run: int, scale, inputs: dict) -> dict:
     """PLBU on the data and requirements PBD and PBA get from ``wevent simulate`` with ``--seed run``."""
-    if dataset in SYNTHETIC:
-        values, domain = synthetic(dataset, *_size(figure, scale), seed=run).values(), 2
-    else:
-        dump = UserValues.load(inputs[dataset])
-        values, domain = dump.values, dump.domain_size
+    dump = UserValues.load(inputs[dataset])
+    values, domain = dump.values, dump.domain_size
     epsilon, window = _strictest(figure, x)
     requirements = generate(_MIXES[figure.name if figure.x == "ratio" else figure.x], values.shape[1], epsilon,
                             window, share=x if figure.x == "ratio" else 0.5, seed=run)
@@ -101,9 +89,7 @@ def compute(figure: Figure, dataset: str, x, method: str, run: int, scale, input
 
 def describe(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -> str:
     epsilon, window = _strictest(figure, x)
-    data = (f"synthetic {dataset}, users x slots = {' x '.join(map(str, _size(figure, scale)))}"
-            if dataset in SYNTHETIC else inputs[dataset])
-    return (f"PLBU (pipeline.core.personalized.plbu) on {data}, the requirements of pbd/pba at strictest "
+    return (f"PLBU (pipeline.core.personalized.plbu) on {inputs[dataset]}, the requirements of pbd/pba at strictest "
             f"epsilon {epsilon:g}, w {window}, GRR noise seeded [run, 3]")
 
 

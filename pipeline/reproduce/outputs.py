@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import UsageError
 from .cells import Paper
-from .datasets import REAL_DATASETS
+from .datasets import DATASETS
 from .figures import METRIC_LABELS, Figure, Scale
 from .runner import aggregate, shown, write_csv
 
@@ -65,11 +65,12 @@ def write_outputs(papers: list[Paper], finished: list[Paper], scale: Scale, out:
 def _header(paper: Paper, figure: Figure, scale: Scale, runs: int, inputs: dict, data_dir: Path | None) -> list[str]:
     header = [f"{paper.citation}: {figure.name}, {figure.title}",
               f"x = {figure.x}: {', '.join(map(shown, figure.points(scale)))}; methods: {', '.join(figure.methods)}",
-              f"scale {scale.name}; {runs} run(s) per cell, seed r = 0..{runs - 1} for the data and the noise of run r",
+              f"scale {scale.name}; {runs} run(s) per cell, run r = 0..{runs - 1} with seed r (the noise, and the "
+              "data of --dataset streams; dumps are drawn once)",
               "mean and sample standard deviation over the runs; every cell is:"]
     for dataset in figure.datasets:
-        if dataset in REAL_DATASETS:
-            header.append(f"  {dataset} is {REAL_DATASETS[dataset].describe(data_dir)}")
+        if dataset in DATASETS:
+            header.append(f"  {dataset} is {DATASETS[dataset].describe(data_dir, scale)}")
         for x in figure.points(scale):
             header.append(f"  {dataset}, {figure.x} = {shown(x)}: {paper.describe(figure, dataset, x, 'METHOD', scale, inputs)}"
                           " --seed r")

@@ -107,7 +107,7 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
     from . import PAPERS
 
     # every paper's inputs, so the index can also list papers finished by earlier runs
-    inputs = prepare({d for p in PAPERS.values() for f in p.figures for d in f.datasets}, out, data_dir)
+    inputs = prepare({d for p in PAPERS.values() for f in p.figures for d in f.datasets}, out, data_dir, scale)
     todo, reused = [], 0
     for paper in papers:
         for figure in paper.figures:

@@ -79,7 +79,7 @@ def test_the_printed_values_sit_beside_ours_with_the_ratio(out):
     line = next(l for l in section.splitlines() if l.startswith("| lns | eps=1,w=20 | lbu |"))
     paper_value, ours, ratio = (float(v) for v in line.strip("|").split("|")[-3:])
     assert paper_value == 1.0 and ours == 1.0 and ratio == 1.0  # LBU: one bit per user per slot
-    assert "| lns | avg | pba vs ba | amre | 36.9 |" in index
+    assert "| lns-bernoulli | avg | pba vs ba | amre | 36.9 |" in index
 
 
 def test_a_csv_header_command_recomputes_its_row(out):
