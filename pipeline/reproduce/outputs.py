@@ -103,8 +103,9 @@ def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale) -> None:
                     ax.set_yscale("log")
                 if figure.log_x:
                     ax.set_xscale("log")
-                if isinstance(xs[0], str):
-                    ax.set_xticks(positions, xs)
+                # ticks at the points run, labelled as the CSV prints them (long labels slanted)
+                labels = [shown(x) for x in xs]
+                ax.set_xticks(positions, labels, rotation=30 if max(map(len, labels)) * len(xs) > 24 else 0)
                 ax.grid(alpha=0.3)
                 ax.legend(fontsize=6, ncol=min(4, len(group)))
                 if col == 0:
