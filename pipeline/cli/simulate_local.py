@@ -93,7 +93,8 @@ class LocalFamily:
         stream = synthetic(args.dataset, args.users, args.slots, args.seed)
         if args.task == "mean":
             values = lambda t: stream.continuous_values_at(t, args.sigma, args.bound)  # noqa: E731
-            truth = np.array([[values(t).mean()] for t in range(1, stream.slots + 1)])
+            # the true mean is the unclipped one: clipping into [0, B] biases what devices report (LDP-IDS §7.2.6)
+            truth = np.array([[stream.continuous_draws_at(t, args.sigma).mean()] for t in range(1, stream.slots + 1)])
             return LocalData(stream.users, truth, values, 1)
         if stream.slots * stream.users <= _CACHED_VALUES:  # every mechanism and run reuses the same values
             matrix = stream.values()

@@ -20,6 +20,7 @@ import numpy as np
 
 from .base import Mechanism, StepResult, Strategy
 from .ledger import WindowLedger
+from .divergence import ajsd
 from .metrics import mae, mre, mse
 
 __all__ = ["SimulationRun", "simulate"]
@@ -62,6 +63,7 @@ class SimulationRun:
             "mae": mae(releases, self.truth),
             "mre": mre(releases, self.truth, mre_floor),
             "mse": mse(releases, self.truth),
+            "ajsd": ajsd(releases, self.truth),
             "mre_floor": mre_floor,
             "publications": strategies[Strategy.PUBLISH.value],
             "approximations": len(self.results) - strategies[Strategy.PUBLISH.value],

@@ -123,10 +123,13 @@ class SyntheticStream:
         """(T, N) matrix of every user's value at every slot."""
         return np.stack([self.values_at(t) for t in range(1, self.slots + 1)])
 
+    def continuous_draws_at(self, slot: int, sigma: float = 0.1) -> np.ndarray:
+        """The "-Con" variant's draws before clipping: ``N(p_t, sigma^2)`` per user (float64)."""
+        return np.random.default_rng([self.seed, 2, slot]).normal(self.p[slot - 1], sigma, self.users)
+
     def continuous_values_at(self, slot: int, sigma: float = 0.1, bound: float = 1.0) -> np.ndarray:
         """The "-Con" variant: ``clip(N(p_t, sigma^2), 0, bound)`` per user (float64)."""
-        rng = np.random.default_rng([self.seed, 2, slot])
-        return np.clip(rng.normal(self.p[slot - 1], sigma, self.users), 0.0, bound)
+        return np.clip(self.continuous_draws_at(slot, sigma), 0.0, bound)
 
 
 def synthetic(name: str, users: int, slots: int, seed: int = 0, **model_options) -> SyntheticStream:

@@ -1,0 +1,77 @@
+"""One cell of a figure: (dataset, x, method, run) -> the metrics of that run.
+
+Most cells are one ``wevent simulate`` run: a paper module turns the cell into that command's
+arguments, and :func:`simulate_summary` runs it in-process, exactly as the command would. The CSV
+headers print the same arguments, so any cell can be rerun by hand.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from ..cli._common import OneLineParser
+from .figures import Figure, Scale
+
+__all__ = ["Paper", "simulate_summary", "metric_value"]
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A paper's figures and how their cells are computed.
+
+    Parameters
+    ----------
+    name : the command's PAPER argument.
+    citation : authors, venue and year.
+    figures : the figures and tables reproduced.
+    command : ``(figure, dataset, x, method, scale, inputs) -> [simulate arguments]`` without
+        ``--seed``, for the cells that are ``wevent simulate`` runs; ``None`` for the others.
+    compute : ``(figure, dataset, x, method, run, scale, inputs) -> {metric: value}``, for the others.
+    describe_cell : ``(figure, dataset, x, method, scale, inputs) -> str``, how ``compute`` computes a cell.
+    """
+
+    name: str
+    citation: str
+    figures: tuple[Figure, ...]
+    command: Callable | None = None
+    compute: Callable | None = None
+    describe_cell: Callable | None = None
+
+    def figure(self, name: str) -> Figure:
+        return next(f for f in self.figures if f.name == name)
+
+    def describe(self, figure: Figure, dataset: str, x, method: str, scale: Scale, inputs: dict) -> str:
+        """How one cell is computed, for the CSV header (the run's seed is appended)."""
+        arguments = self._arguments(figure, dataset, x, method, scale, inputs)
+        if arguments is None:
+            return self.describe_cell(figure, dataset, x, method, scale, inputs)
+        return "wevent simulate " + " ".join(arguments)
+
+    def cell(self, figure: Figure, dataset: str, x, method: str, run: int, scale: Scale, inputs: dict) -> dict:
+        arguments = self._arguments(figure, dataset, x, method, scale, inputs)
+        if arguments is None:
+            return self.compute(figure, dataset, x, method, run, scale, inputs)
+        summary = simulate_summary([*arguments, "--seed", str(run)])
+        return {metric: metric_value(summary, metric) for metric in figure.metrics}
+
+    def _arguments(self, figure: Figure, dataset: str, x, method: str, scale: Scale, inputs: dict) -> list[str] | None:
+        return None if self.command is None else self.command(figure, dataset, x, method, scale, inputs)
+
+
+def metric_value(summary: dict, metric: str) -> float:
+    """A metric from a ``wevent simulate`` summary; NaN where the run has none (an AUC without events)."""
+    value = summary.get("mse" if metric == "amre" else metric)
+    return math.nan if value is None else float(value)
+
+
+def simulate_summary(arguments: list[str]) -> dict:
+    """The JSON summary ``wevent simulate ARGUMENTS --json`` would print, computed in this process."""
+    from ..cli import simulate
+
+    parser = OneLineParser(prog="wevent")
+    simulate.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["simulate", *arguments, "--no-progress"])
+    family = next(f for f in simulate.FAMILIES if args.mechanism in f.mechanisms)
+    return family.run(args.mechanism, args).summary

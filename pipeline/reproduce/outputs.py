@@ -1,0 +1,163 @@
+"""The files of a reproduction: one CSV per figure or table, one PNG per figure, and ``index.md``.
+
+A PNG has one panel column per dataset and one row per metric (split into stacked axes where the
+paper splits its y-axis between method groups). ``index.md`` lists every figure and table with
+its files and, where the paper prints numbers, each beside ours and the ratio ours / paper. A
+printed reduction "A vs B" is ``1 - error(A) / error(B)`` averaged over the sweep's points, as
+the paper averages it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UsageError
+from .cells import Paper
+from .datasets import DATASETS
+from .figures import METRIC_LABELS, Figure, Scale
+from .runner import aggregate, shown, write_csv
+
+__all__ = ["write_outputs", "check_matplotlib", "compare_reported"]
+
+VS = " vs "
+
+
+def check_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError("drawing the figures needs matplotlib: pip install 'wevent[reproduce]'") from None
+
+
+def write_outputs(papers: list[Paper], finished: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict,
+                  data_dir: Path | None) -> list[str]:
+    """Write the files of ``papers``, and an index of them and of the ``finished`` papers of earlier runs."""
+    from . import PAPERS
+
+    written, sections = [], []
+    for paper in (p for p in PAPERS.values() if p in papers or p in finished):
+        (out / paper.name).mkdir(parents=True, exist_ok=True)
+        lines = [f"## {paper.name}: {paper.citation}", ""]
+        for figure in paper.figures:
+            rows = aggregate(paper, figure, scale, out, runs, inputs)
+            stem = out / paper.name / figure.name
+            lines += _index_entry(paper, figure, rows)
+            if paper in finished:
+                continue
+            write_csv(stem.with_suffix(".csv"), _header(paper, figure, scale, runs, inputs, data_dir), rows,
+                      ["dataset", "x", "method", "runs"] + [c for m in figure.metrics for c in (m, f"{m}_std")])
+            written.append(str(stem.with_suffix(".csv")))
+            if not figure.table:
+                _plot(figure, rows, stem.with_suffix(".png"), scale)
+                written.append(str(stem.with_suffix(".png")))
+        sections.append("\n".join(lines))
+    index = out / "index.md"
+    index.write_text(f"# Reproduced figures and tables ({scale.name} scale, {runs} run(s) per cell)\n\n"
+                     "Every CSV's header gives the exact command and seeds of its cells.\n\n"
+                     + "\n".join(sections))
+    written.append(str(index))
+    return written
+
+
+def _header(paper: Paper, figure: Figure, scale: Scale, runs: int, inputs: dict, data_dir: Path | None) -> list[str]:
+    header = [f"{paper.citation}: {figure.name}, {figure.title}",
+              f"x = {figure.x}: {', '.join(map(shown, figure.points(scale)))}; methods: {', '.join(figure.methods)}",
+              f"scale {scale.name}; {runs} run(s) per cell, run r = 0..{runs - 1} with seed r (the noise, and the "
+              "data of --dataset streams; dumps are drawn once)",
+              "mean and sample standard deviation over the runs; every cell is:"]
+    for dataset in figure.datasets:
+        if dataset in DATASETS:
+            header.append(f"  {dataset} is {DATASETS[dataset].describe(data_dir, scale)}")
+        for x in figure.points(scale):
+            header.append(f"  {dataset}, {figure.x} = {shown(x)}: {paper.describe(figure, dataset, x, 'METHOD', scale, inputs)}"
+                          " --seed r")
+    if figure.note:
+        header.append(f"note: {figure.note}")
+    return header
+
+
+def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = figure.groups or (figure.methods,)
+    nrows, ncols = len(figure.metrics) * len(groups), len(figure.datasets)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols + 0.6, 2.6 * nrows + 0.4), squeeze=False,
+                             sharex="col")
+    xs = figure.points(scale)
+    positions = np.arange(len(xs)) if isinstance(xs[0], str) else np.asarray(xs, dtype=float)
+    for col, dataset in enumerate(figure.datasets):
+        for m, metric in enumerate(figure.metrics):
+            for g, group in enumerate(groups):
+                ax = axes[m * len(groups) + g][col]
+                for method in group:
+                    ys = [next(r[metric] for r in rows if r["dataset"] == dataset and r["x"] == x
+                               and r["method"] == method) for x in xs]
+                    ax.plot(positions, ys, marker="o", markersize=3, label=method.upper())
+                if figure.log_y:
+                    ax.set_yscale("log")
+                if figure.log_x:
+                    ax.set_xscale("log")
+                # ticks at the points run, labelled as the CSV prints them (long labels slanted)
+                labels = [shown(x) for x in xs]
+                ax.set_xticks(positions, labels, rotation=30 if max(map(len, labels)) * len(xs) > 24 else 0)
+                ax.grid(alpha=0.3)
+                ax.legend(fontsize=6, ncol=min(4, len(group)))
+                if col == 0:
+                    ax.set_ylabel(METRIC_LABELS[metric], fontsize=8)
+                if m == 0 and g == 0:
+                    ax.set_title(f"({chr(97 + col)}) {dataset}", fontsize=9)
+                if m * len(groups) + g == nrows - 1:
+                    ax.set_xlabel(figure.x)
+                ax.tick_params(labelsize=7)
+    fig.suptitle(f"{figure.name}: {figure.title}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def compare_reported(figure: Figure, rows: list[dict]) -> list[tuple]:
+    """``(dataset, x, method, metric, paper, ours, ratio)`` for every number the paper prints."""
+    compared = []
+    for (dataset, x, method, metric), printed in figure.reported.items():
+        if VS in method:
+            ours = _mean_reduction(rows, dataset, metric, *method.split(VS))
+        else:
+            ours = next((r[metric] for r in rows if r["dataset"] == dataset and r["x"] == x
+                         and r["method"] == method), math.nan)
+        ratio = ours / printed if printed and math.isfinite(ours) else math.nan
+        compared.append((dataset, x, method, metric, printed, ours, ratio))
+    return compared
+
+
+def _mean_reduction(rows: list[dict], dataset: str, metric: str, method: str, baseline: str) -> float:
+    """``1 - error(method) / error(baseline)`` averaged over the sweep's points, in percent."""
+    def series(name):
+        return {r["x"]: r[metric] for r in rows if r["dataset"] == dataset and r["method"] == name}
+
+    ours, base = series(method), series(baseline)
+    reductions = [1.0 - ours[x] / base[x] for x in ours if x in base and base[x] > 0]
+    return 100.0 * float(np.mean(reductions)) if reductions else math.nan
+
+
+def _index_entry(paper: Paper, figure: Figure, rows: list[dict]) -> list[str]:
+    kind = "Table" if figure.table else "Figure"
+    files = f"[CSV]({paper.name}/{figure.name}.csv)"
+    if not figure.table:
+        files = f"![{figure.name}]({paper.name}/{figure.name}.png) " + files
+    lines = [f"### {paper.name} {figure.name} ({kind}): {figure.title}", "", files, ""]
+    if figure.note:
+        lines += [figure.note, ""]
+    compared = compare_reported(figure, rows)
+    if not compared:
+        lines += ["The paper prints no numbers for this one (its values are read off plots).", ""]
+        return lines
+    lines += ["| dataset | x | method | metric | paper | ours | ours / paper |", "|---|---|---|---|---:|---:|---:|"]
+    for dataset, x, method, metric, printed, ours, ratio in compared:
+        lines.append(f"| {dataset} | {x} | {method} | {metric} | {printed:.4g} | {ours:.4g} | {ratio:.3g} |")
+    return lines + [""]

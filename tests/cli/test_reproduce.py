@@ -1,0 +1,117 @@
+"""`wevent reproduce all` at the tiny scale, as a user runs it: every file, every column, reuse."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.reproduce import PAPERS
+from pipeline.reproduce.figures import TINY
+from pipeline.reproduce.runner import shown
+
+pytestmark = pytest.mark.slow  # about a minute on two shared cores: 650 cells and 32 files
+
+
+def wevent(*args, check=True):
+    env = {**os.environ, "WEVENT_REPRODUCE_SCALE": "tiny"}
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, timeout=900,
+                          env=env)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce")
+    proc = wevent("reproduce", "all", "--out", str(out), "--jobs", "2", "--no-progress")
+    assert "cells computed, 0 reused" in proc.stderr
+    return out
+
+
+def _read(path: Path) -> tuple[list[str], list[dict]]:
+    lines = path.read_text().splitlines()
+    header = [line for line in lines if line.startswith("#")]
+    return header, list(csv.DictReader(line for line in lines if not line.startswith("#")))
+
+
+def _figures():
+    return [(paper, figure) for paper in PAPERS.values() for figure in paper.figures]
+
+
+def test_every_csv_png_and_the_index_are_written(out):
+    index = (out / "index.md").read_text()
+    for paper, figure in _figures():
+        assert (out / paper.name / f"{figure.name}.csv").is_file()
+        png = out / paper.name / f"{figure.name}.png"
+        assert png.is_file() != figure.table
+        if not figure.table:
+            assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"### {paper.name} {figure.name} " in index
+
+
+def test_every_csv_has_its_columns_rows_and_parameters(out):
+    for paper, figure in _figures():
+        header, rows = _read(out / paper.name / f"{figure.name}.csv")
+        assert list(rows[0]) == ["dataset", "x", "method", "runs", *(c for m in figure.metrics for c in (m, f"{m}_std"))]
+        expected = [(d, shown(x), m) for d in figure.datasets for x in figure.points(TINY) for m in figure.methods]
+        assert [(r["dataset"], r["x"], r["method"]) for r in rows] == expected
+        for row in rows:
+            for metric in figure.metrics:
+                value = float(row[metric])
+                # an AUC is undefined on a stream without events; every other metric is a number
+                assert math.isfinite(value) or metric == "roc_auc", (paper.name, figure.name, row)
+        assert any("seed r" in line for line in header) and any(figure.title in line for line in header)
+
+
+def test_the_printed_values_sit_beside_ours_with_the_ratio(out):
+    index = (out / "index.md").read_text()
+    section = index.split("### ldp-ids table2 ")[1].split("###")[0]
+    line = next(l for l in section.splitlines() if l.startswith("| lns | eps=1,w=20 | lbu |"))
+    paper_value, ours, ratio = (float(v) for v in line.strip("|").split("|")[-3:])
+    assert paper_value == 1.0 and ours == 1.0 and ratio == 1.0  # LBU: one bit per user per slot
+    assert "| lns-bernoulli | avg | pba vs ba | amre | 36.9 |" in index
+
+
+def test_a_csv_header_command_recomputes_its_row(out):
+    header, rows = _read(out / "ldp-ids" / "fig3.csv")
+    row = next(r for r in rows if r["dataset"] == "lns" and r["method"] == "lpa")
+    command = next(l for l in header if l.startswith(f"#   lns, epsilon = {row['x']}:")).split(": ", 1)[1]
+    arguments = shlex.split(command.replace("METHOD", "lpa").replace("--seed r", "--seed 0"))[2:]
+    summary = json.loads(wevent("simulate", *arguments, "--json").stdout)
+    assert summary["mre"] == pytest.approx(float(row["mre"]), rel=1e-5)
+
+
+def test_a_rerun_reuses_finished_cells_and_recomputes_a_missing_one(out):
+    csv_before = (out / "du" / "fig10.csv").read_text()
+    cell = next((out / "cells" / "du" / "fig10").rglob("*.json"))
+    cell.unlink()
+    proc = wevent("reproduce", "du", "--out", str(out), "--jobs", "1", "--no-progress")
+    assert "1 cells computed" in proc.stderr
+    assert (out / "du" / "fig10.csv").read_text() == csv_before
+    assert "## ldp-ids" in (out / "index.md").read_text()  # papers of earlier runs stay in the index
+
+
+def test_without_matplotlib_one_line_and_status_2(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["reproduce", "sun", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'wevent[reproduce]'" in err
+
+
+def test_bad_arguments_are_one_line(tmp_path):
+    proc = wevent("reproduce", "nosuchpaper", check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    proc = wevent("reproduce", "--jobs", "0", check=False)
+    assert proc.returncode == 2 and "--jobs must be" in proc.stderr
+    proc = wevent("reproduce", "sun", "--data", str(tmp_path), "--out", str(tmp_path / "o"), check=False)
+    assert proc.returncode == 2 and "neither a tdrive nor a foursquare directory" in proc.stderr
