@@ -19,8 +19,8 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .base import Mechanism, StepResult, Strategy
-from .ledger import WindowLedger
 from .divergence import ajsd
+from .ledger import WindowLedger
 from .metrics import mae, mre, mse
 
 __all__ = ["SimulationRun", "simulate"]
