@@ -35,6 +35,7 @@ from pipeline.stream.kafka import KafkaCredentials
 from pipeline.stream.failures import ErrorLog, internal_error
 from pipeline.stream.processors import Processor, Processors
 from pipeline.stream.query import QueryService
+from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 
 log = logging.getLogger("wevent.worker")
 errors = ErrorLog(log)  # one line per agent and exception type per minute; tracebacks at debug level
@@ -90,13 +91,13 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
     def table(name: str, partitions: int):
         return app.Table(name, partitions=partitions, key_type=bytes, value_type=bytes, default=None)
 
-    _agent(app, "assemble", app.topic("reports", key_serializer="raw", value_serializer="raw"),
+    _agent(app, "assemble", app.topic(REPORTS, key_serializer="raw", value_serializer="raw"),
            table("assembler", config.report_partitions), processors.assembler, topics)
-    _agent(app, "measure", app.topic("slots", "releases", key_serializer="raw", value_serializer="raw"),
+    _agent(app, "measure", app.topic(SLOTS, RELEASES, key_serializer="raw", value_serializer="raw"),
            table("dissimilarity-state", config.stream_partitions), processors.dissimilarity, topics)
-    _agent(app, "publish", app.topic("dissimilarity", key_serializer="raw", value_serializer="raw"),
+    _agent(app, "publish", app.topic(MEASUREMENTS, key_serializer="raw", value_serializer="raw"),
            table("publication-state", config.stream_partitions), processors.publication, topics)
-    _agent(app, "collect", app.topic("ldp.requests", "ldp.reports", key_serializer="raw", value_serializer="raw"),
+    _agent(app, "collect", app.topic(LDP_REQUESTS, LDP_REPORTS, key_serializer="raw", value_serializer="raw"),
            table("collector-state", config.stream_partitions), processors.collector, topics)
 
     local = [s.name for s in config.streams if s.model == "local"]
@@ -105,7 +106,7 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
         async def tick():
             """Deadlines pass even when no report arrives: every second each collector looks at the clock."""
             for name in local:
-                await topics["ldp.reports"].send(key=name.encode(), value=Envelope("tick", {"stream": name}).encode())
+                await topics[LDP_REPORTS].send(key=name.encode(), value=Envelope("tick", {"stream": name}).encode())
 
     _health(app, config, bootstrap, stall_seconds)
     _query_service(app, config, processors)
@@ -159,7 +160,7 @@ def _query_service(app: faust.App, config: AppConfig, processors: Processors) ->
         log_table.pop(key.encode(), None)
 
     if queried:
-        @app.agent(app.topic("releases", "dissimilarity", key_serializer="raw", value_serializer="raw"), name="index")
+        @app.agent(app.topic(RELEASES, MEASUREMENTS, key_serializer="raw", value_serializer="raw"), name="index")
         async def index(stream):
             async for event in stream.events():
                 topic = event.message.topic

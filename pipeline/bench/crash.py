@@ -274,6 +274,7 @@ def positions(bootstrap: str, config) -> dict[str, dict]:
     from ..core import state as packing
     from ..stream.kafka import consumer_config
     from ..stream.subscription import read_topic
+    from ..stream.topics import changelog
 
     committed = {}
     consumer = Consumer(consumer_config(bootstrap) | {"group.id": config.app})
@@ -287,7 +288,7 @@ def positions(bootstrap: str, config) -> dict[str, dict]:
     states = {}
     for table in ("assembler", "dissimilarity-state"):
         last = {}
-        for key, value in _keyed(bootstrap, f"{config.app}-{table}-changelog"):
+        for key, value in _keyed(bootstrap, changelog(config.app, table)):
             last[key] = value
         for key, value in last.items():
             try:

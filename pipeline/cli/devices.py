@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 
+from ..stream.topics import LDP_REPORTS, LDP_REQUESTS
 from ._common import (LOOPBACK, UsageError, bind_address, bootstrap_servers, check_listen, integer, port,
                       reachable_kafka, readable_file, serve_metrics, shard_spec)
 
@@ -82,7 +83,7 @@ def handle(args) -> int:
     consumer = Consumer({**consumer_config(bootstrap, group=f"wevent-devices-{stream.name}-{shard}of{shards}"),
                          "enable.auto.commit": False})
     producer = Producer(producer_config(bootstrap, args.tansu_compat))
-    consumer.subscribe(["ldp.requests"])
+    consumer.subscribe([LDP_REQUESTS])
     print(f"devices of stream {stream.name!r}: shard {shard}/{shards} of {stream.users} users in blocks of "
           f"{block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}); waiting for "
           "requests", file=sys.stderr, flush=True)
@@ -114,7 +115,7 @@ def answer_requests(consumer, producer, respond, key: bytes) -> None:
         message = consumer.poll(0.5)
         if message is None or message.error():
             continue
-        deliver(producer, "ldp.reports", respond(message.value()), key)
+        deliver(producer, LDP_REPORTS, respond(message.value()), key)
         try:
             consumer.commit(message=message, asynchronous=False)
         except KafkaException as exc:  # the next commit covers it; a restart before then reads it again

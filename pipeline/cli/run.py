@@ -388,9 +388,10 @@ def _write_audit_log(path: str, bootstrap: str, stream: str, slots: int) -> None
     import json
 
     from ..stream.subscription import read_topic
+    from ..stream.topics import AUDIT
 
     records = {}
-    for value in read_topic(bootstrap, "audit"):
+    for value in read_topic(bootstrap, AUDIT):
         record = json.loads(value)
         if record["stream"] == stream and record["slot"] <= slots:
             records.setdefault(record["slot"], value.decode())

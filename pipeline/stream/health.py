@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import time
 
+from .topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
+
 CLIENT_LOGGERS = ("aiokafka", "faust", "mode", "wevent.kafka")
 
 kafka_log = logging.getLogger("wevent.kafka")
@@ -127,8 +129,8 @@ class BrokerWatch:
         Monotonic seconds.
     """
 
-    SOURCES = ("reports", "slots", "dissimilarity", "releases", "ldp.requests", "ldp.reports")
-    STREAM_INPUTS = ("slots", "dissimilarity")
+    SOURCES = (REPORTS, SLOTS, MEASUREMENTS, RELEASES, LDP_REQUESTS, LDP_REPORTS)
+    STREAM_INPUTS = (SLOTS, MEASUREMENTS)
     TIMEOUT = 5.0  # seconds a broker has to answer one request
 
     def __init__(self, bootstrap: str, config, stall_seconds: float, clock=time.monotonic) -> None:

@@ -68,6 +68,7 @@ from .codecs import (
 )
 from .config import DEVICE_KEY_ENV, AppConfig, ConfigError
 from .logic import StreamLogic, logic_for
+from .topics import AUDIT, DEAD_LETTERS, LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 
 __all__ = ["Out", "ServerKeys", "Processor", "Assembler", "DissimilarityProcessor", "PublicationProcessor", "Collector",
            "Processors"]
@@ -103,7 +104,7 @@ class Out:
 
 def dead_letter(reason: str, topic: str, detail: str, stream: str | None = None, payload: Any = None) -> Out:
     metrics.dead_letters.labels(reason).inc()
-    return Out("deadletter", DeadLetter(reason, topic, detail, stream, payload).to_bytes())
+    return Out(DEAD_LETTERS, DeadLetter(reason, topic, detail, stream, payload).to_bytes())
 
 
 def malformed(config: AppConfig, topic: str, raw: bytes, detail: str) -> Out:
@@ -154,8 +155,8 @@ class ServerKeys:
 
     def for_topic(self, topic: str) -> MacSeal | SignatureSeal | None:
         """The seal of a topic's messages (None: not sealed)."""
-        return {"slots": self.internal, "dissimilarity": self.internal, "releases": self.internal,
-                "ldp.requests": self.requests, "ldp.reports": self.reports}.get(topic)
+        return {SLOTS: self.internal, MEASUREMENTS: self.internal, RELEASES: self.internal,
+                LDP_REQUESTS: self.requests, LDP_REPORTS: self.reports}.get(topic)
 
     def sealed(self, out: Out) -> Out:
         """``out`` with its topic's tag (outputs of workers are keyed by their stream)."""
@@ -364,7 +365,7 @@ class Assembler(Processor):
         return {"offsets": {}, "watermark": float("-inf"), "closed": 0, "open": []}
 
     def state_keys(self, topic, partition, key_partition):
-        return [f"{s.name}/{partition}" for s in self.config.streams] if topic == "reports" else []
+        return [f"{s.name}/{partition}" for s in self.config.streams] if topic == REPORTS else []
 
     def apply(self, state, message, topic, partition, now, side):
         stream = self.config.stream(message.stream)
@@ -453,7 +454,7 @@ class Assembler(Processor):
         limit = stream.max_watermark_jump_slots
         if through - state["closed"] > limit:
             metrics.reports_rejected.labels(stream.name, "watermark_too_far_ahead").inc()
-            return [dead_letter("watermark_too_far_ahead", "reports",
+            return [dead_letter("watermark_too_far_ahead", REPORTS,
                                 f"watermark {time:.3f} on partition {partition} would close slots {state['closed'] + 1}.."
                                 f"{through} at once; at most {limit} (max_watermark_jump_slots)", stream.name)]
         state["watermark"] = float(time)
@@ -467,7 +468,7 @@ class Assembler(Processor):
                 side.delete(key)
             partial = Envelope("partial", {"stream": stream.name, "slot": slot, "partition": partition,
                                            "counts": entry["counts"], "closed_at": now})
-            outputs.append(Out("slots", partial.encode(), stream.name))
+            outputs.append(Out(SLOTS, partial.encode(), stream.name))
             metrics.slots_closed.labels(stream.name).inc()
         state["closed"] = max(state["closed"], through)
         state["open"] = [slot for slot in state["open"] if slot > state["closed"]]
@@ -492,7 +493,7 @@ class DissimilarityProcessor(Processor):
     def route(self, raw, topic, partition):
         body, tag = unseal(raw)
         try:
-            if topic == "releases":
+            if topic == RELEASES:
                 record = ReleaseRecord.from_json(body)
                 stream_name, message = record.stream, record
             else:
@@ -513,11 +514,11 @@ class DissimilarityProcessor(Processor):
         return {"offsets": {}, "next": 1, "last_slot": 0, "last_release": np.zeros(stream.domain)}
 
     def apply(self, state, message, topic, partition, now, side):
-        name = message.stream if topic == "releases" else message["stream"]
+        name = message.stream if topic == RELEASES else message["stream"]
         impossible = self._impossible(state, message, topic)
         if impossible:
             return [refuse("out_of_range", topic, impossible, name)]
-        if topic == "releases":
+        if topic == RELEASES:
             if message.slot > state["last_slot"]:
                 state["last_slot"] = message.slot
                 state["last_release"] = np.asarray(message.release, dtype=float)
@@ -532,7 +533,7 @@ class DissimilarityProcessor(Processor):
 
     def _impossible(self, state, message, topic) -> str | None:
         """Why an authentic-looking message cannot come from a worker (None if it can)."""
-        if topic == "releases":  # M2 releases slot t only after M1 measured it, and M1 then moved on
+        if topic == RELEASES:  # M2 releases slot t only after M1 measured it, and M1 then moved on
             if not 1 <= message.slot < state["next"]:
                 return f"release of slot {message.slot} while slots 1..{state['next'] - 1} were measured"
         elif message.kind == "partial":
@@ -547,7 +548,7 @@ class DissimilarityProcessor(Processor):
             return []
         dis = self.logics[name].measure_support(message["request"], message["support"], message["n"],
                                                 state["last_release"])
-        return [Out("dissimilarity", Envelope("dissimilarity", {"stream": name, "slot": slot, "dis": dis}).encode(), name)]
+        return [Out(MEASUREMENTS, Envelope("dissimilarity", {"stream": name, "slot": slot, "dis": dis}).encode(), name)]
 
     def _advance(self, state, name, side: SideKeys) -> list[Out]:
         slot = state["next"]
@@ -564,7 +565,7 @@ class DissimilarityProcessor(Processor):
         for key in keys:
             side.delete(key)
         state["next"] = slot + 1
-        return [Out("dissimilarity", envelope.encode(), name)]
+        return [Out(MEASUREMENTS, envelope.encode(), name)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -644,7 +645,7 @@ class PublicationProcessor(Processor):
         if isinstance(outcome, StepResult):
             outputs = self._release(state, logic, mechanism, outcome, now, side)
         else:  # the local model asks the devices: a request for this slot's next phase
-            outputs = {"ldp.requests": Envelope("request", {"stream": name, **outcome.to_dict()}).encode()}
+            outputs = {LDP_REQUESTS: Envelope("request", {"stream": name, **outcome.to_dict()}).encode()}
         self._store_mechanism(state, name, mechanism, side)
         if message.kind != "measured":
             state["steps"] = self._keep(side, f"{name}/step", [*state["steps"], step], step, outputs, slot)
@@ -696,7 +697,7 @@ class PublicationProcessor(Processor):
         record = logic.record(mechanism, result, group_spend, logic.stream.slot_start(slot), logic.stream.slot_end(slot))
         audit = logic.audit(mechanism, result)
         state["spend"] = history[1:] if len(history) == logic.group_windows.max() else history
-        outputs = {"releases": record.to_bytes(), "audit": audit.to_bytes()}
+        outputs = {RELEASES: record.to_bytes(), AUDIT: audit.to_bytes()}
         state["recent"] = self._keep(side, f"{name}/release", [*state["recent"], slot], slot, outputs, slot)
         tightest = int(np.argmax(group_spend / logic.group_epsilons))  # the group closest to its budget
         metrics.releases.labels(name, result.strategy.value).inc()
@@ -769,7 +770,7 @@ class Collector(Processor):
         if message.kind == "tick":  # carries nothing but "look at the clock": the worker's own clock
             return name, message, []
         refused = self.keys.refusal(topic, name, body, tag)
-        if refused and topic == "ldp.reports":
+        if refused and topic == LDP_REPORTS:
             metrics.reports_rejected.labels(name, "unauthenticated").inc(np.size(message.get("users", ())))
         return (None, None, refused) if refused else (name, message, [])
 
@@ -873,7 +874,7 @@ class Collector(Processor):
             slot, phase = (int(x) for x in key.split(":"))
             envelope = Envelope("support", {"stream": name, "slot": slot, "phase": phase, "support": support,
                                             "n": round_["n"], "missing": missing, "request": request})
-            outputs.append(Out("slots" if phase == 1 else "dissimilarity", envelope.encode(), name))
+            outputs.append(Out(SLOTS if phase == 1 else MEASUREMENTS, envelope.encode(), name))
         return outputs
 
 

@@ -40,6 +40,7 @@ from ..core.randomness import DerivedRandomness
 from ..core.registry import mechanisms
 from ..core.validation import ParameterError, check_epsilon, check_positive_int
 from .codecs import Envelope, ReleaseRecord
+from .topics import RELEASES
 
 MODES = ("A", "B", "C")
 
@@ -161,7 +162,7 @@ class QueryService:
     # --- ingest ------------------------------------------------------------------------------
     def route(self, raw: bytes, topic: str) -> tuple[str, int, dict] | None:
         """(stream, slot, what it adds to the slot's entry) for a message this service indexes."""
-        if topic == "releases":
+        if topic == RELEASES:
             record = ReleaseRecord.from_json(raw)
             settings = self.settings(record.stream)
             if settings is None or settings.mode == "B" or unindexable(record.mechanism):
