@@ -380,7 +380,7 @@ class DeviceFleet:
 
     def _refuse(self, count: int, request: Request, reason: str | None, message: str) -> None:
         """Count ``count`` refused reports and, for a whole refused request, its ``reason``; one log line."""
-        from pipeline.stream import metrics
+        from pipeline.stream import prometheus as metrics
 
         self.refused += count
         metrics.device_refusals.labels(self.stream.name).inc(count)
@@ -414,7 +414,7 @@ class SignedRequests:
         try:
             check_seal(self.server, LDP_REQUESTS, self.stream, body, tag)
         except AuthenticationError as exc:
-            from pipeline.stream import metrics
+            from pipeline.stream import prometheus as metrics
 
             self.forged += 1
             metrics.forged_messages.labels(LDP_REQUESTS, "unauthenticated").inc()

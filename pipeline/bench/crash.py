@@ -141,7 +141,7 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
               horizon: float = 12.0, timeout: float = 150.0, loglevel: str = "warn") -> TrialResult:
     """One trial in ``workdir`` (its config and logs stay there)."""
     from ..stream.broker import EmbeddedBroker, create_topics, free_port
-    from ..stream.processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
+    from ..stream.child_processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
     from ..stream.subscription import Releases
 
     workdir = Path(workdir)

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import metrics
+from . import prometheus
 from .codecs import Envelope, ReportBatch, decode_report_message, unseal
 from .config import AppConfig
 from .health import Throttle
@@ -82,7 +82,7 @@ def internal_error(config: AppConfig, raw: bytes, topic: str, exc: BaseException
     stream, reports = _reports_in(raw, topic)
     known = stream if isinstance(stream, str) and config.stream(stream) is not None else None
     if reports:
-        metrics.reports_rejected.labels(known or "", "internal_error").inc(reports)
+        prometheus.reports_rejected.labels(known or "", "internal_error").inc(reports)
     return dead_letter("internal_error", topic, f"{type(exc).__name__} at {raised_at(exc)}", known)
 
 

@@ -262,7 +262,7 @@ class LocalRun:
         """The broker (unless a Kafka is given), the topics, the worker and, for a local-model
         stream, the device fleet holding the users' values."""
         from .broker import EmbeddedBroker, create_topics
-        from .processes import DevicesProcess, WorkerProcess, write_config
+        from .child_processes import DevicesProcess, WorkerProcess, write_config
 
         self.replayed = first_slots(self.feed, self.slots)
         self.broker = None if self.bootstrap else self._start(EmbeddedBroker())

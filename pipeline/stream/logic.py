@@ -263,12 +263,12 @@ class LocalLogic(StreamLogic):
                                     slot_end)
 
     def observe(self, mechanism, result):
-        from . import metrics
+        from . import prometheus
 
-        metrics.communication_bits.labels(self.stream.name).inc(result.bits)
+        prometheus.communication_bits.labels(self.stream.name).inc(result.bits)
         ledger = getattr(mechanism, "ledger", None)  # population division: who may be asked
         if ledger is not None:
-            metrics.available_population.labels(self.stream.name).set(ledger.available)
+            prometheus.available_population.labels(self.stream.name).set(ledger.available)
 
     def audit(self, mechanism, result):
         phases = [{"phase": phase, "epsilon": float(e),

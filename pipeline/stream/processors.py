@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import state as packing
-from . import metrics
+from . import prometheus as metrics
 from ..core.base import StepResult
 from ..core.local.protocol import LocalDissimilarity, Request
 from .codecs import (

@@ -13,7 +13,7 @@ from pipeline.core.data import UserValues
 from pipeline.core.synthetic import synthetic
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink
-from pipeline.stream.processes import DevicesProcess
+from pipeline.stream.child_processes import DevicesProcess
 from tests.integration.conftest import assert_local_releases_equal_simulate
 from tests.integration.test_central_pipeline import START, collect
 
