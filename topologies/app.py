@@ -23,7 +23,6 @@ import traceback
 from typing import Any
 
 import faust
-from aiokafka.partitioner import murmur2
 from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
 
@@ -35,7 +34,7 @@ from pipeline.stream.kafka import KafkaCredentials
 from pipeline.stream.failures import ErrorLog, internal_error
 from pipeline.stream.processors import Processor, Processors
 from pipeline.stream.query import QueryService
-from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
+from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
 
 log = logging.getLogger("wevent.worker")
 errors = ErrorLog(log)  # one line per agent and exception type per minute; tracebacks at debug level
@@ -237,11 +236,11 @@ class StatePositionedApp(faust.App):
         """The lowest resume offset of the stateful agents reading ``topic`` (None: none does)."""
         count = self.topic_partitions.get(topic, 1)
 
-        def key_partition(key: str) -> int:  # where a message keyed by ``key`` goes (Kafka's default partitioner)
-            return (murmur2(key.encode()) & 0x7FFFFFFF) % count
+        def partition_of(key: str) -> int:
+            return key_partition(key, count)
 
         offsets = [processor.resume_offset(topic, partition, lambda key, table=table: table.get(key.encode()),
-                                           key_partition)
+                                           partition_of)
                    for topics, table, processor in self.stateful_sources if topic in topics]
         offsets = [offset for offset in offsets if offset is not None]
         return min(offsets) if offsets else None
