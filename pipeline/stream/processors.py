@@ -623,6 +623,8 @@ class PublicationProcessor(Processor):
         logic = self.logics[name]
         mechanism = logic.restore(state["mechanism"], MechanismParts(side, name))
         slot = int(message["slot"])
+        if slot < 1:  # authentic-looking, but no worker measures such a slot (nor could a key name it)
+            return [refuse("out_of_range", topic, f"{message.kind} of slot {slot}", name)]
         step = StepKey(slot, message.kind, int(message.get("phase", 0)))
         if slot <= mechanism.slot or step.encode() in state["steps"]:  # a replayed input: re-emit what it caused
             kept = side.get((ReleaseKey(name, slot) if message.kind == "measured" else StepOutputKey(name, step)).encode())

@@ -7,10 +7,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import DeadLetter, DecodeError, Envelope, report_seal, seal
+from pipeline.stream.codecs import DeadLetter, DecodeError, Envelope, internal_seal, report_seal, seal
 from pipeline.stream.keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark,
                                   OpenSlotKey, PartialKey, QueryEntryKey, QueryHeadKey, ReleaseKey, RoundKey, StepKey,
                                   StepOutputKey, stream_of)
+from tests.stream.test_forgeries import SLOTS as FORGERY_SLOTS
+from tests.stream.test_forgeries import central_run
 from tests.stream.test_local_pipeline import SLOTS, USERS, local_config, run_pipeline
 
 names = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,20}", fullmatch=True)
@@ -104,3 +106,22 @@ def test_reports_for_a_round_no_key_can_name_are_dead_lettered_as_malformed():
     assert [r.to_json() for r in dirty.releases("l")] == [r.to_json() for r in clean.releases("l")]
     reasons = [DeadLetter.from_json(value).reason for value in dirty.log["deadletter"]]
     assert reasons == ["malformed"] * (len(bad_rounds) * SLOTS)
+
+
+def test_authentic_looking_inputs_of_impossible_slots_are_refused_by_the_publisher():
+    """M2's keys cannot name a slot below 1: such an input (under the right MAC: a bug, a leaked
+    key) is refused as ``out_of_range`` and changes nothing, rather than failing the worker."""
+    values = synthetic("sin", 900, FORGERY_SLOTS, seed=8).values()
+    clean = central_run(values)
+
+    def inject(pipeline, slot):
+        if slot == 3:
+            mac = internal_seal(pipeline.config.noise_key())
+            for impossible in (0, -5):
+                measured = Envelope("measured", {"stream": "s", "slot": impossible, "closed_at": 0.0,
+                                                 "counts": np.zeros((1, 2), dtype=np.int64)}).encode()
+                pipeline.inject("dissimilarity", seal("dissimilarity", "s", measured, mac), key="s")
+
+    dirty = central_run(values, inject)
+    assert [r.to_json() for r in dirty.releases("s")] == [r.to_json() for r in clean.releases("s")]
+    assert [DeadLetter.from_json(v).reason for v in dirty.log["deadletter"]] == ["out_of_range"] * 2
