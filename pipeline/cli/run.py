@@ -136,8 +136,8 @@ def handle(args) -> int:
     if args.slots and args.slots > feed.slots:
         print(f"the feed has only {feed.slots} slots", file=sys.stderr)
 
-    run = LocalRun(config, stream, feed, slots, keys, bootstrap=bootstrap, metrics_port=args.metrics_port or free_port(),
-                   speed=args.speed)
+    run = LocalRun(config, stream, feed, slots, keys, bootstrap=bootstrap,
+                   metrics_port=args.metrics_port or free_port(), speed=args.speed)
     try:
         run.open()
         return _follow(args, run, args.truth_port or free_port())

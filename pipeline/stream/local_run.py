@@ -276,8 +276,8 @@ class LocalRun:
         if self.stream.model == "local":  # the users' devices hold the values and answer the server's requests
             values = self.workdir / "values.npz"
             self.replayed.data.save(values)
-            devices = DevicesProcess(config_path, self.stream.name, values, self.bootstrap, self.workdir / "devices.log",
-                                     tansu_compat=self.embedded)
+            devices = DevicesProcess(config_path, self.stream.name, values, self.bootstrap,
+                                     self.workdir / "devices.log", tansu_compat=self.embedded)
             devices.env.update(self.keys.devices)
             self.children.append(self._start(devices))
 
@@ -322,7 +322,8 @@ class LocalRun:
             self._fail(f"the replay failed: {self.replay.failure}")
 
     def _fail(self, reason: str) -> None:
-        self.stop_timeout = {"timeout": 2.0}  # without a broker the worker cannot leave its group cleanly: no use waiting
+        # without a broker the worker cannot leave its group cleanly: no use waiting
+        self.stop_timeout = {"timeout": 2.0}
         raise Failed(reason)
 
     @property

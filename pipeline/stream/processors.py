@@ -627,7 +627,8 @@ class PublicationProcessor(Processor):
             return [refuse("out_of_range", topic, f"{message.kind} of slot {slot}", name)]
         step = StepKey(slot, message.kind, int(message.get("phase", 0)))
         if slot <= mechanism.slot or step.encode() in state["steps"]:  # a replayed input: re-emit what it caused
-            kept = side.get((ReleaseKey(name, slot) if message.kind == "measured" else StepOutputKey(name, step)).encode())
+            kept_key = ReleaseKey(name, slot) if message.kind == "measured" else StepOutputKey(name, step)
+            kept = side.get(kept_key.encode())
             return [Out(t, v, name) for t, v in kept.items()] if kept else []
         if slot != mechanism.slot + 1:
             return [dead_letter("gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}", name)]

@@ -22,10 +22,9 @@ def local_release_record(stream: str, mechanism, result, window_spend: float, sl
     ``n2`` reports at ``eps2`` through ``oracle2`` made a fresh release: enough for its noise
     variance (:func:`pipeline.stream.query.release_variance`).
     """
-    return ReleaseRecord.from_step(stream, mechanism, result, window_spend, slot_start, slot_end, extras={
-        "n1": result.n1, "n2": result.n2, "reports": result.reports, "bits": result.bits,
-        "oracle1": result.oracle1, "oracle2": result.oracle2,
-    })
+    extras = {"n1": result.n1, "n2": result.n2, "reports": result.reports, "bits": result.bits,
+              "oracle1": result.oracle1, "oracle2": result.oracle2}
+    return ReleaseRecord.from_step(stream, mechanism, result, window_spend, slot_start, slot_end, extras=extras)
 
 
 def personalized_release_record(stream: str, mechanism, result, type_window_spend: np.ndarray,
@@ -35,10 +34,8 @@ def personalized_release_record(stream: str, mechanism, result, type_window_spen
     ``type_window_spend[k]`` is type k's spend over its own window ending at this slot;
     ``window_spend`` is the largest of them (the most any user's own window holds).
     """
+    extras = {"type_eps1": result.type_eps1.tolist(), "type_eps2": result.type_eps2.tolist(),
+              "window_spend_ratio": float((type_window_spend / mechanism.types.epsilons).max()),
+              "theta": result.theta}
     return ReleaseRecord.from_step(stream, mechanism, result, float(type_window_spend.max()), slot_start, slot_end,
-                                   extras={
-                                       "type_eps1": result.type_eps1.tolist(),
-                                       "type_eps2": result.type_eps2.tolist(),
-                                       "window_spend_ratio": float((type_window_spend / mechanism.types.epsilons).max()),
-                                       "theta": result.theta,
-                                   })
+                                   extras=extras)

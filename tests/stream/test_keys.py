@@ -23,7 +23,8 @@ keys = st.one_of(
     rounds, steps, st.builds(OffsetMark, st.sampled_from(["reports", "ldp.reports", "slots"]), numbers),
     st.builds(AssemblerKey, names, numbers), st.builds(OpenSlotKey, names, numbers, numbers),
     st.builds(PartialKey, names, numbers, numbers), st.builds(ReleaseKey, names, numbers),
-    st.builds(StepOutputKey, names, steps), st.builds(MechanismPartKey, names, st.from_regex(r"[0-9a-f]{32}", fullmatch=True)),
+    st.builds(StepOutputKey, names, steps),
+    st.builds(MechanismPartKey, names, st.from_regex(r"[0-9a-f]{32}", fullmatch=True)),
     st.builds(EarlyReportsKey, names, rounds, numbers), st.builds(QueryEntryKey, names, numbers),
     st.builds(QueryHeadKey, names),
 )
@@ -56,7 +57,8 @@ def test_numpy_integers_make_the_same_key_as_ints():
 @pytest.mark.parametrize("kind, text", [
     (RoundKey, ""), (RoundKey, "3"), (RoundKey, "3:1:2"), (RoundKey, "-3:1"), (RoundKey, "03:1"), (RoundKey, "3:x"),
     (RoundKey, "3: 1"), (RoundKey, "3:1.0"), (RoundKey, "٣:1"), (StepKey, "3::1"), (StepKey, "3:ready"),
-    (OffsetMark, "reports"), (OffsetMark, ":1"), (AssemblerKey, "taxi"), (AssemblerKey, "/1"), (AssemblerKey, "taxi/1/2"),
+    (OffsetMark, "reports"), (OffsetMark, ":1"),
+    (AssemblerKey, "taxi"), (AssemblerKey, "/1"), (AssemblerKey, "taxi/1/2"),
     (OpenSlotKey, "taxi/1/+2"), (PartialKey, "taxi/1"), (ReleaseKey, "taxi/30"), (ReleaseKey, "taxi/step/30"),
     (ReleaseKey, "taxi/release"), (StepOutputKey, "taxi/step/30"), (StepOutputKey, "taxi/release/30:ready:0"),
     (MechanismPartKey, "taxi/part/"), (EarlyReportsKey, "taxi/early/30/99"), (EarlyReportsKey, "taxi/early/30:1"),
