@@ -17,12 +17,12 @@ run and whatever the block boundaries.
 
 Profiles (every setting can be overridden):
 
-* ``personalized`` (default): personalized-w-event §10.1: TIST2015, countries, a 5% user sample,
+* ``personalized`` (default): Du et al. 2025, Section 5.1: TIST2015, countries, a 5% user sample,
   100-minute slots (T = 7,649 on the full data), carry-forward.
-* ``ldp-ids``: ldp-ids §6.2: TIST2015, countries (d = 77), every user. The paper gives T = 447
+* ``ldp-ids``: LDP-IDS Section 7.1.2: TIST2015, countries (d = 77), every user. The paper gives T = 447
   but no slot length; 102,800 s (~28.6 h) slots give T = 447 over the full data's span. Absent
-  slots carry forward (RES-18: the paper's 77 OUE bits leave no room for an extra category).
-* ``tsmc2014``: TSMC2014 with venue categories as the domain (not in the specs): 100-minute slots
+  slots carry forward (the paper's 77 OUE bits leave no room for an extra category).
+* ``tsmc2014``: TSMC2014 with venue categories as the domain (not in the papers): 100-minute slots
   like the Foursquare setting above, every user, carry-forward.
 
 >>> from producers.fixtures import TIST_CHECKINS
@@ -78,10 +78,10 @@ class FoursquareProfile(SlotSettings):
 
 PROFILES = {
     "personalized": FoursquareProfile(
-        description="personalized-w-event §10.1: TIST2015 countries, 5% of users, 100-minute slots, carry-forward",
+        description="Du et al. 2025 Section 5.1: TIST2015 countries, 5% of users, 100-minute slots, carry-forward",
         slot_seconds=6000.0, sample_rate=0.05),
     "ldp-ids": FoursquareProfile(
-        description="ldp-ids §6.2: TIST2015 countries, all users, 102,800 s slots (T = 447 on the full data), "
+        description="LDP-IDS Section 7.1.2: TIST2015 countries, all users, 102,800 s slots (T = 447 on the full data), "
         "carry-forward", slot_seconds=102_800.0),
     "tsmc2014": FoursquareProfile(
         description="TSMC2014 (NYC or Tokyo): venue categories, all users, 100-minute slots, carry-forward",

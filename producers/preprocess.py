@@ -1,8 +1,8 @@
 """The papers' preparation of a record stream into a (slot x user) value matrix, shared by every reader.
 
 A reader turns lines into *observations*: who (an id), when (epoch seconds), which value (an index
-into the domain). :func:`user_values` then applies the rules of ldp-ids §6.2 and
-personalized-w-event §10.1:
+into the domain). :func:`user_values` then applies the rules of LDP-IDS (Section 7.1.2)
+and Du et al. 2025 (Section 5.1):
 
 * **Slots**: slot 1 starts at the first observation's time; slot k covers
   ``[start + (k-1) L, start + k L)`` for the slot length L. T runs to the last observation
@@ -10,7 +10,7 @@ personalized-w-event §10.1:
 * **Latest record**: a user's value in a slot is the value of their latest observation in it;
   observations with the same time keep the one read last (file order, then line order). Exact
   duplicate records therefore change nothing, which is the papers' "drop duplicates".
-* **Absent slots** (RES-18), the ``absent`` policy:
+* **Absent slots** (the papers do not say how they handled them), the ``absent`` policy:
   ``carry-forward`` repeats the previous value and gives the slots before a user's first
   observation that first value, so every user has a value in every slot;
   ``category`` adds one more domain value, ``absent``, for slots without an observation;

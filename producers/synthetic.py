@@ -6,8 +6,8 @@ and a resumed replay (``--from-slot``) sends exactly the values a full one would
 
 Profiles (every setting can be overridden):
 
-* ``ldp-ids``: ldp-ids §6.1 defaults, N = 200,000 users, T = 800 slots.
-* ``personalized``: personalized-w-event §10.1, N = T = 10,000.
+* ``ldp-ids``: LDP-IDS (Section 7.1.1) defaults, N = 200,000 users, T = 800 slots.
+* ``personalized``: Du et al. 2025 (the authors' code: the paper gives no N or T), N = T = 10,000.
 
 The streams have no clock of their own; slots are ``slot_seconds`` long from ``start`` (epoch
 seconds; default 1 minute from 1970-01-01) so that a replay has event times.
@@ -46,8 +46,8 @@ class SyntheticProfile:
 
 
 PROFILES = {
-    "personalized": SyntheticProfile(description="personalized-w-event §10.1: N = T = 10,000"),
-    "ldp-ids": SyntheticProfile(description="ldp-ids §6.1: N = 200,000, T = 800", users=200_000, slots=800),
+    "personalized": SyntheticProfile(description="Du et al. 2025: N = T = 10,000"),
+    "ldp-ids": SyntheticProfile(description="LDP-IDS Section 7.1.1: N = 200,000, T = 800", users=200_000, slots=800),
 }
 
 

@@ -11,12 +11,12 @@ Profiles (every setting can be overridden):
 * ``personalized`` (default): the personalized paper's "10x10 grid with 1-minute
   slots": lon [116, 116.8] x lat [39.5, 40.3], 10 x 10 cells (d = 100), 60 s slots, carry-forward
   (every taxi has a cell in every slot; before its first point, its first cell).
-* ``ldp-ids``: ldp-ids §6.2 Taxi: d = 5 "grid areas" in 10-minute slots. The paper does not say
+* ``ldp-ids``: LDP-IDS Section 7.1.2 Taxi: d = 5 "grid areas" in 10-minute slots. The paper does not say
   how the 5 areas are cut; we use the same box as 1 x 5 longitude strips. ABSENT handling is
-  RES-18's default ``absent_as_category`` (an extra value "absent", so 6 values; GRR still needs
+  ``absent_as_category`` by default (an extra value "absent", so 6 values; GRR still needs
   3 bits, as the paper's table says).
 
-On the full sample the personalized profile gives 10,357 taxis x 8,889 slots (spec: T = 8,889).
+On the full sample the personalized profile gives 10,357 taxis x 8,889 slots (as Du et al. 2025 report: T = 8,889).
 
 >>> from producers.fixtures import FIXTURES
 >>> data = read_tdrive([FIXTURES / "tdrive"])
@@ -40,7 +40,7 @@ from .textio import (BAD_NUMBER, BAD_TIME, BLOCK_BYTES, ISO_SECONDS, LineBlock, 
 __all__ = ["TDriveProfile", "PROFILES", "OUTSIDE_BOX", "tdrive_files", "read_tdrive"]
 
 OUTSIDE_BOX = "outside box"
-BEIJING = BoundingBox(116.0, 116.8, 39.5, 40.3)  # personalized-w-event §10.1
+BEIJING = BoundingBox(116.0, 116.8, 39.5, 40.3)  # Du et al. 2025, Section 5.1
 
 
 def utc_offset(text: str) -> int:
@@ -65,10 +65,10 @@ class TDriveProfile(SlotSettings):
 
 PROFILES = {
     "personalized": TDriveProfile(
-        description="personalized-w-event §10.1 Taxi: 10x10 grid over lon 116-116.8, lat 39.5-40.3, "
+        description="Du et al. 2025 Section 5.1 Taxi: 10x10 grid over lon 116-116.8, lat 39.5-40.3, "
         "1-minute slots, carry-forward"),
     "ldp-ids": TDriveProfile(
-        description="ldp-ids §6.2 Taxi: 5 areas (1x5 grid), 10-minute slots, absent as a category (RES-18)",
+        description="LDP-IDS Section 7.1.2 Taxi: 5 areas (1x5 grid), 10-minute slots, absent as a category",
         grid=(1, 5), slot_seconds=600.0, absent="category"),
 }
 

@@ -1,6 +1,6 @@
 """The Faust app: which agents read and write which topics, and where their state lives.
 
-Topology (ARCHITECTURE.md §3)::
+Topology::
 
     reports ──► assemble (per reports partition) ──► slots ─┐
                                                             ├─► measure (M1) ──► dissimilarity ──► publish (M2) ──► releases, audit
@@ -19,7 +19,6 @@ import asyncio
 import logging
 import os
 import time
-import traceback
 from typing import Any
 
 import faust
@@ -73,7 +72,7 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
         options["broker_credentials"] = credentials.faust()
     if tansu_compat:
         # tansu reports wrong high watermarks for multi-record batches, which loses data after a
-        # restart; one record per batch avoids it (shared/notes/tansu-and-faust.md). Our records
+        # restart; one record per batch avoids it. Our records
         # already carry thousands of reports each.
         options.update(producer_max_batch_size=1, broker_rebalance_timeout=5, broker_session_timeout=10,
                        broker_heartbeat_interval=1)

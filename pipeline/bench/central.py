@@ -9,7 +9,6 @@ discrete noise (the default) or the papers' continuous Laplace.
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np

@@ -273,7 +273,6 @@ def positions(bootstrap: str, config) -> dict[str, dict]:
 
     from ..core import state as packing
     from ..stream.kafka import consumer_config
-    from ..stream.subscription import read_topic
     from ..stream.topics import changelog
 
     committed = {}

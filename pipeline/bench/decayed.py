@@ -1,13 +1,14 @@
 """``wevent bench decayed``: decayed range queries against a naive decayed window sum.
 
 All implementations ingest the same stream and answer the same queries at the last slot (l
-uniform in the window, r uniform in [l, t]: spec RESOLVED A21). The naive baselines keep every
+uniform in the window, r uniform in [l, t]: the paper does not give the distribution). The naive baselines keep every
 value and compute ``Σ_{i=l..r} p^(t-i) D_i`` per query: with numpy (a slice times a power
 vector, O(r-l) vectorised) and as a plain Python loop. The benchmark first checks that the
 noise-free release index agrees with the numpy baseline, then prints rates and ratios.
-``--flat`` adds RTP_DMM's per-insert time for block sizes 2^10 .. 2^21 (spec §5 item 10).
+``--flat`` adds RTP_DMM's per-insert time for block sizes 2^10 .. 2^21 (insert time must not grow with L).
 ``--accuracy`` adds the exact MSE (mean squared standard error, data-independent) of every noise
-configuration on the same queries, next to LP-item (Lap(1/ε) on every slot, spec §4 A19/A20).
+configuration on the same queries, next to LP-item (Lap(1/ε) on every slot, one reading of the paper's baseline, which it does
+not fully specify).
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def flat_inserts(decay: float, epsilon: float, randomness: DerivedRandomness, in
 
 
 def accuracy(window: int, decay: float, epsilon: float, queries, drawn_at: int, randomness: DerivedRandomness) -> None:
-    """Mean exact variance over the queries: the MSE each configuration would show (spec §4 [OURS])."""
+    """Mean exact variance over the queries: the MSE each configuration would show (our measure, not the paper's)."""
     print(f"exact MSE over the same {len(queries):,} queries (epsilon = {epsilon:g}, event level):")
     print(f"{'configuration':<34} {'L':>7} {'MSE':>10}")
     zeros = [0.0] * window

@@ -11,7 +11,6 @@ Three measurements in one run, against the embedded broker (or ``--bootstrap``):
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ import numpy as np
 
 from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, slot_count, user_count
 from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
-from ..stream.codecs import report_partition
+from ..stream.codecs import json_report, report_partition
 from ..stream.config import parse_config
 from ..stream.kafka import KafkaReportSink
 from ..stream.child_processes import WorkerProcess, write_config
@@ -98,8 +97,7 @@ def handle(args) -> int:
             json_partitions = report_partition(json_users, args.partitions)
             started = time.monotonic()
             for user, value, partition in zip(json_users.tolist(), json_values.tolist(), json_partitions.tolist()):
-                report = json.dumps({"stream": "json", "user": user, "time": stream.slot_start(1), "value": value})
-                json_sink._produce(report.encode(), partition)
+                json_sink._produce(json_report("json", user, stream.slot_start(1), value), partition)
             json_sink.watermark(stream.slot_end(1))
             json_sink.producer.flush()
             json_rate = n / (_wait_for(releases, "json", 1) - started)

@@ -86,19 +86,14 @@ def mechanism_class(name: str) -> type:
 
 def default_config(feed, args):
     """One stream over the feed; its model follows from the mechanism (a local one runs devices)."""
-    from ..core.local import LocalMechanism
-    from ..core.personalized import PersonalizedMechanism
     from ..stream.config import parse_config
 
-    cls = mechanism_class(args.mechanism)
-    stream = {"name": feed.name, "model": "central", "mechanism": args.mechanism, "epsilon": args.epsilon,
+    model = mechanism_class(args.mechanism).model
+    stream = {"name": feed.name, "model": model, "mechanism": args.mechanism, "epsilon": args.epsilon,
               "window": args.window, "domain": feed.domain_size, "users": feed.users,
               "slot_seconds": feed.slot_seconds, "start": feed.start, "labels": list(feed.labels)}
-    if issubclass(cls, LocalMechanism):
-        stream["model"] = "local"
-    elif issubclass(cls, PersonalizedMechanism):  # a generated mix tied to --epsilon/--window (the strictest pair)
-        stream.update(model="personalized", options={"requirements": {"mix": "groups", "epsilon": args.epsilon,
-                                                                      "window": args.window}})
+    if model == "personalized":  # a generated mix tied to --epsilon/--window (the strictest pair)
+        stream["options"] = {"requirements": {"mix": "groups", "epsilon": args.epsilon, "window": args.window}}
         del stream["epsilon"], stream["window"]
     return parse_config({"app": "wevent", "report_partitions": 2, "stream_partitions": 1, "streams": [stream]})
 

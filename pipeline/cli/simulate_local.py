@@ -4,7 +4,7 @@ Every user's value at every slot comes from a synthetic stream (binary LNS/Sin/L
 versions with ``--task mean``) or a ``.npz`` dump of user values; devices perturb the values of
 the users each request asks and the mechanism sees only the reports' sums. The summary adds the
 communication (CFPU, bits per user per slot), the largest per-user window spend and report
-count, and with ``--roc`` the event-monitoring AUC (spec ldp-ids §6.3).
+count, and with ``--roc`` the event-monitoring AUC (LDP-IDS, Section 7.1.4 of the SIGMOD version).
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class LocalFamily:
             mae=mae(releases, truth),
             mre=mre(releases, truth, floor),
             mse=mse(releases, truth),
-            max_window_epsilon=ledger.max_window_spend,  # per user: the local guarantee (spec §1.4)
+            max_window_epsilon=ledger.max_window_spend,  # per user: the local guarantee (LDP-IDS, Theorem 4.1 of the SIGMOD version)
             max_reports_per_user_in_window=ledger.max_window_reports,
             cfpu=cfpu(results, data.population),
             bits_per_user_per_slot=bits_per_user_per_slot(results, data.population),
@@ -160,7 +160,7 @@ class LocalFamily:
 
 
 def _dump_data(values: UserValues) -> LocalData:
-    """A dump's users; absent users report an extra ABSENT category, left out of the metrics (RES-18)."""
+    """A dump's users; absent users report an extra ABSENT category, left out of the metrics (the papers do not say how they handled absent users)."""
     matrix = values.values
     truth = values.counts() / values.users
     if (matrix == ABSENT).any():

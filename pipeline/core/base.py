@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import enum
+import inspect
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable
 
@@ -19,9 +20,10 @@ import numpy as np
 from . import state as state_codec
 from .ledger import BudgetEntry
 from .randomness import DerivedRandomness, SecretKey
+from .registry import REGISTRY, register
 from .validation import ParameterError, check_epsilon, check_window
 
-__all__ = ["Strategy", "StepResult", "Mechanism", "REGISTRY", "restore"]
+__all__ = ["Strategy", "StepResult", "Mechanism", "restore"]
 
 
 class Strategy(str, enum.Enum):
@@ -64,24 +66,27 @@ class StepResult:
         return BudgetEntry(self.slot, self.eps1, self.eps2)
 
 
-REGISTRY: dict[str, type["Mechanism"]] = {}
-
-
 class Mechanism(abc.ABC):
     """A w-event private mechanism over an unbounded stream of slots.
 
-    Subclasses set ``name`` (registered for :func:`restore`), implement :meth:`step`, and describe
-    their state with :meth:`_params` (constructor arguments) and :meth:`_dynamic`/:meth:`_load`
-    (what changes slot by slot). ``window_spend_bound`` states what the mechanism spends: the
-    largest total budget any window of ``w`` slots can receive, always ``<= epsilon``.
+    Subclasses set ``name`` (registered in :mod:`.registry`, for :func:`restore` and the stream
+    configuration), inherit ``model`` from their model's base class, implement :meth:`step`, and
+    describe their state with :meth:`_params` (constructor arguments) and
+    :meth:`_dynamic`/:meth:`_load` (what changes slot by slot). ``window_spend_bound`` states
+    what the mechanism spends: the largest total budget any window of ``w`` slots can receive,
+    always ``<= epsilon``.
     """
 
     name: ClassVar[str]
+    # Who is trusted and who is charged: "central" (a trusted aggregator, one budget per window),
+    # "personalized" (central, with every user's own window and budget) or "local" (devices
+    # perturb their own values; each user's ledger is charged per report).
+    model: ClassVar[str]
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
-            REGISTRY[cls.name] = cls
+            register(cls)
 
     def __init__(self, epsilon: float, window: int, *, randomness: DerivedRandomness | None = None) -> None:
         self.epsilon = check_epsilon(epsilon)
@@ -128,10 +133,14 @@ class Mechanism(abc.ABC):
 
     @classmethod
     def from_state(cls, state: dict[str, Any], randomness: DerivedRandomness, **hooks) -> "Mechanism":
-        mechanism_cls = REGISTRY.get(state.get("mechanism"))
+        mechanism_cls = REGISTRY.get(str(state.get("mechanism")))
         if mechanism_cls is None or not issubclass(mechanism_cls, cls):
             raise ParameterError(f"state is for mechanism {state.get('mechanism')!r}, not {cls.__name__}")
-        mechanism = mechanism_cls(**mechanism_cls._stored_params(state["params"]), randomness=randomness, **hooks)
+        params = mechanism_cls._stored_params(state["params"])
+        unknown = sorted(set(params) - set(inspect.signature(mechanism_cls).parameters))
+        if unknown:
+            raise ParameterError(f"state of {mechanism_cls.name} has unknown parameter(s) {', '.join(unknown)}")
+        mechanism = mechanism_cls(**params, randomness=randomness, **hooks)
         mechanism.slot = int(state["slot"])
         mechanism._load(state["dynamic"])
         return mechanism
@@ -155,6 +164,8 @@ def restore(data: bytes | str, randomness: DerivedRandomness, *, parts=None, **h
     """Rebuild any registered mechanism from :meth:`Mechanism.to_bytes` or ``to_json`` output, or
     from the head of :meth:`Mechanism.to_parts` with a mapping holding its ``parts``."""
     if parts is not None:
+        if isinstance(data, str):
+            raise ParameterError("a state split in parts has a bytes head (Mechanism.to_parts), not JSON")
         state = state_codec.unpack_split(data, parts)
     else:
         state = state_codec.from_json(data) if isinstance(data, str) else state_codec.unpack(data)

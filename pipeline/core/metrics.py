@@ -1,9 +1,9 @@
 """Error metrics of a released stream against the truth, over (T, d) matrices.
 
-* MAE = mean over slots and bins of ``|r - c|`` (Kellaris §6.3).
+* MAE = mean over slots and bins of ``|r - c|`` (the error measure of Kellaris et al.'s evaluation).
 * MSE = mean of ``(r - c)^2`` (LDP-IDS; AMRE of the personalized paper).
-* MRE = mean of ``|r - c| / max(c, floor)``. No paper defines the floor (Kellaris RES-9,
-  LDP-IDS RES-19); it is an explicit parameter and every summary records the value used.
+* MRE = mean of ``|r - c| / max(c, floor)``. No paper defines the floor (neither Kellaris et al.
+  nor LDP-IDS); it is an explicit parameter and every summary records the value used.
   Conventional defaults: 1 for counts (central model), 1e-3 for frequencies (local model).
 
 >>> r = np.array([[1.0, 3.0], [2.0, 2.0]]); c = np.array([[1.0, 2.0], [0.0, 2.0]])

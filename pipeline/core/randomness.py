@@ -1,7 +1,7 @@
 """Derived randomness: every random draw is a pure function of a secret key and its coordinates.
 
 A mechanism never shares one generator across slots. For each (stream, slot, phase[, block]) it
-asks for a fresh generator seeded with a keyed hash of those coordinates (ARCHITECTURE.md §2).
+asks for a fresh generator seeded with a keyed hash of those coordinates.
 Re-processing a slot after a crash therefore reproduces the very same noise instead of drawing a
 second, independent release; averaging two independent releases would halve the noise and leak.
 
@@ -34,6 +34,7 @@ import math
 import os
 import struct
 import threading
+from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
@@ -122,7 +123,7 @@ class DerivedRandomness:
         self._bits = np.random.PCG64(0)
         self._scratch = np.random.Generator(self._bits)
 
-    def _state(self, slot: int, phase: int, block: int) -> dict:
+    def _state(self, slot: int, phase: int, block: int) -> Any:
         h = self._hasher.copy()  # the keyed, personalised prefix is hashed once per stream
         h.update(_COORDINATES.pack(slot, phase, block))
         return _pcg64_state(h.digest())
@@ -208,7 +209,7 @@ class KeyStream:
         zeros = getattr(self._ZEROS, "buffer", None)
         if zeros is None or zeros.size < size:
             zeros = self._ZEROS.buffer = np.zeros(max(size, 4096), np.uint8)
-        written = self._cipher.update_into(zeros[:size], out.reshape(-1).view(np.uint8))
+        written = self._cipher.update_into(zeros[:size].data, out.reshape(-1).view(np.uint8).data)
         assert written == size  # counter mode is a stream: every byte in gives one out
         return out
 
@@ -223,7 +224,7 @@ class KeyStream:
         return np.random.Generator(bits)
 
 
-def _pcg64_state(secret: bytes) -> dict:
+def _pcg64_state(secret: bytes) -> Any:  # the dict PCG64.state accepts
     """The PCG64 state whose 128-bit state and increment are the two halves of 32 secret bytes."""
     return {
         "bit_generator": "PCG64",

@@ -54,7 +54,8 @@ def _encode(value: Any, buffers: list[bytes] | None):
     if isinstance(value, (bytes, bytearray, np.ndarray)):
         if isinstance(value, np.ndarray):
             array = np.ascontiguousarray(value)
-            meta, raw = {"dtype": array.dtype.str, "shape": list(array.shape)}, array.tobytes()
+            meta: dict[str, Any] = {"dtype": array.dtype.str, "shape": list(array.shape)}
+            raw = array.tobytes()
         else:  # kept as they are: a packed population set is not copied again
             meta, raw = {"dtype": "|u1", "shape": [len(value)], "bytes": True}, bytes(value)
         if buffers is None:

@@ -1,4 +1,4 @@
-"""Synthetic binary streams of LDP-IDS (Ren et al., SIGMOD 2022, §7.1.1; spec ldp-ids §6.1).
+"""Synthetic binary streams of LDP-IDS (Ren et al., SIGMOD 2022, Section 7.1.1).
 
 A model gives a probability ``p_t`` per slot; at every slot exactly ``round(p_t * N)`` users,
 chosen uniformly at random and independently of other slots, hold value 1 and the others 0.
@@ -9,7 +9,8 @@ The histogram of slot t is therefore ``[N - k_t, k_t]`` (d = 2).
 * Log: ``p_t = A / (1 + exp(-b t))`` with A = 0.25, b = 0.01.
 
 The "-Con" variants for mean estimation draw every user's value from ``N(p_t, sigma^2)`` clipped
-into ``[0, B]`` (sigma = 0.1 by default; the paper's literal sigma = 10 is an option, RES-17).
+into ``[0, B]`` (sigma = 0.1 by default, since the paper's sigma = 10 on values in [0, 1] reads as a typo;
+the literal sigma = 10 is an option).
 
 Per-slot user values are derived from ``(seed, t)`` so any slot can be regenerated on its own
 (a replay can resume mid-stream).
@@ -45,7 +46,7 @@ class StreamModel(abc.ABC):
 
 @dataclass(frozen=True)
 class LNS(StreamModel):
-    """Linear Gaussian random walk, clipped to [0, 1] at every step (RES-22)."""
+    """Linear Gaussian random walk, clipped to [0, 1] at every step (a walk can leave it; the paper does not say)."""
 
     step_std: float = 0.0025
     start: float = 0.05

@@ -26,7 +26,7 @@ def check_epsilon(epsilon, name: str = "epsilon") -> float:
 def check_positive_int(value, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, numbers.Real) and float(value).is_integer():
-            value = int(value)
+            value = int(float(value))
         else:
             raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
     if value < minimum:

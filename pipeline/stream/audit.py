@@ -114,12 +114,10 @@ def _kind(record: dict) -> str:
 @functools.lru_cache(maxsize=None)
 def _central(mechanism: str) -> bool:
     """Whether a central mechanism (a release record's eps1/eps2 are then what every user paid)."""
-    from ..core.central import CentralMechanism
-    from ..core.personalized import PersonalizedMechanism
     from ..core.registry import mechanisms
 
     cls = mechanisms().get(mechanism)
-    return cls is not None and issubclass(cls, CentralMechanism) and not issubclass(cls, PersonalizedMechanism)
+    return cls is not None and cls.model == "central"
 
 
 def _declared(ordered: list[dict], slots: np.ndarray) -> tuple[float, int, float]:

@@ -1,4 +1,4 @@
-"""Every message format of the system, in one place (ARCHITECTURE.md §3).
+"""Every message format of the system, in one place.
 
 Imported by producers, workers, devices and the CLI alike; it needs only numpy.
 
@@ -9,6 +9,11 @@ Imported by producers, workers, devices and the CLI alike; it needs only numpy.
   ``ldp.reports`` carry :class:`Envelope` messages: a typed dict with numpy arrays, packed with
   the same compact codec as mechanism state (a JSON header plus raw array buffers).
 * Public topics (``releases``, ``audit``, ``deadletter``) carry JSON, one object per message.
+
+Every message a writer sends carries ``version`` (:data:`FORMAT_VERSION`); a reader takes a
+message without one as version 1, refuses a version it does not know (a change of meaning bumps
+it), and ignores fields it does not know (adding a field does not). The JSON Schemas of the public
+messages ship in :mod:`pipeline.stream.schemas`.
 
 Anyone who can write to the broker can write to any topic, so the messages a worker or a device
 acts on are sealed (:func:`seal`), one tag per message whatever the number of reports in it,
@@ -32,7 +37,7 @@ import json
 import math
 import re
 import struct
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -45,8 +50,10 @@ from ..core.randomness import SecretKey
 
 __all__ = [
     "DecodeError",
+    "FORMAT_VERSION",
     "ReportBatch",
     "Watermark",
+    "json_report",
     "report_partition",
     "decode_report_message",
     "Envelope",
@@ -72,6 +79,29 @@ __all__ = [
 
 class DecodeError(ValueError):
     """Bytes that are not a message of the expected kind (counted and dead-lettered)."""
+
+
+FORMAT_VERSION = 1  # what writers emit in ``version``; a message without one is version 1
+
+
+def _check_version(message: dict) -> None:
+    """Refuses a message of a version this reader does not know."""
+    version = message.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
+        raise DecodeError(f"message version {version!r}; this reader reads versions 1 to {FORMAT_VERSION}")
+
+
+def _known_fields(cls, message) -> dict:
+    """The fields of dataclass ``cls`` in ``message``, whose other fields (a newer writer's) are ignored."""
+    if not isinstance(message, dict):
+        raise DecodeError(f"a {cls.__name__} must be a JSON object")
+    _check_version(message)
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in message.items() if k in names}
+
+
+def _versioned_json(record) -> str:
+    return json.dumps({"version": FORMAT_VERSION, **asdict(record)}, separators=(",", ":"), sort_keys=True)
 
 
 # --- reports topic -----------------------------------------------------------------------------
@@ -156,7 +186,18 @@ class Watermark:
     time: float  # epoch seconds
 
     def encode(self) -> bytes:
-        return json.dumps({"type": "watermark", "stream": self.stream, "time": self.time}).encode()
+        return json.dumps({"type": "watermark", "version": FORMAT_VERSION, "stream": self.stream,
+                           "time": self.time}).encode()
+
+
+def json_report(stream: str, user: int, time: float, value: int) -> bytes:
+    """One report in the JSON form of the ``reports`` topic (event ``time`` in epoch seconds).
+
+    >>> decode_report_message(json_report("taxi", 7, 60.5, 3)).values.tolist()
+    [3]
+    """
+    return json.dumps({"version": FORMAT_VERSION, "stream": stream, "user": user, "time": time,
+                       "value": value}).encode()
 
 
 def report_partition(users: np.ndarray, partitions: int) -> np.ndarray:
@@ -193,6 +234,7 @@ def decode_report_message(data: bytes) -> ReportBatch | Watermark:
         raise DecodeError("neither a report batch nor JSON") from None
     if not isinstance(obj, dict):
         raise DecodeError("a JSON report must be an object")
+    _check_version(obj)
     try:
         if obj.get("type") == "watermark":
             return Watermark(str(obj["stream"]), _finite(obj["time"], "time"))
@@ -236,13 +278,15 @@ class Envelope:
         return self.fields.get(name, default)
 
     def encode(self) -> bytes:
-        return packing.pack({"kind": self.kind, **self.fields})
+        return packing.pack({"kind": self.kind, "version": FORMAT_VERSION, **self.fields})
 
     @classmethod
     def decode(cls, data: bytes) -> "Envelope":
         """The message in ``data``, sealed or not: this does not check the seal (:func:`check_seal` does)."""
         try:
             fields = packing.unpack(unseal(data)[0])
+            _check_version(fields)
+            fields.pop("version", None)
             kind = fields.pop("kind")
         except (packing.StateError, KeyError, TypeError, AttributeError) as exc:
             raise DecodeError(f"malformed internal message: {exc}") from None
@@ -322,19 +366,18 @@ class ReleaseRecord:
         )
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+        return _versioned_json(self)
 
     def to_bytes(self) -> bytes:
         return self.to_json().encode()
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "ReleaseRecord":
-        """A release, ignoring its ``mac`` (the workers' own check, :func:`check_seal`)."""
+        """A release, ignoring its ``mac`` (the workers' own check, :func:`check_seal`) and unknown fields."""
         data = json.loads(text)
-        if data.get("record") == "audit":
+        if isinstance(data, dict) and data.get("record") == "audit":
             raise DecodeError("an audit record, not a release")
-        data.pop("mac", None)
-        return cls(**data)
+        return cls(**_known_fields(cls, data))
 
 
 @dataclass(frozen=True)
@@ -361,14 +404,14 @@ class AuditRecord:
     record: str = "audit"
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+        return _versioned_json(self)
 
     def to_bytes(self) -> bytes:
         return self.to_json().encode()
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "AuditRecord":
-        return cls(**json.loads(text))
+        return cls(**_known_fields(cls, json.loads(text)))
 
 
 @dataclass(frozen=True)
@@ -389,11 +432,11 @@ class DeadLetter:
     payload: Any = None
 
     def to_bytes(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True).encode()
+        return _versioned_json(self).encode()
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "DeadLetter":
-        return cls(**json.loads(text))
+        return cls(**_known_fields(cls, json.loads(text)))
 
 
 def unread_bytes(data: bytes, key: bytes) -> dict:

@@ -23,7 +23,7 @@ A config file (TOML, YAML or JSON) declares the app and its streams::
 A personalized stream (``model = "personalized"``, mechanism ``pbd`` or ``pba``) has no single
 epsilon and w: ``options.requirements`` is a CSV file of ``user,w,epsilon`` lines (users are the
 stream's user indices) or a table of generation settings, e.g.
-``{ mix = "groups", epsilon = 0.6, window = 120, seed = 1 }`` (spec personalized §10.2).
+``{ mix = "groups", epsilon = 0.6, window = 120, seed = 1 }`` (the generation of Du et al. 2025, Section 5.2).
 
 Options are the mechanism's own, typed and per mechanism (:mod:`pipeline.stream.config_schema`
 lists them): ``budget_shift = "false"`` is an error, not a true value, and an option the mechanism

@@ -14,49 +14,140 @@ from .topics import REPORTS
 
 MAX_REPORTS_PER_MESSAGE = 65_536  # 512 KiB of report payload: under Kafka's default 1 MiB message limit
 
-# Kafka credentials come from the environment (the Helm chart fills them from its Secret).
-SASL_ENV = {"mechanism": "WEVENT_KAFKA_SASL_MECHANISM", "username": "WEVENT_KAFKA_USERNAME",
-            "password": "WEVENT_KAFKA_PASSWORD", "protocol": "WEVENT_KAFKA_SECURITY_PROTOCOL"}
+# How to reach Kafka securely comes from the environment (the Helm chart fills it from its Secret).
+SECURITY_ENV = {"protocol": "WEVENT_KAFKA_SECURITY_PROTOCOL", "mechanism": "WEVENT_KAFKA_SASL_MECHANISM",
+                "username": "WEVENT_KAFKA_USERNAME", "password": "WEVENT_KAFKA_PASSWORD",
+                "cafile": "WEVENT_KAFKA_SSL_CAFILE", "certfile": "WEVENT_KAFKA_SSL_CERTFILE",
+                "keyfile": "WEVENT_KAFKA_SSL_KEYFILE", "key_password": "WEVENT_KAFKA_SSL_KEY_PASSWORD"}
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 @dataclass(frozen=True)
 class KafkaCredentials:
-    """SASL over TLS (``SASL_SSL``, the default) or plain TCP (``SASL_PLAINTEXT``)."""
+    """How the clients reach Kafka: TLS, SASL, both, or neither.
 
-    mechanism: str
-    username: str
-    password: str
-    protocol: str = "SASL_SSL"
+    Read from the environment by :meth:`from_env`, which refuses an incoherent combination with
+    one line (a password without SASL, a certificate without TLS, a file that cannot be read).
+
+    Parameters
+    ----------
+    protocol : str
+        ``PLAINTEXT``, ``SSL`` (TLS, and mutual TLS with a client certificate), ``SASL_PLAINTEXT``
+        or ``SASL_SSL``.
+    mechanism, username, password : str or None
+        SASL (``PLAIN``, ``SCRAM-SHA-256`` or ``SCRAM-SHA-512``); only with a ``SASL_`` protocol.
+    cafile : str or None
+        PEM file of the certificate authorities to trust instead of the system's.
+    certfile, keyfile, key_password : str or None
+        The client's PEM certificate and private key (mutual TLS), and the key's password.
+    """
+
+    protocol: str = "PLAINTEXT"
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+    cafile: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    key_password: str | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
 
     @classmethod
     def from_env(cls) -> "KafkaCredentials | None":
-        """The credentials in WEVENT_KAFKA_*, or None when no username is set (no authentication)."""
+        """The settings in WEVENT_KAFKA_*, or None when none is set (plain TCP, no authentication).
+
+        The protocol defaults to ``SASL_SSL`` when a username is set, else to ``PLAINTEXT``.
+        """
         from ..errors import UsageError
 
-        username = os.environ.get(SASL_ENV["username"], "")
-        if not username:
+        env = {name: os.environ.get(variable) or None for name, variable in SECURITY_ENV.items()}
+        if not any(env.values()):
             return None
-        mechanism = os.environ.get(SASL_ENV["mechanism"], "SCRAM-SHA-512").upper()
-        protocol = os.environ.get(SASL_ENV["protocol"], "SASL_SSL").upper()
-        if mechanism not in SASL_MECHANISMS:
-            raise UsageError(f"{SASL_ENV['mechanism']} must be one of {', '.join(SASL_MECHANISMS)}, got {mechanism!r}")
-        if protocol not in ("SASL_SSL", "SASL_PLAINTEXT"):
-            raise UsageError(f"{SASL_ENV['protocol']} must be SASL_SSL or SASL_PLAINTEXT, got {protocol!r}")
-        return cls(mechanism, username, os.environ.get(SASL_ENV["password"], ""), protocol)
+        protocol = (env["protocol"] or ("SASL_SSL" if env["username"] else "PLAINTEXT")).upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            raise UsageError(f"{SECURITY_ENV['protocol']} must be one of {', '.join(SECURITY_PROTOCOLS)}, got {protocol!r}")
+        sasl = protocol.startswith("SASL_")
+        mechanism = (env["mechanism"] or "SCRAM-SHA-512").upper() if sasl else env["mechanism"]
+        if sasl and mechanism not in SASL_MECHANISMS:
+            raise UsageError(f"{SECURITY_ENV['mechanism']} must be one of {', '.join(SASL_MECHANISMS)}, got {mechanism!r}")
+        if sasl and not (env["username"] and env["password"]):
+            raise UsageError(f"{SECURITY_ENV['protocol']}={protocol} needs {SECURITY_ENV['username']} and "
+                             f"{SECURITY_ENV['password']}")
+        for name in ("mechanism", "username", "password") if not sasl else ():
+            if env[name]:
+                raise UsageError(f"{SECURITY_ENV[name]} is set but {SECURITY_ENV['protocol']}={protocol} has no SASL "
+                                 "(use SASL_SSL or SASL_PLAINTEXT)")
+        tls = protocol in ("SSL", "SASL_SSL")
+        for name in ("cafile", "certfile", "keyfile", "key_password") if not tls else ():
+            if env[name]:
+                raise UsageError(f"{SECURITY_ENV[name]} is set but {SECURITY_ENV['protocol']}={protocol} has no TLS "
+                                 "(use SSL or SASL_SSL)")
+        if bool(env["certfile"]) != bool(env["keyfile"]):
+            raise UsageError(f"{SECURITY_ENV['certfile']} and {SECURITY_ENV['keyfile']} go together (mutual TLS)")
+        if env["key_password"] and not env["keyfile"]:
+            raise UsageError(f"{SECURITY_ENV['key_password']} is set without {SECURITY_ENV['keyfile']}")
+        credentials = cls(protocol, mechanism, env["username"], env["password"], env["cafile"], env["certfile"],
+                          env["keyfile"], env["key_password"])
+        credentials.ssl_context()  # unreadable or mismatched files: one line now, not a failure in every client
+        return credentials
 
-    def librdkafka(self) -> dict:
-        return {"security.protocol": self.protocol, "sasl.mechanism": self.mechanism, "sasl.username": self.username,
-                "sasl.password": self.password}
-
-    def faust(self):
+    def ssl_context(self):
+        """The TLS context of Python clients (Faust's), or None without TLS; UsageError for bad files."""
         import ssl
 
+        from ..errors import UsageError
+
+        if not self.tls:
+            return None
+        try:
+            context = ssl.create_default_context(cafile=self.cafile)
+        except OSError as exc:  # ssl.SSLError included
+            raise UsageError(f"{SECURITY_ENV['cafile']}={self.cafile}: not a readable PEM file of CA certificates "
+                             f"({_reason(exc)})") from None
+        if self.certfile:
+            try:
+                # never None: OpenSSL would prompt on the terminal for the password of an encrypted key
+                context.load_cert_chain(self.certfile, self.keyfile, self.key_password or "")
+            except OSError as exc:
+                raise UsageError(f"{SECURITY_ENV['certfile']}={self.certfile} with {SECURITY_ENV['keyfile']}="
+                                 f"{self.keyfile}: not a client certificate and its key ({_reason(exc)})") from None
+        return context
+
+    def librdkafka(self) -> dict:
+        config = {"security.protocol": self.protocol}
+        if self.sasl:
+            config.update({"sasl.mechanism": self.mechanism, "sasl.username": self.username,
+                           "sasl.password": self.password})
+        optional = {"ssl.ca.location": self.cafile, "ssl.certificate.location": self.certfile,
+                    "ssl.key.location": self.keyfile, "ssl.key.password": self.key_password}
+        return config | {key: value for key, value in optional.items() if value}
+
+    def faust(self):
+        """Faust's credentials (for its aiokafka clients), or None for plain TCP."""
         import faust
 
-        context = ssl.create_default_context() if self.protocol == "SASL_SSL" else None
-        return faust.SASLCredentials(username=self.username, password=self.password, mechanism=self.mechanism,
-                                     ssl_context=context)
+        context = self.ssl_context()
+        if self.sasl:
+            return faust.SASLCredentials(username=self.username, password=self.password, mechanism=self.mechanism,
+                                         ssl_context=context)
+        return faust.SSLCredentials(context) if context is not None else None
+
+
+def _reason(exc: OSError) -> str:
+    """A TLS or file error in a few words: OpenSSL's reason (``KEY_VALUES_MISMATCH``) or the system's."""
+    import ssl
+
+    if isinstance(exc, ssl.SSLError):
+        return exc.reason or "not PEM, or an encrypted key without its password"
+    return exc.strerror or str(exc)
 
 
 def client_config(bootstrap: str) -> dict:

@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from ..core import state as state_codec
-from ..core.base import REGISTRY, Mechanism, StepResult
+from ..core.base import Mechanism, StepResult
 from ..core.validation import ParameterError
 from ..core.central import CentralMechanism, Dissimilarity
 from ..core.local.user_sets import users_to_text
 from ..core.randomness import DerivedRandomness
+from ..core.registry import mechanisms
 from .codecs import AuditRecord, ReleaseRecord
 from .config import AppConfig, ConfigError, StreamConfig
 from .release_records import local_release_record, personalized_release_record
@@ -129,7 +130,7 @@ class CentralLogic(StreamLogic):
     def new_mechanism(self) -> CentralMechanism:
         s = self.stream
         try:  # a Mode B/C query index takes its budget out of every window first (composition)
-            return REGISTRY[s.mechanism](s.host_epsilon, s.window, s.domain, randomness=self.randomness,
+            return mechanisms()[s.mechanism](s.host_epsilon, s.window, s.domain, randomness=self.randomness,
                                          **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
@@ -158,7 +159,7 @@ class PersonalizedLogic(CentralLogic):
     The requirements come from ``options.requirements``: a CSV file of ``user,w,epsilon`` lines
     whose users are the stream's user indices, or a table of generation settings
     (``mix``, ``epsilon``, ``window``, ``groups``, ``share``, ``seed``: the strictest pair the mix is tied
-    to and its shape; spec §10.2).
+    to and its shape; as in Du et al. 2025, Section 5.2).
     """
 
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness, requirements) -> None:
@@ -169,7 +170,7 @@ class PersonalizedLogic(CentralLogic):
     def new_mechanism(self):
         s = self.stream
         try:
-            return REGISTRY[s.mechanism].for_requirements(self.requirements, s.domain, randomness=self.randomness,
+            return mechanisms()[s.mechanism].for_requirements(self.requirements, s.domain, randomness=self.randomness,
                                                           **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
@@ -221,7 +222,7 @@ class LocalLogic(StreamLogic):
     def new_mechanism(self):
         s = self.stream
         try:
-            return REGISTRY[s.mechanism](s.epsilon, s.window, s.domain, s.users, oracle=s.oracle,
+            return mechanisms()[s.mechanism](s.epsilon, s.window, s.domain, s.users, oracle=s.oracle,
                                          randomness=self.randomness, **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
@@ -302,22 +303,12 @@ def load_requirements(stream: StreamConfig):
 
 def logic_for(config: AppConfig, stream: StreamConfig) -> StreamLogic:
     randomness = DerivedRandomness(config.noise_key(), stream.name)
-    from ..core.local import LocalMechanism
-    from ..core.personalized import PersonalizedMechanism
-
-    cls = REGISTRY[stream.mechanism]
-    if stream.model == "local":
-        if not issubclass(cls, LocalMechanism):
-            raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is not a local-model mechanism")
+    model = mechanisms()[stream.mechanism].model
+    if model != stream.model:
+        raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is not a {stream.model}-model mechanism: "
+                          f"it belongs to the {model} model")
+    if model == "local":
         return LocalLogic(stream, randomness)
-    if stream.model == "personalized":
-        if not issubclass(cls, PersonalizedMechanism):
-            raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is not a personalized mechanism (pbd, pba)")
+    if model == "personalized":
         return PersonalizedLogic(stream, randomness, load_requirements(stream))
-    if stream.model == "central":
-        if not issubclass(cls, CentralMechanism) or issubclass(cls, PersonalizedMechanism):
-            raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is not a central-model mechanism")
-        return CentralLogic(stream, randomness)
-    if issubclass(cls, LocalMechanism):
-        raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is a local-model mechanism: set model = \"local\"")
-    raise ConfigError(f"stream {stream.name!r}: model {stream.model!r} is not supported")
+    return CentralLogic(stream, randomness)

@@ -1,4 +1,4 @@
-"""The stream processors of ARCHITECTURE.md §3 as plain classes, independent of Faust.
+"""The stream processors as plain classes, independent of Faust.
 
 Each processor turns (its state for a key, one input message) into a new state and a list of
 output messages. The Faust agents in ``topologies/`` only load and store the state in a table and

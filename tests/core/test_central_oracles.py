@@ -1,4 +1,4 @@
-"""Deterministic test oracles of the central spec (kellaris-w-event.md §8, items 1-15)."""
+"""Deterministic oracles of the central mechanisms (Kellaris et al. 2014): ledgers, worked examples, state."""
 
 from fractions import Fraction
 

@@ -1,4 +1,4 @@
-"""Statistical oracles of the central spec (kellaris §8 items 17-21); fixed seeds, derived tolerances.
+"""Statistical oracles of the central mechanisms (Kellaris et al. 2014); fixed seeds, derived tolerances.
 
 The oracles are the papers' continuous Laplace formulas (MAE = scale), so the mechanisms run with
 noise="laplace" here; the discrete default has its own laws in tests/core/test_noise.py.
@@ -60,7 +60,7 @@ def test_dissimilarity_noise_scale(shift, d, w, expected_scale):
 @pytest.mark.slow
 @pytest.mark.parametrize("w", [40, 120, 200])
 def test_qualitative_orderings(w):
-    """Spec §8 item 21, seed-averaged over 20 runs, d = 1000, epsilon = 1, large counts.
+    """The orderings of the paper's Section 5, seed-averaged over 20 runs, d = 1000, epsilon = 1, large counts.
 
     * smooth stream (mean change ~0.1 count per slot): MAE(BD) <= MAE(Uniform), MAE(Sample) <
       MAE(Uniform), MAE(Uniform) ~ w/epsilon;
@@ -68,7 +68,7 @@ def test_qualitative_orderings(w):
       and halves its budget each time while BA spends absorbed units: MAE(BA) <= MAE(BD);
     * volatile stream (i.i.d. counts): MAE(Sample) > MAE(Uniform) and MAE(BA) <= MAE(BD).
 
-    The spec also expects BA <= BD on the smooth stream. Measured, it does not hold (README,
+    One could also expect BA <= BD on the smooth stream. Measured, it does not hold (README,
     "Central model results"): BA settles where a candidate's noise matches its own last release's
     noise (k ~ 10 units at w = 40, a release every ~2k slots), while BD republishes at epsilon/4
     once per window; so it is asserted where the mechanism's design predicts it.

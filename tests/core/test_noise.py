@@ -18,8 +18,13 @@ from pipeline.core.central import BudgetAbsorption, BudgetDistribution, Sample, 
 from pipeline.core.decayed import RTPDMM, restore_index
 from pipeline.core.decayed.lambdas import lambda_table
 from pipeline.core.decayed.sensitivity import rounding_weights, window_sensitivity
-from pipeline.core.noise import (Expansion, discrete_laplace_variance, geometric_table, noise_variance,
-                                 two_sided_geometric)
+from pipeline.core.noise import (
+    Expansion,
+    discrete_laplace_variance,
+    geometric_table,
+    noise_variance,
+    two_sided_geometric,
+)
 from pipeline.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, grouped
 from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey
 from pipeline.core.validation import ParameterError

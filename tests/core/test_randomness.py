@@ -93,9 +93,9 @@ def test_zero_noise_is_zero():
     assert not z.laplace(1, Phase.PUBLICATION, 5.0, 3).any()
 
 
-# Spec kellaris §8 item 16. For X ~ Lap(lam): E|X| = lam, Var|X| = lam^2, E X = 0, Var X = 2 lam^2,
+# The Laplace sampler's moments. For X ~ Lap(lam): E|X| = lam, Var|X| = lam^2, E X = 0, Var X = 2 lam^2,
 # Var(X^2) = E X^4 - (E X^2)^2 = 24 lam^4 - 4 lam^4 = 20 lam^4. With N = 1e5 the standard errors are
-# lam/316 for mean|X|, 1.41 lam/316 for mean X and 4.47 lam^2/316 for the variance, so the spec's
+# lam/316 for mean|X|, 1.41 lam/316 for mean X and 4.47 lam^2/316 for the variance, so the
 # tolerances (2%, 0.02 lam, 5%) are 6.3, 4.5 and 7 standard errors.
 N = 100_000
 LAM = 3.0

@@ -16,7 +16,6 @@ from pipeline.stream.audit import verify
 from pipeline.stream.codecs import DeadLetter, ReportBatch
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink, producer_config
-from pipeline.stream.child_processes import wait_until
 from pipeline.stream.subscription import Releases
 from tests.integration.conftest import metric_value
 

@@ -180,10 +180,10 @@ def test_profiles_and_overrides(tdrive_paths):
     assert ABSENT not in ldp.values.values
 
 
-def test_grid_cells_follow_the_personalized_spec_oracle():
-    """Spec personalized §11 item 12: col = floor((lon-116)/0.08), row = floor((lat-39.5)/0.08),
+def test_grid_cells_follow_the_personalized_grid():
+    """The grid of Du et al. 2025, Section 5.1: col = floor((lon-116)/0.08), row = floor((lat-39.5)/0.08),
     clamped to 9 at the upper edge. On five-decimal coordinates (as in the data) the reader agrees
-    everywhere except exactly on a cell edge, where the spec's float division can round down a
+    everywhere except exactly on a cell edge, where a float division can round down a
     quotient that is exactly whole; there the reader's cell is the mathematically right one."""
     from decimal import Decimal
 

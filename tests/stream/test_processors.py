@@ -189,7 +189,6 @@ def test_a_crash_between_outputs_and_state_never_loses_or_changes_a_release(seed
 def test_personalized_stream_equals_simulation_and_audits_per_type(mechanism):
     from pipeline.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, generate
     from pipeline.stream.audit import verify
-    from pipeline.stream.codecs import AuditRecord
 
     users, slots = 1200, 60
     config = parse_config({"seed": 11, "report_partitions": 2, "stream_partitions": 1, "streams": [{

@@ -6,7 +6,6 @@ import pytest
 from pipeline.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import ReleaseRecord
 from pipeline.stream.config import ConfigError, parse_config
 from pipeline.stream.query import QueryService, release_variance
 from tests.stream.harness import InProcessPipeline

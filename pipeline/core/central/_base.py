@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -17,6 +17,13 @@ __all__ = ["CentralMechanism", "AdaptiveCentralMechanism"]
 DecisionOverride = Callable[[int], "bool | None"]
 
 
+class SlotDissimilarity(Protocol):
+    """M1 of a central mechanism: a slot's private dissimilarity to the last release."""
+
+    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray,
+                randomness: DerivedRandomness) -> Dissimilarity: ...
+
+
 class CentralMechanism(Mechanism):
     """A central w-event mechanism over count histograms ``c_t`` of ``d`` bins (sensitivity 1).
 
@@ -29,12 +36,13 @@ class CentralMechanism(Mechanism):
     so the budgets recorded are exactly what is spent and no floating-point bit depends on the
     data (counts must then be whole numbers); or ``"laplace"``, the papers' continuous
     ``Lap(1/eps)`` drawn in floating point, for parity with published results.
-    ``clamp_round`` (off by default, spec RES-18) post-processes fresh releases to
-    non-negative integers; post-processing spends nothing.
+    ``clamp_round`` post-processes fresh releases to non-negative integers; post-processing
+    spends nothing. It is off by default because the papers apply no post-processing.
     ``decision_override(slot) -> bool | None`` is a test hook that replaces the publish rule.
     """
 
-    dissimilarity_measure: DissimilarityMeasure | None = None
+    model = "central"
+    dissimilarity_measure: SlotDissimilarity | None = None
 
     def __init__(
         self,
@@ -52,7 +60,7 @@ class CentralMechanism(Mechanism):
         self.noise = check_noise(noise)
         self.clamp_round = bool(clamp_round)
         self.decision_override = decision_override
-        self.last_release = self._freeze(np.zeros(self.domain_size))  # virtual release r_0 = 0 [RES-3]
+        self.last_release = self._freeze(np.zeros(self.domain_size))  # r_0: the virtual release before slot 1
 
     # --- one slot ----------------------------------------------------------------------------
     def measure(self, counts) -> Dissimilarity | None:
@@ -96,7 +104,10 @@ class CentralMechanism(Mechanism):
 
     # --- helpers for subclasses --------------------------------------------------------------
     def _decide(self, slot: int, dissimilarity: Dissimilarity | None, threshold: float) -> bool:
-        """The publish rule ``dis > threshold`` (strict, RES-7), unless a test hook decides."""
+        """The publish rule ``dis > threshold``, unless a test hook decides.
+
+        Strict, as in Algorithms 2-3 of Kellaris et al.: a tie repeats the last release.
+        """
         if self.decision_override is not None:
             forced = self.decision_override(slot)
             if forced is not None:
@@ -161,13 +172,27 @@ class CentralMechanism(Mechanism):
 class AdaptiveCentralMechanism(CentralMechanism):
     """BD and BA: M1 is the shared dissimilarity measure, M2 decides with it.
 
-    ``budget_shift`` moves budget from M1 to M2 when ``d > 2w`` (spec §3.6a);
-    ``force_first_publish`` publishes slot 1 with the budget the rule would give (RES-3).
+    ``budget_shift`` moves budget from M1 to M2 when ``d > 2w`` (:class:`.DissimilarityMeasure`);
+    ``force_first_publish`` publishes slot 1 with the budget the rule would give there.
     """
 
-    def __init__(self, epsilon: float, window: int, domain_size: int, *, budget_shift: bool = False,
-                 force_first_publish: bool = False, **options) -> None:
-        super().__init__(epsilon, window, domain_size, **options)
+    dissimilarity_measure: DissimilarityMeasure
+
+    def __init__(
+        self,
+        epsilon: float,
+        window: int,
+        domain_size: int,
+        *,
+        budget_shift: bool = False,
+        force_first_publish: bool = False,
+        randomness: DerivedRandomness | None = None,
+        clamp_round: bool = False,
+        noise: str = "discrete",
+        decision_override: DecisionOverride | None = None,
+    ) -> None:
+        super().__init__(epsilon, window, domain_size, randomness=randomness, clamp_round=clamp_round, noise=noise,
+                         decision_override=decision_override)
         self.dissimilarity_measure = DissimilarityMeasure(self.epsilon, self.window, self.domain_size,
                                                           budget_shift=budget_shift, noise=self.noise)
         self.force_first_publish = bool(force_first_publish)

@@ -1,29 +1,4 @@
-"""Budget Distribution (BD): Kellaris, Papadopoulos, Xiao, Papadias, PVLDB 2014, Algorithm 2.
-
-Each slot runs M1 (the private dissimilarity, :mod:`.dissimilarity`) and then M2: with
-``eps_rm = pool - sum of the publication budgets of the previous w-1 slots``, a publication would
-get ``eps_rm / 2`` and have expected absolute error ``lambda_2 = 2 / eps_rm``. BD publishes iff the
-noisy dissimilarity exceeds that error (strictly); otherwise it repeats the last release and
-spends nothing on M2. A budget leaves the window after ``w`` slots and so is recycled.
-
-Spend: ``eps_1 = epsilon/(2w)`` on M1 at every slot, and at most
-``(epsilon/2)(1 - 2^-w)`` on publications in any window: at most ``epsilon (1 - 2^-(w+1))`` in all.
-
-Options (spec §3.6, §7): ``budget_shift`` moves budget from M1 to M2 when ``d > 2w``;
-``force_first_publish`` publishes slot 1 with the budget the rule would give (RES-3);
-``clamp_round`` post-processes releases to non-negative integers (RES-18).
-
-Examples
---------
-The paper's worked ledger (w = 3, scripted decisions P, S, P, P, S, S):
-
->>> from pipeline.core.randomness import SecretKey, ZeroNoise
->>> script = {1: True, 2: False, 3: True, 4: True, 5: False, 6: False}
->>> m = BudgetDistribution(1.0, 3, 2, randomness=ZeroNoise(SecretKey.from_seed(0)),
-...                        decision_override=script.get)
->>> [r.eps2 for r in m.run([[1, 1]] * 6)]
-[0.25, 0.0, 0.125, 0.1875, 0.0, 0.0]
-"""
+"""Budget Distribution (BD): Kellaris, Papadopoulos, Xiao, Papadias, PVLDB 2014, Algorithm 2."""
 
 from __future__ import annotations
 
@@ -32,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..base import StepResult, Strategy
-from ._base import AdaptiveCentralMechanism
+from ..randomness import DerivedRandomness
+from ._base import AdaptiveCentralMechanism, DecisionOverride
 from .dissimilarity import Dissimilarity
 
 __all__ = ["BudgetDistribution"]
@@ -42,10 +18,87 @@ _TINY_BUDGET = 1e-300
 
 
 class BudgetDistribution(AdaptiveCentralMechanism):
+    """Budget Distribution: each publication takes half of what the window has left.
+
+    Each slot runs M1 (the private dissimilarity, :class:`.DissimilarityMeasure`) and then M2:
+    with ``eps_rm = pool - sum of the publication budgets of the previous w-1 slots``, a
+    publication would get ``eps_rm / 2`` and have expected absolute error ``2 / eps_rm``. BD
+    publishes iff the noisy dissimilarity exceeds that error (strictly); otherwise it repeats
+    the last release and spends nothing on M2. A budget leaves the window after ``w`` slots and
+    so is recycled.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget of any window of ``window`` consecutive slots, > 0.
+    window : int
+        ``w``, the window length in slots, >= 1.
+    domain_size : int
+        ``d``, the bins of a slot's histogram of counts (sensitivity 1 per user and slot).
+    budget_shift : bool, default False
+        Give M1 ``epsilon / d`` instead of ``epsilon / (2w)`` when ``d > 2w`` and the rest to the
+        publications (the optimisation of Section 4.5; off by default, as in the paper's
+        evaluation).
+    force_first_publish : bool, default False
+        Publish slot 1 whatever its dissimilarity, with the budget the rule gives it. Off by
+        default: slot 1 is compared with the virtual release ``r_0 = 0``, which is public.
+    randomness : DerivedRandomness, optional
+        Where every draw comes from (a fresh random key if omitted).
+    clamp_round : bool, default False
+        Round fresh releases to non-negative integers (post-processing, no budget).
+    noise : {"discrete", "laplace"}, default "discrete"
+        Exact two-sided geometric noise on integer queries, or the paper's ``Lap(1/eps)``.
+    decision_override : callable, optional
+        ``slot -> bool | None``, a test hook that replaces the publish rule where not None.
+
+    Spend
+    -----
+    ``eps_1 = epsilon/(2w)`` on M1 at every slot, and at most ``(epsilon/2)(1 - 2^-w)`` on
+    publications in any window: at most ``epsilon (1 - 2^-(w+1))`` in all
+    (:attr:`window_spend_bound`).
+
+    Notes
+    -----
+    The slots before the first, ``t <= 0``, spent nothing (as the paper states), and slot 1
+    compares its counts with the virtual release ``r_0 = 0``. ``eps_rm`` is summed afresh every
+    slot from a ring of the last ``w - 1`` budgets, so no running total drifts, and a remaining
+    budget too small for a finite noise scale skips the slot.
+
+    Examples
+    --------
+    The paper's worked ledger (w = 3, scripted decisions P, S, P, P, S, S):
+
+    >>> from pipeline.core.randomness import SecretKey, ZeroNoise
+    >>> script = {1: True, 2: False, 3: True, 4: True, 5: False, 6: False}
+    >>> m = BudgetDistribution(1.0, 3, 2, randomness=ZeroNoise(SecretKey.from_seed(0)),
+    ...                        decision_override=script.get)
+    >>> [r.eps2 for r in m.run([[1, 1]] * 6)]
+    [0.25, 0.0, 0.125, 0.1875, 0.0, 0.0]
+
+    References
+    ----------
+    G. Kellaris, S. Papadopoulos, X. Xiao, D. Papadias. Differentially Private Event Sequences
+    over Infinite Streams. PVLDB 7(12), 2014: Section 4.2, Algorithm 2, Theorem 4.
+    """
+
     name = "bd"
 
-    def __init__(self, epsilon: float, window: int, domain_size: int, **options) -> None:
-        super().__init__(epsilon, window, domain_size, **options)
+    def __init__(
+        self,
+        epsilon: float,
+        window: int,
+        domain_size: int,
+        *,
+        budget_shift: bool = False,
+        force_first_publish: bool = False,
+        randomness: DerivedRandomness | None = None,
+        clamp_round: bool = False,
+        noise: str = "discrete",
+        decision_override: DecisionOverride | None = None,
+    ) -> None:
+        super().__init__(epsilon, window, domain_size, budget_shift=budget_shift,
+                         force_first_publish=force_first_publish, randomness=randomness, clamp_round=clamp_round,
+                         noise=noise, decision_override=decision_override)
         # eps_{k,2} of the previous w-1 slots, in a ring indexed by slot (0 for slots <= 0).
         self._recent = np.zeros(self.window - 1)
 
@@ -56,7 +109,7 @@ class BudgetDistribution(AdaptiveCentralMechanism):
 
     def remaining_budget(self) -> float:
         """``eps_rm`` of the next slot: the pool minus the last w-1 publication budgets."""
-        # Summed afresh each slot (spec §3.4) so that no running total can drift.
+        # Summed afresh each slot so that no running total can drift.
         return self.dissimilarity_measure.publication_pool - float(self._recent.sum())
 
     def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> StepResult:

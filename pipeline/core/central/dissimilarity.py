@@ -3,10 +3,12 @@
 ``dis = (1/d) * sum_j |r_l[j] - c_i[j]|`` is the mean absolute distance between the slot's counts
 and the last release. Adding or removing one user changes one bin by one, so ``dis`` has
 sensitivity ``1/d`` and ``dis + Lap(lambda_1)`` with ``lambda_1 = (1/d) / eps_1`` is ``eps_1``-DP.
-It is charged at every slot (spec RES-8), so every window spends ``w * eps_1`` on it.
+It is charged at every slot, nullified ones included, as Algorithm 3 computes it before it
+checks for nullification: every window spends ``w * eps_1`` on it.
 
-Spend: ``eps_1 = epsilon / (2w)`` per slot; with ``budget_shift`` (spec §3.6a, active only when
-``d > 2w``) ``eps_1 = epsilon / d`` and the publication pool grows to ``epsilon - w * eps_1``.
+Spend: ``eps_1 = epsilon / (2w)`` per slot; with ``budget_shift`` (the optimisation of Section
+4.5), ``eps_1 = epsilon / d`` and the publication pool grows to ``epsilon - w * eps_1``. The
+shift applies only when ``d > 2w``: otherwise it would leave the publications less than half.
 
 Noise. With ``noise="discrete"`` the counts and the last release are whole numbers (releases
 carry integer noise), so the L1 distance ``S = d * dis`` is an integer query of sensitivity 1:
@@ -86,7 +88,7 @@ class DissimilarityMeasure:
         self.domain_size = check_domain(domain_size)
         self.budget_shift = bool(budget_shift)
         share = self.epsilon / (2 * self.window)
-        # Shifting (RES-11) only ever lowers eps1, so the pool for publications only grows.
+        # Shifting only ever lowers eps1, so the pool for publications only grows.
         self.eps1 = min(self.epsilon / self.domain_size, share) if self.budget_shift else share
         self.scale = (1.0 / self.domain_size) / self.eps1
 

@@ -1,15 +1,4 @@
-"""Sample: one full-budget release per window on a fixed schedule (Kellaris et al. 2014, §3 benchmark).
-
-Slots ``1, w+1, 2w+1, ...`` publish ``c_t + Lap(1/epsilon)^d``; all others repeat the last release.
-The schedule test is ``(t - 1) mod w == 0`` (spec RES-2), which also publishes every slot at w = 1.
-
-Spend: ``epsilon`` at a sampled slot, 0 elsewhere; every window holds exactly one sampled slot.
-
->>> from pipeline.core.randomness import SecretKey, DerivedRandomness
->>> m = Sample(epsilon=1.0, window=3, domain_size=2, randomness=DerivedRandomness(SecretKey.from_seed(1)))
->>> [r.strategy.value for r in m.run([[5, 5]] * 4)]
-['publish', 'not_sampled', 'not_sampled', 'publish']
-"""
+"""Sample: one full-budget release per window on a fixed schedule (Kellaris et al. 2014, Section 3)."""
 
 from __future__ import annotations
 
@@ -22,6 +11,47 @@ __all__ = ["Sample"]
 
 
 class Sample(CentralMechanism):
+    """Sample: one full-budget release per window, on a fixed schedule.
+
+    Slots ``1, w+1, 2w+1, ...`` publish ``c_t`` plus noise of budget ``epsilon``; all others
+    repeat the last release. The schedule test is ``(t - 1) mod w == 0``: the paper's
+    ``t mod w = 1`` never holds at ``w = 1``, where this one publishes every slot, and the two
+    agree for ``w >= 2``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget of any window of ``window`` consecutive slots, > 0.
+    window : int
+        ``w``, the window length in slots, >= 1.
+    domain_size : int
+        ``d``, the bins of a slot's histogram of counts (sensitivity 1 per user and slot).
+    randomness : DerivedRandomness, optional
+        Where every draw comes from (a fresh random key if omitted).
+    clamp_round : bool, default False
+        Round fresh releases to non-negative integers (post-processing, no budget).
+    noise : {"discrete", "laplace"}, default "discrete"
+        Exact two-sided geometric noise on integer queries, or the paper's ``Lap(1/eps)``.
+    decision_override : callable, optional
+        ``slot -> bool | None``, a test hook that replaces the publish rule where not None.
+
+    Spend
+    -----
+    ``epsilon`` at a sampled slot, 0 elsewhere; every window holds exactly one sampled slot.
+
+    Examples
+    --------
+    >>> from pipeline.core.randomness import SecretKey, DerivedRandomness
+    >>> m = Sample(epsilon=1.0, window=3, domain_size=2, randomness=DerivedRandomness(SecretKey.from_seed(1)))
+    >>> [r.strategy.value for r in m.run([[5, 5]] * 4)]
+    ['publish', 'not_sampled', 'not_sampled', 'publish']
+
+    References
+    ----------
+    G. Kellaris, S. Papadopoulos, X. Xiao, D. Papadias. Differentially Private Event Sequences
+    over Infinite Streams. PVLDB 7(12), 2014: Section 3, the Sample benchmark.
+    """
+
     name = "sample"
 
     @property

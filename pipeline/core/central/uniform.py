@@ -1,16 +1,4 @@
-"""Uniform: the window budget spread evenly over its slots (Kellaris et al. 2014, §3 benchmark).
-
-Every slot publishes ``c_t + Lap(w/epsilon)^d``.
-
-Spend: ``epsilon / w`` per slot, so every full window spends exactly ``epsilon``.
-Expected mean absolute error: ``w / epsilon`` per bin.
-
->>> from pipeline.core.randomness import SecretKey, DerivedRandomness
->>> m = Uniform(epsilon=1.0, window=4, domain_size=3, randomness=DerivedRandomness(SecretKey.from_seed(1)))
->>> r = m.step([10, 20, 30])
->>> r.strategy.value, r.eps2, r.release.shape
-('publish', 0.25, (3,))
-"""
+"""Uniform: the window budget spread evenly over its slots (Kellaris et al. 2014, Section 3)."""
 
 from __future__ import annotations
 
@@ -23,6 +11,46 @@ __all__ = ["Uniform"]
 
 
 class Uniform(CentralMechanism):
+    """Uniform: every slot publishes with ``epsilon / w``.
+
+    Every slot releases ``c_t`` plus noise of budget ``epsilon / w`` per bin; the expected mean
+    absolute error is ``w / epsilon`` per bin.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget of any window of ``window`` consecutive slots, > 0.
+    window : int
+        ``w``, the window length in slots, >= 1.
+    domain_size : int
+        ``d``, the bins of a slot's histogram of counts (sensitivity 1 per user and slot).
+    randomness : DerivedRandomness, optional
+        Where every draw comes from (a fresh random key if omitted).
+    clamp_round : bool, default False
+        Round fresh releases to non-negative integers (post-processing, no budget).
+    noise : {"discrete", "laplace"}, default "discrete"
+        Exact two-sided geometric noise on integer queries, or the paper's ``Lap(1/eps)``.
+    decision_override : callable, optional
+        ``slot -> bool | None``, a test hook that replaces the publish rule where not None.
+
+    Spend
+    -----
+    ``epsilon / w`` per slot, so every full window spends exactly ``epsilon``.
+
+    Examples
+    --------
+    >>> from pipeline.core.randomness import SecretKey, DerivedRandomness
+    >>> m = Uniform(epsilon=1.0, window=4, domain_size=3, randomness=DerivedRandomness(SecretKey.from_seed(1)))
+    >>> r = m.step([10, 20, 30])
+    >>> r.strategy.value, r.eps2, r.release.shape
+    ('publish', 0.25, (3,))
+
+    References
+    ----------
+    G. Kellaris, S. Papadopoulos, X. Xiao, D. Papadias. Differentially Private Event Sequences
+    over Infinite Streams. PVLDB 7(12), 2014: Section 3, the Uniform benchmark.
+    """
+
     name = "uniform"
 
     @property

@@ -1,4 +1,4 @@
-"""Private decayed sliding-window range queries (Sun et al. 2019; spec decayed-range-queries.md).
+"""Private decayed sliding-window range queries (Sun et al. 2019).
 
 An index per stream ingests one slot at a time (``insert``) and answers any number of
 ``query(from_slot, to_slot, decay) -> (answer, standard_error)`` over the last W slots, each

@@ -43,7 +43,7 @@ def _check_slot(value, name: str) -> int:
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not float(value).is_integer():
         raise ParameterError(f"{name} must be an integer slot, got {value!r}")
-    return int(value)
+    return int(float(value))
 
 
 class DecayedRangeIndex(abc.ABC):
@@ -54,11 +54,13 @@ class DecayedRangeIndex(abc.ABC):
     window : W, the query window: ranges must lie in ``[t-W+1, t]``.
     decay : p in (0, 1]; a slot of age x weighs ``p^x``.
     bins : d, values per slot (a histogram release has d bins; a scalar stream has 1).
-    block_size : L, a power of two; default the largest power of two ``<= W`` (spec RESOLVED A5).
+    block_size : L, a power of two; default the largest power of two ``<= W`` (the paper says only
+        that H is set from W; its example, W = 5 with H = 3, gives L = 4).
     first_slot : the slot number of the first insert (1 for a stream read from its start).
     """
 
     name: ClassVar[str]
+    model: ClassVar[str] = "decayed"  # an index over a stream's slots, not a stream mechanism
     randomised: ClassVar[bool] = False  # True when restoring needs the stream's DerivedRandomness
 
     def __init_subclass__(cls, **kwargs):
@@ -165,11 +167,12 @@ class DecayedRangeIndex(abc.ABC):
 def restore_index(data: bytes | str, randomness: DerivedRandomness | None = None) -> DecayedRangeIndex:
     """Rebuild an index from ``to_bytes``/``to_json`` output; a private index needs its stream's randomness."""
     state = state_codec.from_json(data) if isinstance(data, str) else state_codec.unpack(data)
-    cls = INDEXES.get(state.get("index"))
+    cls = INDEXES.get(str(state.get("index")))
     if cls is None:
         raise ParameterError(f"state is for unknown index {state.get('index')!r}")
     if cls.randomised and randomness is None:
         raise ParameterError(f"restoring {cls.name} needs the stream's randomness (its key re-derives the noise)")
-    index = cls(**cls._stored_params(state["params"]), **({"randomness": randomness} if cls.randomised else {}))
+    hooks: dict[str, Any] = {"randomness": randomness} if cls.randomised else {}
+    index = cls(**cls._stored_params(state["params"]), **hooks)
     index._load(state["dynamic"])
     return index

@@ -1,22 +1,23 @@
 """The decayed Fenwick store: Algorithm 1/3 insert and Algorithm 4 range assembly (Sun et al. 2019).
 
-The stream is cut into blocks of ``L`` consecutive slots, one Fenwick tree each (spec §2.0).
+The stream is cut into blocks of ``L`` consecutive slots, one Fenwick tree each.
 Per slot ``i`` (local index ``k``) the insert completes node ``k``, adds its noise, pushes the
 node's noise-free value to its parent and extends the block's decayed prefix array
 ``P[k] = p^lowbit(k) · P[k - lowbit(k)] + S̃[k]``: O(d) work, one parent update. A range
 ``[l, r]`` decayed to time ``t`` is assembled from two or three prefix values per block touched
-(§2.6): ``ans_t(l, r) = Σ_{i=l..r} p^(t-i) D_i``.
+(Algorithm 4): ``ans_t(l, r) = Σ_{i=l..r} p^(t-i) D_i``.
 
 Memory: the node array of a block is dropped when the block is sealed (only its prefixes are
 read by queries), and whole blocks that end before the window ``[t-W+1, t]`` are freed. In the
-oldest live block, once sealed, only rows ``>= local(t-W+1) - 1`` are needed (RESOLVED A17);
+oldest live block, once sealed, only rows ``>= local(t-W+1) - 1`` are needed (the paper's "delete slid-out
+sums" must keep the prefix just before the oldest position in the window);
 they are what the state keeps.
 
 Vectorised over ``d`` bins: every row is a vector of d values; with d = 1 a row is a scalar
 (arrays of shape (L+1,)), because numpy arithmetic on one-element arrays costs microseconds.
 
 >>> fenwick = DecayedFenwick(decay=0.5, window=7, block_size=4)
->>> for x in (1, 3, 5, 2, 4, 7, 6):                       # the paper's example (spec §5 item 3)
+>>> for x in (1, 3, 5, 2, 4, 7, 6):                       # the paper's example
 ...     _ = fenwick.insert(float(x))
 >>> float(fenwick.decayed_sum(2, 5))                       # Σ_{i=2..5} 0.5^(7-i) D_i
 1.65625
@@ -87,12 +88,13 @@ class DecayedFenwick:
             self._nodes = np.zeros(self._shape)
             self._prefixes.append(np.zeros(self._shape))
         nodes, prefix = self._nodes, self._prefixes[-1]
+        assert nodes is not None  # a block's nodes live from its first insert until it is sealed
         nodes[k] += values  # node k is now complete: its children were folded in earlier
         if self.grid is not None:
             nodes[k] = np.clip(np.rint(nodes[k] / self.grid), -self.grid_units, self.grid_units) * self.grid
         if noise is not None:
             nodes[k] += noise
-        self._push(k, noise)
+        self._push(nodes, k, noise)
         step = lowbit(k)
         prefix[k] = prefix[k - step] * self.powers[step] + nodes[k]
         self.time = i
@@ -102,11 +104,11 @@ class DecayedFenwick:
         self._free_expired()
         return released
 
-    def _push(self, k: int, noise) -> None:
+    def _push(self, nodes: np.ndarray, k: int, noise) -> None:
         parent = k + lowbit(k)
         if parent <= self.block_size:
-            exact = self._nodes[k] if noise is None else self._nodes[k] - noise
-            self._nodes[parent] += exact * self.powers[lowbit(k)]
+            exact = nodes[k] if noise is None else nodes[k] - noise
+            nodes[parent] += exact * self.powers[lowbit(k)]
 
     def _free_expired(self) -> None:
         oldest = self.time - self.window + 1
@@ -139,7 +141,7 @@ class DecayedFenwick:
         return pw[t - r] * decayed
 
     def noise_variance(self, l: int, r: int, t: int | None = None) -> float:
-        """Exact variance of the noise in :meth:`decayed_sum` (§2.6), in O(1) like the answer itself.
+        """Exact variance of the noise in :meth:`decayed_sum` (Algorithm 4's assembly), in O(1) like the answer itself.
 
         ``V[k]``, the variance of the local prefix ``P[k]``, follows the prefix recurrence with
         ``p²``. Within one block the nodes of ``Dec(l'-1) ∩ Dec(r')`` cancel exactly; that
@@ -247,12 +249,13 @@ class DecayedFenwick:
         for prefix, rows, (lo, _) in zip(self._prefixes, state["prefixes"], self._rows()):
             prefix[:lo] = np.nan  # freed rows: any read of them would show
             prefix[lo : lo + len(rows)] = rows
-        if self._nodes is None:
+        nodes = self._nodes
+        if nodes is None:
             return
         k = self._open_local()
-        self._nodes[1 : k + 1] = state["nodes"]
+        nodes[1 : k + 1] = state["nodes"]
         start = (self.time - k)  # global time of local position 0 of the open block
         for pending in ancestors(k, self.block_size)[1:]:
             for child in children(pending):
                 if child <= k:
-                    self._push(child, None if noise_of is None else noise_of(start + child))
+                    self._push(nodes, child, None if noise_of is None else noise_of(start + child))

@@ -1,7 +1,9 @@
 """GetLambda (Algorithm 2 of Sun et al. 2019): the diagonal ``Λ`` that rescales each tree node.
 
 Algorithm 3 releases ``λ_k · S_k + Lap`` and divides by ``λ_k``: nodes near the root, which enter
-many prefixes, get relatively less noise. Three variants (spec §2.4, RESOLVED A8/A11):
+many prefixes, get relatively less noise. Three variants (Algorithm 2's left branch is
+read as multiplying ``δ_m``, printed ``δ_t``; "cai" is the alternative for its suspected
+off-by-one):
 
 * ``"none"``: ``λ ≡ 1`` (Algorithm 1, no matrix optimisation).
 * ``"paper"`` (default): ``δ_m = cbrt(err_m) / (cbrt(err_m) + cbrt(2^m p²))`` with
@@ -10,7 +12,7 @@ many prefixes, get relatively less noise. Three variants (spec §2.4, RESOLVED A
 * ``"cai"``: Cai, Wu & Wang 2016 (same group), factor ``μ_i`` with ``μ_1 = 0``, no ``/p``; every odd
   item's chain sums to exactly 1.
 
->>> lambda_table(4, 1.0, "paper")[1:].round(6).tolist()          # spec §5 item 6
+>>> lambda_table(4, 1.0, "paper")[1:].round(6).tolist()          # L = 4, p = 1
 [0.21547, 0.271475, 0.366819, 0.342037]
 >>> lambda_table(4, 1.0, "cai")[1:].round(6).tolist()
 [0.262884, 0.331213, 0.594097, 0.405903]
@@ -48,7 +50,7 @@ def cai_factors(height: int, p: float) -> np.ndarray:
 
 
 def get_lambda(block_size: int, k: int, p: float, deltas: np.ndarray | None = None) -> float:
-    """Algorithm 2 as printed (with RESOLVED A8: the left branch multiplies ``δ_m``): ``λ_k`` for a block of ``T = L``."""
+    """Algorithm 2 as printed (the left branch multiplies ``δ_m``, not ``δ_t``): ``λ_k`` for a block of ``T = L``."""
     if deltas is None:
         deltas = paper_deltas(height_of(block_size), p)
     lam, kt, m, div = 1.0, k, height_of(block_size), block_size
@@ -76,7 +78,7 @@ def lambda_table(block_size: int, p: float, variant: str = "paper") -> np.ndarra
     lev = level(k)
     lam = 1.0 - factors[lev]
     if variant == "paper":
-        lam /= p  # RESOLVED A29: the paper's unexplained trailing /p is kept in this variant
+        lam /= p  # the paper's trailing /p is never explained; kept in this variant, which is the paper's
     for b in range(1, height):  # the levels of the proper ancestors: bits above lev(k) that are 0
         above = (b > lev) & ((k >> b) & 1 == 0)
         lam[above] *= factors[b]

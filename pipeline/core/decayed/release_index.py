@@ -1,4 +1,4 @@
-"""Mode A of spec decayed-range-queries §3: a decayed index over already released histograms.
+"""Mode A (:mod:`pipeline.core.decayed`): a decayed index over already released histograms.
 
 Each slot's release ``ĥ_t`` (d bins) enters a noise-free decayed Fenwick store (Algorithm 1 with
 noise off; Λ has no role), so any in-window range answer costs O(1) and no budget.
@@ -109,14 +109,15 @@ class ReleaseIndex(DecayedRangeIndex):
     def _check_variance(self, variance) -> np.ndarray | float:
         if variance is None:
             raise ParameterError("a fresh release needs its noise variance (pass repeated=True for a repeat)")
+        value: np.ndarray | float
         if self._variance_bins == 1 and isinstance(variance, numbers.Real):  # the common case, without numpy
             low = high = value = float(variance)
         else:
-            value = np.asarray(variance, dtype=float)
-            if value.shape not in ((), (self._variance_bins,)):
+            array = np.asarray(variance, dtype=float)
+            if array.shape not in ((), (self._variance_bins,)):
                 raise ParameterError(f"variance must be one number{' or one per bin' if self.per_bin_variance else ''}, "
-                                     f"got shape {value.shape}")
-            value = np.broadcast_to(value, (self._variance_bins,)).copy() if self._variance_bins > 1 else float(value)
+                                     f"got shape {array.shape}")
+            value = np.broadcast_to(array, (self._variance_bins,)).copy() if self._variance_bins > 1 else float(array)
             low, high = np.min(value), np.max(value)
         if not 0.0 <= low <= high < math.inf:
             raise ParameterError(f"variance must be finite and >= 0, got {variance!r}")

@@ -5,13 +5,14 @@ one new node with Laplace noise of scale ``σ_k = Δ / (ε λ_k)`` (Algorithm 3,
 Algorithm 2) and its noisy prefix. Every range answer is assembled from released prefixes only,
 so any number of queries is post-processing.
 
-Options (spec §2.4-2.5; defaults are the spec's resolutions):
+Options (the defaults are our readings of Algorithms 2-3, each stated below):
 
 * ``lambda_variant``: ``"paper"`` (default, Algorithm 2 as resolved), ``"cai"`` (lower error in
-  the spec's model), ``"none"`` (Algorithm 1).
-* ``noise_mode``: ``"exact"`` (default, ``Δ`` computed exactly for the chosen Λ, RESOLVED A10) or
+  our error model), ``"none"`` (Algorithm 1).
+* ``noise_mode``: ``"exact"`` (default, ``Δ`` computed exactly for the chosen Λ: keeping ``H/ε`` as the
+  base scale on the Λ-scaled nodes is private but adds needless noise) or
   ``"paper_literal"`` (``H`` per event as printed; refused when it would not be private, p < 1/H).
-* ``privacy_window`` w: 1 is the paper's event-level ε-DP; w > 1 is Mode B of spec §3, noise
+* ``privacy_window`` w: 1 is the paper's event-level ε-DP; w > 1 is Mode B (:mod:`pipeline.core.decayed`), noise
   calibrated to the w-event sensitivity ``Δ_w`` (``paper_literal``: the crude ``w·m·c·H``).
   ``neighbours`` m = 1 (add/remove one user's per-slot event) or 2 (replacement: two bins
   change); ``contribution_bound`` c: one user changes one slot's value of a bin by at most c
@@ -56,7 +57,6 @@ pipeline.core.validation.ParameterError: range 1..9 is outside the window: slots
 from __future__ import annotations
 
 import hashlib
-
 from typing import Any
 
 import numpy as np
@@ -115,18 +115,19 @@ class RTPDMM(DecayedRangeIndex):
         self.lambda_variant = lambda_variant
         self.lambdas = lambda_table(self.block_size, self.decay, lambda_variant)
         self.sensitivity = self._sensitivity()
-        self.grid, calibrated = None, self.sensitivity  # Δ' of the module docstring (Δ for Laplace)
+        grid, calibrated = 0.0, self.sensitivity  # Δ' of the module docstring (Δ for Laplace)
         if self.noise == "discrete":
             # two grid units per changed node: rounding to the grid, and the float rounding of its sum
             rounding = 2.0 * window_sensitivity(rounding_weights(self.lambdas), self.privacy_window, self.neighbours)
-            self.grid = float(2.0 ** np.floor(np.log2(_GRID_SHARE * self.sensitivity / rounding)))
-            calibrated = self.sensitivity + self.grid * rounding
+            grid = float(2.0 ** np.floor(np.log2(_GRID_SHARE * self.sensitivity / rounding)))
+            calibrated = self.sensitivity + grid * rounding
+        self.grid: float | None = grid if self.noise == "discrete" else None  # None: no grid under Laplace noise
         self.node_scales = np.zeros(self.block_size + 1)  # σ_k (the Laplace scale, or g / eps_k); index 0 unused
         self.node_scales[1:] = calibrated / (self.epsilon * self.lambdas[1:])
         if self.noise == "discrete":
             self.node_epsilons = np.zeros(self.block_size + 1)  # eps_k of each node's integer noise
-            self.node_epsilons[1:] = _FLOAT_MARGIN * self.grid / self.node_scales[1:]
-            node_variance = self.grid**2 * np.array([0.0] + [discrete_laplace_variance(e) for e in self.node_epsilons[1:]])
+            self.node_epsilons[1:] = _FLOAT_MARGIN * grid / self.node_scales[1:]
+            node_variance = grid**2 * np.array([0.0] + [discrete_laplace_variance(e) for e in self.node_epsilons[1:]])
         else:
             node_variance = 2.0 * self.node_scales**2
         if (self.first_slot - 1) % self.block_size:
@@ -149,7 +150,7 @@ class RTPDMM(DecayedRangeIndex):
         return hashlib.blake2b(spec.encode(), digest_size=8).hexdigest()
 
     def _sensitivity(self) -> float:
-        """L1 sensitivity of all released nodes for w-event neighbours (§1.2, §2.5, §3 Mode B)."""
+        """L1 sensitivity of all released nodes for w-event neighbours (Mode B, :mod:`.sensitivity`)."""
         norms = column_norms(self.lambdas, self.decay)
         scale = self.contribution_bound * self.neighbours
         if self.noise_mode == "exact":
@@ -186,7 +187,7 @@ class RTPDMM(DecayedRangeIndex):
         slot = self.first_slot - 1 + i
         k = (i - 1) % self.block_size + 1
         size = None if self.bins == 1 else self.bins  # scalars for d = 1: the stores keep scalar rows
-        if self.noise == "discrete":
+        if self.grid is not None:  # discrete noise, in grid units
             units = self.node_noise.discrete_laplace(slot, Phase.PUBLICATION, float(self.node_epsilons[k]), size)
             return self.grid * (float(units) if size is None else np.asarray(units, dtype=float))
         return self.node_noise.laplace(slot, Phase.PUBLICATION, self.node_scales[k], size)
@@ -217,7 +218,7 @@ class RTPDMM(DecayedRangeIndex):
 
 
 def host_epsilon(epsilon_total: float, reserved: "float | RTPDMM") -> float:
-    """The host mechanism's budget when RTP_DMM reserves its own out of a w-event total (§3 Mode B).
+    """The host mechanism's budget when RTP_DMM reserves its own out of a w-event total (Mode B).
 
     By sequential composition the histograms (``ε_H``) and the decayed structure (``ε_D``) are
     jointly ``(ε_H + ε_D)`` w-event DP, so the host gets ``ε_total - ε_D``. ``reserved`` is ``ε_D``

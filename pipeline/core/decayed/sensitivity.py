@@ -1,4 +1,4 @@
-"""L1 sensitivity of the released node vector (spec §1.2, §2.5 RESOLVED A10, §3 Mode B).
+"""L1 sensitivity of the released node vector, computed exactly for the chosen Λ (Modes B and C).
 
 Item ``j`` of a block enters the nodes of its ancestor chain ``a`` with coefficient
 ``λ_a · p^(a-j) <= 1``, so the L1 norm of column ``j`` of ``Λ𝐋`` is

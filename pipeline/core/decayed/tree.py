@@ -1,15 +1,16 @@
-"""Fenwick-tree arithmetic of a decayed block (spec decayed-range-queries §2.0-2.1).
+"""Fenwick-tree arithmetic of a decayed block (Sun et al. 2019, Section 4, formulas 8-12).
 
 A block holds ``L = 2^(H-1)`` consecutive slots with local indices 1..L. Node ``k`` covers local
 positions ``[k - lowbit(k) + 1, k]``; its parent is ``k + lowbit(k)`` (while ``<= L``); node ``L``
 is the root. ``Dec(r) = {r, r - lowbit(r), ...}`` is the set of nodes whose decayed values add up
-to the decayed local prefix of ``r`` (formula 12, corrected as RESOLVED A4).
+to the decayed local prefix of ``r`` (formula 12, corrected: the paper writes ``r mod i`` for
+``r mod 2^i``).
 
 Everything here works on Python ints and, where noted, on numpy integer arrays.
 
 >>> lowbit(12), level(12), decomposition(13), ancestors(5, 8)
 (4, 2, [13, 12, 8], [5, 6, 8])
->>> [len(ancestors(j, 8)) for j in range(1, 9)]   # spec §5 item 5: nodes per item for L = 8
+>>> [len(ancestors(j, 8)) for j in range(1, 9)]   # nodes per item for L = 8
 [4, 3, 3, 2, 3, 2, 2, 1]
 >>> default_block_size(65536), default_block_size(7)
 (65536, 4)
@@ -68,7 +69,7 @@ def check_block_size(block_size) -> int:
 
 
 def default_block_size(window: int) -> int:
-    """The largest power of two ``<= W``, i.e. ``H = floor(log2 W) + 1`` (RESOLVED A5)."""
+    """The largest power of two ``<= W``, i.e. ``H = floor(log2 W) + 1`` (as in the paper's W = 5, H = 3)."""
     return 1 << (check_positive_int(window, "window W").bit_length() - 1)
 
 

@@ -5,7 +5,6 @@ Ada) or the Hybrid Mechanism for means, and the server only sees the reports of 
 asked. Budget division (LBU, LSP, LBD, LBA) splits each user's window budget over slots;
 population division (LPU, LPD, LPA and the LP-DSAT_w and LP-RescueDP extensions) gives every report the whole
 budget and splits the users.
-Spec: shared/specs/ldp-ids.md.
 """
 
 from ._base import AdaptiveMechanism, BudgetDivision, LocalMechanism, PopulationDivision

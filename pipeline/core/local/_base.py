@@ -15,14 +15,15 @@ request in flight is :attr:`LocalMechanism.pending`. ``step(values)`` runs the s
 in-process with the ``devices`` given at construction (simulation). Missing users are allowed
 (``n`` below the request's size); a publication nobody answered repeats the last release.
 
-Communication is accounted as in spec §6.4 (RES-20): a report costs its oracle's bits, plus one
-instruction bit when the server asked that user specifically (``instructs``).
+Communication is accounted as the papers' Table 2 implies (the arXiv version), since they
+state no rule: a report costs its oracle's bits, plus one instruction bit when the server asked
+that user specifically (``instructs``).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from .devices import Devices
 from .oracle import VAR_MODES
 from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request
+from .schedules import Absorption, Distribution
 
 __all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision", "Populated", "Scheduled",
            "Absorbing"]
@@ -51,7 +53,7 @@ def answered(request: Request, n) -> int:
 
 def dissimilarity_of(request: Request, support, n: int, last_release: np.ndarray, var_mode: str = "exact_avg"
                      ) -> LocalDissimilarity:
-    """M1's private dissimilarity ([A] Eq 4): ``mean_k (c1[k] - r_l[k])^2 - V(eps_1, n)``.
+    """M1's private dissimilarity (Eq. 4 of the arXiv version): ``mean_k (c1[k] - r_l[k])^2 - V(eps_1, n)``.
 
     ``support`` sums the ``n`` reports answering ``request``; with no report nothing is known, so
     the dissimilarity is ``-inf`` and nothing is published.
@@ -69,9 +71,11 @@ class LocalMechanism(Mechanism):
     """A w-event LDP mechanism over ``population`` users with values in a domain of ``domain_size``.
 
     ``oracle`` is ``ada`` (default), ``grr`` or ``oue`` for frequencies, or ``hm`` for means over
-    ``[0, bound]`` (``domain_size`` 1). ``var_mode`` picks the form of ``V`` (spec §2.4).
+    ``[0, bound]`` (``domain_size`` 1). ``var_mode`` picks the form of ``V``
+    (:data:`~.oracle.VAR_MODES`).
     """
 
+    model = "local"
     has_dissimilarity: ClassVar[bool] = False
     instructs: ClassVar[tuple[bool, bool]] = (True, True)  # instruction bit per report in (M1, M2)
     # Why a fresh release has no noise variance of its own (None: it is the oracle's estimate from
@@ -105,7 +109,7 @@ class LocalMechanism(Mechanism):
         make_oracle(oracle, self.epsilon, self.domain_size, bound=self.bound)  # fail now, not at slot 1
         self.devices = devices
         self.decision_override = decision_override
-        self.last_release = self._freeze(np.zeros(self.domain_size))  # r_0 = 0 (RES-3)
+        self.last_release = self._freeze(np.zeros(self.domain_size))  # r_0 = 0, as the algorithms initialise it
         self._stage = "open"
         self._dissimilarity_request: Request | None = None
         self._dissimilarity: LocalDissimilarity | None = None
@@ -130,7 +134,8 @@ class LocalMechanism(Mechanism):
     def measure(self, support, n: int) -> LocalDissimilarity:
         """M1: ``mean_k (c1[k] - r_l[k])^2 - V(eps_1, n)`` from the support of ``n`` reports."""
         self._expect("measure", "measure")
-        self._dissimilarity = dissimilarity_of(self._dissimilarity_request, support, n, self.last_release, self.var_mode)
+        self._dissimilarity = dissimilarity_of(self._asked(self._dissimilarity_request), support, n, self.last_release,
+                                               self.var_mode)
         self.pending, self._stage = None, "decide"
         return self._dissimilarity
 
@@ -142,7 +147,7 @@ class LocalMechanism(Mechanism):
         support against the same last release, so it is accepted if it belongs to that request.
         """
         if self._stage == "measure" and dissimilarity is not None:
-            request = self._dissimilarity_request
+            request = self._asked(self._dissimilarity_request)
             if (dissimilarity.slot, dissimilarity.epsilon) != (request.slot, request.epsilon) \
                     or not 0 <= dissimilarity.reporters <= request.size:
                 raise ParameterError(f"dissimilarity of slot {dissimilarity.slot} does not answer this slot's M1 request")
@@ -159,7 +164,7 @@ class LocalMechanism(Mechanism):
     def publish(self, support, n: int) -> LocalStepResult:
         """The release from the support of ``n`` publication reports; ends the slot."""
         self._expect("publish", "publish")
-        request = self.pending
+        request = self._asked(self.pending)
         n = answered(request, n)
         if not n:
             return self._close(Strategy.APPROXIMATE, request, 0)
@@ -208,6 +213,12 @@ class LocalMechanism(Mechanism):
 
     def _set_threshold(self, err: float) -> None:
         self._err = float(err)
+
+    @staticmethod
+    def _asked(request: Request | None) -> Request:
+        """The request a stage waits on; the stage check before it guarantees one."""
+        assert request is not None, "the protocol stage guarantees a request in flight"
+        return request
 
     def _expect(self, stage: str, call: str) -> None:
         if self._stage != stage:
@@ -279,18 +290,35 @@ class LocalMechanism(Mechanism):
 
 
 class AdaptiveMechanism(LocalMechanism):
-    """A mechanism with M1: it publishes iff ``dis > err`` (strict, RES-2).
+    """A mechanism with M1: it publishes iff ``dis > err``.
 
-    ``beta`` splits the budget (budget division) or the population (population division) between
-    M1 and M2 (spec §3, default 0.5); ``force_first`` publishes slot 1 whatever ``dis`` (RES-3);
+    Strict, as the algorithms write it (the text's "dis < err approximates, otherwise publish"
+    differs only on ties, which have probability 0). ``beta`` splits the budget (budget
+    division) or the population (population division) between M1 and M2 (default 0.5, the
+    papers' even split); ``force_first`` publishes slot 1 whatever ``dis``;
     ``decision_override(slot) -> bool | None`` is the test hook replacing ``dis > err``.
     """
 
     has_dissimilarity = True
 
-    def __init__(self, epsilon: float, window: int, domain_size: int, population: int, *, beta: float = 0.5,
-                 force_first: bool = False, **options) -> None:
-        super().__init__(epsilon, window, domain_size, population, **options)
+    def __init__(
+        self,
+        epsilon: float,
+        window: int,
+        domain_size: int,
+        population: int,
+        *,
+        beta: float = 0.5,
+        force_first: bool = False,
+        oracle: str = "ada",
+        var_mode: str = "exact_avg",
+        bound: float | None = None,
+        randomness: DerivedRandomness | None = None,
+        devices: Devices | None = None,
+        decision_override: DecisionOverride | None = None,
+    ) -> None:
+        super().__init__(epsilon, window, domain_size, population, oracle=oracle, var_mode=var_mode, bound=bound,
+                         randomness=randomness, devices=devices, decision_override=decision_override)
         beta = check_epsilon(beta, "beta")
         if not beta < 1:
             raise ParameterError(f"beta must lie strictly between 0 and 1, got {beta!r}")
@@ -312,17 +340,34 @@ class AdaptiveMechanism(LocalMechanism):
 
 
 class BudgetDivision(AdaptiveMechanism):
-    """Every user reports at every slot; the window budget is split over slots (spec §3).
+    """Every user reports at every slot; the window budget is split over slots (Section 5).
 
     M1 asks everyone with ``eps_1 = beta * eps / w`` at every slot; publications share the
     window pool ``(1 - beta) * eps``. Nobody is instructed for M1 (users report on a clock); M2
-    reports are requested, one instruction bit each (spec §6.4).
+    reports are requested, one instruction bit each.
     """
 
     instructs = (False, True)
 
-    def __init__(self, epsilon: float, window: int, domain_size: int, population: int, **options) -> None:
-        super().__init__(epsilon, window, domain_size, population, **options)
+    def __init__(
+        self,
+        epsilon: float,
+        window: int,
+        domain_size: int,
+        population: int,
+        *,
+        beta: float = 0.5,
+        force_first: bool = False,
+        oracle: str = "ada",
+        var_mode: str = "exact_avg",
+        bound: float | None = None,
+        randomness: DerivedRandomness | None = None,
+        devices: Devices | None = None,
+        decision_override: DecisionOverride | None = None,
+    ) -> None:
+        super().__init__(epsilon, window, domain_size, population, beta=beta, force_first=force_first, oracle=oracle,
+                         var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
+                         decision_override=decision_override)
         self.eps1 = self.beta * self.epsilon / self.window
         self.pool = (1.0 - self.beta) * self.epsilon
 
@@ -338,30 +383,33 @@ class BudgetDivision(AdaptiveMechanism):
         return self._request(slot, Phase.PUBLICATION, eps2, None)
 
 
-class Populated:
-    """Mixin: users are asked with the whole ``eps`` and leave the available set for ``w`` slots
-    (:class:`PopulationLedger`), so no user reports twice in any window (spec §1.5). Samples come
-    from the server's generator at ``(slot, SAMPLE_DISSIMILARITY)`` and ``(slot, SAMPLE_PUBLICATION)``."""
+class Populated(LocalMechanism):
+    """Users are asked with the whole ``eps`` and leave the available set for ``w`` slots
+    (:class:`PopulationLedger`), so no user reports twice in any window (Theorem 6.2 of the arXiv
+    version). Samples come from the server's generator at ``(slot, SAMPLE_DISSIMILARITY)`` and
+    ``(slot, SAMPLE_PUBLICATION)``. A subclass creates ``ledger``."""
+
+    ledger: PopulationLedger
 
     def _take(self, slot: int, phase: Phase, users: int) -> Request:
         sampling = Phase.SAMPLE_DISSIMILARITY if phase == Phase.DISSIMILARITY else Phase.SAMPLE_PUBLICATION
         taken = self.ledger.take(slot, users, self.randomness.generator(slot, sampling))
         return self._request(slot, phase, self.epsilon, taken)
 
-    def _error(self, users: int) -> float:
-        """``V(eps, users)``: the error of an estimate from ``users`` reports at ``eps``."""
+    def _error(self, users: float) -> float:
+        """``V(eps, users)``: the error of an estimate from ``users`` reports at ``eps`` (a whole number)."""
         return make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound,
-                           var_mode=self.var_mode).variance(users)
+                           var_mode=self.var_mode).variance(int(users))
 
-    def _ask(self, slot: int, users: int) -> Request:
-        return self._take(slot, Phase.PUBLICATION, users)
+    def _ask(self, slot: int, users: float) -> Request:
+        return self._take(slot, Phase.PUBLICATION, int(users))
 
     def _closed(self, slot: int, publication: Request | None) -> None:
         self.ledger.end_slot(slot)
 
     @property
     def window_spend_bound(self) -> float:
-        return self.epsilon  # one eps-LDP report per user per window (spec §1.5)
+        return self.epsilon  # one eps-LDP report per user per window (Theorem 6.2)
 
     def _dynamic(self) -> dict[str, Any]:
         return {**super()._dynamic(), "population": self.ledger.state()}
@@ -372,15 +420,33 @@ class Populated:
 
 
 class PopulationDivision(Populated, AdaptiveMechanism):
-    """Every report uses the full ``eps``; users are split over slots (spec §1.5, §3, §4.6-4.7).
+    """Every report uses the full ``eps``; users are split over slots (Section 6 of the arXiv version).
 
     M1 samples ``n1 = floor(beta N / w)`` available users at every slot; publications draw from
-    the pool ``P = floor((1 - beta) N)`` (``pool='rest'``: ``N - w n1``, RES-5).
+    the pool ``P = floor((1 - beta) N)``, as the arXiv version's appendix B.1 sets it (the
+    pseudo-code writes ``N/2``); ``pool='rest'`` gives it every user M1 leaves, ``N - w n1``.
     """
 
-    def __init__(self, epsilon: float, window: int, domain_size: int, population: int, *, pool: str = "floor",
-                 **options) -> None:
-        super().__init__(epsilon, window, domain_size, population, **options)
+    def __init__(
+        self,
+        epsilon: float,
+        window: int,
+        domain_size: int,
+        population: int,
+        *,
+        beta: float = 0.5,
+        force_first: bool = False,
+        pool: str = "floor",
+        oracle: str = "ada",
+        var_mode: str = "exact_avg",
+        bound: float | None = None,
+        randomness: DerivedRandomness | None = None,
+        devices: Devices | None = None,
+        decision_override: DecisionOverride | None = None,
+    ) -> None:
+        super().__init__(epsilon, window, domain_size, population, beta=beta, force_first=force_first, oracle=oracle,
+                         var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
+                         decision_override=decision_override)
         if self.population < 2 * self.window:
             raise ParameterError(f"population division needs N >= 2w users; got N = {self.population}, w = {self.window}")
         self.dissimilarity_users = math.floor(self.beta * self.population / self.window)
@@ -393,15 +459,17 @@ class PopulationDivision(Populated, AdaptiveMechanism):
         self.pool = rest if pool == "rest" else math.floor((1.0 - self.beta) * self.population)
         self.ledger = PopulationLedger(self.population, self.window)
 
-    def _open(self, slot: int) -> Request:
+    def _open(self, slot: int) -> Request | None:
         return self._take(slot, Phase.DISSIMILARITY, self.dissimilarity_users)
 
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "pool": self.pool_rule}
 
 
-class Scheduled:
-    """Mixin: an adaptive method's publication schedule ``self.schedule`` is part of its state."""
+class Scheduled(LocalMechanism):
+    """An adaptive method whose publication schedule ``self.schedule`` (set by the subclass) is part of its state."""
+
+    schedule: Distribution | Absorption
 
     def _dynamic(self) -> dict[str, Any]:
         return {**super()._dynamic(), "schedule": self.schedule.state()}
@@ -411,9 +479,16 @@ class Scheduled:
         self.schedule.load(dynamic["schedule"])
 
 
-class Absorbing(Scheduled):
-    """Mixin of LBA and LPA: absorption (:class:`~.schedules.Absorption`) of ``self.unit`` amounts
-    (a budget or a number of users) per slot; a publication asks for ``k * unit``."""
+class Absorbing(Scheduled, AdaptiveMechanism):
+    """LBA and LPA: absorption (:class:`~.schedules.Absorption`) of ``self.unit`` amounts (a budget
+    or a number of users) per slot; a publication asks for ``k * unit``."""
+
+    schedule: Absorption
+    unit: float
+
+    if TYPE_CHECKING:  # from BudgetDivision or PopulationDivision, which follow in the method order
+        def _error(self, amount: float) -> float: ...
+        def _ask(self, slot: int, amount: float) -> Request: ...
 
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
         if self.schedule.nullified(slot):

@@ -1,4 +1,4 @@
-"""Ada, the adaptive frequency oracle (LocSan, [S] Algorithm 1; spec ldp-ids §2.3).
+"""Ada, the adaptive frequency oracle (LocSan, Algorithm 1 of the SIGMOD version of LDP-IDS).
 
 A device uses GRR when ``d < 3 e^eps + 2`` (strictly) and OUE otherwise: GRR's approximate
 variance ``(d - 2 + e^eps)`` is then below OUE's ``4 e^eps``. The server applies the same rule to
@@ -7,7 +7,7 @@ two sub-mechanisms of one slot. :func:`make_oracle` resolves every oracle name a
 
 Examples
 --------
-Spec §7.1 item 9:
+For example:
 
 >>> choose(0.05, 5), choose(0.05, 6), choose(2.0, 77)
 ('grr', 'oue', 'oue')

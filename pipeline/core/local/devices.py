@@ -7,7 +7,7 @@ block=b)`` in ascending user order. A fleet process holding whole blocks (:func:
 therefore produces exactly the reports the simulation produces, and a retried report is
 identical to the first.
 
-Two simulation modes (spec §2.5), feeding the same estimator:
+Two simulation modes, feeding the same estimator:
 
 * ``report``: every report is drawn (what the devices do); the collector's support is their sum.
 * ``sufficient``: the support is drawn directly from the requested users' value counts, exact in

@@ -1,11 +1,11 @@
-"""Generalized randomized response (GRR, a.k.a. k-RR): spec ldp-ids §2.1, [S] §3.2 "GRR".
+"""Generalized randomized response (GRR, a.k.a. k-RR): LDP-IDS Section 2.4 of the SIGMOD version.
 
 A device keeps its value with probability ``p = e^eps / (e^eps + d - 1)`` and otherwise reports
 one of the other ``d - 1`` values uniformly, so every other value has probability
 ``q = 1 / (e^eps + d - 1)`` and ``p / q = e^eps``: the report is ``eps``-LDP. From ``n`` reports
 with ``c'[k]`` reports of value k, ``c_hat[k] = (c'[k]/n - q) / (p - q)`` is unbiased and sums to 1.
 
-Variance (spec §2.1/§2.4, RES-1), with ``f_k`` the true fraction of reporters holding k:
+Variance (the exact average over the bins; the printed one lacks ``1/d`` in its second term), with ``f_k`` the true fraction of reporters holding k:
 ``Var_k = (d-2+e^eps) / (n (e^eps-1)^2) + f_k (d-2) / (n (e^eps-1))``; averaged over the bins
 (``sum f_k = 1``) this is ``V = (d-2+e^eps)/(n(e^eps-1)^2) + (d-2)/(d n (e^eps-1))``.
 
@@ -23,7 +23,7 @@ True
 >>> round(float(grr.estimate(grr.support(reports), 4).sum()), 12)
 1.0
 
-Spec §2.4's check (d = 5, eps = 1, n = 2000): the corrected average and the printed form.
+A check (d = 5, eps = 1, n = 2000): the corrected average and the printed form.
 
 >>> f"{grr.variance(2000):.3e}", f"{GRR(1.0, 5, 'paper_literal').variance(2000):.2e}"
 ('1.143e-03', '1.84e-03')

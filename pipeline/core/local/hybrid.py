@@ -1,7 +1,8 @@
-"""Hybrid Mechanism (HM) for means over [0, B]: spec ldp-ids §2.6, [S] §6.1.1 (Wang et al., ICDE 2019).
+"""Hybrid Mechanism (HM) for means over [0, B]: LDP-IDS Section 6.1.1 of the SIGMOD version (Wang et al., ICDE 2019).
 
 A device clips its value into ``[0, B]``, maps it to ``x = 2v/B - 1`` in ``[-1, 1]`` and reports
-one unbiased noisy number (RES-10, RES-11):
+one unbiased noisy number (SR and PM rebuilt from Wang et al.; ``[0, B]`` maps to ``[-1, 1]`` by
+``x = 2v/B - 1`` and back by ``B (m + 1) / 2``):
 
 * **SR** (Duchi's stochastic rounding): ``+C_d`` with probability ``1/2 + x (e^eps-1)/(2e^eps+2)``,
   else ``-C_d``, where ``C_d = (e^eps+1)/(e^eps-1)``. Variance ``C_d^2 - x^2``.
@@ -11,10 +12,10 @@ one unbiased noisy number (RES-10, RES-11):
 * **HM**: for ``eps > eps* = 0.61`` PM with probability ``alpha = 1 - e^(-eps/2)``, else SR; for
   ``eps <= eps*`` always SR. Worst-case variance ``Var*``: ``C_d^2`` below ``eps*``, and
   ``e^(-eps/2) [C_d^2 + (a+3)/(3(a-1))]`` above, exact for every x (the x^2 terms cancel).
-  ``paper_literal`` uses [S] Eq (10)'s squared ``(a-1)^2`` instead (a typo, kept as an option).
+  ``paper_literal`` uses Eq (10)'s squared ``(a-1)^2`` instead (a typo, kept as an option).
 
 The server averages the ``n`` outputs into ``m`` and releases ``B (m + 1) / 2``, with
-``V_HM(eps, n) = (B/2)^2 Var*(eps) / n``. Reports are float64: 64 bits each (spec §2.7 leaves it open).
+``V_HM(eps, n) = (B/2)^2 Var*(eps) / n``. Reports are float64: 64 bits each (the paper leaves it open).
 
 Examples
 --------
@@ -41,7 +42,7 @@ from .oracle import LocalOracle
 
 __all__ = ["HybridMechanism", "EPS_STAR", "stochastic_rounding_constant", "component_variance"]
 
-EPS_STAR = 0.61  # as printed in [S]; the exact crossing point is 0.6094 (RES-10)
+EPS_STAR = 0.61  # as printed; the exact crossing point is 0.6094
 
 
 def stochastic_rounding_constant(epsilon: float) -> float:
@@ -75,7 +76,7 @@ class HybridMechanism(LocalOracle):
         self.pm_share = 1 - math.exp(-self.epsilon / 2) if self.epsilon > EPS_STAR else 0.0
 
     def unit_inputs(self, values) -> np.ndarray:
-        """``x = 2 clip(v, 0, B) / B - 1`` (RES-11)."""
+        """``x = 2 clip(v, 0, B) / B - 1`` (values outside ``[0, B]`` are clipped into it)."""
         values = np.asarray(values, dtype=float)
         if values.size and not np.isfinite(values).all():
             raise ParameterError("mean-estimation values must be finite numbers")

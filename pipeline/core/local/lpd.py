@@ -1,30 +1,14 @@
-"""LPD, LDP population distribution: [A] Algorithm 3 / [S] Algorithm 2 (spec ldp-ids §4.6).
-
-Every slot, ``n1 = floor(beta N / w)`` available users report M1 with ``eps`` and the server
-computes ``dis``. With ``N_rm`` the publication pool ``P`` minus the users of the publications of
-the previous ``w - 1`` slots, a publication would ask ``N_pp = floor(N_rm / 2)`` available users
-and have error ``err = V(eps, N_pp)``; it happens iff ``dis > err`` and ``N_pp >= u_min``.
-Users asked at slot t are available again at the end of slot ``t + w - 1`` (RES-12).
-
-Spend: ``eps`` per report and at most one report per user in any window (``|U_A|`` after M1
-is at least ``N - w n1 - S >= P - S >= N_pp``, so sampling never runs short): ``eps`` per window.
-
-Always publishing takes ``floor(N_rm/2)``: ``P/2, P/4, ...`` users, then recycled ones (spec §4.6):
-
->>> import numpy as np
->>> from pipeline.core.local.devices import Devices
->>> m = LPD(1.0, 4, 2, population=400, devices=Devices.from_seed(0), decision_override=lambda t: True)
->>> [r.n2 for r in m.run(np.zeros((5, 400), dtype=int))]
-[100, 50, 25, 12, 56]
-"""
+"""LPD, LDP population distribution (LDP-IDS, Algorithm 2 of the SIGMOD version)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..base import Strategy
+from ..randomness import DerivedRandomness
 from ..validation import check_positive_int
-from ._base import PopulationDivision, Scheduled
+from ._base import DecisionOverride, PopulationDivision, Scheduled
+from .devices import Devices
 from .protocol import LocalDissimilarity, Request
 from .schedules import Distribution
 
@@ -32,11 +16,98 @@ __all__ = ["LPD"]
 
 
 class LPD(Scheduled, PopulationDivision):
-    name = "lpd"
+    """LPD, LDP population distribution: BD's halving, applied to users instead of budget.
 
-    def __init__(self, epsilon: float, window: int, domain_size: int, population: int, *, u_min: int = 1,
-                 **options) -> None:
-        super().__init__(epsilon, window, domain_size, population, **options)
+    Every slot, ``n1 = floor(beta N / w)`` available users report M1 with ``eps`` and the
+    server computes ``dis``. With ``N_rm`` the publication pool ``P`` minus the users of the
+    publications of the previous ``w - 1`` slots, a publication would ask
+    ``N_pp = floor(N_rm / 2)`` available users and have error ``err = V(eps, N_pp)``; it
+    happens iff ``dis > err`` and ``N_pp >= u_min``. Users asked at slot t are available again
+    at the end of slot ``t + w - 1``; samples are uniform without replacement and
+    data-independent.
+
+    Parameters
+    ----------
+    epsilon : float
+        Every user's budget over any window of ``window`` consecutive slots, > 0.
+    window : int
+        ``w``, the window length in slots, >= 1.
+    domain_size : int
+        ``d``, the values a user can hold (1 for means with ``oracle="hm"``).
+    population : int
+        ``N``, the users, numbered ``0 .. N-1``.
+    u_min : int, default 1
+        The fewest users a publication may ask.
+    beta : float, default 0.5
+        The share of the budget (budget division) or of the users (population division) given
+        to M1, strictly between 0 and 1.
+    force_first : bool, default False
+        Publish slot 1 whatever ``dis``. Off by default: ``r_0 = 0`` and slot 1 is decided by
+        the normal rule, as in the papers.
+    pool : {"floor", "rest"}, default "floor"
+        The publication pool: ``P = floor((1 - beta) N)`` as the papers' appendix sets it, or
+        ``"rest"``, ``N - w n1``, every user M1 leaves.
+    oracle : {"ada", "grr", "oue", "hm"}, default "ada"
+        The devices' perturbation: the adaptive choice between GRR and OUE, one of them, or the
+        Hybrid Mechanism for means over ``[0, bound]``.
+    var_mode : str, default "exact_avg"
+        The form of ``V(eps, n)``: the exact average over the bins by default.
+    bound : float, optional
+        The top of the value range for ``oracle="hm"`` (1 if omitted); ignored otherwise.
+    randomness : DerivedRandomness, optional
+        Where the server's draws come from (a fresh random key if omitted).
+    devices : Devices, optional
+        The simulated devices :meth:`step` asks (the pipeline asks real ones instead).
+    decision_override : callable, optional
+        ``slot -> bool | None``, a test hook that replaces the publish rule where not None.
+
+    Spend
+    -----
+    ``eps`` per report and at most one report per user in any window (``|U_A|`` after M1 is at
+    least ``N - w n1 - S >= P - S >= N_pp``, so sampling never runs short): ``eps`` per window.
+    Population division needs ``N >= 2w``.
+
+    Examples
+    --------
+    Always publishing takes ``floor(N_rm/2)``: ``P/2, P/4, ...`` users, then recycled ones:
+
+    >>> import numpy as np
+    >>> from pipeline.core.local.devices import Devices
+    >>> m = LPD(1.0, 4, 2, population=400, devices=Devices.from_seed(0), decision_override=lambda t: True)
+    >>> [r.n2 for r in m.run(np.zeros((5, 400), dtype=int))]
+    [100, 50, 25, 12, 56]
+
+    References
+    ----------
+    X. Ren, L. Shi, W. Yu, S. Yang, C. Zhao, Z. Xu. LDP-IDS: Local Differential Privacy for
+    Infinite Data Streams. SIGMOD 2022 (the SIGMOD version), and its extended arXiv version
+    (the arXiv version): Section 5.2.2 and Algorithm 2 of the SIGMOD version, Algorithm 3 of the arXiv version.
+    """
+
+    name = "lpd"
+    schedule: Distribution
+
+    def __init__(
+        self,
+        epsilon: float,
+        window: int,
+        domain_size: int,
+        population: int,
+        *,
+        u_min: int = 1,
+        beta: float = 0.5,
+        force_first: bool = False,
+        pool: str = "floor",
+        oracle: str = "ada",
+        var_mode: str = "exact_avg",
+        bound: float | None = None,
+        randomness: DerivedRandomness | None = None,
+        devices: Devices | None = None,
+        decision_override: DecisionOverride | None = None,
+    ) -> None:
+        super().__init__(epsilon, window, domain_size, population, beta=beta, force_first=force_first, pool=pool,
+                         oracle=oracle, var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
+                         decision_override=decision_override)
         self.u_min = check_positive_int(u_min, "u_min")
         self.schedule = Distribution(self.pool, self.window)
 

@@ -1,10 +1,10 @@
-"""Communication and monitoring measures of LDP-IDS (spec ldp-ids §2.7, §5, §6.3-6.4).
+"""Communication and monitoring measures of LDP-IDS's evaluation (Section 7 of the arXiv version).
 
 * **CFPU** (communication frequency per user): reports per user per slot,
   ``(1/(N T)) * total reports``; an M1 and an M2 report at the same slot count as two.
-* **Bits per user per slot**: ``(1/(N T)) * total bits`` with the accounting of §6.4 (RES-20),
+* **Bits per user per slot**: ``(1/(N T)) * total bits`` with the accounting :mod:`._base` states (Table 2's bits),
   which :class:`~pipeline.core.local.protocol.LocalStepResult` already carries per slot.
-* **Event monitoring ROC** (§6.3): a scalar ``s_t`` of each histogram (the share of value 1 on
+* **Event monitoring ROC** (the papers' monitoring task): a scalar ``s_t`` of each histogram (the share of value 1 on
   binary data), the event ``s_t > delta`` with ``delta = 0.75 (max s - min s) + min s`` on the true
   stream, and the same scalar of the releases as the score; the ROC sweeps a cut-off over the
   scores and the AUC is the area under it (ties between a positive and a negative count 1/2).
@@ -39,12 +39,12 @@ def cfpu(results: Sequence[LocalStepResult], population: int) -> float:
 
 
 def bits_per_user_per_slot(results: Sequence[LocalStepResult], population: int) -> float:
-    """Communicated bits per user per slot (spec §6.4 accounting)."""
+    """Communicated bits per user per slot (the accounting :mod:`._base` states)."""
     return sum(r.bits for r in results) / (population * len(results)) if results else 0.0
 
 
 def monitored_scalar(histograms: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """The scalar watched per slot (spec §6.3, RES-18), chosen on the true stream ``truth``.
+    """The scalar watched per slot (event monitoring), chosen on the true stream ``truth``.
 
     Binary data: the share of value 1. Otherwise the mean over the bins where it varies over time
     (data with absent users); else the bin with the largest time-average (a constant mean would

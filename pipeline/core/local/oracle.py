@@ -1,14 +1,15 @@
 """The small base every local randomiser derives from: device-side ``perturb`` plus its server side.
 
 A frequency oracle (or a mean mechanism) is an ``epsilon``-LDP randomiser that runs on each
-device, with an unbiased estimator on the server (spec ldp-ids §2). Its one online method is
+device, with an unbiased estimator on the server (LDP-IDS, Section 2.4 of the SIGMOD version). Its one online method is
 :meth:`LocalOracle.perturb`, vectorised over many users' values (one device is an array of one).
 Devices draw from a :class:`~pipeline.core.randomness.KeyStream` (one per block of users at a
 slot and phase, so a retried report is the same report). The server side is additive: the
 collector sums reports into :meth:`LocalOracle.support` (GRR: counts of reported values; OUE:
 column sums of the bit vectors; HM: the sum of outputs) and :meth:`LocalOracle.estimate` turns
 ``(support, n)`` into the release. ``variance(n)`` is ``V(epsilon, n)``, the error an estimate
-from ``n`` reports is expected to have, in one of three forms (``var_mode``, spec §2.4, RES-1):
+from ``n`` reports is expected to have, in one of three forms (``var_mode``; the printed GRR average lacks ``1/d`` in its second term, so the exact average
+is the default):
 
 * ``exact_avg`` (default): the exact per-bin variance averaged over the ``d`` bins;
 * ``paper_literal``: the form printed in the papers (not the default; kept to reproduce them);
@@ -65,7 +66,7 @@ class LocalOracle(abc.ABC):
 
     @abc.abstractmethod
     def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
-        """A draw of the support of ``len(values)`` reports, exact in distribution (spec §2.5): the
+        """A draw of the support of ``len(values)`` reports, exact in distribution: the
         server-side shortcut of a simulation, from the server's own generator."""
 
     # --- server side -------------------------------------------------------------------------
@@ -84,7 +85,7 @@ class LocalOracle(abc.ABC):
     @property
     @abc.abstractmethod
     def bits_per_report(self) -> int:
-        """Size of one report on the wire (spec §2.7)."""
+        """Size of one report on the wire."""
 
     # --- helpers -----------------------------------------------------------------------------
     def _categories(self, values) -> np.ndarray:

@@ -1,9 +1,9 @@
-"""Optimized unary encoding (OUE): spec ldp-ids §2.2, [S] §3.2 "OUE" (Wang et al., USENIX Sec 2017).
+"""Optimized unary encoding (OUE): LDP-IDS Section 2.4 of the SIGMOD version (Wang et al., USENIX Sec 2017).
 
 A device one-hot encodes its value into ``d`` bits and flips each bit independently: a 1 stays 1
 with probability ``p = 1/2`` and a 0 becomes 1 with probability ``q = 1 / (e^eps + 1)``; every
 bit's likelihood ratio is at most ``e^eps``. With ``c'[k]`` reports whose bit k is set,
-``c_hat[k] = (c'[k]/n - q) / (1/2 - q)`` is unbiased (the frequency form, RES-9).
+``c_hat[k] = (c'[k]/n - q) / (1/2 - q)`` is unbiased (the frequency form; the paper prints the count form).
 
 Variance: ``Var_k = 4 e^eps / (n (e^eps-1)^2) + f_k / n``, averaged over the bins
 ``V = 4 e^eps / (n (e^eps-1)^2) + 1/(d n)`` (``paper_literal``: ``+ 1/n``).

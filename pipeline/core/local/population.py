@@ -1,8 +1,8 @@
 """The population ledger of population division: who may still be asked in the current window.
 
-Population division (spec ldp-ids §1.5, §3, §4.6-4.7; [A] Thm 6.2) keeps every user to at most one
+Population division (Section 6 and Theorem 6.2 of the arXiv version of LDP-IDS) keeps every user to at most one
 report in any ``w`` consecutive slots: users asked at slot ``t`` leave the available set ``U_A``
-and come back only at the end of slot ``t + w - 1`` (recycling, RES-12). Samples are uniform
+and come back only at the end of slot ``t + w - 1`` (recycling: the users of ``t - w + 1`` return at the end of ``t``). Samples are uniform
 without replacement from ``U_A`` and independent of the data.
 
 Sampling ``k`` of the ``A`` available users: ``k`` distinct uniform ranks among the available ids
@@ -36,7 +36,7 @@ Examples
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -66,7 +66,7 @@ class PopulationLedger:
 
     def take(self, slot: int, count: int, rng: np.random.Generator) -> np.ndarray:
         """Remove ``count`` uniformly chosen available users; their ids, sorted (int64)."""
-        if count > self.available:  # the methods' pools make this impossible (spec §4.6): a bug if hit
+        if count > self.available:  # the methods' pools make this impossible: a bug if hit
             raise RuntimeError(f"population ledger ran short at slot {slot}: {count} wanted, {self.available} available")
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
@@ -101,10 +101,12 @@ class PopulationLedger:
     def _taken_in(self, index: int) -> list[np.ndarray]:
         """The users of each take of the slot at ``index``, unpacked on first use after a load."""
         taken, packed = self._taken[index], self._packed[index]
-        for i, users in enumerate(taken):
-            if users is None:
-                taken[i] = unpack_users(packed[i], self.population)
-        return taken
+        unpacked = []
+        for i, (users, blob) in enumerate(zip(taken, packed)):
+            if users is None:  # every take is held unpacked, packed, or both
+                users = taken[i] = unpack_users(_held(blob), self.population)
+            unpacked.append(users)
+        return unpacked
 
     def _available_mask(self) -> np.ndarray:
         if self._mask is None:
@@ -120,7 +122,7 @@ class PopulationLedger:
         for taken, packed in zip(self._taken, self._packed):
             for i, users in enumerate(taken):
                 if packed[i] is None:
-                    packed[i] = pack_users(users, self.population)
+                    packed[i] = pack_users(_held(users), self.population)
         return {"taken": [list(packed) for packed in self._packed]}
 
     def load(self, state: dict[str, Any]) -> None:
@@ -129,7 +131,7 @@ class PopulationLedger:
             raise ParameterError(f"a population state of {len(slots)} slots is not one of a window of {self.window}")
         self._packed = [[bytes(p) for p in packed] for packed in slots]
         self._taken = [[None] * len(packed) for packed in self._packed]  # unpacked when recycled or a take needs them
-        self._sizes = [sum(count_users(p) for p in packed) for packed in self._packed]
+        self._sizes = [sum(count_users(_held(p)) for p in packed) for packed in self._packed]
         self.available = self.population - sum(self._sizes)
         if self.available < 0:
             raise ParameterError("a population state takes more users than the population holds")
@@ -147,3 +149,12 @@ def _uniform_positions(size: int, count: int, rng: np.random.Generator) -> np.nd
         picked = ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])]  # (np.unique is ~15x slower)
     surplus = picked.size - count
     return np.delete(picked, rng.choice(picked.size, surplus, replace=False)) if surplus else picked
+
+
+T = TypeVar("T")
+
+
+def _held(value: T | None) -> T:
+    """One form of a take, which the ledger holds whenever the other form is None."""
+    assert value is not None, "a take is held unpacked, packed, or both"
+    return value

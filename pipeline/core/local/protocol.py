@@ -41,7 +41,7 @@ class Request:
     slot: int
     phase: Phase
     epsilon: float
-    oracle: str  # resolved: "grr", "oue" or "hm" (Ada decided per request, spec §2.3)
+    oracle: str  # resolved: "grr", "oue" or "hm" (Ada decided per request)
     domain_size: int
     population: int
     users: np.ndarray | None = None
@@ -76,7 +76,7 @@ class Request:
         """Inverse of :meth:`to_dict`; ``users`` may also be a sequence of ids."""
         users, population = data["users"], int(data["population"])
         if isinstance(users, (bytes, bytearray, memoryview)):
-            users = unpack_users(users, population)
+            users = unpack_users(bytes(users), population)
         return cls(
             slot=int(data["slot"]), phase=Phase(int(data["phase"])), epsilon=float(data["epsilon"]),
             oracle=str(data["oracle"]), domain_size=int(data["domain_size"]), population=population,
@@ -103,7 +103,7 @@ class LocalStepResult(StepResult):
     ``eps1``/``eps2`` are the budgets of one report in M1/M2 (0 where the phase did not run);
     each user asked in a phase (``users1``/``users2``, None = every user) spent that much.
     ``n1``/``n2`` count the users who answered, ``reports = n1 + n2``, ``bits`` the
-    communication of the slot (spec §6.4), ``threshold`` is ``err`` (also as :attr:`err`).
+    communication of the slot (the accounting :mod:`._base` states), ``threshold`` is ``err`` (also as :attr:`err`).
     """
 
     n1: int = 0

@@ -1,4 +1,4 @@
-"""The two publication schedules LDP-IDS adapts from Kellaris et al. (spec ldp-ids §4.4-4.7).
+"""The two publication schedules LDP-IDS adapts from Kellaris et al. (LBD/LPD and LBA/LPA).
 
 Both budget division (amounts are budgets) and population division (amounts are users) use them:
 
@@ -7,9 +7,10 @@ Both budget division (amounts are budgets) and population division (amounts are 
   window ``w`` slots later and is thereby recycled.
 * :class:`Absorption` (LBA, LPA): every slot owns one unit; a publication absorbs the units of
   the slots skipped since the last one (``k <= w`` in all) and the next ``k - 1`` slots are
-  nullified. Unit counts stay integers (RES-4), with the literal init ``k_0 = 0`` (RES-7), under
+  nullified. Unit counts stay integers (so no floating-point ratio decides a range), with the literal
+  init ``k_0 = 0`` (the algorithms' ``eps_{l,2} = 0``), under
   which the first publication at slot t may take ``min(t + 1, w)`` units; no window ever holds
-  more than ``w`` units (spec §4.5, checked exhaustively in the tests).
+  more than ``w`` units (checked exhaustively in the tests).
 
 >>> a = Absorption(window=3)
 >>> a.nullified(1), a.units(1)

@@ -1,8 +1,8 @@
 """Per-user audit of a local stream: every user's spend and reports in every window of ``w`` slots.
 
-The w-event guarantee of the local model is per user (spec ldp-ids §1.4): for every user and every
+The w-event guarantee of the local model is per user (Theorem 5.1 of the arXiv version of LDP-IDS): for every user and every
 window of ``w`` consecutive slots, the budgets of the reports the user was asked for sum to at
-most ``epsilon``; population division keeps every user to at most one report per window (§1.5).
+most ``epsilon``; population division keeps every user to at most one report per window (Theorem 6.2 of the arXiv version).
 :class:`UserLedger` replays :class:`LocalStepResult` records (the users asked in each phase and the
 per-report budget) and keeps the largest per-user window spend and report count seen. A user
 asked in a phase is charged whether or not the report arrived (the conservative reading).

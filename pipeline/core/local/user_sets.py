@@ -73,7 +73,7 @@ def unpack_users(blob: bytes, population: int) -> np.ndarray:
     last = body < 0x80
     if not last[-1]:
         raise UserSetError("a user set ends inside a varint")
-    owner = np.cumsum(last) - last
+    owner: np.ndarray = np.cumsum(last) - last
     starts = np.flatnonzero(np.concatenate([[True], last[:-1]]))
     index = np.arange(body.size) - starts[owner]
     if index.max() >= _SHIFTS.size:

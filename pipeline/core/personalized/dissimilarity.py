@@ -1,7 +1,8 @@
 """Dissimilarity Calculation (DC): Du et al., PVLDB 18(6) 2025, Algorithm 3 (M1 of PBD and PBA).
 
 Every user of type k holds the dissimilarity budget ``e1_k = eps_k / (2 w_k)`` at every slot.
-OBS picks the SM threshold ``theta_1`` among them (with sensitivity 1 by default, spec AMB-4;
+OBS picks the SM threshold ``theta_1`` among them (with sensitivity 1 by default, as Algorithm 3
+does, though the proof of Theorem 4.2 uses 1/d;
 ``obs_sensitivity`` changes only that error model, not the noise), SM_s draws a fresh sample,
 and the private dissimilarity is the mean absolute distance of the sampled histogram to the last
 release plus ``Lap((1/d) / theta_1)``: adding or removing one sampled user moves the mean by 1/d.
@@ -12,7 +13,7 @@ noise at ``(slot, DISSIMILARITY)``: with identical users this is exactly BD/BA's
 (exact two-sided geometric on the integer L1 distance, the default) or continuous Laplace.
 
 Spend: ``e1_k = eps_k / (2 w_k)`` for every user of type k, at every slot (null slots included),
-so ``w_k e1_k = eps_k / 2`` per window of that user's own ``w_k`` (spec I2).
+so ``w_k e1_k = eps_k / 2`` per window of that user's own ``w_k``.
 
 >>> from pipeline.core.randomness import SecretKey, ZeroNoise
 >>> from pipeline.core.personalized.requirements import RequirementTypes

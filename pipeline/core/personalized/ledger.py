@@ -4,7 +4,8 @@ Users of one type are charged the same at every slot, so the ledger stores a ``(
 matrix of charges (DC's ``eps1`` and the publication's ``eps2``) and checks every window of each
 type's own ``w_k`` against its ``eps_k``. :meth:`PersonalizedLedger.user_charges` expands it to
 any user's charge at every slot through the user -> type map; that is the per-user view an audit
-re-verifies (spec §2: ``sum_{k in W_i(t)} eps_{i,k} <= eps_i`` for every user i and slot t).
+re-verifies (Definition 5 of Du et al.: ``sum_{k in W_i(t)} eps_{i,k} <= eps_i`` for every user i
+and slot t).
 
 >>> ledger = PersonalizedLedger(windows=[2, 3], epsilons=[1.0, 3.0])
 >>> for slot, eps2 in enumerate([[0.5, 1.0], [0.0, 0.0], [0.25, 1.5]], start=1):

@@ -1,13 +1,13 @@
 """Optimal Budget Selection (OBS): Du et al., PVLDB 18(6) 2025, Algorithm 1.
 
 Among the distinct positive budgets ``v_1 < ... < v_m`` (held by ``n_1 .. n_m`` users), pick the
-SM threshold ``theta = v_c`` that minimises the reporting error (spec §2.2)
+SM threshold ``theta = v_c`` that minimises the reporting error (Section 4.1)
 
     err(theta) = sum_{v_k < theta} n_k p_k (1 - p_k) + (sum_{v_k < theta} n_k (1 - p_k))^2 + 2 Delta^2 / theta^2,
 
 with ``p_k = expm1(v_k) / expm1(theta)``: the sampled count's variance and squared bias plus the
 Laplace variance. Ties keep the smaller theta (strict ``<``); zero budgets are never candidates
-(AMB-9), and with no positive budget there is no selection (the slot is null).
+(its error ``2/0^2`` is infinite), and with no positive budget there is no selection (the slot is null).
 
 Every candidate is scored in O(m) after sorting: with ``a_k = expm1(v_k)``,
 ``sum n_k p_k = sum n_k a_k / a_c`` and ``sum n_k p_k^2 = sum n_k a_k^2 / a_c^2`` are prefix sums,
@@ -15,7 +15,8 @@ accumulated in the log domain (``logaddexp.accumulate``) so that no budget size 
 
 Spend: nothing; OBS reads only the budgets and the public type sizes.
 
-Example 2 of the paper (err(0.8) = 27.733, not the printed 89.74: spec AMB-3):
+Example 2 of the paper (err(0.8) = 27.733, not the printed 89.74, where ``e^{x-1}`` stands for
+``e^x - 1``):
 
 >>> selection = obs(np.array([0.1, 0.4, 0.8]), np.array([2, 5, 3]))
 >>> round(selection.theta, 6), round(selection.error, 6)

@@ -6,20 +6,19 @@ names every user's publication budget ``e2_i`` (or nullifies the slot), OBS pick
 ``theta_2`` and its error ``err_2``, and the slot publishes iff ``dis > sqrt(err_2)`` (strict):
 the kept users of a fresh SM sample (coins at ``SAMPLE_PUBLICATION``) plus ``theta_2``-DP noise
 per bin (at ``PUBLICATION``): exact two-sided geometric by default, ``Lap(1/theta_2)`` with
-``noise="laplace"`` (see :class:`CentralMechanism`). Otherwise it repeats the last release and charges no publication budget.
+``noise="laplace"`` (see :class:`CentralMechanism`). Otherwise it repeats the last release and
+charges no publication budget.
 
 Input per slot: the ``(types, d)`` matrix of users per requirement type and value
 (:meth:`.requirements.Requirements.type_counts` builds it from per-user values); bookkeeping is
 per type, O(m) per slot. The M1/M2 split and the options follow :class:`CentralMechanism`:
 ``measure(counts)``, ``publish(counts, dissimilarity)``, ``step(counts)`` = both.
 
-Options: ``threshold="scale"`` compares ``dis`` with ``1/theta_2`` (BD/BA's rule) instead of
-``sqrt(err_2)``; with every user identical, PBD and PBA then equal BD and BA exactly (spec §11
-item 11). ``force_first_publish`` publishes slot 1 whatever ``dis`` is (AMB-10).
-``dc_obs_sensitivity`` is the sensitivity DC's OBS assumes (AMB-4; 1/d is the true one).
+The options (``threshold``, ``force_first_publish``, ``dc_obs_sensitivity``) are described with
+PBD and PBA, which take them.
 
-Spend: each user of type k is charged ``e1_k`` at every slot and ``e2_k`` at each publication
-(the allocated budgets, AMB-13); ``type_window_spend_bounds`` states each type's window bound.
+Spend: each user of type k is charged ``e1_k`` at every slot and ``e2_k`` at each publication;
+``type_window_spend_bounds`` states each type's window bound.
 
 Examples
 --------
@@ -45,6 +44,7 @@ import numpy as np
 
 from ..base import StepResult, Strategy
 from ..central import CentralMechanism
+from ..central._base import DecisionOverride
 from ..central.dissimilarity import Dissimilarity
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError
@@ -53,7 +53,7 @@ from .obs import BudgetSelection, obs
 from .requirements import RequirementTypes
 from .sampling import keep_probabilities, sample_counts
 
-__all__ = ["PersonalizedStepResult", "PersonalizedMechanism", "THRESHOLDS"]
+__all__ = ["PersonalizedStepResult", "PersonalizedMechanism", "THRESHOLDS", "DecisionOverride"]
 
 # What M2 compares the dissimilarity with, from OBS's selection.
 THRESHOLDS = {
@@ -84,6 +84,9 @@ class PersonalizedMechanism(CentralMechanism):
     ``(min eps_k, max w_k)``; each user's own pair is in ``types``.
     """
 
+    model = "personalized"
+    dissimilarity_measure: DissimilarityCalculation
+
     def __init__(
         self,
         windows,
@@ -97,7 +100,7 @@ class PersonalizedMechanism(CentralMechanism):
         randomness: DerivedRandomness | None = None,
         clamp_round: bool = False,
         noise: str = "discrete",
-        decision_override=None,
+        decision_override: DecisionOverride | None = None,
     ) -> None:
         self.types = RequirementTypes(windows, epsilons, sizes)
         strictest_window, strictest_epsilon = self.types.strictest
@@ -137,7 +140,7 @@ class PersonalizedMechanism(CentralMechanism):
         return float(self.type_window_spend_bounds.max())
 
     # --- one slot ------------------------------------------------------------------------------
-    def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity) -> PersonalizedStepResult:
+    def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> PersonalizedStepResult:
         budgets = self.publication_budgets(slot)
         if budgets is None:
             return self._charge(slot, Strategy.NULLIFIED, dissimilarity, None, None, None)
@@ -146,14 +149,14 @@ class PersonalizedMechanism(CentralMechanism):
         publish = selection is not None and (
             (self.force_first_publish and slot == 1) or self._decide(slot, dissimilarity, threshold)
         )
-        if not publish:
+        if selection is None or not publish:
             return self._charge(slot, Strategy.APPROXIMATE, dissimilarity, threshold, selection, None)
         kept = self._sample(counts, keep_probabilities(budgets, selection.theta), self.randomness, slot,
                             Phase.SAMPLE_PUBLICATION)
         self._fresh(slot, kept.sum(axis=0), selection.theta)  # SM_d: sensitivity 1, no rescaling
         return self._charge(slot, Strategy.PUBLISH, dissimilarity, threshold, selection, budgets)
 
-    def _charge(self, slot: int, strategy: Strategy, dissimilarity: Dissimilarity, threshold: float | None,
+    def _charge(self, slot: int, strategy: Strategy, dissimilarity: Dissimilarity | None, threshold: float | None,
                 selection: BudgetSelection | None, spent: np.ndarray | None) -> PersonalizedStepResult:
         spent = np.zeros(self.types.count) if spent is None else spent
         self._commit(slot, spent, strategy is Strategy.PUBLISH)
@@ -164,7 +167,7 @@ class PersonalizedMechanism(CentralMechanism):
             strategy=strategy,
             eps1=float(eps1.max()),
             eps2=float(spent.max()),
-            dissimilarity=dissimilarity.value,
+            dissimilarity=dissimilarity.value if dissimilarity is not None else None,
             threshold=threshold,
             type_eps1=eps1,
             type_eps2=spent,

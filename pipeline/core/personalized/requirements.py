@@ -2,7 +2,7 @@
 
 A *type* is one distinct pair ``(w, eps)``. Every PWSM decision is global (one dissimilarity, one
 publish-or-skip per slot), so users of one type are charged the same budget at every slot: the
-mechanisms keep their bookkeeping per type, O(m) per slot for m types (spec §9, last bullet), and
+mechanisms keep their bookkeeping per type, O(m) per slot for m types, and
 a slot's input is the ``(m, d)`` matrix ``counts[k, j]`` = number of users of type k holding value j.
 :meth:`Requirements.type_counts` builds it from per-user values with one ``bincount``.
 
@@ -10,11 +10,11 @@ File format (:meth:`Requirements.load_csv`): one line per user, ``user,w,epsilon
 header line ``user,w,epsilon``; blank lines and lines starting with ``#`` are ignored. ``user`` is
 the user's id as the data names it (a synthetic stream names its users ``0 .. N-1``).
 
-Generation follows the paper's experiments (spec §10.2, [ART] config): every user gets
+Generation follows the paper's experiments (Section 5.2, Table 3, and the authors' configuration): every user gets
 ``eps_i`` in ``{eps, eps+0.2, ..., 1.0}`` and ``w_i`` in ``{40, 80, ..., w}``, so the static pair
 ``(w, eps)`` is at least as strict as anyone's; users are split in id order into 10 contiguous
 groups that each draw one ``eps`` and, independently, one ``w`` uniformly (:func:`grouped`;
-``per_user=True`` draws per user instead). :func:`two_type` is the two-type study of §5.5.
+``per_user=True`` draws per user instead). :func:`two_type` is the two-type study of Section 5.5.
 
 >>> r = Requirements([4, 2, 4, 3], [1.0, 0.5, 1.0, 2.0])
 >>> r.types.windows.tolist(), r.types.epsilons.tolist(), r.types.sizes.tolist()
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..data import ABSENT
 from ..validation import ParameterError, check_epsilon, check_positive_int
@@ -142,7 +143,7 @@ def type_histogram(values: np.ndarray, user_types: np.ndarray, type_count: int, 
 class Requirements:
     """Every user's ``(w_i, eps_i)``, in user order, with the users' ids."""
 
-    def __init__(self, windows: Sequence, epsilons: Sequence, user_ids: Sequence[str] | None = None) -> None:
+    def __init__(self, windows: ArrayLike, epsilons: ArrayLike, user_ids: Sequence[str] | None = None) -> None:
         count = np.asarray(windows).size
         ids = [str(u) for u in user_ids] if user_ids is not None else [str(i) for i in range(count)]
         if len(ids) != count:
@@ -240,7 +241,7 @@ def _number(text: str):
         return text  # the check_* helpers reject it, naming the bad value
 
 
-# --- generation (spec §10.2) ----------------------------------------------------------------
+# --- generation (Section 5.2) ----------------------------------------------------------------
 def epsilon_candidates(epsilon: float, top: float = 1.0, step: float = 0.2) -> np.ndarray:
     """``{eps, eps + step, ..., top}`` (just ``{eps}`` when ``eps >= top``), rounded to 12 decimals."""
     epsilon = check_epsilon(epsilon, "strictest epsilon")
@@ -257,9 +258,9 @@ def window_candidates(window: int, step: int = 40) -> np.ndarray:
 
 def grouped(users: int, epsilon: float = 0.6, window: int = 120, *, groups: int = 10, seed: int = 0,
             per_user: bool = False) -> Requirements:
-    """The paper's personalized requirements tied to the static pair ``(w, eps)`` (spec §10.2).
+    """The paper's personalized requirements tied to the static pair ``(w, eps)`` (Section 5.2).
 
-    Users are split in id order into ``groups`` contiguous, near-equal groups [ART]; each group
+    Users are split in id order into ``groups`` contiguous, near-equal groups (as the authors' code does); each group
     draws ``eps_i`` uniformly from :func:`epsilon_candidates` and, independently, ``w_i`` from
     :func:`window_candidates`. ``per_user=True`` makes every user draw on their own.
 
@@ -282,7 +283,7 @@ def grouped(users: int, epsilon: float = 0.6, window: int = 120, *, groups: int 
 
 def two_type(users: int, share: float, vary: str = "epsilon", *, strict_epsilon: float = 0.6, strict_window: int = 120,
              relaxed_epsilon: float = 1.0, relaxed_window: int = 40) -> Requirements:
-    """The two-type study (spec §10.2): the first ``round(share n)`` users (id order) are relaxed.
+    """The two-type study (Section 5.5): the first ``round(share n)`` users (id order) are relaxed.
 
     ``vary="epsilon"``: they have ``relaxed_epsilon``, the rest ``strict_epsilon``, all ``strict_window``.
     ``vary="window"``: they have ``relaxed_window``, the rest ``strict_window``, all ``strict_epsilon``.
@@ -309,7 +310,7 @@ def generate(mix: str, users: int, epsilon: float = 0.6, window: int = 120, *, g
              seed: int = 0) -> Requirements:
     """One of :data:`REQUIREMENT_MIXES` for ``users`` users, tied to the strictest pair ``(window, epsilon)``.
 
-    The two-type mixes relax to eps = 1.0 or w = 40 (spec §10.2), whatever the strictest pair.
+    The two-type mixes relax to eps = 1.0 or w = 40 (Section 5.5, Table 3), whatever the strictest pair.
     """
     if mix in ("groups", "per-user"):
         return grouped(users, epsilon, window, groups=groups, seed=seed, per_user=mix == "per-user")

@@ -4,18 +4,20 @@ Given per-user budgets ``e_i`` and a threshold ``theta > 0``:
 
 * SM_s keeps user i with probability ``p_i = 1`` if ``e_i >= theta``, else
   ``p_i = (exp(e_i) - 1) / (exp(theta) - 1)`` (users with ``e_i = 0`` are never kept);
-* SM_d releases the kept users' histogram, not rescaled (spec AMB-14), plus ``Lap(Delta/theta)``
+* SM_d releases the kept users' histogram, not rescaled (so that it stays
+  consistent with the sampling error, bias included, that OBS minimises), plus ``Lap(Delta/theta)``
   per bin. In the mechanisms this is ``CentralMechanism._fresh`` applied to the kept histogram.
 
 User i then gets ``min(e_i, theta)``-DP: for ``e_i < theta`` the worst likelihood ratio is
-``1 + p_i (e^theta - 1) = e^{e_i}`` exactly (spec I7).
+``1 + p_i (e^theta - 1) = e^{e_i}`` exactly.
 
 Users of one requirement type share one budget, so SM_s on a ``(types, d)`` count matrix is an
 exact binomial thinning of each cell with its type's ``p``: the same distribution as one
 Bernoulli coin per user, in O(types x d) and with no per-user loop. The coins of a slot come from
 one derived generator at ``(slot, phase)``, drawn only when some type has ``p < 1``.
 
-Spend: nothing by itself; the caller charges each user the allocated ``e_i`` (spec AMB-13).
+Spend: nothing by itself; the caller charges each user the allocated ``e_i``, not the
+``min(e_i, theta)`` the sample gives them (conservative).
 
 >>> keep_probabilities(np.array([0.1, 0.4, 0.8]), 0.4).round(4).tolist()
 [0.2138, 1.0, 1.0]

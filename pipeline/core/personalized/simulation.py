@@ -25,6 +25,7 @@ import numpy as np
 
 from ..simulation import SimulationRun
 from .ledger import PersonalizedLedger
+from .pwsm import PersonalizedMechanism
 
 __all__ = ["PersonalizedRun", "simulate_personalized"]
 
@@ -34,7 +35,10 @@ _TABLE_LIMIT = 64
 
 @dataclass
 class PersonalizedRun(SimulationRun):
-    def ledger(self) -> PersonalizedLedger:
+    mechanism: PersonalizedMechanism
+
+    # Per type, where a central run's ledger is per slot: the summary below reads it as such.
+    def ledger(self) -> PersonalizedLedger:  # type: ignore[override]
         ledger = PersonalizedLedger.for_mechanism(self.mechanism)
         for result in self.results:
             ledger.record(result)

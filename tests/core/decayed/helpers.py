@@ -1,6 +1,6 @@
-"""Independent reference constructions for the decayed-range-query oracles (spec §2.3, §5).
+"""Independent reference constructions for the decayed-range-query oracles (Sun et al. 2019, formulas 5-17).
 
-Everything here follows the spec's definitions directly (dense matrices, exact rationals, loops),
+Everything here follows the paper's definitions directly (dense matrices, exact rationals, loops),
 never the code under test.
 """
 
@@ -53,7 +53,7 @@ def workload(n: int, p: float) -> np.ndarray:
 
 
 def _dec(r: int) -> list[int]:
-    # Dec(r) = { r - (r mod 2^b) : bit b of r is 1 }   (spec §2.1, second form)
+    # Dec(r) = { r - (r mod 2^b) : bit b of r is 1 }   (formula 12, second form)
     return [r - (r % (1 << b)) for b in range(r.bit_length()) if r >> b & 1]
 
 

@@ -1,4 +1,4 @@
-"""Spec decayed-range-queries §5 items 1-3, 9-11 and 13: exact answers with noise off, node layout,
+"""Decayed range indexes: exact answers with noise off, node layout,
 O(1) operation counts, privacy hygiene and memory recycling."""
 
 from fractions import Fraction
@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from pipeline.core.decayed import RTPDMM, DecayedFenwick, ReleaseIndex
 from pipeline.core.decayed.tree import decomposition, height_of
+from pipeline.core.randomness import SecretKey
 from pipeline.core.validation import ParameterError
 from tests.conftest import CountingNoise
-from pipeline.core.randomness import SecretKey
 from tests.core.decayed.helpers import exact_prefixes, naive_decayed, node_range, zero_noise
 
 EXACT_DECAYS = {1.0: Fraction(1), 0.5: Fraction(1, 2)}

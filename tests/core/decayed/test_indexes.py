@@ -172,8 +172,9 @@ def test_rtp_dmm_restores_mid_block_with_identical_continuation(bins, codec):
     rng = np.random.default_rng(1)
     rows = rng.poisson(7, (90, bins)).astype(float)
     key = SecretKey.from_seed(4)
-    make = lambda: RTPDMM(0.7, 20, 0.97, bins=bins, block_size=16, privacy_window=3, lambda_variant="cai",
-                          randomness=DerivedRandomness(key, "restore"))
+    def make():
+        return RTPDMM(0.7, 20, 0.97, bins=bins, block_size=16, privacy_window=3, lambda_variant="cai",
+                      randomness=DerivedRandomness(key, "restore"))
     for cut in (37, 48, 63):  # pending ancestors at local 5, at a sealed boundary, at local 15
         straight, interrupted = make(), make()
         continue_and_record(straight, rows[:cut])
@@ -188,7 +189,8 @@ def test_rtp_dmm_restores_mid_block_with_identical_continuation(bins, codec):
 def test_any_cut_restores_identically(window, log_block, cut):
     rows = [float(x) for x in np.random.default_rng(cut).poisson(5, 40)]
     key = SecretKey.from_seed(cut)
-    make = lambda: RTPDMM(1.0, window, 0.9, block_size=1 << log_block, randomness=DerivedRandomness(key))
+    def make():
+        return RTPDMM(1.0, window, 0.9, block_size=1 << log_block, randomness=DerivedRandomness(key))
     straight, interrupted = make(), make()
     expected = continue_and_record(straight, rows)
     head = continue_and_record(interrupted, rows[:cut])
@@ -215,7 +217,8 @@ def test_release_index_restores_with_identical_continuation():
             out += [tuple(a.tolist() for a in index.query(l, t)) for l in range(index.oldest_slot, t + 1)]
         return out
 
-    make = lambda: ReleaseIndex(13, 0.93, bins=4, block_size=8)
+    def make():
+        return ReleaseIndex(13, 0.93, bins=4, block_size=8)
     straight, interrupted = make(), make()
     expected = feed(straight, as_args)
     head = feed(interrupted, as_args[:29])

@@ -1,4 +1,4 @@
-"""Spec decayed-range-queries §5 items 4-7 and 14: matrix identity, sensitivity, δ/λ, telescoping, Δ_w."""
+"""Decayed matrices: matrix identity, sensitivity, δ/λ, telescoping, Δ_w."""
 
 import numpy as np
 import pytest
@@ -27,8 +27,8 @@ def test_reconstruction_times_strategy_is_the_decayed_workload(block_size, p):
     assert strategy.max() <= 1.0
 
 
-def test_spec_example_matrices_l4_n7():
-    """RESOLVED A13: the rows of 𝐋 and 𝐁 for n = 7, L = 4, written out in the spec."""
+def test_example_matrices_l4_n7():
+    """The rows of 𝐋 and 𝐁 for n = 7, L = 4, written out (the printed matrices (13)-(14) are garbled)."""
     p = 0.7
     expected_strategy = np.zeros((7, 7))
     for row, values in enumerate([[1], [p, 1], [0, 0, 1], [p**3, p**2, p, 1], [0, 0, 0, 0, 1],

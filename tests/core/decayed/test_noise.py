@@ -1,9 +1,9 @@
-"""Spec decayed-range-queries §5 items 8 and 12, and the standard errors of Modes A and C.
+"""RTP_DMM's noise laws, and the standard errors of Modes A and C.
 
 Tolerances. d bins of one index are independent repetitions: every insert draws one Laplace
 vector of d i.i.d. values. For n i.i.d. draws with kurtosis κ the sample variance has relative
 standard deviation sqrt((κ - 1)/n); Laplace has κ = 6 and any sum of independent Laplace terms
-has κ <= 6, so with n = 100,000 it is at most sqrt(5/1e5) = 0.71 %. The spec's 3 % is therefore
+has κ <= 6, so with n = 100,000 it is at most sqrt(5/1e5) = 0.71 %. A 3 % tolerance is therefore
 more than 4.2 standard deviations (two-sided probability < 3e-5 per check).
 """
 
@@ -163,15 +163,15 @@ def test_combined_index_has_the_inverse_variance_error():
         assert standard_error[0] ** 2 == pytest.approx(var_a * var_b / (var_a + var_b), rel=1e-12)
 
 
-# spec §6: the analytic accuracy snapshot (average variance of in-block decayed prefixes, ε = 1) --
+# an analytic accuracy snapshot (average variance of in-block decayed prefixes, ε = 1) --
 @pytest.mark.parametrize("block_size, p, expected", [
     (4096, 1.0, {"none": 2028, "paper": 1738, "cai": 927}),
     (4096, 0.9995, {"none": 1196, "paper": 1503, "cai": 822}),
     (512, 1.0, {"none": 900, "paper": 694, "cai": 459}),
     (512, 0.9995, {"none": 797, "paper": 632}),
 ])
-def test_prefix_variance_matches_the_spec_snapshot(block_size, p, expected):
-    """The spec prints these to 3-4 significant digits: within 0.1 % (plus rounding) of the exact formula."""
+def test_prefix_variance_matches_the_snapshot(block_size, p, expected):
+    """Written down to 3-4 significant digits: within 0.1 % (plus rounding) of the exact formula."""
     for variant, value in expected.items():
         index = RTPDMM(1.0, block_size, p, block_size=block_size, lambda_variant=variant, randomness=zero_noise())
         average = np.mean([index._store.noise_variance(1, r, t=r) for r in range(1, block_size + 1)])

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
+from pipeline.core.base import Strategy
 from pipeline.core.local import Devices, PopulationLedger, Request, UserLedger, block_reports
 from pipeline.core.local.protocol import LocalStepResult
-from pipeline.core.base import Strategy
 from pipeline.core.randomness import Phase
 from pipeline.core.state import pack, unpack
 from pipeline.core.validation import ParameterError

@@ -1,4 +1,4 @@
-"""ROC/AUC and the monitored scalar (spec ldp-ids §6.3)."""
+"""ROC/AUC and the monitored scalar (LDP-IDS event monitoring)."""
 
 import numpy as np
 import pytest

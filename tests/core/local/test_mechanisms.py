@@ -1,4 +1,4 @@
-"""Deterministic oracles of the LDP-IDS methods (spec ldp-ids §7.1 items 1-8), the slot protocol,
+"""Deterministic oracles of the LDP-IDS methods (worked ledgers and scripted decisions), the slot protocol,
 state restoration and input validation."""
 
 import math
@@ -188,7 +188,7 @@ def test_lpd_always_publish_sizes_and_u_min():
     assert any(r.threshold == math.inf and not r.published for r in tiny)
 
 
-# 7. CFPU under scripted decisions (spec §5) -------------------------------------------------------
+# 7. CFPU under scripted decisions --------------------------------------------------------------
 @pytest.mark.parametrize("m_pubs", [1, 2, 4])
 def test_cfpu_lpd_one_window_formula(m_pubs):
     w, n = 8, 2 * 8 * 64  # n1 = 64 and P = 512 halve exactly
@@ -218,7 +218,7 @@ def test_cfpu_budget_division_is_one_plus_publications(name):
         sum(r.published for r in results[i : i + 4]) for i in range(27))
 
 
-# 8. Bits of spec §6.4 ([S] Table 2 set-ups) -------------------------------------------------------
+# 8. Bits (Table 2 set-ups of the papers) ----------------------------------------------------------
 @pytest.mark.parametrize("name, population, slots, domain, expected", [
     ("lpu", 200_000, 800, 2, 0.1),  # LNS
     ("lsp", 10_357, 886, 5, 0.2032),  # Taxi, GRR 3 bits + 1 instruction bit
@@ -369,7 +369,7 @@ def test_mean_estimation_variant():
                 assert abs(r.release[0] - values[r.slot - 1].mean()) < 5 * sd
 
 
-# --- LP-DSAT_w (spec §4.10) ----------------------------------------------------------------------
+# --- LP-DSAT_w ----------------------------------------------------------------------------------
 def test_lp_dsat_exhaustion_and_window_pool():
     n, w = 400, 6
     m = make("lp-dsat", 1.0, w, population=n, cutoff=2, decision_override=lambda t: True)
@@ -403,7 +403,7 @@ def test_lp_dsat_controller_steps():
         make("lp-dsat", 1.0, 4, population=800, cutoff=4)
 
 
-# --- LP-RescueDP (spec §4.11) --------------------------------------------------------------------
+# --- LP-RescueDP --------------------------------------------------------------------------------
 def test_lp_rescuedp_kalman_and_interval():
     """First sample: release = K z with K = (P0 + Q)/(P0 + Q + R); the second sample updates the
     interval by theta (1 - (delta / sqrt(R))^2) with delta = (Kp + Ki) E (one error so far)."""

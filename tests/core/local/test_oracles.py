@@ -1,4 +1,4 @@
-"""Frequency oracles and the Hybrid Mechanism: spec ldp-ids §7.1 items 9-13 and §7.2 items 1-5.
+"""Frequency oracles and the Hybrid Mechanism: unbiasedness, variances, Ada's choice.
 
 Statistical tolerances are 4 standard errors derived from the variance formulas under test:
 the mean of R independent estimates has standard error sqrt(Var/R); the sample variance of R
@@ -19,13 +19,13 @@ from pipeline.core.validation import ParameterError
 
 SE = 4  # tolerance in standard errors
 
-# spec §7.2 item 2 reference set-up
+# a reference set-up
 D, EPS, N_REPORTS = 5, 1.0, 2000
 F = np.array([0.5, 0.2, 0.15, 0.1, 0.05])
 VALUES = np.repeat(np.arange(D), (F * N_REPORTS).astype(int))
 
 
-# --- deterministic oracles (§7.1) ------------------------------------------------------------
+# --- deterministic oracles -----------------------------------------------------------------
 def test_ada_choice_examples():  # item 9
     assert choose(0.05, 5) == "grr"  # 5 < 3e^0.05 + 2 = 5.154
     assert choose(0.05, 6) == "oue"
@@ -33,7 +33,7 @@ def test_ada_choice_examples():  # item 9
     assert make_oracle("ada", 0.05, 5).name == "grr" and make_oracle("ada", 2.0, 77).name == "oue"
 
 
-def test_variance_modes_and_empty():  # item 10 and RES-1
+def test_variance_modes_and_empty():  # the printed and exact averages of V
     for eps in (0.1, 1.0, 3.0):
         assert len({GRR(eps, 2, mode).variance(100) for mode in ("exact_avg", "paper_literal", "approx")}) == 1
     for oracle in (GRR(1.0, 5), OUE(1.0, 5), HybridMechanism(1.0)):
@@ -175,7 +175,7 @@ def test_oue_zero_bits_stay_exactly_q_when_spare_words_run_out(monkeypatch):
     assert abs(counts.sum() / trials - o.q) < SE * math.sqrt(o.q * (1 - o.q) / trials)
 
 
-# --- statistics (§7.2) ----------------------------------------------------------------------
+# --- statistics ---------------------------------------------------------------------------
 def repeated_estimates(oracle, values, reps, seed, mode):
     if mode == "report":  # one device keystream, read on from draw to draw
         draw, source = oracle.perturbed_support, KeyStream.from_seed(seed)
@@ -193,7 +193,7 @@ def test_unbiased_and_per_bin_variance_match_spec(name, mode):
     estimates = repeated_estimates(oracle, VALUES, reps, seed=11, mode=mode)
     variance = oracle.bin_variance(F, N_REPORTS)
     reference = {"grr": [1.405, 1.143, 1.099, 1.056, 1.012], "oue": [2.091, 1.941, 1.916, 1.891, 1.866]}[name]
-    assert variance * 1e3 == pytest.approx(reference, abs=6e-4)  # spec §7.2 item 2 (3 decimals)
+    assert variance * 1e3 == pytest.approx(reference, abs=6e-4)  # to 3 decimals
     assert (np.abs(estimates.mean(axis=0) - F) < SE * np.sqrt(variance / reps)).all()  # item 1
     empirical = estimates.var(axis=0, ddof=1)
     assert (np.abs(empirical - variance) < SE * variance * math.sqrt(2 / (reps - 1))).all()  # item 2

@@ -1,4 +1,4 @@
-"""Statistical checks of the mechanisms (spec ldp-ids §7.2 items 4, 6 and 7)."""
+"""Statistical checks of the LDP-IDS mechanisms: unbiasedness, error against V, the papers' orderings."""
 
 import math
 import warnings
@@ -18,7 +18,7 @@ SE = 4
 @pytest.mark.parametrize("var_mode", ["exact_avg", "paper_literal"])
 def test_dissimilarity_is_unbiased(var_mode):
     """E[dis] = mean_k (f_k - r_l[k])^2 with exact_avg; paper_literal is biased by
-    -(d-2)(1-1/d)/(n(e^eps-1)) (§7.2 item 4). r_l and the data are fixed; the tolerance is 4
+    -(d-2)(1-1/d)/(n(e^eps-1)) (the bias of dis). r_l and the data are fixed; the tolerance is 4
     standard errors of the mean of R i.i.d. dis values (estimated from their spread)."""
     d, n, eps, w = 5, 400, 1.0, 2
     population = 2 * w * n  # LPD asks n1 = N/(2w) = n users in M1
@@ -44,7 +44,7 @@ def test_dissimilarity_is_unbiased(var_mode):
 
 def test_constant_stream_mse_lbu_and_lpu():
     """LBU's MSE ~ V(eps/w, N); LPU's ~ V(eps, N/w) plus the finite-population sampling term
-    f(1-f)(N-n)/(n(N-1)) (§7.2 item 6), and LPU < LBU. On d = 2 both bins carry the same error, so
+    f(1-f)(N-n)/(n(N-1)) (sampling without replacement), and LPU < LBU. On d = 2 both bins carry the same error, so
     T slots give T (LBU) squared errors of variance ~2V^2 (normal); LPU's sampling error is fixed
     per group: its part has w draws of variance 2S^2."""
     population, w, eps, slots, share = 20_000, 10, 1.0, 400, 0.3
@@ -89,18 +89,18 @@ POPULATION, BUDGET = ("lsp", "lpu", "lpd", "lpa"), ("lbu", "lbd", "lba")
 def check_orderings(errors, window, where):
     mre_of = {k: v[0] for k, v in errors.items()}
     cfpu_of = {k: v[1] for k, v in errors.items()}
-    # hard (spec §6.5 items 2 and 7): population division far below budget division, communication
+    # hard (the papers' Section 7 figures): population division far below budget division, communication
     assert max(mre_of[p] for p in POPULATION) < min(mre_of[b] for b in BUDGET), (where, mre_of)
     assert cfpu_of["lbu"] == 1 and cfpu_of["lbd"] > cfpu_of["lba"] > 1
     assert cfpu_of["lsp"] == pytest.approx(1 / window, rel=0.05) and cfpu_of["lpu"] == pytest.approx(1 / window)
     assert cfpu_of["lpa"] < cfpu_of["lpd"] < 1 / window
-    # soft (spec §7.2 item 7): LPA <= LPD <= LPU
+    # soft (the papers' orderings): LPA <= LPD <= LPU
     if not mre_of["lpa"] <= mre_of["lpd"] <= mre_of["lpu"]:
         warnings.warn(f"{where}: MRE ordering LPA <= LPD <= LPU does not hold: {mre_of}")
 
 
 def test_paper_orderings_small():
-    """§7.2 item 7 in one set-up (N = 20k, T = 200, eps = 1, w = 10)."""
+    """The papers' orderings in one set-up (N = 20k, T = 200, eps = 1, w = 10)."""
     check_orderings(median_errors("lns", 1.0, 20_000, 200, 10, seeds=[0]), 10, "lns eps=1")
 
 

@@ -1,4 +1,4 @@
-"""PBD and PBA: spec personalized-w-event §11 items 5-11 and 16, invariants I1-I6, state, options."""
+"""PBD and PBA: the paper's examples, every user's window bound and share counts, state, options."""
 
 from fractions import Fraction
 
@@ -12,7 +12,11 @@ from pipeline.core.central import BudgetAbsorption, BudgetDistribution
 from pipeline.core.data import ABSENT
 from pipeline.core.personalized import (
     PersonalizedBudgetAbsorption as PBA,
+)
+from pipeline.core.personalized import (
     PersonalizedBudgetDistribution as PBD,
+)
+from pipeline.core.personalized import (
     PersonalizedLedger,
     Requirements,
     grouped,
@@ -94,7 +98,7 @@ def test_pba_two_users_with_different_windows():
     assert results[14].strategy is Strategy.NULLIFIED  # user 1's 2 shares at t14 idle everyone for a slot
 
 
-# edge cases of spec §9 ---------------------------------------------------------------------------
+# edge cases ------------------------------------------------------------------------------------
 def test_window_one_users():
     # PBD: eps/2 + eps/4 per release; PBA: the w = 1 user always takes 1 share, yet a w = 3 user's
     # absorbed release still nullifies the next slots for everyone.
@@ -329,7 +333,7 @@ def test_constant_stream_publishes_at_slot_one(cls):
 @pytest.mark.parametrize("cls, changing", [(PBD, False), (PBA, False), (PBD, True)])
 def test_error_vanishes_with_huge_budgets(cls, changing):
     # eps_i ~ 1e6 with w_i <= 4: every budget is >= 1e6/2^5, so the noise variance is <= 2/(3e4)^2 ~ 2e-9
-    # and the dissimilarity's noise is as small. On the constant stream (spec §11 item 16) slot 1
+    # and the dissimilarity's noise is as small. On the constant stream slot 1
     # publishes and later slots repeat an almost exact release; PBD also follows a changing stream,
     # since any change of the counts exceeds its threshold (PBA would idle nullified slots there).
     requirements = Requirements([1, 2, 3, 4] * 25, [1e6, 2e6, 1.5e6, 3e6] * 25)

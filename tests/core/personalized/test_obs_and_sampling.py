@@ -1,4 +1,4 @@
-"""OBS and the Sampling Mechanism: spec personalized-w-event §11 items 1-4, 13-15 and invariant I7."""
+"""OBS and the Sampling Mechanism (Du et al. 2025, Algorithm 1 and Section 4.1): the paper's examples and SM's tightness."""
 
 import math
 
@@ -15,7 +15,7 @@ from tests.conftest import derived
 
 
 def naive_errors(budgets, sizes, sensitivity=1.0):
-    """err(theta) for every distinct budget, straight from spec §2.2 (expm1 ratios, O(m^2))."""
+    """err(theta) for every distinct budget, straight from Section 4.1's definition (expm1 ratios, O(m^2))."""
     values = sorted(set(budgets))
     out = []
     for theta in values:

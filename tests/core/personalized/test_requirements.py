@@ -1,4 +1,4 @@
-"""Requirements: generation as in spec §10.2, the CSV format, validation, grouping into types."""
+"""Requirements: generation as in the paper's experiments (Section 5.2), the CSV format, validation, grouping into types."""
 
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
-"""Spec §11 items 12 and 17: the synthetic generators the experiments use, and monotone error trends.
+"""The synthetic generators the experiments use, and monotone error trends.
 
 The trends are averaged over 10 seeds on a small stream (n = 2000, T = 500). They are soft
-in the spec's sense (not theorems), but with fixed seeds the run is deterministic, so they are
+(expected from the paper's figures, not theorems), but with fixed seeds the run is deterministic, so they are
 asserted as they come out; a failure means the trend changed, not bad luck. They came out under
 the papers' continuous Laplace noise, which the personalized runs therefore select.
 """
