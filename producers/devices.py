@@ -54,6 +54,7 @@ from pipeline.core.local import Request
 from pipeline.core.local.devices import Devices, block_reports
 from pipeline.core.state import StateError, pack, unpack
 from pipeline.core.validation import ParameterError
+from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS
 from pipeline.stream.codecs import AuthenticationError, DecodeError, Envelope, SignatureSeal, check_seal, seal, unseal
 
 log = logging.getLogger("wevent.devices")
@@ -381,7 +382,7 @@ class DeviceFleet:
 
     def _refuse(self, count: int, request: Request, reason: str | None, message: str) -> None:
         """Count ``count`` refused reports and, for a whole refused request, its ``reason``; one log line."""
-        from pipeline.stream import metrics
+        from pipeline.stream import prometheus as metrics
 
         self.refused += count
         metrics.device_refusals.labels(self.stream.name).inc(count)
@@ -413,12 +414,12 @@ class SignedRequests:
         if envelope.kind != "request" or envelope.get("stream") != self.stream:
             return None
         try:
-            check_seal(self.server, "ldp.requests", self.stream, body, tag)
+            check_seal(self.server, LDP_REQUESTS, self.stream, body, tag)
         except AuthenticationError as exc:
-            from pipeline.stream import metrics
+            from pipeline.stream import prometheus as metrics
 
             self.forged += 1
-            metrics.forged_messages.labels("ldp.requests", "unauthenticated").inc()
+            metrics.forged_messages.labels(LDP_REQUESTS, "unauthenticated").inc()
             log.warning("stream %s: refused a request of slot %s phase %s: %s", self.stream, envelope.get("slot"),
                         envelope.get("phase"), exc)
             return None
@@ -427,4 +428,4 @@ class SignedRequests:
 
 def signed_reports(batches: list[dict], devices: SignatureSeal) -> list[bytes]:
     """The ``ldp.reports`` messages of a fleet's answer: one signature per batch, not per report."""
-    return [seal("ldp.reports", batch["stream"], Envelope("reports", batch).encode(), devices) for batch in batches]
+    return [seal(LDP_REPORTS, batch["stream"], Envelope("reports", batch).encode(), devices) for batch in batches]

@@ -22,7 +22,6 @@ import time
 from typing import Any
 
 import faust
-from aiokafka.partitioner import murmur2
 from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
 
@@ -34,6 +33,7 @@ from pipeline.stream.kafka import KafkaCredentials
 from pipeline.stream.failures import ErrorLog, internal_error
 from pipeline.stream.processors import Processor, Processors
 from pipeline.stream.query import QueryService
+from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
 
 log = logging.getLogger("wevent.worker")
 errors = ErrorLog(log)  # one line per agent and exception type per minute; tracebacks at debug level
@@ -89,13 +89,13 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
     def table(name: str, partitions: int):
         return app.Table(name, partitions=partitions, key_type=bytes, value_type=bytes, default=None)
 
-    _agent(app, "assemble", app.topic("reports", key_serializer="raw", value_serializer="raw"),
+    _agent(app, "assemble", app.topic(REPORTS, key_serializer="raw", value_serializer="raw"),
            table("assembler", config.report_partitions), processors.assembler, topics)
-    _agent(app, "measure", app.topic("slots", "releases", key_serializer="raw", value_serializer="raw"),
+    _agent(app, "measure", app.topic(SLOTS, RELEASES, key_serializer="raw", value_serializer="raw"),
            table("dissimilarity-state", config.stream_partitions), processors.dissimilarity, topics)
-    _agent(app, "publish", app.topic("dissimilarity", key_serializer="raw", value_serializer="raw"),
+    _agent(app, "publish", app.topic(MEASUREMENTS, key_serializer="raw", value_serializer="raw"),
            table("publication-state", config.stream_partitions), processors.publication, topics)
-    _agent(app, "collect", app.topic("ldp.requests", "ldp.reports", key_serializer="raw", value_serializer="raw"),
+    _agent(app, "collect", app.topic(LDP_REQUESTS, LDP_REPORTS, key_serializer="raw", value_serializer="raw"),
            table("collector-state", config.stream_partitions), processors.collector, topics)
 
     local = [s.name for s in config.streams if s.model == "local"]
@@ -104,7 +104,7 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
         async def tick():
             """Deadlines pass even when no report arrives: every second each collector looks at the clock."""
             for name in local:
-                await topics["ldp.reports"].send(key=name.encode(), value=Envelope("tick", {"stream": name}).encode())
+                await topics[LDP_REPORTS].send(key=name.encode(), value=Envelope("tick", {"stream": name}).encode())
 
     _health(app, config, bootstrap, stall_seconds)
     _query_service(app, config, processors)
@@ -158,7 +158,7 @@ def _query_service(app: faust.App, config: AppConfig, processors: Processors) ->
         log_table.pop(key.encode(), None)
 
     if queried:
-        @app.agent(app.topic("releases", "dissimilarity", key_serializer="raw", value_serializer="raw"), name="index")
+        @app.agent(app.topic(RELEASES, MEASUREMENTS, key_serializer="raw", value_serializer="raw"), name="index")
         async def index(stream):
             async for event in stream.events():
                 topic = event.message.topic
@@ -235,11 +235,11 @@ class StatePositionedApp(faust.App):
         """The lowest resume offset of the stateful agents reading ``topic`` (None: none does)."""
         count = self.topic_partitions.get(topic, 1)
 
-        def key_partition(key: str) -> int:  # where a message keyed by ``key`` goes (Kafka's default partitioner)
-            return (murmur2(key.encode()) & 0x7FFFFFFF) % count
+        def partition_of(key: str) -> int:
+            return key_partition(key, count)
 
         offsets = [processor.resume_offset(topic, partition, lambda key, table=table: table.get(key.encode()),
-                                           key_partition)
+                                           partition_of)
                    for topics, table, processor in self.stateful_sources if topic in topics]
         offsets = [offset for offset in offsets if offset is not None]
         return min(offsets) if offsets else None

@@ -141,7 +141,7 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
               horizon: float = 12.0, timeout: float = 150.0, loglevel: str = "warn") -> TrialResult:
     """One trial in ``workdir`` (its config and logs stay there)."""
     from ..stream.broker import EmbeddedBroker, create_topics, free_port
-    from ..stream.processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
+    from ..stream.child_processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
     from ..stream.subscription import Releases
 
     workdir = Path(workdir)
@@ -273,6 +273,7 @@ def positions(bootstrap: str, config) -> dict[str, dict]:
 
     from ..core import state as packing
     from ..stream.kafka import consumer_config
+    from ..stream.topics import changelog
 
     committed = {}
     consumer = Consumer(consumer_config(bootstrap) | {"group.id": config.app})
@@ -286,7 +287,7 @@ def positions(bootstrap: str, config) -> dict[str, dict]:
     states = {}
     for table in ("assembler", "dissimilarity-state"):
         last = {}
-        for key, value in _keyed(bootstrap, f"{config.app}-{table}-changelog"):
+        for key, value in _keyed(bootstrap, changelog(config.app, table)):
             last[key] = value
         for key, value in last.items():
             try:

@@ -22,7 +22,7 @@ from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bo
 from ..stream.codecs import json_report, report_partition
 from ..stream.config import parse_config
 from ..stream.kafka import KafkaReportSink
-from ..stream.processes import WorkerProcess, write_config
+from ..stream.child_processes import WorkerProcess, write_config
 from ..stream.subscription import Releases
 
 START = 1_300_000_000.0

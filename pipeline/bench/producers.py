@@ -170,11 +170,12 @@ def to_broker(values: UserValues, partitions: int, bootstrap: str | None) -> tup
 
     from ..stream.broker import EmbeddedBroker, create_topics
     from ..stream.kafka import KafkaReportSink
+    from ..stream.topics import REPORTS
 
     broker = None if bootstrap else EmbeddedBroker().start()
     try:
         target = bootstrap or broker.bootstrap
-        create_topics(target, {"reports": partitions})
+        create_topics(target, {REPORTS: partitions})
         sink = KafkaReportSink(target, "taxi", partitions, tansu_compat=broker is not None)
         start = time.perf_counter()
         stats = replay(MatrixFeed(values), sink)  # closes the sink: every message acknowledged

@@ -28,7 +28,7 @@ from ..errors import UsageError
 from ..stream.broker import EmbeddedBroker, create_topics, free_port
 from ..stream.config import parse_config
 from ..stream.kafka import KafkaReportSink
-from ..stream.processes import WorkerProcess, write_config
+from ..stream.child_processes import WorkerProcess, write_config
 from ..stream.subscription import Releases
 
 START = 1_300_000_000.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..stream.topics import AUDIT
 from ._common import UsageError, bootstrap_servers, reachable_kafka, readable_file
 
 READ_TIMEOUT = 15.0  # seconds for the topic's metadata and offsets
@@ -13,7 +14,7 @@ def register(sub) -> None:
                    help="JSON lines of release or audit records (default: read the audit topic)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                    help="Kafka bootstrap servers for the audit topic (default: $WEVENT_BOOTSTRAP)")
-    p.add_argument("--topic", default="audit", help="topic to read (default: audit)")
+    p.add_argument("--topic", default=AUDIT, help=f"topic to read (default: {AUDIT})")
     p.add_argument("--stream", "-s", action="append", help="only these streams (repeatable)")
     p.set_defaults(handler=handle)
 

@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 
+from ..stream.topics import LDP_REPORTS, LDP_REQUESTS
 from ._common import (LOOPBACK, UsageError, bind_address, bootstrap_servers, check_listen, integer, port,
                       reachable_kafka, readable_file, serve_metrics, shard_spec)
 
@@ -92,7 +93,7 @@ def handle(args) -> int:
     consumer = Consumer({**consumer_config(bootstrap, group=f"wevent-devices-{'+'.join(names)}-{shard}of{shards}"),
                          "enable.auto.commit": False})
     producer = Producer(producer_config(bootstrap, args.tansu_compat))
-    consumer.subscribe(["ldp.requests"])
+    consumer.subscribe([LDP_REQUESTS])
     for name, fleet in fleets.items():
         print(f"devices of stream {name!r}: shard {shard}/{shards} of {fleet.stream.users} users in blocks of "
               f"{fleet.devices.block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}); "
@@ -129,7 +130,7 @@ def answer_requests(consumer, producer, respond) -> None:
         message = consumer.poll(0.5)
         if message is None or message.error():
             continue
-        deliver(producer, "ldp.reports", respond(message.value()))
+        deliver(producer, LDP_REPORTS, respond(message.value()))
         try:
             consumer.commit(message=message, asynchronous=False)
         except KafkaException as exc:  # the next commit covers it; a restart before then reads it again

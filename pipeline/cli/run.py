@@ -1,36 +1,19 @@
 """``wevent run``: the whole system on one machine, with live releases in the terminal.
 
-Starts the embedded broker (unless a Kafka is configured), creates the topics, starts a worker,
-replays the feed (the bundled sample by default) into ``reports`` and prints every release as it
-arrives; metrics are served on the worker's web port. With ``--slots N --release-log FILE`` it
-stops after N slots and writes every release as one JSON line.
-
-Keys: the worker gets the server's noise key and the device fleet the devices' key, each through
-its environment only. They come from ``WEVENT_NOISE_KEY`` and ``WEVENT_DEVICE_KEY`` when set;
-otherwise from a seed (``--seed`` or the config's ``seed``: experiments only, both keys are then
-public functions of it); otherwise they are two independent random keys drawn for this run.
-
-Everything the run started (broker, worker, devices) is stopped, and its working directory (the
-config, the devices' true values, the logs) deleted, on every exit: the end of the run, an
-error, and SIGINT, SIGTERM or SIGHUP.
+Parses the options, builds the config (one stream over the feed by default) and hands the run to
+:class:`~pipeline.stream.local_run.LocalRun`, which starts the embedded broker (unless a Kafka is
+configured), the topics, a worker, the devices of a local-model stream and the feed's replay (the
+bundled sample by default), and stops them all and deletes its working directory on every exit.
+This handler prints every release as it arrives; with ``--slots N --release-log FILE`` it stops
+after N slots and writes every release as one JSON line. Metrics are served on the worker's web
+port, and the releases' error against the feed's truth on a port of this process (loopback only).
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
-import os
-import shutil
-import signal
 import sys
-import tempfile
-import threading
-from dataclasses import replace
 from pathlib import Path
-
-import numpy as np
-
-from producers.replay import replay as replay_feed
 
 from ._common import (
     LOOPBACK,
@@ -115,147 +98,6 @@ def default_config(feed, args):
     return parse_config({"app": "wevent", "report_partitions": 2, "stream_partitions": 1, "streams": [stream]})
 
 
-def run_keys(config, seed: int | None, *, devices: bool, external_kafka: bool) -> tuple[dict[str, str], dict[str, str]]:
-    """The worker's and the devices' environments: the server's key, and the devices' key (hex) if
-    the run has ``devices``, each with the other side's public key (the devices check requests
-    with the server's; a worker with a local-model stream checks reports with the devices').
-
-    Each comes from its environment variable when set, else from the seed (``seed``, else the
-    config's), else from the operating system's entropy. With a seed the two keys are separate
-    keyed hashes of it (:meth:`SecretKey.from_seed` with purposes ``server`` and ``devices``),
-    neither derived from the other; without one they are independent random keys. A seed is
-    announced in one line on stderr: it makes the noise public.
-
-    Random keys only suit the embedded broker, whose topics and tables end with the run. An
-    external Kafka keeps the streams' state: a slot re-processed after a crash must draw the same
-    noise as before, so its key must outlive the run.
-    """
-    from ..core.randomness import SecretKey
-    from ..stream.codecs import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
-    from ..stream.config import DEVICE_KEY_ENV, NOISE_KEY_ENV
-
-    # A worker with any local-model stream checks device reports with the devices' public key,
-    # given as such or derived here from the devices' key (which this run's devices also need).
-    checks_reports = any(s.model == "local" for s in config.streams)
-    device_key_needed = devices or (checks_reports and not os.environ.get(REPORT_KEY_ENV))
-    seeded = replace(config, seed=config.seed if seed is None else seed)
-    keys, from_seed = {}, []
-    wanted = {NOISE_KEY_ENV: seeded.noise_key} | ({DEVICE_KEY_ENV: seeded.device_key} if device_key_needed else {})
-    for variable, key_of in wanted.items():
-        if os.environ.get(variable) or seeded.seed is not None:
-            keys[variable] = key_of().hex()
-            from_seed += [] if os.environ.get(variable) else [variable]
-        elif external_kafka:
-            raise UsageError(f"an external Kafka keeps the streams' state across runs, so their keys must last too: "
-                             f"set {variable} (64 hex characters)")
-        else:
-            keys[variable] = SecretKey.generate().hex()
-    if from_seed:
-        print(f"wevent run: seed {seeded.seed}: reproducible noise for experiments only, anyone who knows the seed "
-              f"can remove it (without a seed, keys are drawn at random or read from {' and '.join(from_seed)})",
-              file=sys.stderr)
-    worker = {NOISE_KEY_ENV: keys.pop(NOISE_KEY_ENV)}
-    if checks_reports:  # each side checks the other's signatures with a public key only
-        worker[REPORT_KEY_ENV] = (report_seal(SecretKey.from_hex(keys[DEVICE_KEY_ENV])).public_hex
-                                  if DEVICE_KEY_ENV in keys else os.environ[REPORT_KEY_ENV])
-    if not devices:
-        return worker, {}
-    keys[REQUEST_KEY_ENV] = request_seal(SecretKey.from_hex(worker[NOISE_KEY_ENV])).public_hex
-    return worker, keys
-
-
-class Failed(Exception):
-    """A part of the run failed for good (the broker died): one line, exit status 1."""
-
-
-class Stopped(Exception):
-    """A termination signal arrived: the run unwinds and stops what it started."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-class Signals:
-    """SIGINT, SIGTERM and SIGHUP raise :class:`Stopped` in the main thread while installed.
-
-    The children run in their own sessions (a terminal's Ctrl-C must not reach them before the
-    run decides the order of shutdown), so nothing stops them but this process. While a child is
-    being started (``deferred``) a signal waits until its handle is kept; once the run is
-    stopping (``ignoring``) further signals are dropped so that the shutdown completes.
-    """
-
-    HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self) -> None:
-        self.previous = {}
-        self.pending: int | None = None
-        self.deferring = False
-        self.ignoring = False
-
-    def install(self) -> "Signals":
-        self.previous = {signum: signal.signal(signum, self._handle) for signum in self.HANDLED}
-        return self
-
-    def restore(self) -> None:
-        for signum, handler in self.previous.items():
-            signal.signal(signum, handler)
-
-    def _handle(self, signum, frame) -> None:
-        if self.ignoring:
-            return
-        if self.deferring:
-            self.pending = self.pending or signum
-            return
-        self.ignoring = True
-        raise Stopped(signum)
-
-    @contextlib.contextmanager
-    def deferred(self):
-        self.deferring = True
-        try:
-            yield
-        finally:
-            self.deferring = False
-        if self.pending and not self.ignoring:
-            self.ignoring = True
-            raise Stopped(self.pending)
-
-
-class ReplayThread:
-    """The feed's replay into Kafka, in a thread of this process; ``stop`` ends it within a slot.
-
-    It is stopped before the broker, so that its producer does not go on calling a broker that is gone.
-    A replay that fails (its messages not delivered) keeps its error in ``failure`` for the run to report.
-    """
-
-    def __init__(self, feed, sink, speed: float) -> None:
-        self.stopping = threading.Event()
-        self.failure: Exception | None = None
-        self.sink = sink
-        self.thread = threading.Thread(target=self._replay, args=(feed, sink, speed), daemon=True, name="replay")
-
-    def _replay(self, feed, sink, speed: float) -> None:
-        from ..stream.kafka import DeliveryError
-
-        try:
-            replay_feed(feed, sink, 1, speed, progress=self._until_stopped, sleep=self.stopping.wait)
-        except DeliveryError as exc:
-            self.failure = exc
-
-    def _until_stopped(self, slots, total):
-        return itertools.takewhile(lambda _: not self.stopping.is_set(), slots)
-
-    def start(self) -> "ReplayThread":
-        self.thread.start()
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self.stopping.set()
-        self.sink.abandon()  # the run is ending: what is still queued need not wait for a broker
-        self.thread.join(timeout)
-
-
 def describe(stream, feed, slots: int) -> str:
     budget = (f"epsilon = {stream.epsilon:g} per window of w = {stream.window} slots" if stream.epsilon is not None
               else "every user's own (w_i, epsilon_i)")
@@ -266,9 +108,10 @@ def describe(stream, feed, slots: int) -> str:
 def handle(args) -> int:
     from producers.replay import MatrixFeed
     from ..core.data import UserValues
-    from ..stream.broker import resolve_bootstrap
+    from ..stream.broker import free_port, resolve_bootstrap
     from ..stream.config import load_config
     from ..stream.kafka import check_feed_fits
+    from ..stream.local_run import Failed, LocalRun, Stopped, run_keys
 
     if not args.config:
         mechanism_class(args.mechanism)
@@ -278,127 +121,51 @@ def handle(args) -> int:
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
     check_feed_fits(feed, stream)
-    keys = run_keys(config, args.seed, devices=stream.model == "local",
-                    external_kafka=resolve_bootstrap(args.bootstrap) is not None)
+    bootstrap = resolve_bootstrap(args.bootstrap)
+    keys = run_keys(config, args.seed, devices=stream.model == "local", external_kafka=bootstrap is not None)
+    if keys.from_seed:
+        print(f"wevent run: seed {keys.seed}: reproducible noise for experiments only, anyone who knows the seed "
+              f"can remove it (without a seed, keys are drawn at random or read from {' and '.join(keys.from_seed)})",
+              file=sys.stderr)
     slots = min(args.slots or feed.slots, feed.slots)
     if args.slots and args.slots > feed.slots:
         print(f"the feed has only {feed.slots} slots", file=sys.stderr)
 
-    signals, started, workdir = Signals(), [], None  # started: broker, worker, devices, replay; stopped in reverse
-    grace = {}  # how long each process gets to stop
-
-    def start(process):
-        with signals.deferred():  # a signal now waits until the process is in `started`
-            started.append(process)
-            return process.start()
-
+    run = LocalRun(config, stream, feed, slots, keys, bootstrap=bootstrap,
+                   metrics_port=args.metrics_port or free_port(), speed=args.speed)
     try:
-        with signals.install().deferred():
-            workdir = Path(tempfile.mkdtemp(prefix="wevent-run-"))  # mode 0700: the config, the devices' values, logs
-        return _run(args, replace(config, seed=None), stream, feed, slots, keys, workdir, start)
+        run.open()
+        return _follow(args, run, args.truth_port or free_port())
     except Stopped as stop:
         print(f"wevent run: {stop}: stopping", file=sys.stderr)
         return 128 + stop.signum
     except Failed as failure:
         print(f"wevent run: failed: {failure}", file=sys.stderr)
-        grace = {"timeout": 2.0}  # without a broker the worker cannot leave its group cleanly: no use waiting
         return 1
     finally:
-        signals.ignoring = True  # the shutdown below completes whatever arrives now
-        for process in reversed(started):
-            process.stop(**grace)
-        if workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
-        signals.restore()
+        run.close()
 
 
-def _run(args, config, stream, feed, slots: int, keys, workdir: Path, start) -> int:
-    """Start the processes (through ``start``), replay the feed and follow the releases."""
-    from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
-    from ..stream.kafka import sink_for
-    from ..stream.processes import DevicesProcess, WorkerProcess, write_config
-    from ..stream.subscription import Releases, format_release
-    from ..stream.truth import TruthMonitor
+def _follow(args, run, truth_port: int) -> int:
+    """Start the run, report where to look, and print (or log) its releases as they come."""
+    from ..stream.subscription import format_release
 
-    worker_env, devices_env = keys
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    broker = None if bootstrap else start(EmbeddedBroker())
-    bootstrap = bootstrap or broker.bootstrap
-    create_topics(bootstrap, config.topics())
-    port = args.metrics_port or free_port()
-    truth_port = args.truth_port or free_port()
-    config_path = write_config(config, workdir)  # without a seed: the keys travel in the environment only
-    worker = start(WorkerProcess(config_path, bootstrap, port, workdir / "worker.log", tansu_compat=broker is not None,
-                                 datadir=workdir / "data", env=worker_env))
-    children = [worker]
-    if stream.model == "local":  # the users' devices hold the values and answer the server's requests
-        values = workdir / "values.npz"
-        _first_slots(feed, slots).data.save(values)
-        devices = DevicesProcess(config_path, stream.name, values, bootstrap, workdir / "devices.log",
-                                 tansu_compat=broker is not None)
-        devices.env.update(devices_env)
-        children.append(start(devices))
+    run.start_processes()
     serve_metrics(truth_port, LOOPBACK)  # the error against the truth is a function of raw data
-    print(f"broker {bootstrap}{' (embedded tansu)' if broker else ''}; worker metrics "
-          f"http://127.0.0.1:{port}/metrics; error against truth http://{LOOPBACK}:{truth_port}/metrics; "
-          f"worker log {worker.log_path} (deleted on exit)", file=sys.stderr)
-    print(describe(stream, feed, slots), file=sys.stderr)
-    sink = sink_for(bootstrap, stream, config.report_partitions, broker is not None)
-    replay = start(ReplayThread(_first_slots(feed, slots), sink, args.speed))
-    monitor = TruthMonitor.for_stream(stream, feed)
-    released = 0
-    with Releases(bootstrap, streams=[stream.name]) as releases, \
-            (open(args.release_log, "w") if args.release_log else contextlib.nullcontext()) as log:
-        while released < slots:
-            for record in releases.follow(idle_timeout=1.0):
-                monitor.observe(record)
-                if log:
-                    log.write(record.to_json() + "\n")
-                    log.flush()
-                if not args.quiet:
-                    print(format_release(record), flush=True)
-                released += 1
-                if released >= slots:
-                    break
-            else:  # a second without releases: fine while the processes live (they may be starting)
-                if broker and not broker.alive:
-                    reason = broker.failure or f"the embedded broker stopped ({broker.describe_exit()})"
-                    raise Failed(f"{reason}; its topics and the streams' state are gone: {released} of {slots} "
-                                 "slots were released")
-                for child in children:
-                    if not child.alive:
-                        raise UsageError(f"{child.command[3]} stopped; its log ends with:\n{child.log_tail()}")
-                if replay.failure:
-                    raise Failed(f"the replay failed: {replay.failure}")
+    print(f"broker {run.bootstrap}{' (embedded tansu)' if run.embedded else ''}; worker metrics "
+          f"http://127.0.0.1:{run.metrics_port}/metrics; error against truth http://{LOOPBACK}:{truth_port}/metrics; "
+          f"worker log {run.worker.log_path} (deleted on exit)", file=sys.stderr)
+    print(describe(run.stream, run.feed, run.slots), file=sys.stderr)
+    run.start_replay()
+    with open(args.release_log, "w") if args.release_log else contextlib.nullcontext() as log:
+        for record in run.releases():
+            if log:
+                log.write(record.to_json() + "\n")
+                log.flush()
+            if not args.quiet:
+                print(format_release(record), flush=True)
     if args.audit_log:
-        _write_audit_log(args.audit_log, bootstrap, stream.name, slots)
-    error = monitor.total / monitor.cells if monitor.cells else float("nan")
-    print(f"{released} releases of stream {stream.name!r}; mean absolute error against the truth {error:.3f}"
-          + (f"; written to {args.release_log}" if args.release_log else ""), file=sys.stderr)
+        run.write_audit_log(args.audit_log)
+    print(f"{run.released} releases of stream {run.stream.name!r}; mean absolute error against the truth "
+          f"{run.mean_error:.3f}" + (f"; written to {args.release_log}" if args.release_log else ""), file=sys.stderr)
     return 0
-
-
-def _write_audit_log(path: str, bootstrap: str, stream: str, slots: int) -> None:
-    """The stream's audit records of slots 1..slots (once each), from the audit topic."""
-    import json
-
-    from ..stream.subscription import read_topic
-
-    records = {}
-    for value in read_topic(bootstrap, "audit"):
-        record = json.loads(value)
-        if record["stream"] == stream and record["slot"] <= slots:
-            records.setdefault(record["slot"], value.decode())
-    with open(path, "w") as fh:
-        fh.writelines(records[slot] + "\n" for slot in sorted(records))
-
-
-def _first_slots(feed, slots: int):
-    """The feed cut to its first ``slots`` slots."""
-    from producers.replay import MatrixFeed
-
-    from ..core.data import UserValues
-
-    data = UserValues(np.stack([feed.values_at(t) for t in range(1, slots + 1)]), feed.domain_size, list(feed.labels),
-                      list(feed.user_ids), feed.slot_seconds, feed.start, feed.name)
-    return MatrixFeed(data)

@@ -1,40 +1,25 @@
 """``wevent simulate``: run mechanisms over a generated or supplied stream and summarise them.
 
-Each model family (central; the local model and personalized families add theirs) contributes its
-mechanism names, its own options and a runner; this module owns the shared options and output.
+Each model family (central; the local model and personalized families add theirs) is a module
+of its own contributing its mechanism names, its own options and a runner
+(:class:`~pipeline.cli.simulate_family.Family`); this front end owns the shared options and the
+output, and dispatches to them.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Iterable
 
 from ..core.noise import NOISE_KINDS
 from ..core.synthetic import MODELS
 from ._common import (UsageError, epsilon_value, readable_file, real, seed, slot_count, user_count, window_length,
                       writable_file)
 from . import simulate_central, simulate_local, simulate_personalized
+from .simulate_family import Family, Outcome
 
 __all__ = ["register", "Family", "Outcome"]
-
-
-@dataclass
-class Outcome:
-    """What a family's runner returns: the JSON summary and the release records."""
-
-    summary: dict
-    records: list
-
-
-class Family(Protocol):
-    name: str
-    mechanisms: tuple[str, ...]
-
-    def add_arguments(self, parser) -> None: ...
-
-    def run(self, mechanism: str, args) -> Outcome: ...
 
 
 FAMILIES: tuple[Family, ...] = (simulate_central.FAMILY, simulate_local.FAMILY, simulate_personalized.FAMILY)

@@ -12,6 +12,7 @@ from ..core.simulation import simulate
 from ..core.synthetic import synthetic
 from ..stream.codecs import ReleaseRecord
 from ._common import progress
+from .simulate_family import Outcome
 
 
 class CentralFamily:
@@ -38,8 +39,6 @@ class CentralFamily:
         return REGISTRY[mechanism](args.epsilon, args.window, domain_size, randomness=randomness, **options)
 
     def run(self, mechanism: str, args):
-        from .simulate import Outcome
-
         counts = self.counts(args)
         m = self.build(mechanism, args, counts.shape[1])
         run = simulate(m, counts, progress=lambda rows: progress(rows, args.progress, total=len(counts),

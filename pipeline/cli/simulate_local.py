@@ -23,9 +23,9 @@ from ..core.randomness import DerivedRandomness, SecretKey
 from ..core.simulation import SimulationRun
 from ..core.synthetic import synthetic
 from ..core.validation import ParameterError
-from ..stream.codecs import ReleaseRecord
-from ..stream.logic import local_release_extras
+from ..stream.release_records import local_release_record
 from ._common import LIMITS, UsageError, integer, probability, progress, real, user_count
+from .simulate_family import Outcome
 
 _CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
 _AVERAGED = ("mae", "mre", "mse", "cfpu", "bits_per_user_per_slot", "publications", "approximations")
@@ -121,8 +121,6 @@ class LocalFamily:
         return cls(args.epsilon, args.window, data.domain_size, data.population, **options)
 
     def run(self, mechanism: str, args):
-        from .simulate import Outcome
-
         data = self.data(args)
         floor = args.mre_floor if args.mre_floor is not None else FREQUENCY_MRE_FLOOR
         summaries, records = [], []
@@ -135,8 +133,7 @@ class LocalFamily:
                 spends.append(ledger.record(results[-1])[0])
             summaries.append(self.summary(m, results, data, ledger, floor, args.roc))
             if run == 0:
-                records = [ReleaseRecord.from_step(args.stream, m, r, s, extras=local_release_extras(r))
-                           for r, s in zip(results, spends)]
+                records = [local_release_record(args.stream, m, r, s) for r, s in zip(results, spends)]
         return Outcome(_average(summaries), records)
 
     @staticmethod

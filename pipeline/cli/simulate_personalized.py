@@ -28,9 +28,10 @@ from ..core.randomness import DerivedRandomness, SecretKey
 from ..core.simulation import simulate
 from ..core.synthetic import synthetic
 from ..stream.codecs import ReleaseRecord
-from ..stream.logic import personalized_release_record
+from ..stream.release_records import personalized_release_record
 from ._common import (UsageError, epsilon_value, probability, progress, readable_file, real, slot_count, user_count,
                       window_length, writable_file)
+from .simulate_family import Outcome
 
 BASELINES = {"pbd": "bd", "pba": "ba"}
 
@@ -113,8 +114,6 @@ class PersonalizedFamily:
         return requirements
 
     def run(self, mechanism: str, args):
-        from .simulate import Outcome
-
         population = Population.from_args(args)
         requirements = self.requirements(args, population)
         d = population.domain_size

@@ -45,6 +45,7 @@ import numpy as np
 
 from ..core.randomness import SecretKey
 from ..core.validation import ParameterError
+from .topics import partition_counts
 from .config_schema import APP_FIELDS, MECHANISMS, STREAM_FIELDS, SchemaError, check_options, check_table, show
 
 __all__ = ["ConfigError", "StreamConfig", "AppConfig", "load_config", "NOISE_KEY_ENV", "DEVICE_KEY_ENV"]
@@ -177,9 +178,7 @@ class AppConfig:
 
     def topics(self) -> dict[str, int]:
         """Every topic the app uses, with its partition count (created before workers start)."""
-        s = self.stream_partitions
-        return {"reports": self.report_partitions, "slots": s, "dissimilarity": s, "releases": s, "audit": s,
-                "deadletter": 1, "ldp.requests": s, "ldp.reports": s}
+        return partition_counts(self.report_partitions, self.stream_partitions)
 
 
 def _key(env: str, seed: int | None, purpose: str) -> SecretKey:

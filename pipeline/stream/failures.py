@@ -18,11 +18,12 @@ from typing import Callable
 
 import numpy as np
 
-from . import metrics
+from . import prometheus
 from .codecs import Envelope, ReportBatch, decode_report_message, unseal
 from .config import AppConfig
 from .health import Throttle
 from .processors import Out, dead_letter
+from .topics import LDP_REPORTS, REPORTS
 
 __all__ = ["ErrorLog", "internal_error", "raised_at"]
 
@@ -81,16 +82,16 @@ def internal_error(config: AppConfig, raw: bytes, topic: str, exc: BaseException
     stream, reports = _reports_in(raw, topic)
     known = stream if isinstance(stream, str) and config.stream(stream) is not None else None
     if reports:
-        metrics.reports_rejected.labels(known or "", "internal_error").inc(reports)
+        prometheus.reports_rejected.labels(known or "", "internal_error").inc(reports)
     return dead_letter("internal_error", topic, f"{type(exc).__name__} at {raised_at(exc)}", known)
 
 
 def _reports_in(raw: bytes, topic: str) -> tuple[object, int]:
     """(stream field, number of reports) of a message of a report topic; (None, 0) for other topics."""
-    if topic not in ("reports", "ldp.reports"):
+    if topic not in (REPORTS, LDP_REPORTS):
         return None, 0
     try:
-        if topic == "reports":
+        if topic == REPORTS:
             message = decode_report_message(raw)
             return message.stream, (message.users.size if isinstance(message, ReportBatch) else 0)
         envelope = Envelope.decode(unseal(raw)[0])

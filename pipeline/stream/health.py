@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import time
 
+from .topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
+
 CLIENT_LOGGERS = ("aiokafka", "faust", "mode", "wevent.kafka")
 
 kafka_log = logging.getLogger("wevent.kafka")
@@ -127,12 +129,11 @@ class BrokerWatch:
         Monotonic seconds.
     """
 
-    SOURCES = ("reports", "slots", "dissimilarity", "releases", "ldp.requests", "ldp.reports")
-    STREAM_INPUTS = ("slots", "dissimilarity")
+    SOURCES = (REPORTS, SLOTS, MEASUREMENTS, RELEASES, LDP_REQUESTS, LDP_REPORTS)
+    STREAM_INPUTS = (SLOTS, MEASUREMENTS)
     TIMEOUT = 5.0  # seconds a broker has to answer one request
 
     def __init__(self, bootstrap: str, config, stall_seconds: float, clock=time.monotonic) -> None:
-        from aiokafka.partitioner import murmur2
         from confluent_kafka import Consumer
 
         from .kafka import consumer_config
@@ -143,7 +144,7 @@ class BrokerWatch:
         self.stall_seconds = stall_seconds
         self.clock = clock
         # a stream's partition: where Faust's default partitioner puts its name as a key
-        self.stream_partition = {s.name: (murmur2(s.name.encode()) & 0x7FFFFFFF) % config.stream_partitions
+        self.stream_partition = {s.name: key_partition(s.name, config.stream_partitions)
                                  for s in config.streams}
         self.stream_limit = {s.name: stall_seconds + (s.deadline_seconds if s.model == "local" else 0.0)
                              for s in config.streams}

@@ -10,6 +10,7 @@ import numpy as np
 
 from .codecs import ReportBatch, Watermark, report_partition
 from .health import kafka_log
+from .topics import REPORTS
 
 MAX_REPORTS_PER_MESSAGE = 65_536  # 512 KiB of report payload: under Kafka's default 1 MiB message limit
 
@@ -232,9 +233,9 @@ class KafkaReportSink:
 
         consumer = Consumer(consumer_config(self.bootstrap))
         try:
-            topic = consumer.list_topics("reports", timeout=10).topics.get("reports")
+            topic = consumer.list_topics(REPORTS, timeout=10).topics.get(REPORTS)
             present = topic.partitions if topic and not topic.error else {}
-            return [consumer.get_watermark_offsets(TopicPartition("reports", p), timeout=10, cached=False)[1]
+            return [consumer.get_watermark_offsets(TopicPartition(REPORTS, p), timeout=10, cached=False)[1]
                     if p in present else 0 for p in range(self.partitions)]
         except KafkaException as exc:
             raise DeliveryError(f"cannot reach Kafka at {self.bootstrap}: {exc.args[0].str()}") from None
@@ -258,7 +259,7 @@ class KafkaReportSink:
         while True:
             self._check_deliveries()
             try:
-                self.producer.produce("reports", value, partition=partition, on_delivery=self._on_delivery)
+                self.producer.produce(REPORTS, value, partition=partition, on_delivery=self._on_delivery)
                 break
             except BufferError:  # local queue full: deliveries drain it, or fail within the delivery timeout
                 self.producer.poll(0.05)

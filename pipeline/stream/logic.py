@@ -19,6 +19,7 @@ from ..core.randomness import DerivedRandomness
 from ..core.registry import mechanisms
 from .codecs import AuditRecord, ReleaseRecord
 from .config import AppConfig, ConfigError, StreamConfig
+from .release_records import local_release_record, personalized_release_record
 
 __all__ = ["StreamLogic", "CentralLogic", "logic_for"]
 
@@ -259,16 +260,16 @@ class LocalLogic(StreamLogic):
         return np.array([window[:, 0].sum() + window[:, 1].max()])
 
     def record(self, mechanism, result, group_window_spend, slot_start=0.0, slot_end=0.0):
-        return ReleaseRecord.from_step(self.stream.name, mechanism, result, float(group_window_spend.max()), slot_start,
-                                       slot_end, extras=local_release_extras(result))
+        return local_release_record(self.stream.name, mechanism, result, float(group_window_spend.max()), slot_start,
+                                    slot_end)
 
     def observe(self, mechanism, result):
-        from . import metrics
+        from . import prometheus
 
-        metrics.communication_bits.labels(self.stream.name).inc(result.bits)
+        prometheus.communication_bits.labels(self.stream.name).inc(result.bits)
         ledger = getattr(mechanism, "ledger", None)  # population division: who may be asked
         if ledger is not None:
-            metrics.available_population.labels(self.stream.name).set(ledger.available)
+            prometheus.available_population.labels(self.stream.name).set(ledger.available)
 
     def audit(self, mechanism, result):
         phases = [{"phase": phase, "epsilon": float(e),
@@ -282,32 +283,6 @@ class LocalLogic(StreamLogic):
 def device_block_size(stream: StreamConfig) -> int:
     """Users per device block of a local-model stream (the devices need no server key to know it)."""
     return stream.block_size
-
-
-def local_release_extras(result) -> dict:
-    """What a local-model release line adds: reports, communication and oracles.
-
-    ``n2`` reports at ``eps2`` through ``oracle2`` made a fresh release: enough for its noise
-    variance (:func:`pipeline.stream.query.release_variance`).
-    """
-    return {"n1": result.n1, "n2": result.n2, "reports": result.reports, "bits": result.bits,
-            "oracle1": result.oracle1, "oracle2": result.oracle2}
-
-
-def personalized_release_record(stream: str, mechanism, result, type_window_spend: np.ndarray,
-                                slot_start: float = 0.0, slot_end: float = 0.0) -> ReleaseRecord:
-    """One slot's release line with every type's charges.
-
-    ``type_window_spend[k]`` is type k's spend over its own window ending at this slot;
-    ``window_spend`` is the largest of them (the most any user's own window holds).
-    """
-    return ReleaseRecord.from_step(stream, mechanism, result, float(type_window_spend.max()), slot_start, slot_end,
-                                   extras={
-                                       "type_eps1": result.type_eps1.tolist(),
-                                       "type_eps2": result.type_eps2.tolist(),
-                                       "window_spend_ratio": float((type_window_spend / mechanism.types.epsilons).max()),
-                                       "theta": result.theta,
-                                   })
 
 
 def load_requirements(stream: StreamConfig):

@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import state as packing
-from . import metrics
+from . import prometheus as metrics
 from ..core.base import StepResult
 from ..core.local.protocol import LocalDissimilarity, Request
 from .codecs import (
@@ -67,7 +67,10 @@ from .codecs import (
     unseal,
 )
 from .config import DEVICE_KEY_ENV, AppConfig, ConfigError
+from .keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark, OpenSlotKey,
+                   PartialKey, ReleaseKey, RoundKey, StepKey, StepOutputKey, stream_of)
 from .logic import StreamLogic, logic_for
+from .topics import AUDIT, DEAD_LETTERS, LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 
 __all__ = ["Out", "ServerKeys", "Processor", "Assembler", "DissimilarityProcessor", "PublicationProcessor", "Collector",
            "Processors"]
@@ -103,7 +106,7 @@ class Out:
 
 def dead_letter(reason: str, topic: str, detail: str, stream: str | None = None, payload: Any = None) -> Out:
     metrics.dead_letters.labels(reason).inc()
-    return Out("deadletter", DeadLetter(reason, topic, detail, stream, payload).to_bytes())
+    return Out(DEAD_LETTERS, DeadLetter(reason, topic, detail, stream, payload).to_bytes())
 
 
 def malformed(config: AppConfig, topic: str, raw: bytes, detail: str) -> Out:
@@ -154,8 +157,8 @@ class ServerKeys:
 
     def for_topic(self, topic: str) -> MacSeal | SignatureSeal | None:
         """The seal of a topic's messages (None: not sealed)."""
-        return {"slots": self.internal, "dissimilarity": self.internal, "releases": self.internal,
-                "ldp.requests": self.requests, "ldp.reports": self.reports}.get(topic)
+        return {SLOTS: self.internal, MEASUREMENTS: self.internal, RELEASES: self.internal,
+                LDP_REQUESTS: self.requests, LDP_REPORTS: self.reports}.get(topic)
 
     def sealed(self, out: Out) -> Out:
         """``out`` with its topic's tag (outputs of workers are keyed by their stream)."""
@@ -215,12 +218,8 @@ class MechanismParts:
     def __init__(self, side: SideKeys, stream: str) -> None:
         self._side, self._stream = side, stream
 
-    @staticmethod
-    def key(stream: str, digest: str) -> str:
-        return f"{stream}/part/{digest}"
-
     def __getitem__(self, digest: str) -> bytes:
-        value = self._side.get(self.key(self._stream, digest))
+        value = self._side.get(MechanismPartKey(self._stream, digest).encode())
         if value is None:
             raise KeyError(digest)
         return value["bytes"]
@@ -256,7 +255,7 @@ class Processor:
             return outputs, {}
         stored = load(key)
         state = packing.unpack(stored) if stored else self.initial(key)
-        mark = f"{topic}:{partition}"
+        mark = OffsetMark(topic, partition).encode()
         if not self.persist_before_send and state["offsets"].get(mark, -1) >= offset:
             return [], {}  # applied before a crash, and its outputs were delivered before that
         # M2 applies a replayed input again (re-emitting what it caused), so it only records it
@@ -268,7 +267,7 @@ class Processor:
         too_large = oversized(updates, sealed)
         if too_large:
             log.error("refused an input of %s[%d]@%d: %s", topic, partition, offset, too_large)
-            return [dead_letter("too_large", topic, too_large, key.split("/")[0])], {}
+            return [dead_letter("too_large", topic, too_large, stream_of(key))], {}
         return sealed, updates
 
     def state_keys(self, topic: str, partition: int, key_partition: Callable[[str], int]) -> list[str]:
@@ -285,7 +284,7 @@ class Processor:
         keys = self.state_keys(topic, partition, key_partition)
         if not keys:
             return None
-        mark = f"{topic}:{partition}"
+        mark = OffsetMark(topic, partition).encode()
         applied = [packing.unpack(stored)["offsets"].get(mark, -1) if (stored := load(key)) else -1 for key in keys]
         return max(min(applied) + (0 if self.persist_before_send else 1), 0)
 
@@ -358,13 +357,13 @@ class Assembler(Processor):
             n = 1 if isinstance(message, Watermark) else int(message.users.size)
             metrics.reports_rejected.labels("", "unknown_stream").inc(n)
             return None, None, [dead_letter("unknown_stream", topic, f"no stream named {message.stream!r}", message.stream)]
-        return f"{stream.name}/{partition}", message, []
+        return AssemblerKey(stream.name, partition).encode(), message, []
 
     def initial(self, key):
         return {"offsets": {}, "watermark": float("-inf"), "closed": 0, "open": []}
 
     def state_keys(self, topic, partition, key_partition):
-        return [f"{s.name}/{partition}" for s in self.config.streams] if topic == "reports" else []
+        return [AssemblerKey(s.name, partition).encode() for s in self.config.streams] if topic == REPORTS else []
 
     def apply(self, state, message, topic, partition, now, side):
         stream = self.config.stream(message.stream)
@@ -390,7 +389,7 @@ class Assembler(Processor):
         owned = self._owned_users(stream, partition)
         for slot in np.unique(slots[reason == 0]):
             idx = np.flatnonzero((reason == 0) & (slots == slot))
-            key = f"{stream.name}/{partition}/{slot}"
+            key = OpenSlotKey(stream.name, partition, slot).encode()
             entry = side.get(key) or self._empty_slot(stream, logic)
             if int(slot) not in state["open"]:
                 state["open"] = sorted([*state["open"], int(slot)])
@@ -453,7 +452,7 @@ class Assembler(Processor):
         limit = stream.max_watermark_jump_slots
         if through - state["closed"] > limit:
             metrics.reports_rejected.labels(stream.name, "watermark_too_far_ahead").inc()
-            return [dead_letter("watermark_too_far_ahead", "reports",
+            return [dead_letter("watermark_too_far_ahead", REPORTS,
                                 f"watermark {time:.3f} on partition {partition} would close slots {state['closed'] + 1}.."
                                 f"{through} at once; at most {limit} (max_watermark_jump_slots)", stream.name)]
         state["watermark"] = float(time)
@@ -461,13 +460,13 @@ class Assembler(Processor):
         outputs = []
         is_open = set(state["open"])
         for slot in range(state["closed"] + 1, through + 1):
-            key = f"{stream.name}/{partition}/{slot}"
+            key = OpenSlotKey(stream.name, partition, slot).encode()
             entry = (side.get(key) if slot in is_open else None) or self._empty_slot(stream, logic)
             if slot in is_open:
                 side.delete(key)
             partial = Envelope("partial", {"stream": stream.name, "slot": slot, "partition": partition,
                                            "counts": entry["counts"], "closed_at": now})
-            outputs.append(Out("slots", partial.encode(), stream.name))
+            outputs.append(Out(SLOTS, partial.encode(), stream.name))
             metrics.slots_closed.labels(stream.name).inc()
         state["closed"] = max(state["closed"], through)
         state["open"] = [slot for slot in state["open"] if slot > state["closed"]]
@@ -492,7 +491,7 @@ class DissimilarityProcessor(Processor):
     def route(self, raw, topic, partition):
         body, tag = unseal(raw)
         try:
-            if topic == "releases":
+            if topic == RELEASES:
                 record = ReleaseRecord.from_json(body)
                 stream_name, message = record.stream, record
             else:
@@ -513,11 +512,11 @@ class DissimilarityProcessor(Processor):
         return {"offsets": {}, "next": 1, "last_slot": 0, "last_release": np.zeros(stream.domain)}
 
     def apply(self, state, message, topic, partition, now, side):
-        name = message.stream if topic == "releases" else message["stream"]
+        name = message.stream if topic == RELEASES else message["stream"]
         impossible = self._impossible(state, message, topic)
         if impossible:
             return [refuse("out_of_range", topic, impossible, name)]
-        if topic == "releases":
+        if topic == RELEASES:
             if message.slot > state["last_slot"]:
                 state["last_slot"] = message.slot
                 state["last_release"] = np.asarray(message.release, dtype=float)
@@ -526,13 +525,13 @@ class DissimilarityProcessor(Processor):
         else:
             slot = int(message["slot"])
             if slot >= state["next"]:
-                side.put(f"{name}/{slot}/{int(message['partition'])}",
+                side.put(PartialKey(name, slot, int(message["partition"])).encode(),
                          {"counts": message["counts"], "closed_at": float(message["closed_at"])})
         return self._advance(state, name, side)
 
     def _impossible(self, state, message, topic) -> str | None:
         """Why an authentic-looking message cannot come from a worker (None if it can)."""
-        if topic == "releases":  # M2 releases slot t only after M1 measured it, and M1 then moved on
+        if topic == RELEASES:  # M2 releases slot t only after M1 measured it, and M1 then moved on
             if not 1 <= message.slot < state["next"]:
                 return f"release of slot {message.slot} while slots 1..{state['next'] - 1} were measured"
         elif message.kind == "partial":
@@ -547,13 +546,13 @@ class DissimilarityProcessor(Processor):
             return []
         dis = self.logics[name].measure_support(message["request"], message["support"], message["n"],
                                                 state["last_release"])
-        return [Out("dissimilarity", Envelope("dissimilarity", {"stream": name, "slot": slot, "dis": dis}).encode(), name)]
+        return [Out(MEASUREMENTS, Envelope("dissimilarity", {"stream": name, "slot": slot, "dis": dis}).encode(), name)]
 
     def _advance(self, state, name, side: SideKeys) -> list[Out]:
         slot = state["next"]
         if state["last_slot"] != slot - 1:
             return []
-        keys = [f"{name}/{slot}/{p}" for p in range(self.config.report_partitions)]
+        keys = [PartialKey(name, slot, p).encode() for p in range(self.config.report_partitions)]
         partials = [side.get(key) for key in keys]
         if any(partial is None for partial in partials):
             return []
@@ -564,7 +563,7 @@ class DissimilarityProcessor(Processor):
         for key in keys:
             side.delete(key)
         state["next"] = slot + 1
-        return [Out("dissimilarity", envelope.encode(), name)]
+        return [Out(MEASUREMENTS, envelope.encode(), name)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,7 +615,7 @@ class PublicationProcessor(Processor):
         starts (a local mechanism's ledger holds a number per user: its population counts here)."""
         logic = self.logics[stream.name]
         full = np.zeros((int(logic.group_windows.max()), logic.charge_columns))
-        recent, steps = [2**31] * RECENT_RELEASES, [f"{2**31}:dissimilarity:2"] * (3 * RECENT_RELEASES)
+        recent, steps = [2**31] * RECENT_RELEASES, [StepKey(2**31, "dissimilarity", 2).encode()] * (3 * RECENT_RELEASES)
         return len(packing.pack(self.initial(stream.name) | {"spend": full, "recent": recent, "steps": steps}))
 
     def apply(self, state, message, topic, partition, now, side):
@@ -624,9 +623,12 @@ class PublicationProcessor(Processor):
         logic = self.logics[name]
         mechanism = logic.restore(state["mechanism"], MechanismParts(side, name))
         slot = int(message["slot"])
-        step = f"{slot}:{message.kind}:{message.get('phase', 0)}"
-        if slot <= mechanism.slot or step in state["steps"]:  # a replayed input: re-emit what it caused
-            kept = side.get(f"{name}/release/{slot}" if message.kind == "measured" else f"{name}/step/{step}")
+        if slot < 1:  # authentic-looking, but no worker measures such a slot (nor could a key name it)
+            return [refuse("out_of_range", topic, f"{message.kind} of slot {slot}", name)]
+        step = StepKey(slot, message.kind, int(message.get("phase", 0)))
+        if slot <= mechanism.slot or step.encode() in state["steps"]:  # a replayed input: re-emit what it caused
+            kept_key = ReleaseKey(name, slot) if message.kind == "measured" else StepOutputKey(name, step)
+            kept = side.get(kept_key.encode())
             return [Out(t, v, name) for t, v in kept.items()] if kept else []
         if slot != mechanism.slot + 1:
             return [dead_letter("gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}", name)]
@@ -644,10 +646,11 @@ class PublicationProcessor(Processor):
         if isinstance(outcome, StepResult):
             outputs = self._release(state, logic, mechanism, outcome, now, side)
         else:  # the local model asks the devices: a request for this slot's next phase
-            outputs = {"ldp.requests": Envelope("request", {"stream": name, **outcome.to_dict()}).encode()}
+            outputs = {LDP_REQUESTS: Envelope("request", {"stream": name, **outcome.to_dict()}).encode()}
         self._store_mechanism(state, name, mechanism, side)
         if message.kind != "measured":
-            state["steps"] = self._keep(side, f"{name}/step", [*state["steps"], step], step, outputs, slot)
+            state["steps"] = self._keep(side, [*state["steps"], step.encode()],
+                                        lambda k: StepOutputKey(name, StepKey.decode(k)), outputs, slot)
         return [Out(t, v, name) for t, v in outputs.items()]
 
     @staticmethod
@@ -658,9 +661,9 @@ class PublicationProcessor(Processor):
         head, parts = mechanism.to_parts()
         before = packing.references(state["mechanism"])
         for digest in parts.keys() - before:
-            side.put(MechanismParts.key(name, digest), {"bytes": parts[digest]})
+            side.put(MechanismPartKey(name, digest).encode(), {"bytes": parts[digest]})
         for digest in sorted(before - parts.keys()):
-            side.delete(MechanismParts.key(name, digest))
+            side.delete(MechanismPartKey(name, digest).encode())
         state["mechanism"] = head
 
     @staticmethod
@@ -678,12 +681,14 @@ class PublicationProcessor(Processor):
         return mechanism.publish(message["support"], message["n"])
 
     @staticmethod
-    def _keep(side: SideKeys, prefix: str, kept: list, name, outputs: dict[str, bytes], slot: int) -> list:
-        """Store ``outputs`` under ``prefix/name``; forget those of slots :data:`RECENT_RELEASES` ago."""
-        side.put(f"{prefix}/{name}", outputs)
-        old = [k for k in kept if int(str(k).split(":")[0]) <= slot - RECENT_RELEASES]
+    def _keep(side: SideKeys, kept: list, key_of: Callable[[Any], ReleaseKey | StepOutputKey],
+              outputs: dict[str, bytes], slot: int) -> list:
+        """Store ``outputs`` under the key of the newest of ``kept`` (the state's short forms of the
+        keys, which ``key_of`` expands); forget those of slots :data:`RECENT_RELEASES` ago."""
+        side.put(key_of(kept[-1]).encode(), outputs)
+        old = [k for k in kept if key_of(k).slot <= slot - RECENT_RELEASES]
         for k in old:
-            side.delete(f"{prefix}/{k}")
+            side.delete(key_of(k).encode())
         return [k for k in kept if k not in old]
 
     def _release(self, state, logic, mechanism, result: StepResult, now: float, side: SideKeys) -> dict[str, bytes]:
@@ -696,8 +701,8 @@ class PublicationProcessor(Processor):
         record = logic.record(mechanism, result, group_spend, logic.stream.slot_start(slot), logic.stream.slot_end(slot))
         audit = logic.audit(mechanism, result)
         state["spend"] = history[1:] if len(history) == logic.group_windows.max() else history
-        outputs = {"releases": record.to_bytes(), "audit": audit.to_bytes()}
-        state["recent"] = self._keep(side, f"{name}/release", [*state["recent"], slot], slot, outputs, slot)
+        outputs = {RELEASES: record.to_bytes(), AUDIT: audit.to_bytes()}
+        state["recent"] = self._keep(side, [*state["recent"], slot], lambda k: ReleaseKey(name, k), outputs, slot)
         tightest = int(np.argmax(group_spend / logic.group_epsilons))  # the group closest to its budget
         metrics.releases.labels(name, result.strategy.value).inc()
         metrics.last_released_slot.labels(name).set(slot)
@@ -769,7 +774,7 @@ class Collector(Processor):
         if message.kind == "tick":  # carries nothing but "look at the clock": the worker's own clock
             return name, message, []
         refused = self.keys.refusal(topic, name, body, tag)
-        if refused and topic == "ldp.reports":
+        if refused and topic == LDP_REPORTS:
             metrics.reports_rejected.labels(name, "unauthenticated").inc(np.size(message.get("users", ())))
         return (None, None, refused) if refused else (name, message, [])
 
@@ -783,7 +788,7 @@ class Collector(Processor):
         name = message["stream"]
         outputs = []
         if message.kind == "request":
-            key = f"{message['slot']}:{message['phase']}"
+            key = RoundKey(int(message["slot"]), int(message["phase"])).encode()
             if key not in state["rounds"] and key not in state["closed"]:
                 request = {k: v for k, v in message.fields.items() if k != "stream"}
                 size = Request.from_dict(request).size
@@ -798,8 +803,12 @@ class Collector(Processor):
         return outputs + self._close_due(state, name, now) + self._expire_early(state, name, now, topic, side)
 
     def _accept(self, state, name, fields: dict, topic, now: float, side: SideKeys) -> list[Out]:
-        key = f"{fields['slot']}:{fields['phase']}"
         users = np.asarray(fields["users"], dtype=np.int64)
+        try:
+            round_key = RoundKey(fields["slot"], fields["phase"])
+        except MalformedKey as exc:
+            return self._reject(name, "malformed", topic, users, str(exc))
+        key = round_key.encode()
         round_ = state["rounds"].get(key)
         if round_ is None:
             if key in state["closed"]:
@@ -809,7 +818,7 @@ class Collector(Processor):
             if sum(map(len, state["early"].values())) >= MAX_EARLY_MESSAGES:
                 return self._reject(name, "unrequested", topic, users, f"no request for round {key}, and "
                                     f"{MAX_EARLY_MESSAGES} messages wait for theirs already")
-            early = f"{name}/early/{key}/{side.offset}"
+            early = EarlyReportsKey(name, round_key, side.offset).encode()
             side.put(early, dict(fields))
             state["early"].setdefault(key, []).append([now, early])
             return []
@@ -858,7 +867,8 @@ class Collector(Processor):
 
     def _close_due(self, state, name, now: float, only: str | None = None) -> list[Out]:
         outputs = []
-        for key in sorted(k for k in state["rounds"] if only is None or k == only):
+        for round_key in sorted(RoundKey.decode(k) for k in state["rounds"] if only is None or k == only):
+            key = round_key.encode()
             round_ = state["rounds"][key]
             if round_["n"] < round_["asked"] and now < round_["deadline"]:
                 continue
@@ -870,10 +880,10 @@ class Collector(Processor):
             request = round_["request"]
             support = round_["support"] if round_["support"] is not None else np.zeros(
                 1 if request["oracle"] == "hm" else request["domain_size"])
-            slot, phase = (int(x) for x in key.split(":"))
+            slot, phase = round_key.slot, round_key.phase
             envelope = Envelope("support", {"stream": name, "slot": slot, "phase": phase, "support": support,
                                             "n": round_["n"], "missing": missing, "request": request})
-            outputs.append(Out("slots" if phase == 1 else "dissimilarity", envelope.encode(), name))
+            outputs.append(Out(SLOTS if phase == 1 else MEASUREMENTS, envelope.encode(), name))
         return outputs
 
 

@@ -40,6 +40,8 @@ from ..core.randomness import DerivedRandomness
 from ..core.registry import mechanisms
 from ..core.validation import ParameterError, check_epsilon, check_positive_int
 from .codecs import Envelope, ReleaseRecord
+from .keys import QueryEntryKey, QueryHeadKey
+from .topics import RELEASES
 
 MODES = ("A", "B", "C")
 
@@ -161,7 +163,7 @@ class QueryService:
     # --- ingest ------------------------------------------------------------------------------
     def route(self, raw: bytes, topic: str) -> tuple[str, int, dict] | None:
         """(stream, slot, what it adds to the slot's entry) for a message this service indexes."""
-        if topic == "releases":
+        if topic == RELEASES:
             record = ReleaseRecord.from_json(raw)
             settings = self.settings(record.stream)
             if settings is None or settings.mode == "B" or unindexable(record.mechanism):
@@ -189,14 +191,14 @@ class QueryService:
                 part["origin_variance"] = head["fresh_variance"]
             else:
                 head["fresh_variance"] = part["variance"]
-        key = f"{name}/{slot}"
+        key = QueryEntryKey(name, slot).encode()
         entry = packing.unpack(load(key)) if load(key) else {}
         entry.update(part)
         store(key, packing.pack(entry))
         index = self._index(name, load)
         while True:  # index every complete slot in order
             nxt = index.slot + 1
-            stored = load(f"{name}/{nxt}")
+            stored = load(QueryEntryKey(name, nxt).encode())
             entry = packing.unpack(stored) if stored else None
             if entry is None or not index.ready(entry):
                 break
@@ -208,12 +210,12 @@ class QueryService:
         oldest = max(1, index.slot - self.settings(name).window + 1)
         expired = (oldest - 1) // block * block
         for old in range(head["pruned"] + 1, expired + 1):
-            delete(f"{name}/{old}")
+            delete(QueryEntryKey(name, old).encode())
         head["pruned"] = max(head["pruned"], expired)
-        store(f"{name}/head", packing.pack(head))
+        store(QueryHeadKey(name).encode(), packing.pack(head))
 
     def _head(self, name: str, load) -> dict:
-        stored = load(f"{name}/head")
+        stored = load(QueryHeadKey(name).encode())
         return packing.unpack(stored) if stored else {"indexed": 0, "pruned": 0, "fresh_variance": 0.0}
 
     def _index(self, name: str, load) -> StreamIndex:
@@ -227,7 +229,7 @@ class QueryService:
         index = StreamIndex(stream.query_settings, stream.domain, stream.window or 1, self.randomness(name), first,
                             stream.options.get("noise", "discrete"))
         for slot in range(first, head["indexed"] + 1):
-            index.insert(slot, packing.unpack(load(f"{name}/{slot}")))
+            index.insert(slot, packing.unpack(load(QueryEntryKey(name, slot).encode())))
         self.indexes[name] = index
         return index
 

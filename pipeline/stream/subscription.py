@@ -11,6 +11,7 @@ import numpy as np
 
 from .codecs import DecodeError, ReleaseRecord
 from .kafka import consumer_config
+from .topics import RELEASES
 
 
 class Releases:
@@ -19,7 +20,7 @@ class Releases:
     A re-emission after a worker crash is identical to the first copy (and is skipped here).
     """
 
-    def __init__(self, bootstrap: str, streams: list[str] | None = None, topic: str = "releases") -> None:
+    def __init__(self, bootstrap: str, streams: list[str] | None = None, topic: str = RELEASES) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
         self.consumer = Consumer(consumer_config(bootstrap, group=None) | {"group.id": f"wevent-subscribe-{uuid.uuid4()}"})

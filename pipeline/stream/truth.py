@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from . import metrics
+from . import prometheus
 from .codecs import ReleaseRecord
 
 
@@ -58,5 +58,5 @@ class TruthMonitor:
             self.total += float(np.abs(np.asarray(record.release) - truth).sum())
             self.cells += truth.size
             error = self.total / self.cells
-        metrics.release_error.labels(self.stream).set(error)
+        prometheus.release_error.labels(self.stream).set(error)
         return error

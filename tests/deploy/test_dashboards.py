@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.stream import metrics
+from pipeline.stream import prometheus as metrics
 from pipeline.stream.broker import free_port, wait_for_port
 from pipeline.stream.codecs import ReportBatch
 from pipeline.stream.config import ConfigError, parse_config

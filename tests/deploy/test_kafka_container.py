@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from pipeline.stream.broker import EmbeddedBroker, free_port
-from pipeline.stream.processes import wait_until
+from pipeline.stream.child_processes import wait_until
 
 from .conftest import COMPOSE_FILE
 

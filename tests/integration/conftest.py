@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.stream.broker import EmbeddedBroker, create_topics, free_port
-from pipeline.stream.processes import WorkerProcess, write_config
+from pipeline.stream.child_processes import WorkerProcess, write_config
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pipeline.stream.broker import create_topics
 from pipeline.stream.codecs import Envelope, request_seal, seal
 from pipeline.stream.config import AppConfig, parse_config
 from pipeline.stream.kafka import consumer_config, producer_config
-from pipeline.stream.processes import ChildProcess, DevicesProcess, write_config
+from pipeline.stream.child_processes import ChildProcess, DevicesProcess, write_config
 from pipeline.stream.subscription import read_topic
 from tests.integration.test_central_pipeline import START, categorical_feed
 

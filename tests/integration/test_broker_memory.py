@@ -13,7 +13,7 @@ from confluent_kafka import Producer
 
 from pipeline.errors import UsageError
 from pipeline.stream.broker import MEMORY_LIMIT_ENV, EmbeddedBroker, create_topics, default_memory_limit_mb
-from pipeline.stream.processes import wait_until
+from pipeline.stream.child_processes import wait_until
 
 CHUNK = 10  # MiB written between two checks
 MESSAGE = os.urandom(100 * 1024)  # incompressible, so the broker holds every byte

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from pipeline.stream import metrics
+from pipeline.stream import prometheus as metrics
 from pipeline.stream.broker import EmbeddedBroker, create_topics
 from pipeline.stream.config import parse_config
 from pipeline.stream.health import BrokerWatch

@@ -21,7 +21,7 @@ from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.stream import schemas
 from pipeline.stream.broker import free_port
 from pipeline.stream.config import parse_config
-from pipeline.stream.processes import WorkerProcess, write_config
+from pipeline.stream.child_processes import WorkerProcess, write_config
 from tests.integration.secure_kafka import PASSWORD, SCRAM_JAAS, start_secure_kafka
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # three JVMs and a worker: 15-40 s

@@ -18,7 +18,7 @@ from pipeline.core.data import UserValues
 from pipeline.stream.codecs import Envelope
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink
-from pipeline.stream.processes import DevicesProcess, wait_until
+from pipeline.stream.child_processes import DevicesProcess, wait_until
 from pipeline.stream.subscription import read_topic
 from tests.integration.conftest import assert_local_releases_equal_simulate, metric_value
 from tests.integration.device_helpers import DOMAIN, WINDOW, answers, committed, kept_stream

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pipeline.stream.codecs import Envelope
-from pipeline.stream.processes import wait_until
+from pipeline.stream.child_processes import wait_until
 from tests.integration.device_helpers import answers, committed, kept_stream
 
 pytestmark = [pytest.mark.integration]

@@ -19,7 +19,7 @@ from pipeline.core.central import BudgetAbsorption
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink, consumer_config, producer_config
-from pipeline.stream.processes import WorkerProcess, wait_until, write_config
+from pipeline.stream.child_processes import WorkerProcess, wait_until, write_config
 from pipeline.stream.broker import free_port
 from pipeline.stream.subscription import Releases
 from tests.integration.secure_kafka import environment, start_secure_kafka

@@ -24,7 +24,7 @@ from pipeline.stream.codecs import (
 )
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink, producer_config
-from pipeline.stream.processes import DevicesProcess
+from pipeline.stream.child_processes import DevicesProcess
 from pipeline.stream.subscription import read_topic
 from tests.integration.conftest import assert_local_releases_equal_simulate, metric_value
 from tests.integration.test_central_pipeline import START, categorical_feed, collect
@@ -139,7 +139,7 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
 def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(broker, tmp_path):
     """A misbehaving server: a fleet answers only what each user's own ledger allows."""
     from pipeline.stream.broker import create_topics
-    from pipeline.stream.processes import write_config
+    from pipeline.stream.child_processes import write_config
 
     config = parse_config({"seed": 2, "report_partitions": 1, "stream_partitions": 1,
                            "streams": [local_stream("guarded", "lpa")]})

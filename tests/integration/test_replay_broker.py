@@ -14,7 +14,7 @@ from pipeline.core.data import UserValues
 from pipeline.stream.broker import create_topics
 from pipeline.stream.codecs import ReportBatch, Watermark, decode_report_message
 from pipeline.stream.config import parse_config
-from pipeline.stream.processes import write_config
+from pipeline.stream.child_processes import write_config
 from pipeline.stream.subscription import read_topic
 
 pytestmark = [pytest.mark.integration]

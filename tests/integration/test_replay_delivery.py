@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.stream.broker import EmbeddedBroker, create_topics
 from pipeline.stream.config import parse_config
-from pipeline.stream.processes import write_config
+from pipeline.stream.child_processes import write_config
 from pipeline.stream.subscription import read_topic
 
 pytestmark = [pytest.mark.integration]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.stream.broker import EmbeddedBroker, free_port
-from pipeline.stream.processes import WorkerProcess, wait_until
+from pipeline.stream.child_processes import WorkerProcess, wait_until
 from pipeline.stream.subscription import read_topic
 from tests.integration.test_replay_delivery import replay_command, write_taxi_config
 

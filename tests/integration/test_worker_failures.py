@@ -11,7 +11,7 @@ from pipeline.stream.codecs import DeadLetter, ReportBatch
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import producer_config
 from pipeline.stream.broker import free_port
-from pipeline.stream.processes import WorkerProcess, wait_until
+from pipeline.stream.child_processes import WorkerProcess, wait_until
 from pipeline.stream.subscription import read_topic
 from tests.integration.conftest import metric_value
 from tests.integration.test_central_pipeline import START, stream_spec

@@ -23,10 +23,12 @@ from __future__ import annotations
 import json
 from importlib.resources import files
 
+from ..topics import AUDIT, DEAD_LETTERS, LDP_REPORTS, LDP_REQUESTS, RELEASES, REPORTS
+
 __all__ = ["TOPIC_SCHEMAS", "load"]
 
-TOPIC_SCHEMAS = {"releases": "release", "audit": "audit", "reports": "report", "ldp.requests": "ldp-request",
-                 "ldp.reports": "ldp-reports", "deadletter": "deadletter"}
+TOPIC_SCHEMAS = {RELEASES: "release", AUDIT: "audit", REPORTS: "report", LDP_REQUESTS: "ldp-request",
+                 LDP_REPORTS: "ldp-reports", DEAD_LETTERS: "deadletter"}
 
 
 def load(name: str) -> dict:

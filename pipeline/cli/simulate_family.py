@@ -1,0 +1,32 @@
+"""What every model family of ``wevent simulate`` provides, and what its runner returns.
+
+The front end (:mod:`pipeline.cli.simulate`) dispatches to the per-model modules
+(``simulate_central``, ``simulate_local``, ``simulate_personalized``); they import this module,
+never the front end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["Family", "Outcome"]
+
+
+@dataclass
+class Outcome:
+    """What a family's runner returns: the JSON summary and the release records."""
+
+    summary: dict
+    records: list
+
+
+class Family(Protocol):
+    """A model family: its mechanism names, its own options, and a runner of one mechanism."""
+
+    name: str
+    mechanisms: tuple[str, ...]
+
+    def add_arguments(self, parser) -> None: ...
+
+    def run(self, mechanism: str, args) -> Outcome: ...

@@ -1,0 +1,367 @@
+"""The whole system on one machine: what ``wevent run`` starts, follows and stops.
+
+A :class:`LocalRun` starts, in order, the embedded broker (unless a Kafka is given), the topics,
+a worker, the device fleet of a local-model stream, and then a replay of the feed into
+``reports``; it follows the stream's releases, measuring their error against the feed's truth,
+until the wanted slots are released. Whatever happens (the end of the run, an error, SIGINT,
+SIGTERM or SIGHUP), :meth:`LocalRun.close` stops everything it started, in reverse order, and
+deletes its working directory: the config, the devices' true values and the logs.
+
+Keys (:func:`run_keys`): the worker gets the server's noise key and the device fleet the
+devices' key, each through its environment only. They come from ``WEVENT_NOISE_KEY`` and
+``WEVENT_DEVICE_KEY`` when set; otherwise from a seed (experiments only: both keys are then
+public functions of it); otherwise they are two independent random keys drawn for this run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import UsageError
+from .config import AppConfig, StreamConfig
+
+__all__ = ["LocalRun", "RunKeys", "run_keys", "Failed", "Stopped", "Signals", "ReplayThread", "first_slots"]
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """The environments of a run's worker and device fleet, and which keys a seed made.
+
+    Parameters
+    ----------
+    worker
+        The worker's environment: the server's key, and the devices' public key when a stream is local.
+    devices
+        The device fleet's environment (empty without one): its key and the server's public key.
+    seed
+        The seed the keys in ``from_seed`` were derived from.
+    from_seed
+        The variables whose key the seed made (they were not set): the noise of those is public to
+        whoever knows the seed.
+    """
+
+    worker: dict[str, str]
+    devices: dict[str, str] = field(default_factory=dict)
+    seed: int | None = None
+    from_seed: tuple[str, ...] = ()
+
+
+def run_keys(config: AppConfig, seed: int | None, *, devices: bool, external_kafka: bool) -> RunKeys:
+    """The worker's and the devices' environments: the server's key, and the devices' key (hex) if
+    the run has ``devices``, each with the other side's public key (the devices check requests
+    with the server's; a worker with a local-model stream checks reports with the devices').
+
+    Each comes from its environment variable when set, else from the seed (``seed``, else the
+    config's), else from the operating system's entropy. With a seed the two keys are separate
+    keyed hashes of it (:meth:`SecretKey.from_seed` with purposes ``server`` and ``devices``),
+    neither derived from the other; without one they are independent random keys.
+
+    Random keys only suit the embedded broker, whose topics and tables end with the run. An
+    external Kafka keeps the streams' state: a slot re-processed after a crash must draw the same
+    noise as before, so its key must outlive the run.
+    """
+    from ..core.randomness import SecretKey
+    from .codecs import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
+    from .config import DEVICE_KEY_ENV, NOISE_KEY_ENV
+
+    # A worker with any local-model stream checks device reports with the devices' public key,
+    # given as such or derived here from the devices' key (which this run's devices also need).
+    checks_reports = any(s.model == "local" for s in config.streams)
+    device_key_needed = devices or (checks_reports and not os.environ.get(REPORT_KEY_ENV))
+    seeded = replace(config, seed=config.seed if seed is None else seed)
+    keys, from_seed = {}, []
+    wanted = {NOISE_KEY_ENV: seeded.noise_key} | ({DEVICE_KEY_ENV: seeded.device_key} if device_key_needed else {})
+    for variable, key_of in wanted.items():
+        if os.environ.get(variable) or seeded.seed is not None:
+            keys[variable] = key_of().hex()
+            from_seed += [] if os.environ.get(variable) else [variable]
+        elif external_kafka:
+            raise UsageError(f"an external Kafka keeps the streams' state across runs, so their keys must last too: "
+                             f"set {variable} (64 hex characters)")
+        else:
+            keys[variable] = SecretKey.generate().hex()
+    worker = {NOISE_KEY_ENV: keys.pop(NOISE_KEY_ENV)}
+    if checks_reports:  # each side checks the other's signatures with a public key only
+        worker[REPORT_KEY_ENV] = (report_seal(SecretKey.from_hex(keys[DEVICE_KEY_ENV])).public_hex
+                                  if DEVICE_KEY_ENV in keys else os.environ[REPORT_KEY_ENV])
+    fleet = {}
+    if devices:
+        fleet = keys | {REQUEST_KEY_ENV: request_seal(SecretKey.from_hex(worker[NOISE_KEY_ENV])).public_hex}
+    return RunKeys(worker, fleet, seeded.seed, tuple(from_seed))
+
+
+class Failed(Exception):
+    """A part of the run failed for good (the broker died, the replay was not delivered)."""
+
+
+class Stopped(Exception):
+    """A termination signal arrived: the run unwinds and stops what it started."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class Signals:
+    """SIGINT, SIGTERM and SIGHUP raise :class:`Stopped` in the main thread while installed.
+
+    The children run in their own sessions (a terminal's Ctrl-C must not reach them before the
+    run decides the order of shutdown), so nothing stops them but this process. While a child is
+    being started (``deferred``) a signal waits until its handle is kept; once the run is
+    stopping (``ignoring``) further signals are dropped so that the shutdown completes.
+    """
+
+    HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.previous = {}
+        self.pending: int | None = None
+        self.deferring = False
+        self.ignoring = False
+
+    def install(self) -> "Signals":
+        self.previous = {signum: signal.signal(signum, self._handle) for signum in self.HANDLED}
+        return self
+
+    def restore(self) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum, frame) -> None:
+        if self.ignoring:
+            return
+        if self.deferring:
+            self.pending = self.pending or signum
+            return
+        self.ignoring = True
+        raise Stopped(signum)
+
+    @contextlib.contextmanager
+    def deferred(self):
+        self.deferring = True
+        try:
+            yield
+        finally:
+            self.deferring = False
+        if self.pending and not self.ignoring:
+            self.ignoring = True
+            raise Stopped(self.pending)
+
+
+class ReplayThread:
+    """The feed's replay into Kafka, in a thread of this process; ``stop`` ends it within a slot.
+
+    It is stopped before the broker, so that its producer does not go on calling a broker that is gone.
+    A replay that fails (its messages not delivered) keeps its error in ``failure`` for the run to report.
+    """
+
+    def __init__(self, feed, sink, speed: float) -> None:
+        self.stopping = threading.Event()
+        self.failure: Exception | None = None
+        self.sink = sink
+        self.thread = threading.Thread(target=self._replay, args=(feed, sink, speed), daemon=True, name="replay")
+
+    def _replay(self, feed, sink, speed: float) -> None:
+        from producers.replay import replay
+
+        from .kafka import DeliveryError
+
+        try:
+            replay(feed, sink, 1, speed, progress=self._until_stopped, sleep=self.stopping.wait)
+        except DeliveryError as exc:
+            self.failure = exc
+
+    def _until_stopped(self, slots, total):
+        return itertools.takewhile(lambda _: not self.stopping.is_set(), slots)
+
+    def start(self) -> "ReplayThread":
+        self.thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.stopping.set()
+        self.sink.abandon()  # the run is ending: what is still queued need not wait for a broker
+        self.thread.join(timeout)
+
+
+class LocalRun:
+    """Broker, topics, worker, devices and a feed's replay, started and stopped as one.
+
+    Use :meth:`open` first and :meth:`close` last, whatever happens in between (``close`` is
+    what stops the processes and deletes the working directory), and in between
+    :meth:`start_processes`, :meth:`start_replay` and :meth:`releases`.
+
+    Parameters
+    ----------
+    config
+        The streams; its ``seed`` is dropped from the config the worker reads, whose keys come
+        from ``keys`` through its environment only.
+    stream
+        The stream of ``config`` the feed is replayed into, and whose releases are followed.
+    feed
+        The feed (:class:`producers.replay.MatrixFeed`); its first ``slots`` slots are replayed.
+    slots
+        How many slots to replay and release.
+    keys
+        The worker's and the devices' environments (:func:`run_keys`).
+    bootstrap
+        A Kafka to use; None starts the embedded broker.
+    metrics_port
+        The worker's web port (/metrics, /healthz, /query).
+    speed
+        The replay's speed as a multiple of real time (0: as fast as possible).
+    """
+
+    def __init__(self, config: AppConfig, stream: StreamConfig, feed, slots: int, keys: RunKeys, *,
+                 bootstrap: str | None, metrics_port: int, speed: float) -> None:
+        from .truth import TruthMonitor
+
+        self.config = replace(config, seed=None)
+        self.stream = stream
+        self.feed = feed
+        self.slots = slots
+        self.keys = keys
+        self.bootstrap = bootstrap
+        self.metrics_port = metrics_port
+        self.speed = speed
+        self.monitor = TruthMonitor.for_stream(stream, feed)
+        self.released = 0
+        self.broker = None
+        self.worker = None
+        self.children: list = []  # worker and devices: the run fails when one stops
+        self.replayed = None  # the feed's first `slots` slots
+        self.replay: ReplayThread | None = None
+        self.signals = Signals()
+        self.started: list = []  # broker, worker, devices, replay: stopped in reverse
+        self.workdir: Path | None = None
+        self.stop_timeout: dict[str, float] = {}  # how long each process gets to stop
+
+    def open(self) -> "LocalRun":
+        """Install the signal handlers and make the working directory (mode 0700)."""
+        with self.signals.install().deferred():
+            self.workdir = Path(tempfile.mkdtemp(prefix="wevent-run-"))
+        return self
+
+    def _start(self, process):
+        with self.signals.deferred():  # a signal now waits until the process is in `started`
+            self.started.append(process)
+            return process.start()
+
+    def start_processes(self) -> None:
+        """The broker (unless a Kafka is given), the topics, the worker and, for a local-model
+        stream, the device fleet holding the users' values."""
+        from .broker import EmbeddedBroker, create_topics
+        from .child_processes import DevicesProcess, WorkerProcess, write_config
+
+        self.replayed = first_slots(self.feed, self.slots)
+        self.broker = None if self.bootstrap else self._start(EmbeddedBroker())
+        self.bootstrap = self.bootstrap or self.broker.bootstrap
+        create_topics(self.bootstrap, self.config.topics())
+        config_path = write_config(self.config, self.workdir)  # without a seed: the keys travel in the environment only
+        self.worker = self._start(WorkerProcess(config_path, self.bootstrap, self.metrics_port,
+                                                self.workdir / "worker.log", tansu_compat=self.embedded,
+                                                datadir=self.workdir / "data", env=self.keys.worker))
+        self.children = [self.worker]
+        if self.stream.model == "local":  # the users' devices hold the values and answer the server's requests
+            values = self.workdir / "values.npz"
+            self.replayed.data.save(values)
+            devices = DevicesProcess(config_path, self.stream.name, values, self.bootstrap,
+                                     self.workdir / "devices.log", tansu_compat=self.embedded)
+            devices.env.update(self.keys.devices)
+            self.children.append(self._start(devices))
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the run's broker is its own embedded tansu."""
+        return self.broker is not None
+
+    def start_replay(self) -> None:
+        """The feed's replay into ``reports``, in a thread."""
+        from .kafka import sink_for
+
+        sink = sink_for(self.bootstrap, self.stream, self.config.report_partitions, self.embedded)
+        self.replay = self._start(ReplayThread(self.replayed, sink, self.speed))
+
+    def releases(self) -> Iterator:
+        """The stream's releases (:class:`~pipeline.stream.codecs.ReleaseRecord`), each once, until
+        ``slots`` are released. Raises :class:`Failed` when the broker dies or the replay fails, and
+        a usage error naming the process when the worker or the devices stop."""
+        from .subscription import Releases
+
+        with Releases(self.bootstrap, streams=[self.stream.name]) as releases:
+            while self.released < self.slots:
+                for record in releases.follow(idle_timeout=1.0):
+                    self.monitor.observe(record)
+                    self.released += 1
+                    yield record
+                    if self.released >= self.slots:
+                        break
+                else:  # a second without releases: fine while the processes live (they may be starting)
+                    self._check_alive()
+
+    def _check_alive(self) -> None:
+        if self.broker and not self.broker.alive:
+            reason = self.broker.failure or f"the embedded broker stopped ({self.broker.describe_exit()})"
+            self._fail(f"{reason}; its topics and the streams' state are gone: {self.released} of {self.slots} "
+                       "slots were released")
+        for child in self.children:
+            if not child.alive:
+                raise UsageError(f"{child.command[3]} stopped; its log ends with:\n{child.log_tail()}")
+        if self.replay.failure:
+            self._fail(f"the replay failed: {self.replay.failure}")
+
+    def _fail(self, reason: str) -> None:
+        # without a broker the worker cannot leave its group cleanly: no use waiting
+        self.stop_timeout = {"timeout": 2.0}
+        raise Failed(reason)
+
+    @property
+    def mean_error(self) -> float:
+        """The releases' mean absolute error against the feed's truth so far (NaN before any)."""
+        return self.monitor.total / self.monitor.cells if self.monitor.cells else float("nan")
+
+    def write_audit_log(self, path: str) -> None:
+        """The stream's audit records of slots 1..slots (once each), from the audit topic, one JSON line each."""
+        import json
+
+        from .subscription import read_topic
+        from .topics import AUDIT
+
+        records = {}
+        for value in read_topic(self.bootstrap, AUDIT):
+            record = json.loads(value)
+            if record["stream"] == self.stream.name and record["slot"] <= self.slots:
+                records.setdefault(record["slot"], value.decode())
+        with open(path, "w") as fh:
+            fh.writelines(records[slot] + "\n" for slot in sorted(records))
+
+    def close(self) -> None:
+        """Stop what was started, in reverse order, and delete the working directory."""
+        self.signals.ignoring = True  # the shutdown below completes whatever arrives now
+        for process in reversed(self.started):
+            process.stop(**self.stop_timeout)
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        self.signals.restore()
+
+
+def first_slots(feed, slots: int):
+    """The feed cut to its first ``slots`` slots."""
+    from producers.replay import MatrixFeed
+
+    from ..core.data import UserValues
+
+    data = UserValues(np.stack([feed.values_at(t) for t in range(1, slots + 1)]), feed.domain_size, list(feed.labels),
+                      list(feed.user_ids), feed.slot_seconds, feed.start, feed.name)
+    return MatrixFeed(data)

@@ -1,0 +1,111 @@
+"""Every topic the system uses, with what it carries and how it is partitioned, declared once.
+
+=================  =====================  ==========================  ============================================
+constant           wire name              partitions, key             carries
+=================  =====================  ==========================  ============================================
+``REPORTS``        ``reports``            ``report_partitions``;      producers' report batches and watermarks
+                                          user ``u`` on ``u mod P``   (raw values; every watermark to every
+                                          (no key)                    partition)
+``SLOTS``          ``slots``              ``stream_partitions``;      M1's inputs: the assemblers' slot partials
+                                          key: stream                 and, local model, the collector's phase-1
+                                                                      supports (sealed)
+``MEASUREMENTS``   ``dissimilarity``      ``stream_partitions``;      M2's inputs: measured slots (counts with
+                                          key: stream                 their private dissimilarity), local-model
+                                                                      ``ready`` and dissimilarities, and phase-2
+                                                                      supports (sealed)
+``RELEASES``       ``releases``           ``stream_partitions``;      the private releases, public (a ``mac``
+                                          key: stream                 field M1 checks, subscribers ignore)
+``AUDIT``          ``audit``              ``stream_partitions``;      one ledger record per released slot, public
+                                          key: stream
+``LDP_REQUESTS``   ``ldp.requests``       ``stream_partitions``;      M2's requests to the devices (signed)
+                                          key: stream
+``LDP_REPORTS``    ``ldp.reports``        ``stream_partitions``;      the devices' perturbed reports (signed) and
+                                          key: stream                 the workers' clock ticks
+``DEAD_LETTERS``   ``deadletter``         1 (no key)                  refused and failed inputs, by reason
+=================  =====================  ==========================  ============================================
+
+Stream-keyed topics are partitioned by Kafka's default partitioner on the stream name
+(:func:`key_partition`), so that every message of a stream reaches the same M1, M2 and
+collector. ``reports`` is partitioned by the producers themselves
+(:func:`~pipeline.stream.codecs.report_partition`), so that each assembler owns a fixed share of
+the users.
+
+The workers' state lives in tables, each backed by the compacted internal topic
+``<app>-<table>-changelog`` (:func:`changelog`) with as many partitions as the topic its agent
+reads, so that a worker taking over a partition recovers exactly that partition's state:
+``assembler`` (``reports``), ``dissimilarity-state`` (M1: ``slots``, ``releases``),
+``publication-state`` (M2: ``dissimilarity``), ``collector-state`` (``ldp.requests``,
+``ldp.reports``) and ``query-log`` (``releases``, ``dissimilarity``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["REPORTS", "SLOTS", "MEASUREMENTS", "RELEASES", "AUDIT", "LDP_REQUESTS", "LDP_REPORTS", "DEAD_LETTERS",
+           "Topic", "TOPICS", "partition_counts", "key_partition", "changelog"]
+
+REPORTS = "reports"
+SLOTS = "slots"
+MEASUREMENTS = "dissimilarity"  # the wire name is older than the local model's counts and supports
+RELEASES = "releases"
+AUDIT = "audit"
+LDP_REQUESTS = "ldp.requests"
+LDP_REPORTS = "ldp.reports"
+DEAD_LETTERS = "deadletter"
+
+
+@dataclass(frozen=True)
+class Topic:
+    """One topic: its wire ``name`` and the config field giving its partition count.
+
+    Parameters
+    ----------
+    name
+        The topic's name on the broker.
+    partitioned_by
+        ``"report_partitions"``, ``"stream_partitions"`` or ``"one"``.
+    """
+
+    name: str
+    partitioned_by: str
+
+    def partitions(self, report_partitions: int, stream_partitions: int) -> int:
+        return {"report_partitions": report_partitions, "stream_partitions": stream_partitions,
+                "one": 1}[self.partitioned_by]
+
+
+TOPICS: tuple[Topic, ...] = (
+    Topic(REPORTS, "report_partitions"),
+    *(Topic(name, "stream_partitions") for name in (SLOTS, MEASUREMENTS, RELEASES, AUDIT, LDP_REQUESTS, LDP_REPORTS)),
+    Topic(DEAD_LETTERS, "one"),
+)
+
+def partition_counts(report_partitions: int, stream_partitions: int) -> dict[str, int]:
+    """Every topic's partition count (what is created before workers start).
+
+    >>> partition_counts(4, 2)["reports"], partition_counts(4, 2)["dissimilarity"], partition_counts(4, 2)["deadletter"]
+    (4, 2, 1)
+    """
+    return {topic.name: topic.partitions(report_partitions, stream_partitions) for topic in TOPICS}
+
+
+def key_partition(key: str, partitions: int) -> int:
+    """The partition a message keyed by ``key`` goes to: Kafka's default partitioner (murmur2 of
+    the key's bytes, as Java clients, Faust and our confluent producers compute it).
+
+    >>> key_partition("taxi", 1), [key_partition(name, 8) for name in ("taxi", "taxi-local")]
+    (0, [7, 4])
+    """
+    from aiokafka.partitioner import murmur2
+
+    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
+
+
+def changelog(app: str, table: str) -> str:
+    """The internal topic holding ``table``'s changes (Faust's naming).
+
+    >>> changelog("wevent", "assembler")
+    'wevent-assembler-changelog'
+    """
+    return f"{app}-{table}-changelog"
