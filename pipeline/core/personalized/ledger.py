@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ledger import window_sums
+from ..accounting import ChargeMatrix, WindowSpend, window_sums
 from ..validation import ParameterError
 
 __all__ = ["PersonalizedLedger"]
 
 
 class PersonalizedLedger:
-    """Every slot's charge to every requirement type ``(w_k, eps_k)``, with window checks."""
+    """Every slot's charge to every requirement type ``(w_k, eps_k)``, with window checks.
+
+    A :class:`~pipeline.core.accounting.WindowAccount` with one group per requirement type.
+    """
 
     def __init__(self, windows, epsilons) -> None:
         self.windows = np.asarray(windows, dtype=np.int64)
@@ -96,6 +99,10 @@ class PersonalizedLedger:
     def max_spend_ratio(self) -> float:
         """The largest ``spent / eps_i`` over every user and every window of their own ``w_i``."""
         return float(self.type_max_spend_ratio().max())
+
+    def tightest(self) -> WindowSpend | None:
+        """The window of the type whose spend comes closest to its ``eps_k`` (None while empty)."""
+        return ChargeMatrix(self.charges(), self.windows, self.epsilons).tightest() if self.slots else None
 
     def max_window_spend(self) -> float:
         """The largest absolute spend of any user's own window."""

@@ -24,7 +24,6 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..simulation import SimulationRun
-from .ledger import PersonalizedLedger
 
 __all__ = ["PersonalizedRun", "simulate_personalized"]
 
@@ -34,12 +33,6 @@ _TABLE_LIMIT = 64
 
 @dataclass
 class PersonalizedRun(SimulationRun):
-    def ledger(self) -> PersonalizedLedger:
-        ledger = PersonalizedLedger.for_mechanism(self.mechanism)
-        for result in self.results:
-            ledger.record(result)
-        return ledger
-
     def summary(self, mre_floor: float) -> dict:
         summary = super().summary(mre_floor)
         types = self.mechanism.types
