@@ -215,6 +215,7 @@ class ChargeMatrix:
         self._spend: np.ndarray | None = None
         self._worst_user: np.ndarray | None = None  # per slot: the listed user who paid the most in its window
         self._listed_top: np.ndarray | None = None  # ... and how much
+        self.listed_users = 0  # how many listed users were charged at all (known once the spend is)
 
     def window_spend(self) -> np.ndarray:
         """``(slots, groups)``: each group's spend over its own window ending at every slot; group
@@ -240,16 +241,19 @@ class ChargeMatrix:
         """
         listed = self.listed
         window = np.zeros(self.population)
+        charged = np.zeros(self.population, dtype=bool)
         worst = np.zeros(len(listed), dtype=np.int64)
         top = np.zeros(len(listed))
         for row, charges in enumerate(listed):
             for users, budget in charges:
                 np.add.at(window, users, budget)  # a user listed twice in a charge pays twice
+                charged[users] = True
             for users, budget in listed[row - w] if row >= w else ():
                 np.add.at(window, users, -budget)
             if self.population:
                 worst[row] = int(np.argmax(window))
                 top[row] = window[worst[row]]
+        self.listed_users = int(charged.sum())
         return worst, top
 
     def _at(self, group: int, end: int) -> WindowSpend:
