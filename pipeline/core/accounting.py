@@ -206,7 +206,8 @@ class ChargeMatrix:
 
     def __init__(self, shared, windows, bounds, *, reserved: float = 0.0,
                  listed: list[list[tuple[np.ndarray, float]]] | None = None, population: int = 0) -> None:
-        self.shared = np.asarray(shared, dtype=float).reshape(len(shared), -1)
+        shared = np.asarray(shared, dtype=float)
+        self.shared = shared[:, None] if shared.ndim == 1 else shared
         self.windows = np.asarray(windows, dtype=np.int64)
         self.bounds = np.asarray(bounds, dtype=float)
         self.reserved = float(reserved)
