@@ -9,7 +9,7 @@ but it is always a *charge matrix*:
   one group in the central model, one per requirement type ``(w_k, eps_k)`` in the personalized
   model (Du et al., Alg. 2), and in the local model the phases that ask every user;
 * **listed** charges of the local model, which fall on the users a phase lists (population
-  division, Ren et al. §4.6) on top of group 0.
+  division, Ren et al. §5.1) on top of group 0.
 
 A group's window spend is the sum of its column over the window (:func:`window_sums`); a listed
 user's adds their own charges in the window. :class:`ChargeMatrix` computes both and finds the
@@ -19,8 +19,8 @@ slot: they are :class:`WindowAccount` s, and every mechanism makes its own
 (:meth:`pipeline.core.base.Mechanism.new_ledger`).
 
 :class:`Budget` is a stream's budget once its parts are settled: what the host mechanism may
-spend in a window, and what a query index reserves from every window for itself (sequential
-composition, Sun et al. 2019 §3, Mode B).
+spend in a window, and what a query index on raw counts (the decayed structure of Sun et al.
+2019) reserves from every window for itself: by sequential composition the two shares add up.
 
 Examples
 --------
@@ -33,8 +33,9 @@ WindowSpend(spend=2.0, bound=1.5, group=1, first=0, last=2, user=None)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 

@@ -242,7 +242,7 @@ def _stream(raw, index: int) -> StreamConfig:
     if settings is not None and settings.reserved_epsilon and model != "central":
         raise ConfigError(f"{where}: query modes B and C need raw counts: central streams only")
     try:
-        stream.budget  # resolved here, once: a reservation that leaves the host nothing stops the config
+        _ = stream.budget  # resolved here, once: a reservation that leaves the host nothing stops the config
     except ParameterError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return stream
