@@ -89,11 +89,6 @@ class Budget:
     def host(self) -> float:
         return _host_share(self.total, self.reserved) if self.reserved else self.total
 
-    def exceeded_by(self, host_spend: float, tolerance: float = TOLERANCE) -> bool:
-        """Whether a window whose host spent ``host_spend`` breaks the budget (the reserved share is
-        taken as spent in every window)."""
-        return host_spend + self.reserved > self.total + tolerance
-
 
 def _host_share(total: float, reserved: float) -> float:
     from .decayed import host_epsilon  # the query index's composition rule, where the index lives
