@@ -162,10 +162,10 @@ def latest_window_spend(recent: np.ndarray, windows: Sequence[int]) -> np.ndarra
     [0.375, 7.0]
     """
     recent = np.asarray(recent, dtype=float)
-    windows = np.asarray(windows, dtype=np.int64)
-    out = np.zeros(windows.size)
-    for w in np.unique(windows):  # a handful of distinct windows: one accumulation each
-        columns = np.flatnonzero(windows == w)
+    lengths = np.asarray(windows, dtype=np.int64)
+    out = np.zeros(lengths.size)
+    for w in np.unique(lengths):  # a handful of distinct windows: one accumulation each
+        columns = np.flatnonzero(lengths == w)
         block = recent[-int(w):, columns]
         if block.shape[0]:
             out[columns] = np.cumsum(block, axis=0)[-1]
@@ -223,12 +223,12 @@ class ChargeMatrix:
             for k, w in enumerate(self.windows.tolist()):  # a window longer than the ledger holds all of it
                 spend[:, k] = window_sums(self.shared[:, k], min(w, max(slots, 1))) + self.reserved
             if self.listed is not None:
-                self._worst_user, self._listed_top = self._listed_sweep(int(self.windows[0]))
+                self._worst_user, self._listed_top = self._listed_sweep(self.listed, int(self.windows[0]))
                 spend[:, 0] += self._listed_top
             self._spend = spend
         return self._spend
 
-    def _listed_sweep(self, w: int) -> tuple[np.ndarray, np.ndarray]:
+    def _listed_sweep(self, listed: list[list[tuple[np.ndarray, float]]], w: int) -> tuple[np.ndarray, np.ndarray]:
         """The user with the most listed charges in the window ending at each slot, and that amount.
 
         One sweep over the slots keeps each user's listed charges of the current window in a vector
@@ -236,7 +236,6 @@ class ChargeMatrix:
         window's worst user is one ``argmax``: no loop over users, and no long running total whose
         rounding could hide a small overspend.
         """
-        listed = self.listed
         window = np.zeros(self.population)
         charged = np.zeros(self.population, dtype=bool)
         worst = np.zeros(len(listed), dtype=np.int64)
@@ -255,10 +254,11 @@ class ChargeMatrix:
 
     def _at(self, group: int, end: int) -> WindowSpend:
         w = int(self.windows[group])
+        spend, top, worst = self.window_spend(), self._listed_top, self._worst_user
         user = None
-        if group == 0 and self._listed_top is not None and self._listed_top[end] > TOLERANCE:
-            user = int(self._worst_user[end])
-        return WindowSpend(float(self._spend[end, group]), float(self.bounds[group]), group, max(0, end - w + 1), end,
+        if group == 0 and top is not None and worst is not None and top[end] > TOLERANCE:
+            user = int(worst[end])
+        return WindowSpend(float(spend[end, group]), float(self.bounds[group]), group, max(0, end - w + 1), end,
                            user)
 
     def first_overspend(self, tolerance: float = TOLERANCE) -> WindowSpend | None:
