@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accounting import ChargeMatrix, WindowSpend, window_sums
+from ..accounting import ChargeMatrix, WindowSpend
 from ..validation import ParameterError
 
 __all__ = ["PersonalizedLedger"]
@@ -85,10 +85,7 @@ class PersonalizedLedger:
         ``part`` is ``"total"``, ``"eps1"`` (DC only) or ``"eps2"`` (publications only).
         """
         per_slot = {"total": self.charges, "eps1": lambda: self.eps1, "eps2": lambda: self.eps2}[part]()
-        out = np.empty_like(per_slot)
-        for k, w in enumerate(self.windows.tolist()):  # one vectorised pass per type, not per user
-            out[:, k] = window_sums(per_slot[:, k], w)
-        return out
+        return ChargeMatrix(per_slot, self.windows, self.epsilons).window_spend()  # one pass per type, not per user
 
     def type_max_spend_ratio(self) -> np.ndarray:
         """Per type: the largest window spend over ``eps_k`` (must be <= 1)."""
