@@ -126,7 +126,7 @@ class LocalFamily:
         summaries, records = [], []
         for run in range(args.runs):
             m = self.build(mechanism, args, data, run)
-            ledger = UserLedger(data.population, m.window)
+            ledger = m.new_ledger()
             results, spends = [], []
             for t in progress(range(1, data.slots + 1), args.progress, total=data.slots, desc=f"{mechanism} run {run + 1}"):
                 results.append(m.step(data.values_at(t)))

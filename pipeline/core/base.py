@@ -13,15 +13,18 @@ import abc
 import enum
 import inspect
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 import numpy as np
 
 from . import state as state_codec
-from .ledger import BudgetEntry
+from .ledger import BudgetEntry, WindowLedger
 from .randomness import DerivedRandomness, SecretKey
 from .registry import REGISTRY, register
 from .validation import ParameterError, check_epsilon, check_window
+
+if TYPE_CHECKING:
+    from .accounting import WindowAccount
 
 __all__ = ["Strategy", "StepResult", "Mechanism", "restore"]
 
@@ -102,6 +105,11 @@ class Mechanism(abc.ABC):
     @abc.abstractmethod
     def window_spend_bound(self) -> float:
         """The most any window of ``w`` consecutive slots can spend (<= epsilon)."""
+
+    def new_ledger(self) -> "WindowAccount":
+        """An empty ledger for this mechanism's step results, bounded by its budget: every user pays
+        every slot's ``eps1 + eps2`` (a mechanism whose users pay differently makes its own)."""
+        return WindowLedger(self.window, self.epsilon)
 
     def run(self, stream: Iterable) -> list[StepResult]:
         """``step`` over every slot of a finite stream (rows of a matrix, or any iterable)."""

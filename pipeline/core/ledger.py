@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .accounting import ChargeMatrix, WindowSpend, window_sums
+
 __all__ = ["BudgetEntry", "WindowLedger", "window_sums"]
 
 
@@ -38,30 +40,17 @@ class BudgetEntry:
         return self.eps1 + self.eps2
 
 
-def window_sums(per_slot: np.ndarray, window: int) -> np.ndarray:
-    """Sum over the window ending at every slot: ``out[i] = sum(per_slot[max(0, i-w+1) : i+1])``.
-
-    Each window is summed directly (not as a difference of running totals), so the result has
-    the accuracy of a sum of ``w`` terms however long the stream is. The terms are added oldest
-    first, as ``sum(list_of_the_window)`` adds them, so a live ledger that sums its last ``w``
-    charges that way gets the very same float (numpy's reductions may reorder a sum).
-
-    >>> window_sums(np.array([1.0, 2.0, 3.0, 4.0]), 2).tolist()
-    [1.0, 3.0, 5.0, 7.0]
-    """
-    values = np.asarray(per_slot, dtype=float)
-    padded = np.concatenate([np.zeros(window - 1), values])
-    out = np.zeros(values.size)
-    for age in range(window):  # oldest term first; the zeros before slot 1 add nothing
-        out += padded[age : age + values.size]
-    return out
-
-
 class WindowLedger:
-    """Every slot's (eps1, eps2) for a stream, with window-spend queries for tests and audits."""
+    """Every slot's (eps1, eps2) for a stream, with window-spend queries for tests and audits.
 
-    def __init__(self, window: int) -> None:
+    A :class:`~.accounting.WindowAccount` of one group: every user pays every slot's spend.
+    ``epsilon`` is the bound :meth:`tightest` measures against (the mechanism's own budget when
+    :meth:`~.base.Mechanism.new_ledger` makes it; infinite when not given).
+    """
+
+    def __init__(self, window: int, epsilon: float = float("inf")) -> None:
         self.window = int(window)
+        self.epsilon = float(epsilon)
         self._slots: list[int] = []
         self._eps1: list[float] = []
         self._eps2: list[float] = []
@@ -71,6 +60,7 @@ class WindowLedger:
         return len(self._slots)
 
     def record(self, entry: BudgetEntry) -> None:
+        """Charge one slot: a :class:`BudgetEntry` or a step result (anything with slot, eps1, eps2)."""
         if self._slots and entry.slot != self._slots[-1] + 1:
             raise ValueError(f"ledger slots must be consecutive: got {entry.slot} after {self._slots[-1]}")
         self._slots.append(int(entry.slot))
@@ -99,8 +89,9 @@ class WindowLedger:
 
     def worst_window(self) -> tuple[int, int] | None:
         """First and last slot of the most expensive window (None while empty)."""
-        spend = self.window_spend()
-        if not spend.size:
-            return None
-        end = int(np.argmax(spend))
-        return self._slots[max(0, end - self.window + 1)], self._slots[end]
+        worst = self.tightest()
+        return None if worst is None else (self._slots[worst.first], self._slots[worst.last])
+
+    def tightest(self) -> WindowSpend | None:
+        """The most expensive window, against ``epsilon`` (None while empty)."""
+        return ChargeMatrix((self.eps1 + self.eps2)[:, None], [self.window], [self.epsilon]).tightest()

@@ -18,9 +18,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from .accounting import WindowAccount
 from .base import Mechanism, StepResult, Strategy
 from .divergence import ajsd
-from .ledger import WindowLedger
 from .metrics import mae, mre, mse
 
 __all__ = ["SimulationRun", "simulate"]
@@ -36,10 +36,11 @@ class SimulationRun:
     def releases(self) -> np.ndarray:
         return np.stack([r.release for r in self.results]) if self.results else np.empty((0, 0))
 
-    def ledger(self) -> WindowLedger:
-        ledger = WindowLedger(self.mechanism.window)
+    def ledger(self) -> WindowAccount:
+        """The mechanism's own ledger (:meth:`Mechanism.new_ledger`) with every slot charged."""
+        ledger = self.mechanism.new_ledger()
         for result in self.results:
-            ledger.record(result.budget)
+            ledger.record(result)
         return ledger
 
     def strategy_counts(self) -> dict[str, int]:
@@ -51,7 +52,7 @@ class SimulationRun:
     def summary(self, mre_floor: float) -> dict:
         """The JSON summary of ``wevent simulate`` (error metrics, counts, window spend)."""
         strategies = self.strategy_counts()
-        ledger = self.ledger()
+        worst = self.ledger().tightest()
         releases = self.releases
         params = self.mechanism._params()
         return {
@@ -68,7 +69,7 @@ class SimulationRun:
             "publications": strategies[Strategy.PUBLISH.value],
             "approximations": len(self.results) - strategies[Strategy.PUBLISH.value],
             "strategies": strategies,
-            "max_window_epsilon": ledger.max_window_spend(),
+            "max_window_epsilon": worst.spend if worst is not None else 0.0,
             "window_epsilon_bound": self.mechanism.window_spend_bound,
             "options": {k: v for k, v in params.items() if k not in ("epsilon", "window", "domain_size")},
         }

@@ -12,6 +12,11 @@ false against any budget and hide an overspend, and a negative charge would pay 
 * local: every user's window spend, over every window of ``w`` slots, is at most epsilon. A
   phase charges its budget to every user (``users`` None) or to the users it lists; a user's
   window spend adds both kinds, whichever slots they fall in.
+
+The three are one check (:class:`~pipeline.core.accounting.ChargeMatrix`): the records become a
+charge matrix of groups (one; one per type; the phases that ask everyone) plus, in the local
+model, the charges of listed users, and every window of every group or user is summed against its
+bound, up to :data:`~pipeline.core.accounting.TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -24,10 +29,10 @@ from typing import Iterable
 
 import numpy as np
 
-from ..core.ledger import window_sums
+from ..core.accounting import TOLERANCE, ChargeMatrix, WindowSpend
 from ..core.local.user_sets import UserSetError, users_from_text
 
-TOLERANCE = 1e-9
+__all__ = ["Finding", "MalformedRecord", "TOLERANCE", "read_jsonl", "verify"]
 
 
 @dataclass(frozen=True)
@@ -85,11 +90,12 @@ def _verify_stream(stream: str, records: dict[int, dict]) -> Finding:
         epsilon, w, reserved = _declared(ordered, slots)
         _same_kind(ordered, slots, kind)
         totals = _slot_totals(ordered, slots)  # checked in every kind of record: what the slot says it spent
-        if kind == "central":
-            message = _verify_central(totals, slots, epsilon, w, reserved)
-        else:
-            message = {"types": _verify_types, "phases": _verify_users}[kind](ordered, slots, epsilon, w, reserved)
-        return Finding(stream, True, f"{stream}: {message}")
+        charges, describe = {"central": _central_charges, "types": _type_charges, "phases": _user_charges}[kind](
+            ordered, slots, totals, epsilon, w, reserved)
+        over = charges.first_overspend()
+        if over is not None:
+            raise _Violation(describe(over))
+        return Finding(stream, True, f"{stream}: {describe(charges.tightest())}")
     except _Violation as exc:
         return Finding(stream, False, f"{stream}: {exc}")
 
@@ -154,17 +160,19 @@ def _slot_totals(ordered, slots) -> np.ndarray:
     return eps1 + eps2
 
 
-def _verify_central(totals, slots, epsilon, w, reserved) -> str:
-    """Every user pays every slot's ``eps1 + eps2``."""
-    spend = _window_sums(totals, w) + reserved  # a query index's share of every window
-    end = int(np.argmax(spend))
-    if spend[end] > epsilon + TOLERANCE:
-        raise _Violation(f"{_window(end, w, slots)} spend {spend[end]:.12g} > epsilon {epsilon:g}")
-    return (f"{len(slots)} slots ({slots[0]}..{slots[-1]}), max window spend {spend[end]:.6g} "
-            f"<= epsilon {epsilon:g} (w = {w})")
+def _central_charges(ordered, slots, totals, epsilon, w, reserved):
+    """Every user pays every slot's ``eps1 + eps2``: one group."""
+    def describe(worst: WindowSpend) -> str:
+        if worst.exceeds():
+            return f"{_window(worst, slots)} spend {worst.spend:.12g} > epsilon {epsilon:g}"
+        return (f"{len(slots)} slots ({slots[0]}..{slots[-1]}), max window spend {worst.spend:.6g} "
+                f"<= epsilon {epsilon:g} (w = {w})")
+
+    return ChargeMatrix(totals[:, None], [w], [epsilon], reserved=reserved), describe
 
 
-def _verify_types(ordered, slots, epsilon, w, reserved) -> str:
+def _type_charges(ordered, slots, totals, epsilon, w, reserved):
+    """The users of requirement type k pay its charge: one group per type, of its own (w_k, eps_k)."""
     types = ordered[0]["types"]  # [[w_k, eps_k, users], ...]
     if not isinstance(types, list) or not all(isinstance(t, list) and len(t) == 3 for t in types):
         raise MalformedRecord(f"slot {slots[0]}: types must be a list of [w, epsilon, users] triples")
@@ -179,49 +187,34 @@ def _verify_types(ordered, slots, epsilon, w, reserved) -> str:
     charges = np.array([_numbers(r.get("charges"), len(types), f"slot {slot}: charges")
                         for r, slot in zip(ordered, slots)])
     _check_charges(slots, "a charge", charges)
-    worst_ratio = 0.0
-    for k, (w_k, eps_k) in enumerate(zip(windows[0].astype(int), budgets[0])):  # a handful of types
-        spend = _window_sums(charges[:, k], int(w_k))
-        end = int(np.argmax(spend))
-        if spend[end] > eps_k + TOLERANCE:
-            raise _Violation(f"users of type {k} (w = {w_k}, epsilon = {eps_k:g}): "
-                             f"{_window(end, int(w_k), slots)} spend {spend[end]:.12g} > {eps_k:g}")
-        worst_ratio = max(worst_ratio, spend[end] / eps_k)
-    return f"{len(slots)} slots, {len(types)} requirement types, max per-user window spend ratio {worst_ratio:.6g} <= 1"
+
+    def describe(worst: WindowSpend) -> str:
+        if worst.exceeds():
+            w_k = int(windows[0, worst.group])
+            return (f"users of type {worst.group} (w = {w_k}, epsilon = {worst.bound:g}): "
+                    f"{_window(worst, slots)} spend {worst.spend:.12g} > {worst.bound:g}")
+        return (f"{len(slots)} slots, {len(types)} requirement types, "
+                f"max per-user window spend ratio {worst.ratio:.6g} <= 1")
+
+    return ChargeMatrix(charges.reshape(len(slots), len(types)), windows[0].astype(np.int64), budgets[0],
+                        reserved=reserved), describe
 
 
-def _verify_users(ordered, slots, epsilon, w, reserved) -> str:
-    """Every user's spend over every window: the phases that asked everyone plus those that listed them.
-
-    One sweep over the slots keeps each user's listed charges of the current window in a vector
-    over the population (a charge enters at its slot and leaves w slots later), so a window's
-    worst user is one ``argmax``: no loop over users, and no long running total whose rounding
-    could hide a small overspend.
-    """
+def _user_charges(ordered, slots, totals, epsilon, w, reserved):
+    """Every user's spend: the phases that asked everyone (one group) plus those that listed them."""
     everyone, listed = _phase_charges(ordered, slots)
-    base = _window_sums(everyone, w) + reserved
     listed, names = _positions(listed)
-    population = names.size
-    window = np.zeros(population)  # each user's listed charges in the window ending at this slot
-    asked = np.zeros(population, dtype=bool)
-    worst = np.zeros(len(ordered), dtype=np.int64)
-    listed_top = np.zeros(len(ordered))
-    for row, charges in enumerate(listed):
-        for users, budget in charges:
-            np.add.at(window, users, budget)  # a user listed twice in a phase pays twice
-            asked[users] = True
-        for users, budget in listed[row - w] if row >= w else ():
-            np.add.at(window, users, -budget)
-        if population:
-            worst[row] = int(np.argmax(window))
-            listed_top[row] = window[worst[row]]
-    spend = base + listed_top
-    end = int(np.argmax(spend))
-    if spend[end] > epsilon + TOLERANCE:
-        who = f"user {names[worst[end]]}" if listed_top[end] > TOLERANCE else "every user"
-        raise _Violation(f"{who} spends {spend[end]:.12g} > epsilon {epsilon:g} in {_window(end, w, slots)}")
-    return (f"{len(slots)} slots, {int(asked.sum())} users asked, "
-            f"max per-user window spend {spend[end]:.6g} <= epsilon {epsilon:g} (w = {w})")
+    charges = ChargeMatrix(everyone[:, None], [w], [epsilon], reserved=reserved, listed=listed,
+                           population=names.size)
+
+    def describe(worst: WindowSpend) -> str:
+        if worst.exceeds():
+            who = "every user" if worst.user is None else f"user {names[worst.user]}"
+            return f"{who} spends {worst.spend:.12g} > epsilon {epsilon:g} in {_window(worst, slots)}"
+        return (f"{len(slots)} slots, {charges.listed_users} users asked, "
+                f"max per-user window spend {worst.spend:.6g} <= epsilon {epsilon:g} (w = {w})")
+
+    return charges, describe
 
 
 def _phase_charges(ordered, slots) -> tuple[np.ndarray, list[list[tuple[np.ndarray, float]]]]:
@@ -259,18 +252,13 @@ def _positions(listed):
     return [[(np.searchsorted(names, users), budget) for users, budget in row] for row in listed], names
 
 
-def _window_sums(per_slot: np.ndarray, w: int) -> np.ndarray:
-    """``window_sums`` for any declared window: one longer than the ledger holds all of it."""
-    return window_sums(per_slot, min(w, per_slot.size))
-
-
 def _whole(windows: np.ndarray) -> np.ndarray:
     """Which windows are whole numbers of slots >= 1."""
     return np.isfinite(windows) & (windows >= 1) & (windows == np.floor(windows))
 
 
-def _window(worst_end: int, w: int, slots: np.ndarray) -> str:
-    return f"slots {slots[max(0, worst_end - w + 1)]}..{slots[worst_end]}"
+def _window(worst: WindowSpend, slots: np.ndarray) -> str:
+    return f"slots {slots[worst.first]}..{slots[worst.last]}"
 
 
 def _check_charges(slots: np.ndarray, name: str, values: np.ndarray, budget: bool = False) -> None:

@@ -38,17 +38,19 @@ import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields as dataclass_fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..core.accounting import Budget
 from ..core.randomness import SecretKey
 from ..core.validation import ParameterError
 from .topics import partition_counts
 from .config_schema import APP_FIELDS, MECHANISMS, STREAM_FIELDS, SchemaError, check_options, check_table, show
 
-__all__ = ["ConfigError", "StreamConfig", "AppConfig", "load_config", "NOISE_KEY_ENV", "DEVICE_KEY_ENV"]
+__all__ = ["Budget", "ConfigError", "StreamConfig", "AppConfig", "load_config", "NOISE_KEY_ENV", "DEVICE_KEY_ENV"]
 
 NOISE_KEY_ENV = "WEVENT_NOISE_KEY"  # 64 hex characters: the server's secret noise key
 DEVICE_KEY_ENV = "WEVENT_DEVICE_KEY"  # the simulated devices' key (local model)
@@ -128,14 +130,11 @@ class StreamConfig:
         settings = self.query_settings
         return settings.reserved_epsilon if settings is not None else 0.0
 
-    @property
-    def host_epsilon(self) -> float:
-        """The mechanism's budget: epsilon, less what a Mode B/C query index reserves."""
-        if not self.reserved_epsilon:
-            return self.epsilon
-        from ..core.decayed import host_epsilon
-
-        return host_epsilon(self.epsilon, self.reserved_epsilon)
+    @cached_property
+    def budget(self) -> Budget | None:
+        """The stream's window budget and its shares, settled once (None for a personalized stream,
+        whose users each have their own): records, metrics and alerts carry it as it is."""
+        return None if self.epsilon is None else Budget(self.epsilon, self.window, self.reserved_epsilon)
 
     # --- the slot clock: slot s covers [start + (s-1) L, start + s L) -------------------------
     def slot_of_ms(self, times_ms: np.ndarray) -> np.ndarray:
@@ -239,13 +238,12 @@ def _stream(raw, index: int) -> StreamConfig:
         reason = unindexable(mechanism)
         if reason:
             raise ConfigError(f"{where}: query: {mechanism} releases cannot be indexed: {reason}")
-    if settings is not None and settings.reserved_epsilon:
-        if model != "central":
-            raise ConfigError(f"{where}: query modes B and C need raw counts: central streams only")
-        try:
-            stream.host_epsilon
-        except ParameterError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+    if settings is not None and settings.reserved_epsilon and model != "central":
+        raise ConfigError(f"{where}: query modes B and C need raw counts: central streams only")
+    try:
+        _ = stream.budget  # resolved here, once: a reservation that leaves the host nothing stops the config
+    except ParameterError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     return stream
 
 

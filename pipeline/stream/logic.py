@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..core import state as state_codec
+from ..core.accounting import latest_window_spend
 from ..core.base import Mechanism, StepResult
 from ..core.validation import ParameterError
 from ..core.central import CentralMechanism, Dissimilarity
@@ -29,7 +30,8 @@ class StreamLogic:
 
     Users fall in *groups* that are charged alike at every slot: one group in the central model,
     one per requirement type in the personalized model. A slot's input is a (groups, d) count
-    matrix, and M2 accounts every group's window of its own ``w_k`` against its own ``eps_k``.
+    matrix, and M2 accounts every group's window of its own ``w_k`` against its own bound: the
+    host's share of the stream's :class:`~pipeline.core.accounting.Budget`, or ``eps_k``.
     """
 
     groups = 1
@@ -49,7 +51,8 @@ class StreamLogic:
 
     @property
     def group_epsilons(self) -> np.ndarray:
-        return np.array([self.stream.epsilon])
+        """What each group's host mechanism may spend in a window (a query index's share left out)."""
+        return np.array([self.stream.budget.host])
 
     def charges(self, result: StepResult) -> np.ndarray:
         """What the slot charged, one column per group (what M2 keeps for ``max(group_windows)`` slots)."""
@@ -61,8 +64,14 @@ class StreamLogic:
 
     def window_spend(self, history: np.ndarray) -> np.ndarray:
         """Every group's spend over its own window ending at the newest row of ``history``."""
-        # summed oldest first, as core.ledger.window_sums does, so releases and simulations agree to the bit
-        return np.array([sum(history[-w:, k].tolist()) for k, w in enumerate(self.group_windows)], dtype=float)
+        return latest_window_spend(history, self.group_windows)
+
+    def budget_gauges(self, group_spend: np.ndarray) -> tuple[float, float, float]:
+        """What the window ending at a release shows operators, for the group closest to its bound:
+        the host's spend, the share a query index reserves, and the total the two must stay within."""
+        k = int(np.argmax(group_spend / self.group_epsilons))
+        budget = self.stream.budget
+        return float(group_spend[k]), budget.reserved, budget.total
 
     def record(self, mechanism: Mechanism, result: StepResult, group_window_spend: np.ndarray,
                slot_start: float = 0.0, slot_end: float = 0.0) -> ReleaseRecord:
@@ -113,11 +122,11 @@ class StreamLogic:
             stream=self.stream.name,
             slot=result.slot,
             mechanism=mechanism.name,
-            epsilon=mechanism.epsilon + self.stream.reserved_epsilon,
+            epsilon=self.stream.budget.total,
             window=mechanism.window,
             eps1=float(result.eps1),
             eps2=float(result.eps2),
-            reserved=self.stream.reserved_epsilon,
+            reserved=self.stream.budget.reserved,
         )
 
 
@@ -130,7 +139,7 @@ class CentralLogic(StreamLogic):
     def new_mechanism(self) -> CentralMechanism:
         s = self.stream
         try:  # a Mode B/C query index takes its budget out of every window first (composition)
-            return mechanisms()[s.mechanism](s.host_epsilon, s.window, s.domain, randomness=self.randomness,
+            return mechanisms()[s.mechanism](s.budget.host, s.window, s.domain, randomness=self.randomness,
                                          **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
@@ -185,6 +194,10 @@ class PersonalizedLogic(CentralLogic):
     @property
     def group_epsilons(self):
         return self.requirements.types.epsilons
+
+    def budget_gauges(self, group_spend):
+        k = int(np.argmax(group_spend / self.group_epsilons))  # the type closest to its own eps_k
+        return float(group_spend[k]), 0.0, float(self.group_epsilons[k])
 
     def _input(self, counts):
         return np.asarray(counts, dtype=np.int64)  # (types, d): SM thins each type's histogram

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..core import state as packing
 from . import prometheus as metrics
+from ..core.accounting import slide_charges
 from ..core.base import StepResult
 from ..core.local.protocol import LocalDissimilarity, Request
 from .codecs import (
@@ -695,20 +696,19 @@ class PublicationProcessor(Processor):
         """The release and audit record of a finished slot; keeps the window accounting and metrics."""
         name, slot = logic.stream.name, result.slot
         # The charges of the slots of the longest window, and every group's spend over its own.
-        history = np.vstack([np.asarray(state["spend"], dtype=float).reshape(-1, logic.charge_columns),
-                             logic.charges(result)[None, :]])[-int(logic.group_windows.max()):]
-        group_spend = logic.window_spend(history)
+        window, state["spend"] = slide_charges(state["spend"], logic.charges(result), int(logic.group_windows.max()))
+        group_spend = logic.window_spend(window)
         record = logic.record(mechanism, result, group_spend, logic.stream.slot_start(slot), logic.stream.slot_end(slot))
         audit = logic.audit(mechanism, result)
-        state["spend"] = history[1:] if len(history) == logic.group_windows.max() else history
         outputs = {RELEASES: record.to_bytes(), AUDIT: audit.to_bytes()}
         state["recent"] = self._keep(side, [*state["recent"], slot], lambda k: ReleaseKey(name, k), outputs, slot)
-        tightest = int(np.argmax(group_spend / logic.group_epsilons))  # the group closest to its budget
+        spent, reserved, total = logic.budget_gauges(group_spend)
         metrics.releases.labels(name, result.strategy.value).inc()
         metrics.last_released_slot.labels(name).set(slot)
         metrics.release_time.labels(name).set(now)
-        metrics.window_spent.labels(name).set(group_spend[tightest])
-        metrics.window_budget.labels(name).set(logic.group_epsilons[tightest])
+        metrics.window_spent.labels(name).set(spent)
+        metrics.window_reserved.labels(name).set(reserved)
+        metrics.window_budget.labels(name).set(total)
         metrics.slot_close_latency.labels(name).observe(max(0.0, now - float(state["closed_at"])))
         logic.observe(mechanism, result)
         return outputs

@@ -27,10 +27,23 @@ slots_closed = Counter("wevent_slots_closed_total", "Slot partials emitted by as
 releases = Counter("wevent_releases_total", "Releases emitted, by strategy", ["stream", "strategy"])
 last_released_slot = Gauge("wevent_last_released_slot", "Index of the last released slot", ["stream"])
 release_time = Gauge("wevent_last_release_timestamp_seconds", "Wall time of the last release", ["stream"])
+# A window passes when spent + reserved <= budget: the host mechanism's spend and a query index's
+# share, against the stream's total epsilon (for a personalized stream: the type closest to its
+# own eps_k, with nothing reserved). So an overspend of either share shows.
 window_spent = Gauge(
-    "wevent_window_epsilon_spent", "Budget spent in the window of w slots ending at the last release", ["stream"]
+    "wevent_window_epsilon_spent",
+    "Budget the host mechanism spent in the window of w slots ending at the last release",
+    ["stream"],
 )
-window_budget = Gauge("wevent_window_epsilon_budget", "Budget allowed in any window of w slots (epsilon)", ["stream"])
+window_reserved = Gauge(
+    "wevent_window_epsilon_reserved",
+    "Budget a query index (modes B and C) takes from every window of w slots (0 without one)",
+    ["stream"],
+)
+window_budget = Gauge(
+    "wevent_window_epsilon_budget", "Budget allowed in any window of w slots, every share together (epsilon)",
+    ["stream"],
+)
 available_population = Gauge(
     "wevent_available_population", "Local model: users available to be asked (population division)", ["stream"]
 )

@@ -50,6 +50,9 @@ def test_each_alert_fires_on_its_condition_only(tmp_path):
             rule.pop("annotations", None)
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules))
     spend = {"exact": budget, "rounding": budget + TOLERANCE / 2, "over": budget + 2 * TOLERANCE}
+    # A query index reserves 0.25 of every window: the host may spend 0.75. Spending 0.8 is an
+    # overspend smaller than the reserved share, which a host-spend-against-total rule misses.
+    reserved, shared = 0.25, {"shared_exact": 0.75, "shared_over": 0.8}
     tests = {
         "rule_files": ["rules.yml"],
         "evaluation_interval": "1m",
@@ -57,7 +60,14 @@ def test_each_alert_fires_on_its_condition_only(tmp_path):
             "interval": "1m",
             "input_series": [
                 *(series("wevent_window_epsilon_spent", f"{value!r}x30", stream=s) for s, value in spend.items()),
+                *(series("wevent_window_epsilon_reserved", "0x30", stream=s) for s in spend),
                 *(series("wevent_window_epsilon_budget", f"{budget!r}x30", stream=s) for s in spend),
+                *(series("wevent_window_epsilon_spent", f"{value!r}x30", stream=s) for s, value in shared.items()),
+                *(series("wevent_window_epsilon_reserved", f"{reserved!r}x30", stream=s) for s in shared),
+                *(series("wevent_window_epsilon_budget", f"{budget!r}x30", stream=s) for s in shared),
+                # a worker that exports no reserved share (one from before it) is still checked
+                series("wevent_window_epsilon_spent", f"{budget + 0.5!r}x30", stream="unshared_over"),
+                series("wevent_window_epsilon_budget", f"{budget!r}x30", stream="unshared_over"),
                 # last release at t = 0 and never again, versus one release a minute
                 series("wevent_last_release_timestamp_seconds", "0x30", stream="stalled"),
                 series("wevent_last_release_timestamp_seconds", "0+60x30", stream="flowing"),
@@ -69,7 +79,8 @@ def test_each_alert_fires_on_its_condition_only(tmp_path):
                 series("wevent_faust_topic_partition_offset_commited", "0+100x60", topic="slots", partition="0"),
             ],
             "alert_rule_test": [
-                alert("WeventWindowSpendAboveBudget", "10m", {"severity": "critical", "stream": "over"}),
+                alert("WeventWindowSpendAboveBudget", "10m", *({"severity": "critical", "stream": s}
+                                                               for s in ("over", "shared_over", "unshared_over"))),
                 alert("WeventReleasesStalled", "10m"),
                 alert("WeventReleasesStalled", "20m", {"severity": "warning", "stream": "stalled"}),
                 alert("WeventDeadLettersRising", "5m"),

@@ -36,6 +36,7 @@ from .oracle import VAR_MODES
 from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request
 from .schedules import Absorption, Distribution
+from .user_ledger import UserLedger
 
 __all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision", "Populated", "Scheduled",
            "Absorbing"]
@@ -261,6 +262,10 @@ class LocalMechanism(Mechanism):
         vector = np.array(vector, dtype=float)
         vector.flags.writeable = False  # releases are shared between slots and subscribers
         return vector
+
+    def new_ledger(self) -> UserLedger:
+        """A ledger per user: each user pays the phases that asked them, against ``epsilon``."""
+        return UserLedger(self.population, self.window, self.epsilon)
 
     # --- state -------------------------------------------------------------------------------
     def _params(self) -> dict[str, Any]:

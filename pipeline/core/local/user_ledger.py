@@ -30,6 +30,7 @@ from collections import deque
 
 import numpy as np
 
+from ..accounting import WindowSpend
 from ..validation import check_positive_int, check_window
 from .protocol import LocalStepResult
 
@@ -37,11 +38,16 @@ __all__ = ["UserLedger"]
 
 
 class UserLedger:
-    """Largest per-user window spend and window report count over the recorded slots."""
+    """Largest per-user window spend and window report count over the recorded slots.
 
-    def __init__(self, population: int, window: int) -> None:
+    A :class:`~pipeline.core.accounting.WindowAccount` whose groups are the users: :meth:`tightest`
+    is the costliest window of any user, against ``epsilon`` (infinite when not given).
+    """
+
+    def __init__(self, population: int, window: int, epsilon: float = float("inf")) -> None:
         self.population = check_positive_int(population, "population N")
         self.window = check_window(window)
+        self.epsilon = float(epsilon)
         self._spend = np.zeros(self.population)
         self._reports = np.zeros(self.population, dtype=np.int32)
         self._everyone_reports = 0  # charges to every user, kept as a scalar
@@ -49,6 +55,8 @@ class UserLedger:
         self._slots: deque[list[tuple[np.ndarray | None, float]]] = deque()
         self.max_window_spend = 0.0
         self.max_window_reports = 0
+        self._recorded = 0
+        self._tightest: WindowSpend | None = None
 
     def record(self, result: LocalStepResult) -> tuple[float, int]:
         """Charge one slot; the largest (spend, reports) of any user in the window ending here."""
@@ -59,15 +67,26 @@ class UserLedger:
         # Charges to everyone are re-added from the window each slot so no running float sum drifts.
         spend = math.fsum(eps for entries in self._slots for users, eps in entries if users is None)
         reports = self._everyone_reports
+        user = None
         if self._individual:
-            spend += float(self._spend.max())
+            top = int(self._spend.argmax())
+            spend += float(self._spend[top])
+            user = top if self._spend[top] > 0 else None
             reports += int(self._reports.max())
+        if self._tightest is None or spend > self._tightest.spend:
+            row = self._recorded
+            self._tightest = WindowSpend(spend, self.epsilon, 0, max(0, row - self.window + 1), row, user)
+        self._recorded += 1
         self.max_window_spend = max(self.max_window_spend, spend)
         self.max_window_reports = max(self.max_window_reports, reports)
         if len(self._slots) == self.window:  # the oldest slot is outside every later window
             for users, eps in self._slots.popleft():
                 self._charge(users, eps, -1)
         return spend, reports
+
+    def tightest(self) -> WindowSpend | None:
+        """The costliest window of any user so far (None before the first slot)."""
+        return self._tightest
 
     def _charge(self, users: np.ndarray | None, eps: float, sign: int) -> None:
         if users is None:

@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ledger import window_sums
+from ..accounting import ChargeMatrix, WindowSpend
 from ..validation import ParameterError
 
 __all__ = ["PersonalizedLedger"]
 
 
 class PersonalizedLedger:
-    """Every slot's charge to every requirement type ``(w_k, eps_k)``, with window checks."""
+    """Every slot's charge to every requirement type ``(w_k, eps_k)``, with window checks.
+
+    A :class:`~pipeline.core.accounting.WindowAccount` with one group per requirement type.
+    """
 
     def __init__(self, windows, epsilons) -> None:
         self.windows = np.asarray(windows, dtype=np.int64)
@@ -83,10 +86,7 @@ class PersonalizedLedger:
         ``part`` is ``"total"``, ``"eps1"`` (DC only) or ``"eps2"`` (publications only).
         """
         per_slot = {"total": self.charges, "eps1": lambda: self.eps1, "eps2": lambda: self.eps2}[part]()
-        out = np.empty_like(per_slot)
-        for k, w in enumerate(self.windows.tolist()):  # one vectorised pass per type, not per user
-            out[:, k] = window_sums(per_slot[:, k], w)
-        return out
+        return ChargeMatrix(per_slot, self.windows, self.epsilons).window_spend()  # one pass per type, not per user
 
     def type_max_spend_ratio(self) -> np.ndarray:
         """Per type: the largest window spend over ``eps_k`` (must be <= 1)."""
@@ -97,6 +97,10 @@ class PersonalizedLedger:
     def max_spend_ratio(self) -> float:
         """The largest ``spent / eps_i`` over every user and every window of their own ``w_i``."""
         return float(self.type_max_spend_ratio().max())
+
+    def tightest(self) -> WindowSpend | None:
+        """The window of the type whose spend comes closest to its ``eps_k`` (None while empty)."""
+        return ChargeMatrix(self.charges(), self.windows, self.epsilons).tightest() if self.slots else None
 
     def max_window_spend(self) -> float:
         """The largest absolute spend of any user's own window."""

@@ -49,6 +49,7 @@ from ..central.dissimilarity import Dissimilarity
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError
 from .dissimilarity import DissimilarityCalculation
+from .ledger import PersonalizedLedger
 from .obs import BudgetSelection, obs
 from .requirements import RequirementTypes
 from .sampling import keep_probabilities, sample_counts
@@ -138,6 +139,10 @@ class PersonalizedMechanism(CentralMechanism):
     def window_spend_bound(self) -> float:
         """The largest of :attr:`type_window_spend_bounds` (an absolute budget, for one user's own window)."""
         return float(self.type_window_spend_bounds.max())
+
+    def new_ledger(self) -> PersonalizedLedger:
+        """A ledger per requirement type: each type's windows against its own ``(w_k, eps_k)``."""
+        return PersonalizedLedger.for_mechanism(self)
 
     # --- one slot ------------------------------------------------------------------------------
     def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> PersonalizedStepResult:

@@ -24,7 +24,6 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..simulation import SimulationRun
-from .ledger import PersonalizedLedger
 from .pwsm import PersonalizedMechanism
 
 __all__ = ["PersonalizedRun", "simulate_personalized"]
@@ -36,13 +35,6 @@ _TABLE_LIMIT = 64
 @dataclass
 class PersonalizedRun(SimulationRun):
     mechanism: PersonalizedMechanism
-
-    # Per type, where a central run's ledger is per slot: the summary below reads it as such.
-    def ledger(self) -> PersonalizedLedger:  # type: ignore[override]
-        ledger = PersonalizedLedger.for_mechanism(self.mechanism)
-        for result in self.results:
-            ledger.record(result)
-        return ledger
 
     def summary(self, mre_floor: float) -> dict:
         summary = super().summary(mre_floor)

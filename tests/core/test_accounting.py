@@ -1,0 +1,142 @@
+"""The one accounting path: window sums per group, the charge matrix's checks, every mechanism's
+own ledger, and the Budget's shares."""
+
+import numpy as np
+import pytest
+
+from pipeline.core.accounting import (TOLERANCE, Budget, ChargeMatrix, WindowAccount, latest_window_spend,
+                                      slide_charges, window_sums)
+from pipeline.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
+from pipeline.core.local import MECHANISMS as LOCAL
+from pipeline.core.local import Devices
+from pipeline.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, grouped
+from pipeline.core.simulation import simulate
+from pipeline.core.synthetic import synthetic
+from pipeline.core.validation import ParameterError
+from tests.conftest import derived
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_live_window_spend_is_the_old_oldest_first_sum_to_the_bit(seed):
+    # M2 summed each group's window as sum(list): releases and simulations must not move by an ulp
+    rng = np.random.default_rng(seed)
+    rows, groups = int(rng.integers(1, 40)), int(rng.integers(1, 5))
+    history = rng.uniform(0, 0.3, (rows, groups)) / rng.integers(1, 7, (rows, groups))
+    windows = rng.integers(1, 50, groups)
+    old = np.array([sum(history[-w:, k].tolist()) for k, w in enumerate(windows)], dtype=float)
+    assert latest_window_spend(history, windows).tobytes() == old.tobytes()
+    whole = np.array([window_sums(history[:, k], int(w))[-1] for k, w in enumerate(windows)])
+    assert latest_window_spend(history, windows).tobytes() == whole.tobytes()
+
+
+def test_window_sums_of_a_matrix_are_the_sums_of_its_columns():
+    rng = np.random.default_rng(3)
+    charges = rng.uniform(0, 1, (30, 4))
+    assert window_sums(charges, 6).tobytes() == np.stack([window_sums(charges[:, k], 6) for k in range(4)], 1).tobytes()
+
+
+def test_sliding_keeps_the_rows_the_next_window_needs():
+    recent = np.zeros((0, 2))
+    for slot in range(1, 8):
+        window, recent = slide_charges(recent, [slot, 10 * slot], keep=3)
+        assert window[-1].tolist() == [slot, 10 * slot] and len(window) == min(slot, 3) and len(recent) <= 2
+    assert window[:, 0].tolist() == [5, 6, 7]
+
+
+def brute_spend(shared, windows, listed, population, reserved):
+    """Every group's (and every listed user's) window spend from dense per-user charges."""
+    slots = shared.shape[0]
+    user = np.zeros((slots, population))
+    for row, charges in enumerate(listed or []):
+        for users, eps in charges:
+            np.add.at(user[row], users, eps)
+    spend = np.zeros(shared.shape)
+    for k, w in enumerate(windows):
+        for end in range(slots):
+            rows = slice(max(0, end - w + 1), end + 1)
+            spend[end, k] = shared[rows, k].sum() + reserved
+            if k == 0 and listed is not None:
+                spend[end, k] += user[rows].sum(axis=0).max(initial=0.0)
+    return spend
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_charge_matrix_finds_what_a_brute_force_count_finds(seed):
+    rng = np.random.default_rng(seed)
+    slots, groups, population = int(rng.integers(1, 25)), int(rng.integers(1, 4)), int(rng.integers(1, 9))
+    windows = rng.integers(1, 8, groups)
+    shared = rng.integers(0, 4, (slots, groups)) / 8  # multiples of 1/8 add exactly: sums compare exactly
+    listed = None
+    if seed % 2:
+        listed = [[(rng.integers(0, population, rng.integers(0, population + 1)), rng.integers(0, 4) / 8)
+                   for _ in range(rng.integers(0, 3))] for _ in range(slots)]
+    reserved = 0.125 * (seed % 3)
+    spend = brute_spend(shared, windows, listed, population, reserved)
+    bounds = spend.max(axis=0)
+    charges = ChargeMatrix(shared, windows, bounds, reserved=reserved, listed=listed, population=population)
+    assert np.array_equal(charges.window_spend(), spend)
+    assert charges.first_overspend() is None
+    tightest = charges.tightest()
+    assert tightest.ratio == pytest.approx(1.0) and not tightest.exceeds()
+    lowered = bounds.copy()
+    lowered[-1] -= 1e-6
+    over = ChargeMatrix(shared, windows, lowered, reserved=reserved, listed=listed,
+                        population=population).first_overspend()
+    first = next(k for k in range(groups) if spend[:, k].max() > lowered[k] + TOLERANCE)
+    assert over.group == first and over.spend == spend[:, first].max() and over.last == np.argmax(spend[:, first])
+    assert over.first == max(0, over.last - int(windows[first]) + 1)
+    if over.user is not None:  # the user named paid that much in that window
+        rows = slice(over.first, over.last + 1)
+        paid = sum(eps * np.count_nonzero(users == over.user) for row in listed[rows] for users, eps in row)
+        assert shared[rows, 0].sum() + reserved + paid == over.spend
+
+
+def central(cls):
+    return cls(1.0, 6, 3, randomness=derived(1))
+
+
+def personalized(cls):
+    return cls.for_requirements(grouped(300, 0.6, 8, seed=2), 3, randomness=derived(1))
+
+
+def local(name):
+    return LOCAL[name](1.0, 4, 3, 80, randomness=derived(1), devices=Devices.from_seed(1, "t", block_size=16))
+
+
+MECHANISMS = [*(central(c) for c in (Uniform, Sample, BudgetDistribution, BudgetAbsorption)),
+              *(personalized(c) for c in (PersonalizedBudgetDistribution, PersonalizedBudgetAbsorption)),
+              *(local(n) for n in sorted(LOCAL))]
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS, ids=lambda m: m.name)
+def test_every_mechanism_makes_a_ledger_that_holds_it_to_its_budget(mechanism):
+    ledger = mechanism.new_ledger()
+    assert isinstance(ledger, WindowAccount) and ledger.tightest() is None
+    rng = np.random.default_rng(5)
+    for slot in range(1, 41):
+        if hasattr(mechanism, "population"):
+            data = rng.integers(0, 3, mechanism.population)
+        elif hasattr(mechanism, "types"):
+            data = np.stack([rng.multinomial(int(n), [1 / 3] * 3) for n in mechanism.types.sizes])
+        else:
+            data = rng.poisson(200.0 * (1 + (slot // 10) % 2), 3).astype(float)
+        ledger.record(mechanism.step(data))
+    worst = ledger.tightest()
+    assert worst.spend > 0 and not worst.exceeds() and worst.ratio <= 1 + 1e-12
+    assert worst.last - worst.first < mechanism.window
+
+
+def test_a_simulation_reports_its_mechanisms_ledger():
+    m = BudgetAbsorption(1.0, 10, 2, randomness=derived(3))
+    run = simulate(m, synthetic("log", users=10_000, slots=50, seed=3).counts)
+    ledger = run.ledger()
+    assert run.summary(mre_floor=1.0)["max_window_epsilon"] == ledger.max_window_spend() == ledger.tightest().spend
+
+
+def test_a_budget_gives_the_host_what_the_reserved_share_leaves():
+    budget = Budget(0.9, 10, reserved=0.3)
+    assert (budget.total, budget.reserved, budget.window) == (0.9, 0.3, 10)
+    assert budget.host == pytest.approx(0.6) and Budget(0.9, 10).host == 0.9
+    for total, window, reserved in ((0.9, 10, 0.9), (0.9, 10, -0.1), (0.0, 10, 0.0), (0.9, 0, 0.0), (0.9, 10, np.nan)):
+        with pytest.raises(ParameterError):
+            Budget(total, window, reserved)
