@@ -4,8 +4,15 @@ own ledger, and the Budget's shares."""
 import numpy as np
 import pytest
 
-from pipeline.core.accounting import (TOLERANCE, Budget, ChargeMatrix, WindowAccount, latest_window_spend,
-                                      slide_charges, window_sums)
+from pipeline.core.accounting import (
+    TOLERANCE,
+    Budget,
+    ChargeMatrix,
+    WindowAccount,
+    latest_window_spend,
+    slide_charges,
+    window_sums,
+)
 from pipeline.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
 from pipeline.core.local import MECHANISMS as LOCAL
 from pipeline.core.local import Devices
