@@ -24,6 +24,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from ..simulation import SimulationRun
+from .ledger import PersonalizedLedger
 from .pwsm import PersonalizedMechanism
 
 __all__ = ["PersonalizedRun", "simulate_personalized"]
@@ -40,6 +41,7 @@ class PersonalizedRun(SimulationRun):
         summary = super().summary(mre_floor)
         types = self.mechanism.types
         ledger = self.ledger()
+        assert isinstance(ledger, PersonalizedLedger)  # a personalized mechanism's new_ledger() makes one
         summary["options"] = {k: v for k, v in summary["options"].items() if not isinstance(v, np.ndarray)}
         # No single window budget: every type k has its own eps_k over its own w_k, so the absolute
         # "max_window_epsilon" of a central run would mix types; the per-type spend replaces it.
