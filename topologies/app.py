@@ -189,7 +189,7 @@ def _query_service(app: faust.App, config: AppConfig, processors: Processors) ->
 class StatePositionedApp(faust.App):
     """A Faust app that reads each source partition of a stateful agent from where the agent's
     table state says it was applied (:meth:`Processor.resume_offset`), not from the group's
-    committed offset.
+    committed offset, and always seeks it there explicitly.
 
     A committed offset can pass inputs that no state holds: Faust (0.15) acks without processing
     the messages a stream takes after a rebalance that were fetched before it, and commits the
@@ -201,6 +201,15 @@ class StatePositionedApp(faust.App):
     sources back to their states' positions. Inputs at or below a state's offset are skipped by
     the processor, so reading from the lowest of them applies every input exactly once (M2
     re-reads its last input, whose release it re-emits from its state).
+
+    A live worker needs the seek as much as a restarted one. When a rebalance stops the flow
+    while a fetch is under way, Faust drops the records that fetch returns (the consumer's
+    position is already past them) and seeks back to the committed offsets; aiokafka's
+    ``seek_to_committed`` leaves a partition with nothing committed (or 0) where it stands. A
+    partition newly assigned to a running worker then lost every record of that fetch: the
+    worker stopped reading it (lag that never moved), or applied later records without the
+    dropped ones (slots closed short of reports). So every stateful source is sought, the start
+    included.
     """
 
     topic_partitions: dict[str, int] = {}
@@ -214,19 +223,25 @@ class StatePositionedApp(faust.App):
         async def seek_to_state() -> dict:
             offsets = dict(await seek_to_committed())
             for tp in consumer.assignment():
+                position = self.resume_offset(tp.topic, tp.partition)
+                if position is None:
+                    continue  # no agent's state reads it (a changelog)
                 committed = offsets.get(tp)
                 if committed is None or committed <= 0:
-                    continue  # read from the start anyway
-                position = self.resume_offset(tp.topic, tp.partition)
-                # Only ever back: a state ahead of the commit skips what it applied, and other
-                # agents reading the same partition (the query index) still get every message.
-                if position is not None and position < committed:
+                    # Nothing committed: from the start, said explicitly. aiokafka leaves such a
+                    # partition where its fetches stand, past records Faust may have dropped.
+                    position = 0
+                elif position < committed:
                     # M2 re-reading its last input is routine; a state further behind is the disagreement
                     log.log(logging.WARNING if committed - position > 1 else logging.INFO,
                             "reading %s[%d] from offset %d, where its state stands, not from the committed %d",
                             tp.topic, tp.partition, position, committed)
-                    await consumer.seek(tp, position)
-                    offsets[tp] = position
+                else:
+                    # Only ever back: a state ahead of the commit skips what it applied, and other
+                    # agents reading the same partition (the query index) still get every message.
+                    position = committed
+                await consumer.seek(tp, position)
+                offsets[tp] = position
             return offsets
 
         consumer.seek_to_committed = seek_to_state
