@@ -46,13 +46,16 @@ LOST_BROKER_STATUS = 3
 
 def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bind: str = "127.0.0.1",
               tansu_compat: bool = False, datadir: str | None = None,
-              stall_seconds: float = DEFAULT_STALL_SECONDS) -> faust.App:
+              stall_seconds: float = DEFAULT_STALL_SECONDS, session_seconds: float | None = None) -> faust.App:
     """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``.
 
     Its web server (/metrics, /healthz, /query) listens on ``web_bind`` only, this machine by
     default. Faust's /table views are off: they would serve the tables' contents (partial counts
     of raw reports, ledgers) to anyone who can reach the port. ``/healthz`` answers 503 while the
     broker is unreachable, or input has waited ``stall_seconds`` without progress (:func:`_health`).
+    ``session_seconds`` is the consumer group's session timeout (default: Faust's, 10 s on tansu):
+    how long a killed worker's partitions wait before another takes them; a rebalance may take
+    half of it.
     """
     options = dict(
         broker=f"kafka://{bootstrap}",
@@ -75,9 +78,12 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
         # tansu reports wrong high watermarks for multi-record batches, which loses data after a
         # restart; one record per batch avoids it (shared/notes/tansu-and-faust.md). Our records
         # already carry thousands of reports each.
-        options.update(producer_max_batch_size=1, broker_rebalance_timeout=5, broker_session_timeout=10,
-                       broker_heartbeat_interval=1)
+        options.update(producer_max_batch_size=1)
+        session_seconds = session_seconds or TANSU_SESSION_SECONDS
         _shorten_fetch_wait()
+    if session_seconds:
+        options.update(broker_session_timeout=session_seconds, broker_rebalance_timeout=session_seconds / 2,
+                       broker_heartbeat_interval=min(1.0, session_seconds / 4))
     app = StatePositionedApp(config.app, **options)
     app.topic_partitions = config.topics()
     setup_prometheus_sensors(app, name_prefix="wevent_faust")
@@ -291,6 +297,7 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
 
 
 TANSU_FETCH_WAIT_MS = 20
+TANSU_SESSION_SECONDS = 10.0  # tansu's first join takes the whole rebalance timeout: keep it short
 
 
 def _shorten_fetch_wait() -> None:
