@@ -9,8 +9,10 @@ release (``--from-slot``); in the local model one or two of a fleet shard. When 
 released, each release is compared with ``wevent simulate``'s on the same values with the same
 derived noise. A trial passes if every release is identical and no slot was released twice with
 different values; in the local model releases may also differ from the first one made from fewer
-answers than the clean run's (answers that missed their deadline while a shard was down), which
-that release states (its ``n1``/``n2``) and the worker counts (``wevent_ldp_missing_reports_total``).
+answers than the clean run's and than its ledger entry says were asked (answers that missed their
+deadline while a shard was down), which that release states (its ``n1``/``n2``), its ledger
+entry confirms and the worker counts (``wevent_ldp_missing_reports_total``). ``--parallel`` runs
+several trials at once, each with its own broker.
 """
 
 from __future__ import annotations

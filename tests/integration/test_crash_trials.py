@@ -6,12 +6,14 @@ never read the reports in between again and closed their slots without them.
 
 The second runs random kill schedules (``wevent bench crash``): each trial starts its own
 embedded broker, worker, replay and, for a local-model stream, a two-shard device fleet, kills
-them at random moments and compares every release with a clean run. Before the worker sought
-its sources explicitly after a rebalance, about one trial in twenty-five stopped reading a
-``reports`` partition for good or released slots short of its reports; both fail here. A
-trial passes when every release is identical, or, in the local model, when the first release
-that differs was made from fewer device answers than its ledger entry says were asked (answers
-that missed their deadline while a shard was down: by design, and stated by the release).
+them at random moments and compares every release with a clean run. A trial passes when every
+release is identical, or, in the local model, when the first release that differs was made from
+fewer device answers than its ledger entry says were asked (answers that missed their deadline
+while a shard was down: by design, and stated by the release and its ledger entry). A worker
+that stopped reading a partition after a rebalance, or released a slot short of its reports,
+fails it. (The cause of the rebalance stall, records Faust dropped and nobody sought back to,
+is tested directly in ``tests/test_state_positioned_app.py``: these short trials hit it too
+rarely to show it.)
 
 ``WEVENT_CRASH_TRIALS`` raises the number of random trials (at least 50; one in four local),
 ``WEVENT_CRASH_SEED`` sets the first trial's seed. Trials are short (10 slots, kills within
