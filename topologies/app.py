@@ -45,13 +45,16 @@ LOST_BROKER_STATUS = 3
 
 def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bind: str = "127.0.0.1",
               tansu_compat: bool = False, datadir: str | None = None,
-              stall_seconds: float = DEFAULT_STALL_SECONDS) -> faust.App:
+              stall_seconds: float = DEFAULT_STALL_SECONDS, session_seconds: float | None = None) -> faust.App:
     """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``.
 
     Its web server (/metrics, /healthz, /query) listens on ``web_bind`` only, this machine by
     default. Faust's /table views are off: they would serve the tables' contents (partial counts
     of raw reports, ledgers) to anyone who can reach the port. ``/healthz`` answers 503 while the
     broker is unreachable, or input has waited ``stall_seconds`` without progress (:func:`_health`).
+    ``session_seconds`` is the consumer group's session timeout (default: Faust's, 10 s on tansu):
+    how long a killed worker's partitions wait before another takes them; a rebalance may take
+    half of it.
     """
     options = dict(
         broker=f"kafka://{bootstrap}",
@@ -74,9 +77,12 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
         # tansu reports wrong high watermarks for multi-record batches, which loses data after a
         # restart; one record per batch avoids it. Our records
         # already carry thousands of reports each.
-        options.update(producer_max_batch_size=1, broker_rebalance_timeout=5, broker_session_timeout=10,
-                       broker_heartbeat_interval=1)
+        options.update(producer_max_batch_size=1)
+        session_seconds = session_seconds or TANSU_SESSION_SECONDS
         _shorten_fetch_wait()
+    if session_seconds:
+        options.update(broker_session_timeout=session_seconds, broker_rebalance_timeout=session_seconds / 2,
+                       broker_heartbeat_interval=min(1.0, session_seconds / 4))
     app = StatePositionedApp(config.app, **options)
     app.topic_partitions = config.topics()
     setup_prometheus_sensors(app, name_prefix="wevent_faust")
@@ -188,7 +194,7 @@ def _query_service(app: faust.App, config: AppConfig, processors: Processors) ->
 class StatePositionedApp(faust.App):
     """A Faust app that reads each source partition of a stateful agent from where the agent's
     table state says it was applied (:meth:`Processor.resume_offset`), not from the group's
-    committed offset.
+    committed offset, and always seeks it there explicitly.
 
     A committed offset can pass inputs that no state holds: Faust (0.15) acks without processing
     the messages a stream takes after a rebalance that were fetched before it, and commits the
@@ -200,6 +206,15 @@ class StatePositionedApp(faust.App):
     sources back to their states' positions. Inputs at or below a state's offset are skipped by
     the processor, so reading from the lowest of them applies every input exactly once (M2
     re-reads its last input, whose release it re-emits from its state).
+
+    A live worker needs the seek as much as a restarted one. When a rebalance stops the flow
+    while a fetch is under way, Faust drops the records that fetch returns (the consumer's
+    position is already past them) and seeks back to the committed offsets; aiokafka's
+    ``seek_to_committed`` leaves a partition with nothing committed (or 0) where it stands. A
+    partition newly assigned to a running worker then lost every record of that fetch: the
+    worker stopped reading it (lag that never moved), or applied later records without the
+    dropped ones (slots closed short of reports). So every stateful source is sought, the start
+    included.
     """
 
     topic_partitions: dict[str, int] = {}
@@ -213,19 +228,25 @@ class StatePositionedApp(faust.App):
         async def seek_to_state() -> dict:
             offsets = dict(await seek_to_committed())
             for tp in consumer.assignment():
+                position = self.resume_offset(tp.topic, tp.partition)
+                if position is None:
+                    continue  # no agent's state reads it (a changelog)
                 committed = offsets.get(tp)
                 if committed is None or committed <= 0:
-                    continue  # read from the start anyway
-                position = self.resume_offset(tp.topic, tp.partition)
-                # Only ever back: a state ahead of the commit skips what it applied, and other
-                # agents reading the same partition (the query index) still get every message.
-                if position is not None and position < committed:
+                    # Nothing committed: from the start, said explicitly. aiokafka leaves such a
+                    # partition where its fetches stand, past records Faust may have dropped.
+                    position = 0
+                elif position < committed:
                     # M2 re-reading its last input is routine; a state further behind is the disagreement
                     log.log(logging.WARNING if committed - position > 1 else logging.INFO,
                             "reading %s[%d] from offset %d, where its state stands, not from the committed %d",
                             tp.topic, tp.partition, position, committed)
-                    await consumer.seek(tp, position)
-                    offsets[tp] = position
+                else:
+                    # Only ever back: a state ahead of the commit skips what it applied, and other
+                    # agents reading the same partition (the query index) still get every message.
+                    position = committed
+                await consumer.seek(tp, position)
+                offsets[tp] = position
             return offsets
 
         consumer.seek_to_committed = seek_to_state
@@ -275,6 +296,7 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
 
 
 TANSU_FETCH_WAIT_MS = 20
+TANSU_SESSION_SECONDS = 10.0  # tansu's first join takes the whole rebalance timeout: keep it short
 
 
 def _shorten_fetch_wait() -> None:

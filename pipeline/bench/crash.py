@@ -9,8 +9,10 @@ release (``--from-slot``); in the local model one or two of a fleet shard. When 
 released, each release is compared with ``wevent simulate``'s on the same values with the same
 derived noise. A trial passes if every release is identical and no slot was released twice with
 different values; in the local model releases may also differ from the first one made from fewer
-answers than the clean run's (answers that missed their deadline while a shard was down), which
-that release states (its ``n1``/``n2``) and the worker counts (``wevent_ldp_missing_reports_total``).
+answers than the clean run's and than its ledger entry says were asked (answers that missed their
+deadline while a shard was down), which that release states (its ``n1``/``n2``), its ledger
+entry confirms and the worker counts (``wevent_ldp_missing_reports_total``). ``--parallel`` runs
+several trials at once, each with its own broker.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class TrialResult:
 
     seed: int
     slots: int
+    model: str = "central"
     kills: list[str] = field(default_factory=list)
     released: int = 0
     missing: list[int] = field(default_factory=list)
@@ -61,6 +64,13 @@ class TrialResult:
     def identical(self) -> bool:
         return self.correct and not self.short
 
+    @property
+    def verdict(self) -> str:
+        """identical, short (by design), wrong (a release differs) or stalled (releases missing)."""
+        if not self.correct:
+            return "wrong" if self.differing or self.conflicts else "stalled"
+        return "short" if self.short else "identical"
+
     def summary(self) -> str:
         if self.identical:
             verdict = "identical"
@@ -70,7 +80,7 @@ class TrialResult:
         else:
             verdict = (f"DIFFERENT: released {self.released}/{self.slots} (missing {self.missing[:10]}), differing "
                        f"slots {self.differing[:10]}, conflicting slots {self.conflicts[:10]}")
-        return f"trial seed {self.seed}: {len(self.kills)} kill(s) [{'; '.join(self.kills)}] in {self.seconds:.0f} s: {verdict}"
+        return f"{self.model} trial seed {self.seed}: {len(self.kills)} kill(s) [{'; '.join(self.kills)}] in {self.seconds:.0f} s: {verdict}"
 
 
 def sample_values(slots: int):
@@ -119,27 +129,30 @@ class Schedule:
     """A trial's kills: (seconds after start, target, restart delay), drawn from its seed.
 
     One to three kills of the worker, the first within 5 s; half the time one of the replay; in
-    the local model also one or two of a device fleet shard ("devices0", "devices1")."""
+    the local model also one or two of a device fleet shard ("devices0", "devices1"). Each killed
+    process is restarted after up to ``max_delay`` seconds (the replay after up to 2 s)."""
 
     events: list[tuple[float, str, float]]
 
     @classmethod
-    def draw(cls, seed: int, horizon: float, local: bool = False) -> "Schedule":
+    def draw(cls, seed: int, horizon: float, local: bool = False, max_delay: float = 5.0) -> "Schedule":
         rng = np.random.default_rng([seed, 0xC7A5])
         # the first kill lands within 5 s, before any trial can have released every slot
-        events = [(float(rng.uniform(1.0, 5.0 if i == 0 else horizon)), "worker", float(rng.uniform(0.0, 5.0)))
-                  for i in range(int(rng.integers(1, 4)))]
+        events = [(float(rng.uniform(1.0, min(5.0, horizon) if i == 0 else horizon)), "worker",
+                   float(rng.uniform(0.0, max_delay))) for i in range(int(rng.integers(1, 4)))]
         if rng.random() < 0.5:
             events.append((float(rng.uniform(0.5, horizon / 2)), "replay", float(rng.uniform(0.0, 2.0))))
         if local:
-            events += [(float(rng.uniform(1.0, horizon)), f"devices{rng.integers(0, 2)}", float(rng.uniform(0.0, 5.0)))
-                       for _ in range(int(rng.integers(1, 3)))]
+            events += [(float(rng.uniform(1.0, horizon)), f"devices{rng.integers(0, 2)}",
+                        float(rng.uniform(0.0, max_delay))) for _ in range(int(rng.integers(1, 3)))]
         return cls(sorted(events))
 
 
 def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 24, speed: float = 900.0,
-              horizon: float = 12.0, timeout: float = 150.0, loglevel: str = "warn") -> TrialResult:
-    """One trial in ``workdir`` (its config and logs stay there)."""
+              horizon: float = 12.0, max_delay: float = 5.0, session_seconds: float = 10.0, timeout: float = 150.0,
+              loglevel: str = "warn") -> TrialResult:
+    """One trial in ``workdir`` (its config and logs stay there); ``session_seconds`` is the
+    workers' group session timeout (how long a killed worker's partitions wait)."""
     from ..stream.broker import EmbeddedBroker, create_topics, free_port
     from ..stream.child_processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
     from ..stream.subscription import Releases
@@ -149,8 +162,8 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
     values = sample_values(slots)
     config = trial_config(values, seed, model)
     expected = clean_releases(config, values, workdir)
-    result = TrialResult(seed, len(expected))
-    schedule = Schedule.draw(seed, horizon, local=model == "local")
+    result = TrialResult(seed, len(expected), model)
+    schedule = Schedule.draw(seed, horizon, local=model == "local", max_delay=max_delay)
     started = time.monotonic()
     with EmbeddedBroker() as broker:
         create_topics(broker.bootstrap, config.topics())
@@ -161,7 +174,8 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
             log = workdir / f"{target}-{len(processes.get(target, []))}.log"
             if target == "worker":
                 process = WorkerProcess(config_path, broker.bootstrap, free_port(), log, tansu_compat=True,
-                                        datadir=workdir / f"data-{log.stem}", loglevel=loglevel)
+                                        datadir=workdir / f"data-{log.stem}", loglevel=loglevel,
+                                        env={"WEVENT_SESSION_SECONDS": str(session_seconds)})
             elif target == "replay":
                 process = ChildProcess(["replay", "tdrive", str(SAMPLE_TDRIVE), "--grid", GRID, "--slot-seconds",
                                         str(SLOT_SECONDS), "--max-slots", str(slots), "--config", str(config_path),
@@ -198,6 +212,7 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
                         # every slot up to the last release reached every partition before it
                         start(item[1], from_slot=min(max(got, default=0) + 1, slots))
                 result.conflicts = sorted(slot for _, slot in releases.conflicts)
+            audit = _audit(broker.bootstrap, values.users) if model == "local" else {}
             if len(got) < len(expected) or any(not _same(got[s], expected[s]) for s in got):
                 result.positions = positions(broker.bootstrap, config)
         finally:
@@ -212,13 +227,26 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
     result.released = len(got)
     result.missing = sorted(set(expected) - set(got))
     unlike = sorted(s for s in got if not _same(got[s], expected[s]))
-    if unlike and _short(got[unlike[0]], expected[unlike[0]]):
-        # answers missed their deadline: that release says so, and every later one may follow
-        # another path of the mechanism from it
+    if unlike and _short(got[unlike[0]], expected[unlike[0]], audit.get(unlike[0])):
+        # answers missed their deadline: that release and its ledger entry say so, and every later
+        # one may follow another path of the mechanism from it
         result.short = unlike
     else:
         result.differing = unlike
     return result
+
+
+def run_trials(trials, root: Path, *, parallel: int = 1, **options):
+    """The results of ``trials`` ((seed, model) pairs), ``parallel`` at a time, each with its own
+    broker and processes in ``root/<model><seed>``, in their order; ``options`` go to :func:`run_trial`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(trial):
+        seed, model = trial
+        return run_trial(seed, Path(root) / f"{model}{seed}", model=model, **options)
+
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        yield from pool.map(one, trials)
 
 
 def _same(got: dict, expected: dict) -> bool:
@@ -227,10 +255,32 @@ def _same(got: dict, expected: dict) -> bool:
     return got["release"] == expected["release"] and all(extras.get(k) == v for k, v in expected.get("extras", {}).items())
 
 
-def _short(got: dict, expected: dict) -> bool:
-    """Whether a local-model release was made from fewer answers in a phase than the clean run's."""
+def _short(got: dict, expected: dict, audit: dict | None) -> bool:
+    """Whether a local-model release was made from fewer answers in a phase than the clean run's
+    because asked devices did not answer in time: its ``n1``/``n2`` are below the clean run's and
+    below the number of users its ledger entry (``audit``) says were asked in that phase. Fewer
+    answers with as many asked would be a lost answer, not a deadline."""
     extras, clean = got.get("extras", {}), expected.get("extras", {})
-    return any(key in clean and extras.get(key, 0) < clean[key] for key in ("n1", "n2"))
+    asked = {int(phase["phase"]): phase["asked"] for phase in (audit or {}).get("phases", [])}
+    return any(f"n{phase}" in clean and extras.get(f"n{phase}", 0) < min(clean[f"n{phase}"], asked.get(phase, 0))
+               for phase in (1, 2))
+
+
+def _audit(bootstrap: str, population: int) -> dict[int, dict]:
+    """slot -> the ledger entry of the trial's stream: the number of users asked in each phase."""
+    from ..core.local.user_sets import users_from_text
+    from ..stream.codecs import AuditRecord
+    from ..stream.subscription import read_topic
+
+    entries = {}
+    for value in read_topic(bootstrap, "audit"):
+        record = AuditRecord.from_json(value)
+        if record.stream == STREAM:
+            entries[record.slot] = {"phases": [
+                {"phase": phase["phase"],
+                 "asked": population if phase["users"] is None else int(users_from_text(phase["users"]).size)}
+                for phase in record.phases]}
+    return entries
 
 
 def register(sub) -> None:
@@ -240,6 +290,7 @@ def register(sub) -> None:
                    help="central: BA; local: LPA with a two-shard device fleet (default: central)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first trial; trial i uses seed + i (default: 0)")
     p.add_argument("--slots", type=int, default=24, help="slots per trial (default: 24)")
+    p.add_argument("--parallel", type=int, default=1, help="trials run at the same time (default: 1)")
     p.add_argument("--loglevel", default="warn", choices=["warn", "info", "debug"], help="the workers' log level")
     p.add_argument("--workdir", help="keep every trial's config and logs here (default: a temporary directory)")
     p.set_defaults(handler=handle)
@@ -248,21 +299,19 @@ def register(sub) -> None:
 def handle(args) -> int:
     from ..errors import UsageError
 
-    if args.trials < 1 or not 2 <= args.slots:
-        raise UsageError("--trials must be at least 1 and --slots at least 2")
+    if args.trials < 1 or not 2 <= args.slots or not 1 <= args.parallel <= 16:
+        raise UsageError("--trials must be at least 1, --slots at least 2 and --parallel in 1..16")
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="wevent-crash-"))
-    identical = short = 0
-    for i in range(args.trials):
-        result = run_trial(args.seed + i, root / f"trial{args.seed + i}", model=args.model, slots=args.slots,
-                           loglevel=args.loglevel)
-        identical += result.identical
-        short += result.correct and not result.identical
+    verdicts = dict.fromkeys(("identical", "short", "wrong", "stalled"), 0)
+    trials = [(seed, args.model) for seed in range(args.seed, args.seed + args.trials)]
+    for result in run_trials(trials, root, parallel=args.parallel, slots=args.slots, loglevel=args.loglevel):
+        verdicts[result.verdict] += 1
         print(result.summary(), flush=True)
         if not result.correct:
             print(f"  positions: {result.positions}", flush=True)
-    print(f"identical in {identical} of {args.trials} trials, {short} more short of device answers by design "
-          f"(logs in {root})")
-    return 0 if identical + short == args.trials else 1
+    print(f"{args.trials} trials: identical {verdicts['identical']}, short of device answers by design "
+          f"{verdicts['short']}, wrong {verdicts['wrong']}, stalled {verdicts['stalled']} (logs in {root})")
+    return 0 if verdicts["identical"] + verdicts["short"] == args.trials else 1
 
 
 def positions(bootstrap: str, config) -> dict[str, dict]:

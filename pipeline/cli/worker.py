@@ -25,6 +25,10 @@ def register(sub) -> None:
     p.add_argument("--stall-seconds", type=real(above=0, maximum=LIMITS["seconds"]),
                    default=os.environ.get("WEVENT_STALL_SECONDS", "120"),
                    help="/healthz answers 503 when input has waited this long without progress (default: 120)")
+    p.add_argument("--session-seconds", type=real(minimum=1, maximum=LIMITS["seconds"]),
+                   default=os.environ.get("WEVENT_SESSION_SECONDS"),
+                   help="the consumer group's session timeout: how long a dead worker's partitions wait for "
+                   "another (default: Faust's; 10 with --tansu-compat)")
     p.add_argument("--loglevel", default="warn", choices=["crit", "error", "warn", "info", "debug"])
     p.set_defaults(handler=handle)
 
@@ -41,6 +45,6 @@ def handle(args) -> int:
     from topologies.app import build_app, run_worker
 
     app = build_app(config, bootstrap, web_port=args.web_port, web_bind=args.web_host, tansu_compat=args.tansu_compat,
-                    datadir=args.datadir, stall_seconds=args.stall_seconds)
+                    datadir=args.datadir, stall_seconds=args.stall_seconds, session_seconds=args.session_seconds)
     run_worker(app, args.loglevel)
     return 0

@@ -1,34 +1,43 @@
-"""Crash safety: a worker resumes from its state, not from a committed offset ahead of it.
+"""Crash safety: random SIGKILLs of the worker, the replay and the device fleet change no release.
 
-After a SIGKILL Faust's committed offset of ``reports`` could be ahead of the assembler state
-recovered from its changelog; the worker then never read the reports in between again, and
-closed their slots without them. The first test builds that disagreement on purpose; the second
-and the third run random kill schedules of the worker, the replay and the device fleet
-(``wevent bench crash``) and compare every release with a clean run. ``WEVENT_CRASH_TRIALS`` sets
-how many central trials one run does (a third as many local ones), ``WEVENT_CRASH_SEED`` the
-first trial's seed. The random trials run only when ``WEVENT_CRASH_TRIALS`` is set: about one
-trial in 25 still ends in a silent stall after a rebalance (a partition no longer fetched, not a
-wrong release), and a suite that fails by chance would hide real failures.
+The first test builds on purpose the disagreement a SIGKILL could leave: Faust's committed offset
+of ``reports`` ahead of the assembler state recovered from its changelog. The worker used to
+never read the reports in between again and closed their slots without them.
+
+The second runs random kill schedules (``wevent bench crash``): each trial starts its own
+embedded broker, worker, replay and, for a local-model stream, a two-shard device fleet, kills
+them at random moments and compares every release with a clean run. A trial passes when every
+release is identical, or, in the local model, when the first release that differs was made from
+fewer device answers than its ledger entry says were asked (answers that missed their deadline
+while a shard was down: by design, and stated by the release and its ledger entry). A worker
+that stopped reading a partition after a rebalance, or released a slot short of its reports,
+fails it. (The cause of the rebalance stall, records Faust dropped and nobody sought back to,
+is tested directly in ``tests/test_state_positioned_app.py``: these short trials hit it too
+rarely to show it.)
+
+``WEVENT_CRASH_TRIALS`` raises the number of random trials (at least 50; one in four local),
+``WEVENT_CRASH_SEED`` sets the first trial's seed. Trials are short (10 slots, kills within
+8 s, restarts after up to 3 s, a 4 s group session) and run five at a time.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import numpy as np
 import pytest
 
-from pipeline.bench.crash import clean_releases, run_trial, sample_values, trial_config
+from pipeline.bench.crash import clean_releases, run_trials, sample_values, trial_config
 from pipeline.stream.kafka import KafkaReportSink, consumer_config
 from pipeline.stream.subscription import Releases
 
 pytestmark = [pytest.mark.integration]
 
-TRIALS = int(os.environ.get("WEVENT_CRASH_TRIALS", "0"))
-RANDOM_TRIALS = pytest.mark.skipif(
-    TRIALS == 0, reason="random kill trials run with WEVENT_CRASH_TRIALS=N (or `wevent bench crash`): about 1 in 25 "
-    "stalls after a rebalance, an open fault")
+TRIALS = max(50, int(os.environ.get("WEVENT_CRASH_TRIALS", "50")))
 FIRST_SEED = int(os.environ.get("WEVENT_CRASH_SEED", "7000"))
+PARALLEL = 5
+SHORT_TRIAL = {"slots": 10, "horizon": 8.0, "max_delay": 3.0, "session_seconds": 4.0}
 
 
 def commit(bootstrap: str, group: str, topic: str, partition: int, offset: int) -> None:
@@ -84,21 +93,12 @@ def test_a_committed_offset_ahead_of_the_state_is_read_again(cluster_factory):
 
 
 @pytest.mark.slow
-@RANDOM_TRIALS
-@pytest.mark.parametrize("seed", range(FIRST_SEED, FIRST_SEED + max(1, TRIALS)))
-def test_random_kills_of_worker_and_replay_change_no_release(seed, tmp_path):
-    result = run_trial(seed, tmp_path)
-    assert result.kills, "the schedule killed nothing"
-    assert result.identical, f"{result.summary()}\n{result.positions}\n{result.logs}"
-
-
-@pytest.mark.slow
-@RANDOM_TRIALS
-@pytest.mark.parametrize("seed", range(FIRST_SEED, FIRST_SEED + max(1, TRIALS // 3)))
-def test_random_kills_of_worker_replay_and_devices_change_no_release_silently(seed, tmp_path):
-    """Local model: a release may lack answers that missed their deadline while a fleet shard
-    was down, and then says so (its ``n1``/``n2`` below the clean run's); later releases may follow
-    from it; nothing else differs."""
-    result = run_trial(seed, tmp_path, model="local")
-    assert result.kills, "the schedule killed nothing"
-    assert result.correct, f"{result.summary()}\n{result.positions}\n{result.logs}"
+def test_random_kills_of_worker_replay_and_devices_change_no_release(tmp_path):
+    trials = [(seed, "local" if seed % 4 == 3 else "central") for seed in range(FIRST_SEED, FIRST_SEED + TRIALS)]
+    results = list(run_trials(trials, tmp_path, parallel=PARALLEL, **SHORT_TRIAL))
+    killed = Counter(kill.split()[0].rstrip("01") for result in results for kill in result.kills)
+    assert all(result.kills for result in results), "a schedule killed nothing"
+    assert {"worker", "replay", "devices"} <= set(killed), killed
+    failed = [result for result in results if not result.correct]
+    report = "\n".join(f"{result.summary()}\n  positions: {result.positions}" for result in failed)
+    assert not failed, f"{len(failed)} of {len(results)} trials changed a release:\n{report}\n{failed[0].logs}"

@@ -1,0 +1,56 @@
+"""Where a worker reads its sources from after a rebalance: every stateful source is sought.
+
+Faust drops the records of a fetch that returns while a rebalance has stopped the flow, then asks
+for the committed offsets again; aiokafka leaves a partition with nothing committed where its
+fetches stand, past those records. A worker that did not seek such a partition itself stopped
+reading it, or applied its later records without the dropped ones (the rebalance stall of the
+crash trials). The broker side of Faust's consumer is replaced here by the committed offsets
+and assignment a broker would give, so the seeks the app asks for can be read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("faust")
+
+from faust.transport.drivers import aiokafka as driver  # noqa: E402
+from faust.types import TP  # noqa: E402
+
+from pipeline.bench.crash import sample_values, trial_config  # noqa: E402
+from pipeline.core import state as packing  # noqa: E402
+from topologies.app import build_app  # noqa: E402
+
+
+def test_every_stateful_source_is_sought_to_its_state_or_commit(monkeypatch):
+    committed = {
+        TP("reports", 0): None,  # nothing committed, though the state applied offsets 0..9
+        TP("reports", 1): 5,     # committed ahead of the state (applied 0..2)
+        TP("slots", 1): 7,       # committed behind the state (its stream's partition): the commit
+        TP("wevent-crash-assembler-changelog", 0): None,  # read by recovery, not by an agent
+    }
+    seeks = []
+
+    async def seek_to_committed(self):
+        return dict(committed)
+
+    async def seek(self, tp, offset):
+        seeks.append((tp.topic, tp.partition, offset))
+
+    monkeypatch.setattr(driver.Consumer, "seek_to_committed", seek_to_committed)
+    monkeypatch.setattr(driver.Consumer, "assignment", lambda self: set(committed))
+    monkeypatch.setattr(driver.Consumer, "_seek", seek)
+    config = trial_config(sample_values(4), seed=1)
+    app = build_app(config, "127.0.0.1:9")
+    assembler = app.tables["assembler"]
+    assembler.data[b"taxi/0"] = packing.pack({"offsets": {"reports:0": 9}})
+    assembler.data[b"taxi/1"] = packing.pack({"offsets": {"reports:1": 2}})
+    measure = app.tables["dissimilarity-state"]
+    measure.data[b"taxi"] = packing.pack({"offsets": {"slots:1": 20, "releases:1": 20}})
+
+    offsets = asyncio.run(app.consumer.seek_to_committed())
+
+    assert sorted(seeks) == [("reports", 0, 0), ("reports", 1, 3), ("slots", 1, 7)]
+    assert offsets[TP("reports", 0)] == 0 and offsets[TP("reports", 1)] == 3 and offsets[TP("slots", 1)] == 7
