@@ -55,6 +55,8 @@ def verify(records: Iterable[dict], streams: Iterable[str] | None = None) -> lis
             check_version(record)
         except DecodeError as exc:
             raise MalformedRecord(f"record {number}: {exc}") from None
+        # A record without a version is version 1: a slot re-emitted by an upgraded worker is the same record.
+        record = {key: value for key, value in record.items() if key != "version"}
         stream, slot = record.get("stream"), record.get("slot")
         if not isinstance(stream, str) or not _is_integer(slot):
             raise MalformedRecord(f"record {number} has no stream name and whole slot number")
