@@ -31,6 +31,7 @@ import numpy as np
 
 from ..core.accounting import TOLERANCE, ChargeMatrix, WindowSpend
 from ..core.local.user_sets import UserSetError, users_from_text
+from .codecs import DecodeError, check_version
 
 __all__ = ["Finding", "MalformedRecord", "TOLERANCE", "read_jsonl", "verify"]
 
@@ -55,6 +56,12 @@ def verify(records: Iterable[dict], streams: Iterable[str] | None = None) -> lis
     for number, record in enumerate(records, start=1):
         if not isinstance(record, dict):
             raise MalformedRecord(f"record {number} is not a JSON object")
+        try:  # a newer writer may have changed what a charge means: it is not verified as today's
+            check_version(record)
+        except DecodeError as exc:
+            raise MalformedRecord(f"record {number}: {exc}") from None
+        # A record without a version is version 1: a slot re-emitted by an upgraded worker is the same record.
+        record = {key: value for key, value in record.items() if key != "version"}
         stream, slot = record.get("stream"), record.get("slot")
         if not isinstance(stream, str) or not _is_integer(slot):
             raise MalformedRecord(f"record {number} has no stream name and whole slot number")

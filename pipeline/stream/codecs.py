@@ -51,6 +51,7 @@ from ..core.randomness import SecretKey
 __all__ = [
     "DecodeError",
     "FORMAT_VERSION",
+    "check_version",
     "ReportBatch",
     "Watermark",
     "json_report",
@@ -84,7 +85,7 @@ class DecodeError(ValueError):
 FORMAT_VERSION = 1  # what writers emit in ``version``; a message without one is version 1
 
 
-def _check_version(message: dict) -> None:
+def check_version(message: dict) -> None:
     """Refuses a message of a version this reader does not know."""
     version = message.get("version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= FORMAT_VERSION:
@@ -95,7 +96,7 @@ def _known_fields(cls, message) -> dict:
     """The fields of dataclass ``cls`` in ``message``, whose other fields (a newer writer's) are ignored."""
     if not isinstance(message, dict):
         raise DecodeError(f"a {cls.__name__} must be a JSON object")
-    _check_version(message)
+    check_version(message)
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in message.items() if k in names}
 
@@ -234,7 +235,7 @@ def decode_report_message(data: bytes) -> ReportBatch | Watermark:
         raise DecodeError("neither a report batch nor JSON") from None
     if not isinstance(obj, dict):
         raise DecodeError("a JSON report must be an object")
-    _check_version(obj)
+    check_version(obj)
     try:
         if obj.get("type") == "watermark":
             return Watermark(str(obj["stream"]), _finite(obj["time"], "time"))
@@ -285,7 +286,7 @@ class Envelope:
         """The message in ``data``, sealed or not: this does not check the seal (:func:`check_seal` does)."""
         try:
             fields = packing.unpack(unseal(data)[0])
-            _check_version(fields)
+            check_version(fields)
             fields.pop("version", None)
             kind = fields.pop("kind")
         except (packing.StateError, KeyError, TypeError, AttributeError) as exc:
