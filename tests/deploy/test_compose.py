@@ -87,8 +87,9 @@ def test_service_command_is_a_valid_wevent_invocation(compose, streams_raw, name
         config_file = host_file(service, args.config)
         assert config_file == STREAMS_FILE, f"{name} reads {config_file}, not the stack's stream config"
         stream_names = [s["name"] for s in streams_raw["streams"]]
-        if getattr(args, "stream", None):
-            assert args.stream in stream_names, f"{name}: --stream {args.stream} is not in {stream_names}"
+        given = getattr(args, "stream", None) or []
+        for stream in [given] if isinstance(given, str) else given:  # a device fleet may serve several
+            assert stream in stream_names, f"{name}: --stream {stream} is not in {stream_names}"
     if getattr(args, "bootstrap", None):
         listeners = compose["services"]["kafka"]["environment"]["KAFKA_ADVERTISED_LISTENERS"]
         advertised = {re.sub(r"^\w+://", "", listener) for listener in listeners.split(",")}
@@ -96,12 +97,13 @@ def test_service_command_is_a_valid_wevent_invocation(compose, streams_raw, name
         assert "kafka" in service.get("depends_on", {}) or "kafka-topics" in service.get("depends_on", {})
     for path in getattr(args, "paths", None) or []:  # replay inputs
         assert host_file(service, path).is_dir(), f"{name}: input {path} is not a mounted directory"
-    if getattr(args, "values", None):  # device values: written by another service's --dump
-        volume, below = source_of(service, args.values)
+    given = getattr(args, "values", None) or []
+    for values in [given] if isinstance(given, str) else given:  # device values: another service's --dump
+        volume, below = source_of(service, values)
         writers = [other for other, spec in compose["services"].items() if other != name
                    and "--dump" in spec.get("command", [])
                    and source_of(spec, spec["command"][spec["command"].index("--dump") + 1]) == (volume, below)]
-        assert writers, f"{name}: no service writes {args.values}"
+        assert writers, f"{name}: no service writes {values}"
         assert all(service["depends_on"].get(w, {}).get("condition") == "service_completed_successfully"
                    for w in writers), f"{name} must wait for {writers}"
 
