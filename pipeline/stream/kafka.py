@@ -175,9 +175,12 @@ class KafkaReportSink:
         self.messages_sent += 1
 
     def send_slot(self, slot: int, slot_start: float, slot_end: float, users: np.ndarray, values: np.ndarray) -> None:
-        if self.clock_only:
-            self.watermark(slot_end)
-            return
+        if not self.clock_only:
+            self.send_reports(slot_start, users, values)
+        self.watermark(slot_end)
+
+    def send_reports(self, slot_start: float, users: np.ndarray, values: np.ndarray) -> None:
+        """One slot's reports, without the watermark that closes it."""
         users = np.asarray(users, dtype=np.int64)
         values = np.asarray(values, dtype=np.int64)
         part = report_partition(users, self.partitions)
@@ -188,7 +191,6 @@ class KafkaReportSink:
                 batch = ReportBatch(self.stream, users[chunk], values[chunk], np.full(chunk.size, time_ms))
                 self._produce(batch.encode(), p)
         self.reports_sent += int(users.size)
-        self.watermark(slot_end)
 
     def watermark(self, time: float) -> None:
         mark = Watermark(self.stream, time).encode()
