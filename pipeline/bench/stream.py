@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli._common import UsageError, bootstrap_servers, integer, reachable_kafka, seed, slot_count, user_count
+from ..cli._common import UsageError, bootstrap_servers, check_cells, integer, reachable_kafka, seed, slot_count, user_count
 from .local import DriftingCategories
 
 START = 1_300_000_000.0
@@ -118,6 +118,7 @@ def handle(args) -> int:
     from ..stream.config import parse_config
     from ..stream.processes import DevicesProcess, WorkerProcess, write_config
 
+    check_cells(slots=args.slots + 1, users=args.users)  # the values of every slot are held at once
     chosen = _mechanisms(args)
     streams = [stream_config(model, mechanism, args.users, args.domain or DEFAULTS[model][1], args.window)
                for model, mechanism in chosen.items()]
