@@ -68,7 +68,7 @@ class Timing:
     reports: int
     simulate: float  # seconds the core alone took for the same slots
     equal: int  # releases equal to simulate's
-    changelog_bytes: int  # written to the tables' changelogs during the timed slots
+    changelog_bytes: dict[str, int]  # table -> bytes written to its changelog during the timed slots
 
     def lines(self) -> list[str]:
         slots = self.latencies.size
@@ -82,7 +82,9 @@ class Timing:
             f"  per slot:               pipeline {pipeline * 1000:.0f} ms, simulate {self.simulate / slots * 1000:.0f} ms "
             f"(ratio {self.busy / self.simulate:.1f} x)",
             f"  releases equal to simulate's: {self.equal} of {slots}",
-            f"  changelog bytes per slot:     {self.changelog_bytes / slots:,.0f}",
+            f"  changelog bytes per slot:     {sum(self.changelog_bytes.values()) / slots:,.0f} ("
+            + ", ".join(f"{table} {size / slots:,.0f}" for table, size in
+                        sorted(self.changelog_bytes.items(), key=lambda item: -item[1])) + ")",
         ]
 
 
@@ -258,14 +260,14 @@ def _changelog_ends(bootstrap: str, app: str) -> dict:
         consumer.close()
 
 
-def _changelog_bytes(bootstrap: str, app: str, since: dict) -> int:
-    """Bytes of keys and values written to the app's changelogs after the offsets ``since``."""
+def _changelog_bytes(bootstrap: str, app: str, since: dict) -> dict[str, int]:
+    """table -> bytes of keys and values written to its changelog after the offsets ``since``."""
     from confluent_kafka import Consumer, TopicPartition
 
     from ..stream.kafka import consumer_config
 
     ends = _changelog_ends(bootstrap, app)
-    total = 0
+    written: dict[str, int] = {}
     consumer = Consumer(consumer_config(bootstrap))
     try:
         for (topic, partition), end in ends.items():
@@ -275,9 +277,10 @@ def _changelog_bytes(bootstrap: str, app: str, since: dict) -> int:
             consumer.assign([TopicPartition(topic, partition, start)])
             while (message := consumer.poll(10)) is not None:
                 if not message.error():
-                    total += len(message.key() or b"") + len(message.value() or b"")
+                    table = topic[len(app) + 1 : -len("-changelog")]
+                    written[table] = written.get(table, 0) + len(message.key() or b"") + len(message.value() or b"")
                 if message.offset() >= end - 1:
                     break
     finally:
         consumer.close()
-    return total
+    return written
