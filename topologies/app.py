@@ -31,7 +31,7 @@ from pipeline.core.randomness import DerivedRandomness
 from pipeline.stream.codecs import AuthenticationError, Envelope, check_seal, unseal
 from pipeline.stream.config import AppConfig
 from pipeline.stream.health import BrokerWatch, rate_limit_client_logs
-from pipeline.stream.kafka import KafkaCredentials
+from pipeline.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials
 from pipeline.stream.failures import ErrorLog, internal_error
 from pipeline.stream.processors import Processor, Processors
 from pipeline.stream.query import QueryService
@@ -273,9 +273,6 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
                 store(table, updates)
 
     app.agent(source, name=name)(run)
-
-
-TANSU_FETCH_WAIT_MS = 20
 
 
 def _shorten_fetch_wait() -> None:

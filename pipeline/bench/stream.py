@@ -174,7 +174,7 @@ def _measure(config, stream, values: np.ndarray, bootstrap: str, tansu: bool, pr
     users = np.arange(stream.users)
     slots = values.shape[0]
     latencies, busy, reports, got = [], 0.0, 0, {}
-    with Releases(bootstrap, streams=[stream.name]) as releases:
+    with Releases(bootstrap, streams=[stream.name], tansu_compat=tansu) as releases:
         offsets = {}
         for slot in range(1, slots + 1):
             if slot == 2:  # the warm-up is over
