@@ -321,10 +321,18 @@ def seen_add(seen: np.ndarray, users: np.ndarray, population: int) -> np.ndarray
     if seen.dtype != np.uint8 and (seen.size + users.size) * 8 > population // 8:
         bits = np.zeros((population + 7) // 8, dtype=np.uint8)  # denser than a bitset: switch for good
         seen = seen_add(bits, seen, population)
-    if seen.dtype == np.uint8:
-        np.bitwise_or.at(seen, users >> 3, (128 >> (users & 7)).astype(np.uint8))
-        return seen
+    if seen.dtype == np.uint8:  # through one bit per byte: several users may share a byte
+        bits = np.unpackbits(seen)
+        bits[users] = 1
+        return np.packbits(bits)
     return np.union1d(seen, users)
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted; without a sort when they are all equal (one slot per batch, as a rule)."""
+    if values.size and values.min() == values.max():
+        return values[:1]
+    return np.unique(values)
 
 
 def slots_ahead(stream) -> int:
@@ -388,7 +396,7 @@ class Assembler(Processor):
             reason[(reason == 0) & fails] = code
         groups = logic.group_of_users()
         owned = self._owned_users(stream, partition)
-        for slot in np.unique(slots[reason == 0]):
+        for slot in _distinct(slots[reason == 0]):
             idx = np.flatnonzero((reason == 0) & (slots == slot))
             key = f"{stream.name}/{partition}/{slot}"
             entry = side.get(key) or self._empty_slot(stream, logic)
@@ -433,11 +441,11 @@ class Assembler(Processor):
                          partitions: int) -> np.ndarray:
         """Keep the first report of each user not already seen in this slot; mark the rest duplicate."""
         u = users[idx]
-        already = seen_contains(seen, u // partitions)
-        _, first = np.unique(u, return_index=True)
-        keep = np.zeros(idx.size, dtype=bool)
-        keep[first] = True
-        keep &= ~already
+        keep = ~seen_contains(seen, u // partitions)
+        if not (u[1:] > u[:-1]).all():  # increasing users (as producers send them) cannot repeat
+            first = np.zeros(idx.size, dtype=bool)
+            first[np.unique(u, return_index=True)[1]] = True
+            keep &= first
         reason[idx[~keep]] = 1 + REJECT_REASONS.index("duplicate")
         return idx[keep]
 
