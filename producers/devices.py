@@ -52,6 +52,7 @@ import numpy as np
 from pipeline.core.data import ABSENT, UserValues
 from pipeline.core.local import Request
 from pipeline.core.local.devices import Devices, block_reports
+from pipeline.core.local.user_sets import pack_users, unpack_users
 from pipeline.core.state import StateError, pack, unpack
 from pipeline.core.validation import ParameterError
 from pipeline.stream.codecs import AuthenticationError, DecodeError, Envelope, SignatureSeal, check_seal, seal, unseal
@@ -61,7 +62,11 @@ log = logging.getLogger("wevent.devices")
 MAX_REPORTS_PER_MESSAGE = 16_384  # OUE reports of d ~ 100 bins: well under Kafka's default 1 MiB message
 MAX_MESSAGE_BYTES = 900_000  # users and reports of one message, whatever d: under Kafka's default 1 MiB
 DIGEST_BYTES = 32
-LEDGER_FORMAT = "wevent-device-ledger/1"
+# /2 keeps each charge's users as a packed user set (gaps or a bitset, whichever is shorter): a
+# fleet rewrites its whole window per request, and /1's bitsets of the population made that 5 MB
+# per request at a million users. A /1 file is still read.
+LEDGER_FORMAT = "wevent-device-ledger/2"
+BITSET_LEDGER_FORMAT = "wevent-device-ledger/1"
 
 
 def request_digest(request: Request) -> bytes:
@@ -135,8 +140,8 @@ class DeviceLedger:
         self.path, self.owner = (None if path is None else Path(path)), owner
         self.spend = np.zeros(self.population)
         # (slot, phase) -> (digest of the request charged there, its epsilon, the users it charged,
-        # the same users as a bitmap of the population: what the file holds)
-        self._charged: dict[tuple[int, int], tuple[bytes, float, np.ndarray, np.ndarray]] = {}
+        # the same users packed: what the file holds)
+        self._charged: dict[tuple[int, int], tuple[bytes, float, np.ndarray, bytes]] = {}
         self.newest = int(newest)
 
     @classmethod
@@ -180,25 +185,25 @@ class DeviceLedger:
             self.spend[old] -= spent
         allowed = self.spend[users] + epsilon <= self.epsilon * (1 + 1e-12)
         chosen = users[allowed]
-        bits = np.zeros(self.population, dtype=bool)
-        bits[chosen] = True
-        self._charge(slot, phase, digest, epsilon, chosen, np.packbits(bits))
+        if not (chosen[1:] > chosen[:-1]).all():  # a fleet asks in increasing order; others may not
+            chosen = np.unique(chosen)
+        self._charge(slot, phase, digest, epsilon, chosen, pack_users(chosen, self.population))
         self.newest = slot
         if self.path is not None:
             self.save()
         return allowed
 
     def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, users: np.ndarray,
-                bits: np.ndarray) -> None:
-        self._charged[(slot, phase)] = (digest, epsilon, users, bits)
+                packed: bytes) -> None:
+        self._charged[(slot, phase)] = (digest, epsilon, users, packed)
         self.spend[users] += epsilon
 
     # --- on disk -------------------------------------------------------------------------------
     def _state(self) -> dict:
         return {"format": LEDGER_FORMAT, "owner": self.owner, "population": self.population, "window": self.window,
                 "newest": self.newest,
-                "charges": [{"slot": slot, "phase": phase, "digest": digest, "epsilon": epsilon, "users": bits}
-                            for (slot, phase), (digest, epsilon, _, bits) in sorted(self._charged.items())]}
+                "charges": [{"slot": slot, "phase": phase, "digest": digest, "epsilon": epsilon, "users": packed}
+                            for (slot, phase), (digest, epsilon, _, packed) in sorted(self._charged.items())]}
 
     def save(self) -> None:
         """Write the ledger to :attr:`path`: a new file, synced, then renamed over the old one.
@@ -234,7 +239,9 @@ class DeviceLedger:
             state = unpack(body)
         except StateError as exc:
             raise corrupt(str(exc)) from None
-        expected = {"format": LEDGER_FORMAT, "owner": self.owner, "population": self.population, "window": self.window}
+        if state.get("format") not in (LEDGER_FORMAT, BITSET_LEDGER_FORMAT):
+            raise corrupt(f"format is {state.get('format')!r}, this fleet reads {LEDGER_FORMAT!r}")
+        expected = {"owner": self.owner, "population": self.population, "window": self.window}
         for field, value in expected.items():
             if state.get(field) != value:
                 raise corrupt(f"{field} is {state.get(field)!r}, this fleet has {value!r}")
@@ -242,14 +249,19 @@ class DeviceLedger:
             newest = int(state["newest"])
             for charge in state["charges"]:
                 slot, phase, epsilon = int(charge["slot"]), int(charge["phase"]), float(charge["epsilon"])
-                digest, bits = charge["digest"], np.asarray(charge["users"])
+                digest, packed = charge["digest"], charge["users"]
                 if not newest - self.window < slot <= newest or (slot, phase) in self._charged:
                     raise ValueError(f"a charge at slot {slot} phase {phase} outside the window ending at {newest}")
-                if not math.isfinite(epsilon) or epsilon <= 0 or len(digest) != DIGEST_BYTES \
-                        or bits.dtype != np.uint8 or bits.shape != (-(-self.population // 8),):
+                if not math.isfinite(epsilon) or epsilon <= 0 or len(digest) != DIGEST_BYTES:
                     raise ValueError(f"a malformed charge at slot {slot} phase {phase}")
-                users = np.flatnonzero(np.unpackbits(bits, count=self.population))
-                self._charge(slot, phase, bytes(digest), epsilon, users, bits)
+                if state["format"] == BITSET_LEDGER_FORMAT:
+                    bits = np.asarray(packed)
+                    if bits.dtype != np.uint8 or bits.shape != (-(-self.population // 8),):
+                        raise ValueError(f"a malformed charge at slot {slot} phase {phase}")
+                    users = np.flatnonzero(np.unpackbits(bits, count=self.population))
+                else:
+                    users = unpack_users(bytes(packed), self.population)
+                self._charge(slot, phase, bytes(digest), epsilon, users, pack_users(users, self.population))
         except (KeyError, TypeError, ValueError) as exc:
             raise corrupt(str(exc)) from None
         self.newest = newest
