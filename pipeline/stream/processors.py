@@ -325,7 +325,11 @@ def seen_add(seen: np.ndarray, users: np.ndarray, population: int) -> np.ndarray
         bits = np.unpackbits(seen)
         bits[users] = 1
         return np.packbits(bits)
-    return np.union1d(seen, users)
+    # a merge, not np.union1d: its hashing unique costs more than sorting two sorted runs
+    merged = np.sort(np.concatenate([seen, users]), kind="stable")
+    first = np.ones(merged.size, dtype=bool)
+    first[1:] = merged[1:] != merged[:-1]
+    return merged[first]
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
