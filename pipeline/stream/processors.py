@@ -750,6 +750,24 @@ def valid_reports(request: dict, reports: np.ndarray, n: int) -> np.ndarray:
     return np.isfinite(reports) & (np.abs(reports) <= (e + 1) / (e - 1) * (1 + 1e-12))
 
 
+def asked_positions(request: Request, users: np.ndarray) -> np.ndarray:
+    """Each user's position among the users ``request`` asks (meaningless for a user not asked).
+
+    A round keeps who answered as a set of positions: a bit per asked user at most, where a set of
+    ids could take a bit per user of the population (1.25 MB at ten million users, over the bound
+    of a table value, rewritten with every message of reports)."""
+    if request.users is None:
+        return users
+    return np.minimum(np.searchsorted(request.users, users), max(request.size - 1, 0))
+
+
+def answered_ids(answered: np.ndarray, population: int) -> np.ndarray:
+    """The ids in a seen set of user ids (sorted ids, or a bitset of the population)."""
+    if answered.dtype == np.uint8:
+        return np.flatnonzero(np.unpackbits(answered, count=population))
+    return answered
+
+
 class Collector(Processor):
     """Sums the perturbed reports of each (slot, phase) round into the oracle's support.
 
@@ -759,8 +777,8 @@ class Collector(Processor):
     M2 (phase 2, on ``dissimilarity``). A report from a user who was not asked, a second report, a
     report for a closed round, or one no oracle could produce is counted and dead-lettered.
 
-    State key: ``stream``: its open rounds (M2 opens one at a time, each holding a bit per asked
-    user, so bounded by the population) and the index of early reports; a message of reports that
+    State key: ``stream``: its open rounds (M2 opens one at a time, each holding at most a bit per
+    asked user: who answered, by position in the request) and the index of early reports; a message of reports that
     overtook its request waits in a key of its own, ``stream/early/slot:phase/offset``, at most
     :data:`MAX_EARLY_MESSAGES` of them.
     """
@@ -799,7 +817,7 @@ class Collector(Processor):
             if key not in state["rounds"] and key not in state["closed"]:
                 request = {k: v for k, v in message.fields.items() if k != "stream"}
                 size = Request.from_dict(request).size
-                state["rounds"][key] = {"request": request, "asked": size, "answered": np.zeros(0, dtype=np.int64),
+                state["rounds"][key] = {"request": request, "asked": size, "answered_at": np.zeros(0, dtype=np.int64),
                                         "support": None, "n": 0,
                                         "deadline": now + self.logics[name].deadline_seconds}
                 for _, early in state["early"].pop(key, []):  # reports that overtook their request
@@ -826,13 +844,17 @@ class Collector(Processor):
             state["early"].setdefault(key, []).append([now, early])
             return []
         request = Request.from_dict(round_["request"])
+        if "answered" in round_:  # a round a worker of the first layout opened: its answered users by id
+            round_["answered_at"] = seen_add(np.zeros(0, dtype=np.int64), asked_positions(
+                request, answered_ids(round_.pop("answered"), request.population)), request.size)
         if users.size != len(fields["reports"]):
             return self._reject(name, "malformed", topic, users, "users and reports differ in number")
         ok = valid_reports(round_["request"], fields["reports"], users.size)
         asked = request.asks(users)
         first = np.zeros(users.size, dtype=bool)
         first[np.unique(users, return_index=True)[1]] = True
-        fresh = first & ~seen_contains(round_["answered"], users)
+        at = asked_positions(request, users)
+        fresh = first & ~seen_contains(round_["answered_at"], at)
         outputs = []
         for mask, reason in ((~ok, "out_of_domain"), (ok & ~asked, "unrequested"), (ok & asked & ~fresh, "duplicate")):
             if mask.any():
@@ -841,7 +863,7 @@ class Collector(Processor):
         if keep.any():
             support = request.make_oracle().support(np.asarray(fields["reports"])[keep])
             round_["support"] = support if round_["support"] is None else round_["support"] + support
-            round_["answered"] = seen_add(round_["answered"], users[keep], request.population)
+            round_["answered_at"] = seen_add(round_["answered_at"], at[keep], request.size)
             round_["n"] += int(keep.sum())
             metrics.reports_accepted.labels(name).inc(int(keep.sum()))
         return outputs
