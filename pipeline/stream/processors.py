@@ -768,6 +768,16 @@ def answered_ids(answered: np.ndarray, population: int) -> np.ndarray:
     return answered
 
 
+def request_key(stream: str, round_key: str) -> str:
+    """The collector's key of a round's request, ``stream/request/slot:phase``."""
+    return f"{stream}/request/{round_key}"
+
+
+def round_request(round_: dict, stream: str, round_key: str, side: SideKeys) -> dict:
+    """A round's request: in a key of its own (inline in a round the first layout stored)."""
+    return round_["request"] if "request" in round_ else side.get(request_key(stream, round_key))
+
+
 class Collector(Processor):
     """Sums the perturbed reports of each (slot, phase) round into the oracle's support.
 
@@ -778,8 +788,9 @@ class Collector(Processor):
     report for a closed round, or one no oracle could produce is counted and dead-lettered.
 
     State key: ``stream``: its open rounds (M2 opens one at a time, each holding at most a bit per
-    asked user: who answered, by position in the request) and the index of early reports; a message of reports that
-    overtook its request waits in a key of its own, ``stream/early/slot:phase/offset``, at most
+    asked user: who answered, by position in the request) and the index of early reports. A round's
+    request is written once, in ``stream/request/slot:phase``; a message of reports that overtook
+    its request waits in a key of its own, ``stream/early/slot:phase/offset``, at most
     :data:`MAX_EARLY_MESSAGES` of them.
     """
 
@@ -817,7 +828,8 @@ class Collector(Processor):
             if key not in state["rounds"] and key not in state["closed"]:
                 request = {k: v for k, v in message.fields.items() if k != "stream"}
                 size = Request.from_dict(request).size
-                state["rounds"][key] = {"request": request, "asked": size, "answered_at": np.zeros(0, dtype=np.int64),
+                side.put(request_key(name, key), request)  # written once: each message of reports rewrites the round
+                state["rounds"][key] = {"asked": size, "answered_at": np.zeros(0, dtype=np.int64),
                                         "support": None, "n": 0,
                                         "deadline": now + self.logics[name].deadline_seconds}
                 for _, early in state["early"].pop(key, []):  # reports that overtook their request
@@ -825,7 +837,7 @@ class Collector(Processor):
                     side.delete(early)
         elif message.kind == "reports":
             outputs += self._accept(state, name, message.fields, topic, now, side)
-        return outputs + self._close_due(state, name, now) + self._expire_early(state, name, now, topic, side)
+        return outputs + self._close_due(state, name, now, side) + self._expire_early(state, name, now, topic, side)
 
     def _accept(self, state, name, fields: dict, topic, now: float, side: SideKeys) -> list[Out]:
         key = f"{fields['slot']}:{fields['phase']}"
@@ -843,13 +855,14 @@ class Collector(Processor):
             side.put(early, dict(fields))
             state["early"].setdefault(key, []).append([now, early])
             return []
-        request = Request.from_dict(round_["request"])
+        fields_of_request = round_request(round_, name, key, side)
+        request = Request.from_dict(fields_of_request)
         if "answered" in round_:  # a round a worker of the first layout opened: its answered users by id
             round_["answered_at"] = seen_add(np.zeros(0, dtype=np.int64), asked_positions(
                 request, answered_ids(round_.pop("answered"), request.population)), request.size)
         if users.size != len(fields["reports"]):
             return self._reject(name, "malformed", topic, users, "users and reports differ in number")
-        ok = valid_reports(round_["request"], fields["reports"], users.size)
+        ok = valid_reports(fields_of_request, fields["reports"], users.size)
         asked = request.asks(users)
         first = np.zeros(users.size, dtype=bool)
         first[np.unique(users, return_index=True)[1]] = True
@@ -890,9 +903,9 @@ class Collector(Processor):
         return [dead_letter(reason, topic, f"{users.size} report(s) rejected: {detail}", name,
                             {"count": int(users.size), "users": users[:DEADLETTER_SAMPLE].tolist()})]
 
-    def _close_due(self, state, name, now: float, only: str | None = None) -> list[Out]:
+    def _close_due(self, state, name, now: float, side: SideKeys) -> list[Out]:
         outputs = []
-        for key in sorted(k for k in state["rounds"] if only is None or k == only):
+        for key in sorted(state["rounds"]):
             round_ = state["rounds"][key]
             if round_["n"] < round_["asked"] and now < round_["deadline"]:
                 continue
@@ -901,7 +914,8 @@ class Collector(Processor):
             missing = round_["asked"] - round_["n"]
             if missing:
                 metrics.ldp_missing_reports.labels(name).inc(missing)
-            request = round_["request"]
+            request = round_request(round_, name, key, side)
+            side.delete(request_key(name, key))
             support = round_["support"] if round_["support"] is not None else np.zeros(
                 1 if request["oracle"] == "hm" else request["domain_size"])
             slot, phase = (int(x) for x in key.split(":"))

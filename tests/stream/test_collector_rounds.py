@@ -14,6 +14,7 @@ from pipeline.core.state import pack, unpack
 from pipeline.stream.codecs import DeadLetter, Envelope, report_seal, seal
 from pipeline.stream.config import parse_config
 from pipeline.stream.processors import MAX_MESSAGE_BYTES, Out, Processors
+from tests.stream.harness import store
 from tests.stream.test_processors import START
 
 NAME, MESSAGE = "l", 16_384  # reports per message, as a fleet sends them
@@ -39,7 +40,7 @@ class Round:
     def send(self, topic: str, raw: bytes) -> dict:
         outputs, updates = self.collector.process(raw, topic, 0, self.offset, self.table.get, 0.0)
         self.offset += 1
-        self.table.update({k: v for k, v in updates.items() if v is not None})
+        store(self.table, updates)
         self.letters += [DeadLetter.from_json(o.value) for o in outputs if o.topic == "deadletter"]
         self.supports += [o for o in outputs if o.topic != "deadletter"]
         return updates
@@ -59,6 +60,8 @@ def test_a_round_of_250000_users_of_ten_million_stays_small():
         largest = max([largest, *(len(v) for v in updates.values() if v is not None)])
     assert not round_.letters and not round_.supports
     assert largest < MAX_MESSAGE_BYTES / 2  # the packed request's ids and a bit per asked user
+    # each message rewrites the round: a bit per asked user and the support, not the request's ids
+    assert len(round_.table[NAME]) < asked.size / 8 + 4096
 
 
 def test_a_second_answer_is_a_duplicate_and_the_last_closes_the_round():
@@ -70,18 +73,20 @@ def test_a_second_answer_is_a_duplicate_and_the_last_closes_the_round():
     round_.answer(asked[500:])
     support = Envelope.decode(round_.supports[0].value)
     assert (support["n"], support["missing"]) == (asked.size, 0)
+    assert sorted(round_.table) == [NAME]  # the round's request left with it
 
 
 def test_a_round_opened_by_the_first_layout_keeps_its_answers():
-    """A round stored with its answered users by id (before a restart on this version) goes on:
-    those users are duplicates, the others count."""
+    """A round stored with its request inline and its answered users by id (before a restart on
+    this version) goes on: those users are duplicates, the others count."""
     asked = np.arange(0, 3000, 3)
     round_ = Round(3000, asked)
     round_.answer(asked[:400])
     state = unpack(round_.table[NAME])
     first = state["rounds"]["1:1"]
-    first["answered"] = asked[:400].copy()  # the first layout: by id
+    first["answered"] = asked[:400].copy()  # the first layout: by id, the request inline
     del first["answered_at"]
+    first["request"] = unpack(round_.table.pop(f"{NAME}/request/1:1"))
     round_.table[NAME] = pack(state)
     round_.answer(asked[350:])
     assert [(d.reason, d.payload["count"]) for d in round_.letters] == [("duplicate", 50)]
