@@ -19,6 +19,7 @@ the worker writes to its tables' changelogs are summed over the timed slots.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 import uuid
@@ -151,6 +152,7 @@ def handle(args) -> int:
             process.stop()
         if broker:
             broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)  # the config, the values, the logs
     print(f"broker: {'embedded tansu (one record per batch)' if broker else bootstrap}; one worker, "
           f"{args.partitions} report partitions" + (f", {args.shards} device fleet shards" if "local" in chosen else ""))
     for timing in timings:
