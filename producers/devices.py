@@ -52,6 +52,7 @@ import numpy as np
 from pipeline.core.data import ABSENT, UserValues
 from pipeline.core.local import Request
 from pipeline.core.local.devices import Devices, block_reports
+from pipeline.core.local.user_sets import pack_users, unpack_users
 from pipeline.core.state import StateError, pack, unpack
 from pipeline.core.validation import ParameterError
 from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS
@@ -62,7 +63,11 @@ log = logging.getLogger("wevent.devices")
 MAX_REPORTS_PER_MESSAGE = 16_384  # OUE reports of d ~ 100 bins: well under Kafka's default 1 MiB message
 MAX_MESSAGE_BYTES = 900_000  # users and reports of one message, whatever d: under Kafka's default 1 MiB
 DIGEST_BYTES = 32
-LEDGER_FORMAT = "wevent-device-ledger/1"
+# /2 keeps each charge's users as a packed user set (gaps or a bitset, whichever is shorter): a
+# fleet rewrites its whole window per request, and /1's bitsets of the population made that 5 MB
+# per request at a million users. A /1 file is still read.
+LEDGER_FORMAT = "wevent-device-ledger/2"
+BITSET_LEDGER_FORMAT = "wevent-device-ledger/1"
 
 
 def request_digest(request: Request) -> bytes:
@@ -135,9 +140,10 @@ class DeviceLedger:
             raise ParameterError(f"the slots a request may run ahead must be >= 1, got {self.max_ahead}")
         self.path, self.owner = (None if path is None else Path(path)), owner
         self.spend = np.zeros(self.population)
-        # (slot, phase) -> (digest of the request charged there, its epsilon, the users it charged as
-        # a packed bitmap of the population: N/8 bytes, where their ids would take 8 bytes per user)
-        self._charged: dict[tuple[int, int], tuple[bytes, float, np.ndarray]] = {}
+        # (slot, phase) -> (digest of the request charged there, its epsilon, the users it charged as a
+        # packed user set: a bitmap or gaps between ids, whichever is shorter, at most N/8 bytes where
+        # their ids would take 8 bytes per user)
+        self._charged: dict[tuple[int, int], tuple[bytes, float, bytes]] = {}
         self.newest = int(newest)
 
     @classmethod
@@ -167,7 +173,7 @@ class DeviceLedger:
         if charged is not None:
             if charged[0] != digest:
                 raise RequestRefused("conflict", f"{where} was charged for another request")
-            return self._members(charged[2])[users]  # asked again: the same derived reports, already paid for
+            return np.isin(users, unpack_users(charged[2], self.population))  # asked again: already paid for
         epsilon = float(request.epsilon)
         if not math.isfinite(epsilon) or not 0 < epsilon <= self.epsilon:
             raise RequestRefused("bad_epsilon", f"{where} asks for epsilon = {request.epsilon!r}, outside (0, "
@@ -177,32 +183,29 @@ class DeviceLedger:
         if slot > self.newest + self.max_ahead:
             raise RequestRefused("ahead", f"{where} is more than {self.max_ahead} slots past slot {self.newest}")
         for key in [k for k in self._charged if k[0] <= slot - self.window]:  # out of every later window
-            _, spent, old = self._charged.pop(key)
-            self.spend -= spent * self._members(old)  # exactly the charged users' spend: 0.0 off the others
+            _, spent, packed = self._charged.pop(key)
+            self.spend[unpack_users(packed, self.population)] -= spent
         allowed = self.spend[users] + epsilon <= self.epsilon * (1 + 1e-12)
         chosen = users[allowed]
-        bits = np.zeros(self.population, dtype=bool)
-        bits[chosen] = True
-        self._charge(slot, phase, digest, epsilon, np.packbits(bits))
+        if not (chosen[1:] > chosen[:-1]).all():  # a fleet asks in increasing order; others may not
+            chosen = np.unique(chosen)
+        self._charge(slot, phase, digest, epsilon, chosen, pack_users(chosen, self.population))
         self.newest = slot
         if self.path is not None:
             self.save()
         return allowed
 
-    def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, bits: np.ndarray) -> None:
-        self._charged[(slot, phase)] = (digest, epsilon, bits)
-        self.spend += epsilon * self._members(bits)
-
-    def _members(self, bits: np.ndarray) -> np.ndarray:
-        """A packed bitmap of the population as one boolean per user."""
-        return np.unpackbits(bits, count=self.population).view(bool)
+    def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, users: np.ndarray,
+                packed: bytes) -> None:
+        self._charged[(slot, phase)] = (digest, epsilon, packed)
+        self.spend[users] += epsilon
 
     # --- on disk -------------------------------------------------------------------------------
     def _state(self) -> dict:
         return {"format": LEDGER_FORMAT, "owner": self.owner, "population": self.population, "window": self.window,
                 "newest": self.newest,
-                "charges": [{"slot": slot, "phase": phase, "digest": digest, "epsilon": epsilon, "users": bits}
-                            for (slot, phase), (digest, epsilon, bits) in sorted(self._charged.items())]}
+                "charges": [{"slot": slot, "phase": phase, "digest": digest, "epsilon": epsilon, "users": packed}
+                            for (slot, phase), (digest, epsilon, packed) in sorted(self._charged.items())]}
 
     def save(self) -> None:
         """Write the ledger to :attr:`path`: a new file, synced, then renamed over the old one.
@@ -238,7 +241,9 @@ class DeviceLedger:
             state = unpack(body)
         except StateError as exc:
             raise corrupt(str(exc)) from None
-        expected = {"format": LEDGER_FORMAT, "owner": self.owner, "population": self.population, "window": self.window}
+        if state.get("format") not in (LEDGER_FORMAT, BITSET_LEDGER_FORMAT):
+            raise corrupt(f"format is {state.get('format')!r}, this fleet reads {LEDGER_FORMAT!r}")
+        expected = {"owner": self.owner, "population": self.population, "window": self.window}
         for field, value in expected.items():
             if state.get(field) != value:
                 raise corrupt(f"{field} is {state.get(field)!r}, this fleet has {value!r}")
@@ -246,13 +251,19 @@ class DeviceLedger:
             newest = int(state["newest"])
             for charge in state["charges"]:
                 slot, phase, epsilon = int(charge["slot"]), int(charge["phase"]), float(charge["epsilon"])
-                digest, bits = charge["digest"], np.asarray(charge["users"])
+                digest, packed = charge["digest"], charge["users"]
                 if not newest - self.window < slot <= newest or (slot, phase) in self._charged:
                     raise ValueError(f"a charge at slot {slot} phase {phase} outside the window ending at {newest}")
-                if not math.isfinite(epsilon) or epsilon <= 0 or len(digest) != DIGEST_BYTES \
-                        or bits.dtype != np.uint8 or bits.shape != (-(-self.population // 8),):
+                if not math.isfinite(epsilon) or epsilon <= 0 or len(digest) != DIGEST_BYTES:
                     raise ValueError(f"a malformed charge at slot {slot} phase {phase}")
-                self._charge(slot, phase, bytes(digest), epsilon, bits)
+                if state["format"] == BITSET_LEDGER_FORMAT:
+                    bits = np.asarray(packed)
+                    if bits.dtype != np.uint8 or bits.shape != (-(-self.population // 8),):
+                        raise ValueError(f"a malformed charge at slot {slot} phase {phase}")
+                    users = np.flatnonzero(np.unpackbits(bits, count=self.population))
+                else:
+                    users = unpack_users(bytes(packed), self.population)
+                self._charge(slot, phase, bytes(digest), epsilon, users, pack_users(users, self.population))
         except (KeyError, TypeError, ValueError) as exc:
             raise corrupt(str(exc)) from None
         self.newest = newest

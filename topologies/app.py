@@ -29,7 +29,7 @@ from pipeline.core.randomness import DerivedRandomness
 from pipeline.stream.codecs import AuthenticationError, Envelope, check_seal, unseal
 from pipeline.stream.config import AppConfig
 from pipeline.stream.health import BrokerWatch, rate_limit_client_logs
-from pipeline.stream.kafka import KafkaCredentials
+from pipeline.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials
 from pipeline.stream.failures import ErrorLog, internal_error
 from pipeline.stream.processors import Processor, Processors
 from pipeline.stream.query import QueryService
@@ -295,7 +295,6 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
     app.agent(source, name=name)(run)
 
 
-TANSU_FETCH_WAIT_MS = 20
 TANSU_SESSION_SECONDS = 10.0  # tansu's first join takes the whole rebalance timeout: keep it short
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 # Benchmark modules under pipeline.bench, each with register(subparsers).
-BENCHMARKS = ("central", "local", "ingest", "producers", "decayed", "soak", "crash")
+BENCHMARKS = ("central", "local", "ingest", "producers", "decayed", "soak", "crash", "stream")
 
 
 def register(sub) -> None:

@@ -90,7 +90,8 @@ def handle(args) -> int:
 
     log_client_errors()  # a broker that goes away: one line per 30 s in the fleet's log, not one per retry
     # Offsets are committed by hand, each after its request's answer is delivered (see answer_requests).
-    consumer = Consumer({**consumer_config(bootstrap, group=f"wevent-devices-{'+'.join(names)}-{shard}of{shards}"),
+    consumer = Consumer({**consumer_config(bootstrap, group=f"wevent-devices-{'+'.join(names)}-{shard}of{shards}",
+                                         tansu_compat=args.tansu_compat),
                          "enable.auto.commit": False})
     producer = Producer(producer_config(bootstrap, args.tansu_compat))
     consumer.subscribe([LDP_REQUESTS])

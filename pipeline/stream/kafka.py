@@ -175,14 +175,22 @@ def producer_config(bootstrap: str, tansu_compat: bool) -> dict:
     return config
 
 
-def consumer_config(bootstrap: str, group: str | None = None) -> dict:
-    return {
+# tansu holds an idle fetch for its whole max wait even when data arrives meanwhile: librdkafka's
+# default of 500 ms would add 250 ms on average to every message a consumer waits for.
+TANSU_FETCH_WAIT_MS = 20
+
+
+def consumer_config(bootstrap: str, group: str | None = None, tansu_compat: bool = False) -> dict:
+    config = {
         **client_config(bootstrap),
         "group.id": group or "wevent-observer",
         "enable.auto.commit": group is not None,
         "auto.offset.reset": "earliest",
         "session.timeout.ms": 10_000,
     }
+    if tansu_compat:  # real Kafka answers a fetch as soon as data arrives
+        config["fetch.wait.max.ms"] = TANSU_FETCH_WAIT_MS
+    return config
 
 
 class DeliveryError(Exception):
@@ -267,9 +275,12 @@ class KafkaReportSink:
         self.messages_sent += 1
 
     def send_slot(self, slot: int, slot_start: float, slot_end: float, users: np.ndarray, values: np.ndarray) -> None:
-        if self.clock_only:
-            self.watermark(slot_end)
-            return
+        if not self.clock_only:
+            self.send_reports(slot_start, users, values)
+        self.watermark(slot_end)
+
+    def send_reports(self, slot_start: float, users: np.ndarray, values: np.ndarray) -> None:
+        """One slot's reports, without the watermark that closes it."""
         users = np.asarray(users, dtype=np.int64)
         values = np.asarray(values, dtype=np.int64)
         part = report_partition(users, self.partitions)
@@ -280,7 +291,6 @@ class KafkaReportSink:
                 batch = ReportBatch(self.stream, users[chunk], values[chunk], np.full(chunk.size, time_ms))
                 self._produce(batch.encode(), p)
         self.reports_sent += int(users.size)
-        self.watermark(slot_end)
 
     def watermark(self, time: float) -> None:
         mark = Watermark(self.stream, time).encode()

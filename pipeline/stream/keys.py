@@ -38,7 +38,7 @@ from typing import ClassVar, get_type_hints
 from .codecs import DecodeError
 
 __all__ = ["MalformedKey", "Key", "AssemblerKey", "OpenSlotKey", "PartialKey", "ReleaseKey", "StepOutputKey",
-           "MechanismPartKey", "EarlyReportsKey", "QueryEntryKey", "QueryHeadKey", "RoundKey", "StepKey", "OffsetMark",
+           "MechanismPartKey", "RoundRequestKey", "EarlyReportsKey", "QueryEntryKey", "QueryHeadKey", "RoundKey", "StepKey", "OffsetMark",
            "stream_of"]
 
 _NUMBER = re.compile(r"0|[1-9][0-9]*")
@@ -229,6 +229,20 @@ class MechanismPartKey(Key):
     tag: ClassVar[str] = "part"
     stream: str
     digest: str
+
+
+@dataclass(frozen=True)
+class RoundRequestKey(Key):
+    """A round's request, held by the collector in a key of its own: written once, while each
+    message of reports rewrites the round.
+
+    >>> RoundRequestKey("taxi", RoundKey(3, 1)).encode()
+    'taxi/request/3:1'
+    """
+
+    tag: ClassVar[str] = "request"
+    stream: str
+    round: RoundKey
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ from .codecs import (
 )
 from .config import DEVICE_KEY_ENV, AppConfig, ConfigError
 from .keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark, OpenSlotKey,
-                   PartialKey, ReleaseKey, RoundKey, StepKey, StepOutputKey, stream_of)
+                   PartialKey, ReleaseKey, RoundKey, RoundRequestKey, StepKey, StepOutputKey, stream_of)
 from .logic import StreamLogic, logic_for
 from .topics import AUDIT, DEAD_LETTERS, LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 
@@ -321,10 +321,22 @@ def seen_add(seen: np.ndarray, users: np.ndarray, population: int) -> np.ndarray
     if seen.dtype != np.uint8 and (seen.size + users.size) * 8 > population // 8:
         bits = np.zeros((population + 7) // 8, dtype=np.uint8)  # denser than a bitset: switch for good
         seen = seen_add(bits, seen, population)
-    if seen.dtype == np.uint8:
-        np.bitwise_or.at(seen, users >> 3, (128 >> (users & 7)).astype(np.uint8))
-        return seen
-    return np.union1d(seen, users)
+    if seen.dtype == np.uint8:  # through one bit per byte: several users may share a byte
+        bits = np.unpackbits(seen)
+        bits[users] = 1
+        return np.packbits(bits)
+    # a merge, not np.union1d: its hashing unique costs more than sorting two sorted runs
+    merged = np.sort(np.concatenate([seen, users]), kind="stable")
+    first = np.ones(merged.size, dtype=bool)
+    first[1:] = merged[1:] != merged[:-1]
+    return merged[first]
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted; without a sort when they are all equal (one slot per batch, as a rule)."""
+    if values.size and values.min() == values.max():
+        return values[:1]
+    return np.unique(values)
 
 
 def slots_ahead(stream) -> int:
@@ -388,7 +400,7 @@ class Assembler(Processor):
             reason[(reason == 0) & fails] = code
         groups = logic.group_of_users()
         owned = self._owned_users(stream, partition)
-        for slot in np.unique(slots[reason == 0]):
+        for slot in _distinct(slots[reason == 0]):
             idx = np.flatnonzero((reason == 0) & (slots == slot))
             key = OpenSlotKey(stream.name, partition, slot).encode()
             entry = side.get(key) or self._empty_slot(stream, logic)
@@ -433,11 +445,11 @@ class Assembler(Processor):
                          partitions: int) -> np.ndarray:
         """Keep the first report of each user not already seen in this slot; mark the rest duplicate."""
         u = users[idx]
-        already = seen_contains(seen, u // partitions)
-        _, first = np.unique(u, return_index=True)
-        keep = np.zeros(idx.size, dtype=bool)
-        keep[first] = True
-        keep &= ~already
+        keep = ~seen_contains(seen, u // partitions)
+        if not (u[1:] > u[:-1]).all():  # increasing users (as producers send them) cannot repeat
+            first = np.zeros(idx.size, dtype=bool)
+            first[np.unique(u, return_index=True)[1]] = True
+            keep &= first
         reason[idx[~keep]] = 1 + REJECT_REASONS.index("duplicate")
         return idx[keep]
 
@@ -743,6 +755,34 @@ def valid_reports(request: dict, reports: np.ndarray, n: int) -> np.ndarray:
     return np.isfinite(reports) & (np.abs(reports) <= (e + 1) / (e - 1) * (1 + 1e-12))
 
 
+def asked_positions(request: Request, users: np.ndarray) -> np.ndarray:
+    """Each user's position among the users ``request`` asks (meaningless for a user not asked).
+
+    A round keeps who answered as a set of positions: a bit per asked user at most, where a set of
+    ids could take a bit per user of the population (1.25 MB at ten million users, over the bound
+    of a table value, rewritten with every message of reports)."""
+    if request.users is None:
+        return users
+    return np.minimum(np.searchsorted(request.users, users), max(request.size - 1, 0))
+
+
+def answered_ids(answered: np.ndarray, population: int) -> np.ndarray:
+    """The ids in a seen set of user ids (sorted ids, or a bitset of the population)."""
+    if answered.dtype == np.uint8:
+        return np.flatnonzero(np.unpackbits(answered, count=population))
+    return answered
+
+
+def request_key(stream: str, round_key: str) -> str:
+    """The collector's key of a round's request (``round_key`` as a round's state holds it)."""
+    return RoundRequestKey(stream, RoundKey.decode(round_key)).encode()
+
+
+def round_request(round_: dict, stream: str, round_key: str, side: SideKeys) -> dict:
+    """A round's request: in a key of its own (inline in a round the first layout stored)."""
+    return round_["request"] if "request" in round_ else side.get(request_key(stream, round_key))
+
+
 class Collector(Processor):
     """Sums the perturbed reports of each (slot, phase) round into the oracle's support.
 
@@ -752,9 +792,10 @@ class Collector(Processor):
     M2 (phase 2, on ``dissimilarity``). A report from a user who was not asked, a second report, a
     report for a closed round, or one no oracle could produce is counted and dead-lettered.
 
-    State key: ``stream``: its open rounds (M2 opens one at a time, each holding a bit per asked
-    user, so bounded by the population) and the index of early reports; a message of reports that
-    overtook its request waits in a key of its own, ``stream/early/slot:phase/offset``, at most
+    State key: ``stream``: its open rounds (M2 opens one at a time, each holding at most a bit per
+    asked user: who answered, by position in the request) and the index of early reports. A round's
+    request is written once, in ``stream/request/slot:phase``; a message of reports that overtook
+    its request waits in a key of its own, ``stream/early/slot:phase/offset``, at most
     :data:`MAX_EARLY_MESSAGES` of them.
     """
 
@@ -792,7 +833,8 @@ class Collector(Processor):
             if key not in state["rounds"] and key not in state["closed"]:
                 request = {k: v for k, v in message.fields.items() if k != "stream"}
                 size = Request.from_dict(request).size
-                state["rounds"][key] = {"request": request, "asked": size, "answered": np.zeros(0, dtype=np.int64),
+                side.put(request_key(name, key), request)  # written once: each message of reports rewrites the round
+                state["rounds"][key] = {"asked": size, "answered_at": np.zeros(0, dtype=np.int64),
                                         "support": None, "n": 0,
                                         "deadline": now + self.logics[name].deadline_seconds}
                 for _, early in state["early"].pop(key, []):  # reports that overtook their request
@@ -800,7 +842,7 @@ class Collector(Processor):
                     side.delete(early)
         elif message.kind == "reports":
             outputs += self._accept(state, name, message.fields, topic, now, side)
-        return outputs + self._close_due(state, name, now) + self._expire_early(state, name, now, topic, side)
+        return outputs + self._close_due(state, name, now, side) + self._expire_early(state, name, now, topic, side)
 
     def _accept(self, state, name, fields: dict, topic, now: float, side: SideKeys) -> list[Out]:
         users = np.asarray(fields["users"], dtype=np.int64)
@@ -822,14 +864,19 @@ class Collector(Processor):
             side.put(early, dict(fields))
             state["early"].setdefault(key, []).append([now, early])
             return []
-        request = Request.from_dict(round_["request"])
+        fields_of_request = round_request(round_, name, key, side)
+        request = Request.from_dict(fields_of_request)
+        if "answered" in round_:  # a round a worker of the first layout opened: its answered users by id
+            round_["answered_at"] = seen_add(np.zeros(0, dtype=np.int64), asked_positions(
+                request, answered_ids(round_.pop("answered"), request.population)), request.size)
         if users.size != len(fields["reports"]):
             return self._reject(name, "malformed", topic, users, "users and reports differ in number")
-        ok = valid_reports(round_["request"], fields["reports"], users.size)
+        ok = valid_reports(fields_of_request, fields["reports"], users.size)
         asked = request.asks(users)
         first = np.zeros(users.size, dtype=bool)
         first[np.unique(users, return_index=True)[1]] = True
-        fresh = first & ~seen_contains(round_["answered"], users)
+        at = asked_positions(request, users)
+        fresh = first & ~seen_contains(round_["answered_at"], at)
         outputs = []
         for mask, reason in ((~ok, "out_of_domain"), (ok & ~asked, "unrequested"), (ok & asked & ~fresh, "duplicate")):
             if mask.any():
@@ -838,7 +885,7 @@ class Collector(Processor):
         if keep.any():
             support = request.make_oracle().support(np.asarray(fields["reports"])[keep])
             round_["support"] = support if round_["support"] is None else round_["support"] + support
-            round_["answered"] = seen_add(round_["answered"], users[keep], request.population)
+            round_["answered_at"] = seen_add(round_["answered_at"], at[keep], request.size)
             round_["n"] += int(keep.sum())
             metrics.reports_accepted.labels(name).inc(int(keep.sum()))
         return outputs
@@ -865,9 +912,9 @@ class Collector(Processor):
         return [dead_letter(reason, topic, f"{users.size} report(s) rejected: {detail}", name,
                             {"count": int(users.size), "users": users[:DEADLETTER_SAMPLE].tolist()})]
 
-    def _close_due(self, state, name, now: float, only: str | None = None) -> list[Out]:
+    def _close_due(self, state, name, now: float, side: SideKeys) -> list[Out]:
         outputs = []
-        for round_key in sorted(RoundKey.decode(k) for k in state["rounds"] if only is None or k == only):
+        for round_key in sorted(RoundKey.decode(k) for k in state["rounds"]):
             key = round_key.encode()
             round_ = state["rounds"][key]
             if round_["n"] < round_["asked"] and now < round_["deadline"]:
@@ -877,7 +924,8 @@ class Collector(Processor):
             missing = round_["asked"] - round_["n"]
             if missing:
                 metrics.ldp_missing_reports.labels(name).inc(missing)
-            request = round_["request"]
+            request = round_request(round_, name, key, side)
+            side.delete(request_key(name, key))
             support = round_["support"] if round_["support"] is not None else np.zeros(
                 1 if request["oracle"] == "hm" else request["domain_size"])
             slot, phase = round_key.slot, round_key.phase

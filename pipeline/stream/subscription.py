@@ -20,10 +20,12 @@ class Releases:
     A re-emission after a worker crash is identical to the first copy (and is skipped here).
     """
 
-    def __init__(self, bootstrap: str, streams: list[str] | None = None, topic: str = RELEASES) -> None:
+    def __init__(self, bootstrap: str, streams: list[str] | None = None, topic: str = RELEASES,
+                 tansu_compat: bool = False) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
-        self.consumer = Consumer(consumer_config(bootstrap, group=None) | {"group.id": f"wevent-subscribe-{uuid.uuid4()}"})
+        self.consumer = Consumer(consumer_config(bootstrap, group=None, tansu_compat=tansu_compat)
+                                 | {"group.id": f"wevent-subscribe-{uuid.uuid4()}"})
         # Assign partitions directly: no consumer-group join, so the first release shows at once.
         metadata = self.consumer.list_topics(topic, timeout=30)
         partitions = metadata.topics[topic].partitions if topic in metadata.topics else {}

@@ -1,0 +1,94 @@
+"""The collector's record of who answered a round: by position among the asked users.
+
+As a set of user ids it became a bitset of the whole population once enough users answered, and
+was rewritten with every message of reports: at ten million users (LPA, w = 20: 250,000 asked)
+1.25 MB, over the bound of a table value, so the round's reports were dead-lettered as too_large."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.core.local import Request
+from pipeline.core.randomness import Phase
+from pipeline.core.state import pack, unpack
+from pipeline.stream.codecs import DeadLetter, Envelope, report_seal, seal
+from pipeline.stream.config import parse_config
+from pipeline.stream.processors import MAX_MESSAGE_BYTES, Out, Processors
+from tests.stream.harness import store
+from tests.stream.test_processors import START
+
+NAME, MESSAGE = "l", 16_384  # reports per message, as a fleet sends them
+
+
+def collector_for(population: int):
+    config = parse_config({"seed": 3, "report_partitions": 1, "stream_partitions": 1, "streams": [{
+        "name": NAME, "model": "local", "mechanism": "lpa", "epsilon": 1.0, "window": 20, "domain": 2,
+        "users": population, "slot_seconds": 60, "start": START}]})
+    return config, Processors.build(config).collector
+
+
+class Round:
+    """A request and its answers through one collector, with its table in a dict."""
+
+    def __init__(self, population: int, asked: np.ndarray) -> None:
+        self.config, self.collector = collector_for(population)
+        self.table, self.offset, self.letters, self.supports = {}, 0, [], []
+        self.request = Request(1, Phase.DISSIMILARITY, 0.5, "grr", 2, population, asked)
+        body = Envelope("request", {"stream": NAME, **self.request.to_dict()}).encode()
+        self.send("ldp.requests", self.collector.keys.sealed(Out("ldp.requests", body, NAME)).value)
+
+    def send(self, topic: str, raw: bytes) -> dict:
+        outputs, updates = self.collector.process(raw, topic, 0, self.offset, self.table.get, 0.0)
+        self.offset += 1
+        store(self.table, updates)
+        self.letters += [DeadLetter.from_json(o.value) for o in outputs if o.topic == "deadletter"]
+        self.supports += [o for o in outputs if o.topic != "deadletter"]
+        return updates
+
+    def answer(self, users: np.ndarray) -> dict:
+        body = Envelope("reports", {"stream": NAME, "slot": 1, "phase": int(Phase.DISSIMILARITY), "users": users,
+                                    "reports": (users % 2).astype(np.int64)}).encode()
+        return self.send("ldp.reports", seal("ldp.reports", NAME, body, report_seal(self.config.device_key())))
+
+
+def test_a_round_of_250000_users_of_ten_million_stays_small():
+    asked = np.sort(np.random.default_rng(0).choice(10_000_000, 250_000, replace=False))
+    round_ = Round(10_000_000, asked)
+    largest = 0
+    for start in range(0, asked.size - MESSAGE, MESSAGE):  # all but the last message: the round stays open
+        updates = round_.answer(asked[start : start + MESSAGE])
+        largest = max([largest, *(len(v) for v in updates.values() if v is not None)])
+    assert not round_.letters and not round_.supports
+    assert largest < MAX_MESSAGE_BYTES / 2  # the packed request's ids and a bit per asked user
+    # each message rewrites the round: a bit per asked user and the support, not the request's ids
+    assert len(round_.table[NAME]) < asked.size / 8 + 4096
+
+
+def test_a_second_answer_is_a_duplicate_and_the_last_closes_the_round():
+    asked = np.arange(0, 3000, 3)
+    round_ = Round(3000, asked)
+    round_.answer(asked[:400])
+    round_.answer(asked[300:500])  # 100 answered already
+    assert [(d.reason, d.payload["count"]) for d in round_.letters] == [("duplicate", 100)]
+    round_.answer(asked[500:])
+    support = Envelope.decode(round_.supports[0].value)
+    assert (support["n"], support["missing"]) == (asked.size, 0)
+    assert sorted(round_.table) == [NAME]  # the round's request left with it
+
+
+def test_a_round_opened_by_the_first_layout_keeps_its_answers():
+    """A round stored with its request inline and its answered users by id (before a restart on
+    this version) goes on: those users are duplicates, the others count."""
+    asked = np.arange(0, 3000, 3)
+    round_ = Round(3000, asked)
+    round_.answer(asked[:400])
+    state = unpack(round_.table[NAME])
+    first = state["rounds"]["1:1"]
+    first["answered"] = asked[:400].copy()  # the first layout: by id, the request inline
+    del first["answered_at"]
+    first["request"] = unpack(round_.table.pop(f"{NAME}/request/1:1"))
+    round_.table[NAME] = pack(state)
+    round_.answer(asked[350:])
+    assert [(d.reason, d.payload["count"]) for d in round_.letters] == [("duplicate", 50)]
+    support = Envelope.decode(round_.supports[0].value)
+    assert (support["n"], support["missing"]) == (asked.size, 0)
