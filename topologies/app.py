@@ -24,6 +24,7 @@ from typing import Any
 import faust
 from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
+from faust.types import TP
 
 from pipeline.core.randomness import DerivedRandomness
 from pipeline.stream.codecs import AuthenticationError, Envelope, check_seal, unseal
@@ -31,6 +32,7 @@ from pipeline.stream.config import AppConfig
 from pipeline.stream.health import BrokerWatch, rate_limit_client_logs
 from pipeline.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials
 from pipeline.stream.failures import ErrorLog, internal_error
+from pipeline.stream import prometheus as metrics
 from pipeline.stream.processors import Processor, Processors
 from pipeline.stream.query import QueryService
 from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
@@ -220,6 +222,8 @@ class StatePositionedApp(faust.App):
     topic_partitions: dict[str, int] = {}
     #: (source topic names, table, processor) of every agent
     stateful_sources: list[tuple[tuple[str, ...], Any, Processor]] = []
+    #: every agent's watch for offsets its fetches passed over
+    input_gaps: list["InputGaps"] = []
 
     def _new_consumer(self):
         consumer = super()._new_consumer()
@@ -247,6 +251,8 @@ class StatePositionedApp(faust.App):
                     position = committed
                 await consumer.seek(tp, position)
                 offsets[tp] = position
+                for gaps in self.input_gaps:
+                    gaps.forget(tp.topic, tp.partition)  # a jump to a sought position is no gap
             return offsets
 
         consumer.seek_to_committed = seek_to_state
@@ -266,12 +272,67 @@ class StatePositionedApp(faust.App):
         return min(offsets) if offsets else None
 
 
+class InputGaps:
+    """Notices the offsets a fetch passed over on a source partition, so that an agent reads them.
+
+    No source of ours has holes between offsets (none is compacted, no producer of ours uses
+    transactions), yet tansu can leave one: with two device shards writing one ``ldp.reports``
+    partition at once, a fetch returned the records after one message of reports and never that
+    message, and the consumer's position passed it for good; its round closed at the deadline,
+    short of its answers, with nothing rejected. So an offset past the next one expected means a
+    record was skipped: the agent seeks back to the hole, ignores what was fetched past it until
+    the re-read arrives, and applies from there. A hole still there when the re-read passes it (a
+    transaction marker of a foreign producer on Kafka) is accepted, logged and counted.
+    """
+
+    APPLY, SKIP, SEEK = "apply", "skip", "seek"
+
+    def __init__(self) -> None:
+        self._next: dict[tuple[str, int], int] = {}
+        self._rereading: dict[tuple[str, int], tuple[int, int]] = {}  # (hole, highest offset ignored)
+
+    def forget(self, topic: str, partition: int) -> None:
+        """The partition was sought (a restart or rebalance): its next offset is what comes."""
+        self._next.pop((topic, partition), None)
+        self._rereading.pop((topic, partition), None)
+
+    def check(self, topic: str, partition: int, offset: int) -> tuple[str, int]:
+        """What to do with the record at ``offset``: (APPLY, offset), (SKIP, offset) or (SEEK, hole)."""
+        tp = (topic, partition)
+        if tp in self._rereading:
+            hole, ignored = self._rereading[tp]
+            if offset > ignored:  # fetched before the seek took effect
+                self._rereading[tp] = (hole, offset)
+                return self.SKIP, offset
+            del self._rereading[tp]
+            if offset > hole:
+                log.warning("%s[%d]: offsets %d..%d are absent after a re-read; going on from %d",
+                            topic, partition, hole, offset - 1, offset)
+                metrics.input_gaps.labels(topic, "absent").inc(offset - hole)
+        elif tp in self._next and offset > self._next[tp]:
+            hole = self._next[tp]
+            log.warning("%s[%d]: a fetch passed over offsets %d..%d; reading them again",
+                        topic, partition, hole, offset - 1)
+            metrics.input_gaps.labels(topic, "reread").inc(offset - hole)
+            self._rereading[tp] = (hole, offset)
+            return self.SEEK, hole
+        self._next[tp] = offset + 1
+        return self.APPLY, offset
+
+
 def _agent(app: faust.App, name: str, source, table, processor: Processor, topics: dict) -> None:
     app.stateful_sources = [*app.stateful_sources, (tuple(source.topics), table, processor)]
+    gaps = InputGaps()
+    app.input_gaps = [*app.input_gaps, gaps]
 
     async def run(stream):
         async for event in stream.events():
             message = event.message
+            action, offset = gaps.check(message.topic, message.partition, message.offset)
+            if action == InputGaps.SEEK:
+                await app.consumer.seek(TP(message.topic, message.partition), offset)
+            if action != InputGaps.APPLY:
+                continue
             try:
                 outputs, updates = processor.process(
                     event.value, message.topic, message.partition, message.offset,
