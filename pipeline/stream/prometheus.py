@@ -55,8 +55,8 @@ ldp_missing_reports = Counter(
 )
 input_gaps = Counter(
     "wevent_input_gaps_total",
-    "Offsets a fetch passed over on a source partition: re-read (outcome reread) or still absent after a "
-    "re-read (outcome absent)",
+    "Offsets a fetch passed over on a source partition: read again (outcome reread), or still absent after "
+    "waiting for them (outcome absent)",
     ["topic", "outcome"],
 )
 slot_close_latency = Histogram(
