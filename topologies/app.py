@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 import faust
+from aiokafka.errors import IllegalStateError
 from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
 from faust.types import TP
@@ -340,7 +341,11 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
             action, offset = gaps.check(message.topic, message.partition, message.offset, time.monotonic())
             if action == InputGaps.SEEK:
                 await asyncio.sleep(HOLE_RETRY_SECONDS)
-                await app.consumer.seek(TP(message.topic, message.partition), offset)
+                try:
+                    await app.consumer.seek(TP(message.topic, message.partition), offset)
+                except IllegalStateError as exc:  # revoked meanwhile: its next owner seeks it to its state
+                    log.info("could not read %s[%d] again from %d: %s", message.topic, message.partition, offset, exc)
+                    gaps.forget(message.topic, message.partition)
             if action != InputGaps.APPLY:
                 continue
             try:
