@@ -44,6 +44,11 @@ def random_counts(rng: np.random.Generator, slots: int, domain: int, scale: floa
     return rng.poisson(scale, (slots, domain)).astype(float)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "tansu_only(reason): a broker test that runs on the embedded tansu broker only")
+    config.addinivalue_line("markers", "slow_on_kafka: a broker test whose Apache Kafka copy is slow")
+
+
 @pytest.fixture(scope="session")
 def apache_kafka(tmp_path_factory):
     """A one-node Apache Kafka (KRaft) for the whole session; the jars are fetched on first use."""

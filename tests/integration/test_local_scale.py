@@ -33,9 +33,9 @@ def test_lpa_at_200000_users_equals_simulate_and_passes_the_audit(cluster_factor
     dump = tmp_path / "sin.npz"
     UserValues(values, 2, user_ids=[str(u) for u in range(USERS)], slot_seconds=60, start=START).save(dump)
     fleets = [DevicesProcess(cluster.config_path, "sin", dump, cluster.bootstrap, tmp_path / f"devices-{k}.log",
-                             tansu_compat=True, shard=k, shards=2).start() for k in range(2)]
+                             tansu_compat=cluster.tansu_compat, shard=k, shards=2).start() for k in range(2)]
     try:
-        sink = KafkaReportSink(cluster.bootstrap, "sin", 2, tansu_compat=True, clock_only=True)
+        sink = KafkaReportSink(cluster.bootstrap, "sin", 2, tansu_compat=cluster.tansu_compat, clock_only=True)
         stream = config.stream("sin")
         for slot in range(1, SLOTS + 1):
             sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), None, None)
