@@ -102,7 +102,7 @@ class Cluster:
         self.tmp_path = tmp_path
         self.config_path = write_config(config, tmp_path)
         self.workers: list[WorkerProcess] = []
-        create_topics(broker.bootstrap, config.topics())
+        create_topics(broker.bootstrap, config.topics(), replication=config.replication_factor)
 
     @property
     def bootstrap(self) -> str:
