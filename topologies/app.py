@@ -29,6 +29,7 @@ from faust.sensors.prometheus import setup_prometheus_sensors
 
 from pipeline.core.randomness import DerivedRandomness
 from pipeline.errors import UsageError
+from pipeline.stream import metrics
 from pipeline.stream.codecs import AuthenticationError, Envelope, check_seal, unseal
 from pipeline.stream.config import AppConfig
 from pipeline.stream.health import BrokerWatch, rate_limit_client_logs
@@ -120,7 +121,23 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
 
     _health(app, config, bootstrap, stall_seconds)
     _query_service(app, config, processors)
+    _forget_lost_streams(app, config)
     return app
+
+
+def _forget_lost_streams(app: faust.App, config: AppConfig) -> None:
+    """After a rebalance, a worker serves the gauges only of the streams whose partition it still
+    has: stale ones would sit beside the new owner's on a dashboard summing over workers."""
+    def partition(name: str) -> int:
+        return (murmur2(name.encode()) & 0x7FFFFFFF) % config.stream_partitions
+
+    async def on_assigned(sender, assigned, **kwargs) -> None:
+        owned = {tp.partition for tp in assigned if tp.topic == "dissimilarity"}
+        for stream in config.streams:
+            if partition(stream.name) not in owned:
+                metrics.forget_stream(stream.name)
+
+    app.on_partitions_assigned.connect(on_assigned)
 
 
 def _health(app: faust.App, config: AppConfig, bootstrap: str, stall_seconds: float) -> None:
