@@ -100,7 +100,7 @@ class KafkaRun:
                 out[name, record.slot] = record.release.tolist()
         return out
 
-    def read_releases(self, timeout: float = 240.0, idle: float = 20.0) -> list[ReleaseRecord]:
+    def read_releases(self, timeout: float = 240.0, idle: float = 5.0) -> list[ReleaseRecord]:
         """Every record on ``releases`` a ``read_committed`` consumer sees (duplicates included),
         once each (stream, slot) has arrived and nothing more came for ``idle`` seconds."""
         from confluent_kafka import Consumer, TopicPartition
