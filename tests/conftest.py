@@ -46,7 +46,6 @@ def random_counts(rng: np.random.Generator, slots: int, domain: int, scale: floa
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "tansu_only(reason): a broker test that runs on the embedded tansu broker only")
-    config.addinivalue_line("markers", "slow_on_kafka: a broker test whose Apache Kafka copy is slow")
 
 
 @pytest.fixture(scope="session")

@@ -11,9 +11,10 @@ import pytest
 
 from pipeline.stream.apache_kafka import KafkaCluster
 from pipeline.stream.processes import wait_until
+from tests.integration.conftest import KAFKA_LONG
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, KAFKA_LONG]
 
 OUTAGE = 10.0  # seconds a killed broker stays down
 

@@ -9,13 +9,12 @@ that takes over recovers table state behind the offsets the killed one's transac
 (it logs "reading reports[0] from offset 0, where its state stands, not from the committed 16"),
 so it reads those inputs again and re-emits their releases in a new transaction; Faust's own
 issues report the same class of fault (faust-streaming/faust#323 and #177, robinhood/faust#340).
-Consumers therefore deduplicate by (stream, slot) either way. The kill runs take minutes: they
-run with ``WEVENT_KAFKA_KILL_TRIALS=1``.
+Consumers therefore deduplicate by (stream, slot) either way. The runs on Apache Kafka take
+minutes: they run with ``WEVENT_KAFKA_LONG=1``.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -24,13 +23,12 @@ import pytest
 from pipeline.stream.broker import EmbeddedBroker, create_topics
 from pipeline.stream.config import parse_config
 from pipeline.stream.processes import wait_until, write_config
+from tests.integration.conftest import KAFKA_LONG
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates
 
 pytestmark = [pytest.mark.integration]
 
 KILLS = 2  # a worker SIGKILLed, and another started, in every third of the slots
-KILL_TRIALS = pytest.mark.skipif(os.environ.get("WEVENT_KAFKA_KILL_TRIALS") != "1",
-                                 reason="minutes of worker kills on Apache Kafka: set WEVENT_KAFKA_KILL_TRIALS=1")
 
 
 def test_exactly_once_on_tansu_is_refused_in_one_line(tmp_path):
@@ -55,6 +53,7 @@ def kafka(apache_kafka):
 
 
 @pytest.mark.slow
+@KAFKA_LONG
 def test_exactly_once_releases_equal_an_uninterrupted_run(kafka, tmp_path):
     run = KafkaRun(kafka.bootstrap, tmp_path, streams=2, partitions=2, slots=6, guarantee="exactly_once")
     try:
@@ -69,7 +68,7 @@ def test_exactly_once_releases_equal_an_uninterrupted_run(kafka, tmp_path):
 
 
 @pytest.mark.slow
-@KILL_TRIALS
+@KAFKA_LONG
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
 def test_worker_kills_change_no_release(kafka, tmp_path, guarantee):
     run = KafkaRun(kafka.bootstrap, tmp_path, streams=2, partitions=2, slots=12, guarantee=guarantee)

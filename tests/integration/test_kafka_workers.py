@@ -12,9 +12,10 @@ import sys
 import pytest
 
 from pipeline.stream.processes import wait_until
+from tests.integration.conftest import KAFKA_LONG
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates, metrics
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, KAFKA_LONG]
 
 GAUGE = re.compile(r'^wevent_last_released_slot\{stream="([^"]+)"\}', re.MULTILINE)
 
