@@ -119,7 +119,7 @@ def handle(args) -> int:
     from ..core.data import UserValues
     from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
     from ..stream.config import parse_config
-    from ..stream.processes import DevicesProcess, WorkerProcess, write_config
+    from ..stream.child_processes import DevicesProcess, WorkerProcess, write_config
 
     check_cells(slots=args.slots + 1, users=args.users)  # the values of every slot are held at once
     chosen = _mechanisms(args)

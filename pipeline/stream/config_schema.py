@@ -488,11 +488,16 @@ STREAM_FIELDS: dict[str, Field] = {
     "labels": Field(TextList(Text(200), 2**20), "a name for each value"),
     "query": Field(QUERY, "decayed range queries over the stream"),
 }
+PROCESSING_GUARANTEES = ("at_least_once", "exactly_once")
 APP_FIELDS: dict[str, Field] = {
     "app": Field(NAME, "the Faust app id: consumer group and table topics"),
     "report_partitions": Field(Integer(1, 10000), "partitions of the reports topic"),
     "stream_partitions": Field(Integer(1, 10000), "partitions of the stream-keyed topics"),
     "seed": Field(Integer(0, 2**63 - 1), "reproducible noise (experiments); production sets WEVENT_NOISE_KEY"),
+    "processing_guarantee": Field(Choice(PROCESSING_GUARANTEES), "at_least_once (default; any broker) or "
+                                  "exactly_once (Kafka transactions: Apache Kafka, not the embedded tansu)"),
+    "replication_factor": Field(Integer(1, 100), "copies of every topic the app creates, changelogs included "
+                                "(default 1; 3 on a production cluster)"),
     "streams": Field(StreamList(), "the streams", required=True),
 }
 
