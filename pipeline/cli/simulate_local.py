@@ -1,4 +1,4 @@
-"""The local-model family of ``wevent simulate``: LBU, LSP, LBD, LBA, LPU, LPD, LPA, LP-DSAT_w (LDP-IDS).
+"""The local-model family of ``wevent simulate``: LBU, LSP, LBD, LBA, LPU, LPD, LPA and the extensions (LDP-IDS).
 
 Every user's value at every slot comes from a synthetic stream (binary LNS/Sin/Log; their "-Con"
 versions with ``--task mean``) or a ``.npz`` dump of user values; devices perturb the values of
@@ -29,6 +29,16 @@ from ._common import LIMITS, UsageError, integer, probability, progress, real, u
 
 _CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
 _AVERAGED = ("mae", "mre", "mse", "cfpu", "bits_per_user_per_slot", "publications", "approximations")
+
+
+def _model_options(args) -> dict:
+    """The synthetic model's parameters the command line sets (LDP-IDS Fig. 6(c)(d) sweeps them)."""
+    given = {"lns": ("--lns-std", args.lns_std, "step_std"), "sin": ("--sin-b", args.sin_b, "frequency")}
+    for dataset, (flag, value, _) in given.items():
+        if value is not None and (args.input or args.dataset != dataset):
+            raise UsageError(f"{flag} applies to --dataset {dataset} only")
+    flag, value, option = given.get(args.dataset, (None, None, None))
+    return {} if value is None else {option: value}
 
 
 @dataclass
@@ -63,7 +73,7 @@ class LocalFamily:
         group.add_argument("--var-mode", choices=VAR_MODES, default="exact_avg", help="form of V(eps, n) in dis and "
                            "err (default: exact_avg; paper_literal reproduces the printed formulas)")
         group.add_argument("--beta", type=probability(open_low=True, open_high=True), default=0.5,
-                           help="LBD/LBA/LPD/LPA/LP-DSAT_w: share of budget or users "
+                           help="LBD/LBA/LPD/LPA/LB-DSAT_w/LP-DSAT_w: share of budget or users "
                            "given to the dissimilarity (default: 0.5)")
         group.add_argument("--u-min", type=user_count, default=1,
                            help="LPD: fewest users a publication may ask (default: 1)")
@@ -74,6 +84,10 @@ class LocalFamily:
         group.add_argument("--sigma", type=real(above=0), default=0.1,
                            help="mean task: spread of the -Con values around p_t "
                            "(default: 0.1; the paper prints 10)")
+        group.add_argument("--lns-std", type=real(above=0, maximum=1), default=None,
+                           help="--dataset lns: sqrt(Q), the walk's step deviation (default: 0.0025)")
+        group.add_argument("--sin-b", type=real(above=0, maximum=10), default=None,
+                           help="--dataset sin: b, the sine's frequency per slot (default: 0.01)")
         group.add_argument("--block-size", type=user_count, default=DEFAULT_BLOCK_SIZE, help="users per device block "
                            f"(default: {DEFAULT_BLOCK_SIZE})")
         group.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1,
@@ -90,7 +104,7 @@ class LocalFamily:
                 raise UsageError("the local model needs every user's values: give a dump "
                                  "(`wevent replay ... --dump`), not a CSV of counts")
             return _dump_data(UserValues.load(args.input))
-        stream = synthetic(args.dataset, args.users, args.slots, args.seed)
+        stream = synthetic(args.dataset, args.users, args.slots, args.seed, **_model_options(args))
         if args.task == "mean":
             values = lambda t: stream.continuous_values_at(t, args.sigma, args.bound)  # noqa: E731
             # the true mean is the unclipped one: clipping into [0, B] biases what devices report (LDP-IDS §7.2.6)
@@ -112,7 +126,7 @@ class LocalFamily:
             devices=Devices.from_seed(seed, args.stream, block_size=args.block_size, mode=args.mode),
         )
         cls = MECHANISMS[mechanism]
-        if mechanism in ("lbd", "lba", "lpd", "lpa", "lp-dsat"):
+        if mechanism in ("lbd", "lba", "lpd", "lpa", "lb-dsat", "lp-dsat"):
             options["beta"] = args.beta
         if mechanism in ("lpd", "lpa"):
             options["pool"] = args.pool
