@@ -9,6 +9,7 @@ budget and splits the users. LB-DSAT_w and LB-RescueDP are the extensions' budge
 
 from ._base import AdaptiveMechanism, BudgetDivision, LocalMechanism, PopulationDivision
 from .adaptive import ORACLE_NAMES, choose, make_oracle
+from .clipping import ClippingThreshold
 from .devices import DEFAULT_BLOCK_SIZE, MODES, Devices, block_reports
 from .grr import GRR
 from .hybrid import HybridMechanism
@@ -35,7 +36,7 @@ __all__ = [
     "LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision",
     "LBU", "LSP", "LBD", "LBA", "LPU", "LPD", "LPA", "LBDSAT", "LBRescueDP", "LPDSAT", "LPRescueDP",
     "MECHANISMS",
-    "LocalOracle", "GRR", "OUE", "HybridMechanism", "choose", "make_oracle", "ORACLE_NAMES", "VAR_MODES",
+    "LocalOracle", "GRR", "OUE", "HybridMechanism", "ClippingThreshold", "choose", "make_oracle", "ORACLE_NAMES", "VAR_MODES",
     "Devices", "block_reports", "MODES", "DEFAULT_BLOCK_SIZE",
     "Request", "LocalDissimilarity", "LocalStepResult", "PopulationLedger", "UserLedger",
 ]
