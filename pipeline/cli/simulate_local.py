@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.data import ABSENT, UserValues, is_dump
-from ..core.local import MECHANISMS, MODES, VAR_MODES, Devices, UserLedger
+from ..core.local import MECHANISMS, MODES, VAR_MODES, ClippingThreshold, Devices, UserLedger
 from ..core.local.devices import DEFAULT_BLOCK_SIZE
 from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc
 from ..core.metrics import FREQUENCY_MRE_FLOOR, mae, mre, mse
@@ -41,6 +41,19 @@ def _model_options(args) -> dict:
     return {} if value is None else {option: value}
 
 
+def _selected_bound(args, stream) -> float:
+    """The clipping bound in ``[0, --bound]`` a calibration period picks (LDP-IDS Section 6.1.2).
+
+    Every user reports a bucket of their value once, w or more slots before the stream starts, so
+    no window holds both a calibration report and a stream report; slot 1's values stand in for
+    that period's. The bound is tuned for an estimate from ``N / w`` users, a population-division
+    publication of the uniform share.
+    """
+    calibration = ClippingThreshold(args.epsilon, args.bound, max(1, args.users // args.window),
+                                    buckets=args.bound_buckets)
+    return calibration.calibrate(stream.continuous_draws_at(1, args.sigma), np.random.default_rng([args.seed, 3]))
+
+
 @dataclass
 class LocalData:
     """What a local simulation needs: every user's value per slot, and what releases estimate."""
@@ -49,6 +62,7 @@ class LocalData:
     truth: np.ndarray  # (T, d): what the releases estimate (frequencies, or the mean)
     values_at: Callable[[int], np.ndarray]  # 1-based slot -> every user's value
     bins: int  # leading bins the metrics use (an ABSENT category, if any, is the last bin)
+    bound: float | None = None  # the mean task's clipping bound
 
     @property
     def domain_size(self) -> int:
@@ -84,6 +98,10 @@ class LocalFamily:
         group.add_argument("--sigma", type=real(above=0), default=0.1,
                            help="mean task: spread of the -Con values around p_t "
                            "(default: 0.1; the paper prints 10)")
+        group.add_argument("--select-bound", action="store_true", help="mean task: clip at the threshold in "
+                           "[0, B] a calibration period of reports picks, not at B")
+        group.add_argument("--bound-buckets", type=integer(2, 1_000_000), default=100,
+                           help="--select-bound: buckets of [0, B], the thresholds it chooses from (default: 100)")
         group.add_argument("--lns-std", type=real(above=0, maximum=1), default=None,
                            help="--dataset lns: sqrt(Q), the walk's step deviation (default: 0.0025)")
         group.add_argument("--sin-b", type=real(above=0, maximum=10), default=None,
@@ -105,11 +123,14 @@ class LocalFamily:
                                  "(`wevent replay ... --dump`), not a CSV of counts")
             return _dump_data(UserValues.load(args.input))
         stream = synthetic(args.dataset, args.users, args.slots, args.seed, **_model_options(args))
+        if args.select_bound and args.task != "mean":
+            raise UsageError("--select-bound chooses the clipping bound of --task mean")
         if args.task == "mean":
-            values = lambda t: stream.continuous_values_at(t, args.sigma, args.bound)  # noqa: E731
+            bound = _selected_bound(args, stream) if args.select_bound else args.bound
+            values = lambda t: stream.continuous_values_at(t, args.sigma, bound)  # noqa: E731
             # the true mean is the unclipped one: clipping into [0, B] biases what devices report (LDP-IDS §7.2.6)
             truth = np.array([[stream.continuous_draws_at(t, args.sigma).mean()] for t in range(1, stream.slots + 1)])
-            return LocalData(stream.users, truth, values, 1)
+            return LocalData(stream.users, truth, values, 1, bound)
         if stream.slots * stream.users <= _CACHED_VALUES:  # every mechanism and run reuses the same values
             matrix = stream.values()
             return LocalData(stream.users, stream.counts / stream.users, lambda t: matrix[t - 1], 2)
@@ -121,7 +142,7 @@ class LocalFamily:
         options = dict(
             oracle="hm" if args.task == "mean" else args.oracle,
             var_mode=args.var_mode,
-            bound=args.bound if args.task == "mean" else None,
+            bound=data.bound,
             randomness=DerivedRandomness(SecretKey.from_seed(seed), args.stream),
             devices=Devices.from_seed(seed, args.stream, block_size=args.block_size, mode=args.mode),
         )
