@@ -4,7 +4,7 @@ Every user's value at every slot comes from a synthetic stream (binary LNS/Sin/L
 versions with ``--task mean``) or a ``.npz`` dump of user values; devices perturb the values of
 the users each request asks and the mechanism sees only the reports' sums. The summary adds the
 communication (CFPU, bits per user per slot), the largest per-user window spend and report
-count, and with ``--roc`` the event-monitoring AUC (LDP-IDS, Section 7.1.4 of the SIGMOD version).
+count, and with ``--roc`` the event-monitoring ROC curve and its area (LDP-IDS, Section 7.1.4 of the SIGMOD version).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from ..core.data import ABSENT, UserValues, is_dump
 from ..core.local import MECHANISMS, MODES, VAR_MODES, ClippingThreshold, Devices, UserLedger
 from ..core.local.devices import DEFAULT_BLOCK_SIZE
-from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc
+from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc, roc_curve
 from ..core.metrics import FREQUENCY_MRE_FLOOR, mae, mre, mse
 from ..core.randomness import DerivedRandomness, SecretKey
 from ..core.simulation import SimulationRun
@@ -28,6 +28,7 @@ from ..stream.logic import local_release_extras
 from ._common import LIMITS, UsageError, integer, probability, progress, real, user_count
 
 _CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
+ROC_FPR = np.linspace(0.0, 1.0, 21)  # --roc reports the ROC curve's true positive rate at these false positive rates
 _AVERAGED = ("mae", "mre", "mse", "cfpu", "bits_per_user_per_slot", "publications", "approximations")
 
 
@@ -111,7 +112,8 @@ class LocalFamily:
         group.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1,
                            help="repeat with this many noise keys (seed, seed+1, ...) "
                            "and average the errors (default: 1)")
-        group.add_argument("--roc", action="store_true", help="add the event-monitoring ROC AUC to the summary")
+        group.add_argument("--roc", action="store_true", help="add the event-monitoring ROC curve "
+                           "(true positive rates at 21 false positive rates) and its area to the summary")
 
     # --- data --------------------------------------------------------------------------------
     def data(self, args) -> LocalData:
@@ -191,10 +193,13 @@ class LocalFamily:
             users=data.population,
         )
         if roc:
+            summary["roc_fpr"] = ROC_FPR.tolist()
             try:
-                summary["roc_auc"] = roc_auc(*reversed(monitoring_events(releases, truth)))
+                labels, scores = monitoring_events(releases, truth)
+                summary["roc_auc"] = roc_auc(scores, labels)
+                summary["roc_tpr"] = np.interp(ROC_FPR, *roc_curve(scores, labels)).tolist()
             except ParameterError:
-                summary["roc_auc"] = None  # the true stream has no event (or only events)
+                summary["roc_auc"] = summary["roc_tpr"] = None  # the true stream has no event (or only events)
         return summary
 
 
@@ -217,6 +222,8 @@ def _average(summaries: list[dict]) -> dict:
         aucs = [s.get("roc_auc") for s in summaries if s.get("roc_auc") is not None]
         if "roc_auc" in first:
             first["roc_auc"] = float(np.mean(aucs)) if aucs else None
+            curves = [s["roc_tpr"] for s in summaries if s.get("roc_tpr") is not None]
+            first["roc_tpr"] = np.mean(curves, axis=0).tolist() if curves else None  # vertical averaging
         first["max_window_epsilon"] = max(s["max_window_epsilon"] for s in summaries)
         first["max_reports_per_user_in_window"] = max(s["max_reports_per_user_in_window"] for s in summaries)
     first["runs"] = len(summaries)
