@@ -9,6 +9,7 @@ count, and with ``--roc`` the event-monitoring ROC curve and its area (LDP-IDS, 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -40,6 +41,15 @@ def _model_options(args) -> dict:
             raise UsageError(f"{flag} applies to --dataset {dataset} only")
     flag, value, option = given.get(args.dataset, (None, None, None))
     return {} if value is None else {option: value}
+
+
+@functools.lru_cache(maxsize=1)
+def _stream_values(dataset: str, users: int, slots: int, seed: int, options: tuple) -> np.ndarray:
+    """A synthetic stream's (slots, users) values, kept for the next call in this process, since
+    `wevent reproduce` runs every method of one stream in a row in one process."""
+    matrix = synthetic(dataset, users, slots, seed, **dict(options)).values()
+    matrix.flags.writeable = False
+    return matrix
 
 
 def _selected_bound(args, stream) -> float:
@@ -134,7 +144,8 @@ class LocalFamily:
             truth = np.array([[stream.continuous_draws_at(t, args.sigma).mean()] for t in range(1, stream.slots + 1)])
             return LocalData(stream.users, truth, values, 1, bound)
         if stream.slots * stream.users <= _CACHED_VALUES:  # every mechanism and run reuses the same values
-            matrix = stream.values()
+            matrix = _stream_values(args.dataset, args.users, args.slots, args.seed,
+                                    tuple(sorted(_model_options(args).items())))
             return LocalData(stream.users, stream.counts / stream.users, lambda t: matrix[t - 1], 2)
         return LocalData(stream.users, stream.counts / stream.users, stream.values_at, 2)
 
