@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup deploy-tools kafka-jars run test test-quick clean
+.PHONY: setup deploy-tools kafka-jars run test test-quick test-kafka clean
 
 setup: $(VENV)/.installed
 
@@ -52,6 +52,10 @@ test: setup deploy-tools kafka-jars
 
 test-quick: setup deploy-tools kafka-jars
 	$(PY) -m pytest -m "not slow"
+
+# Every integration test on Apache Kafka, the long runs included (about 20 minutes more).
+test-kafka: setup kafka-jars
+	WEVENT_KAFKA_LONG=1 $(PY) -m pytest tests/integration -k kafka
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -44,6 +44,10 @@ def random_counts(rng: np.random.Generator, slots: int, domain: int, scale: floa
     return rng.poisson(scale, (slots, domain)).astype(float)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "tansu_only(reason): a broker test that runs on the embedded tansu broker only")
+
+
 @pytest.fixture(scope="session")
 def apache_kafka(tmp_path_factory):
     """A one-node Apache Kafka (KRaft) for the whole session; the jars are fetched on first use."""

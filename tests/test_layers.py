@@ -96,3 +96,40 @@ def test_the_checks_see_every_form_of_import(source, module, found):
     names = imports(source, module)
     assert found in names
     assert offenders({module: names}, (module,), (found,)) != []
+
+
+def project_names_imported() -> list[tuple[str, str, str]]:
+    """(importer, module, name) of every ``from <project module> import name``, those inside
+    functions included: a lazy import is only checked when its function runs."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            module, is_package = module_name(path), path.name == "__init__.py"
+            parts = module.split(".") if is_package else module.split(".")[:-1]
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom):
+                    base = parts[: len(parts) - node.level + 1] if node.level else []
+                    origin = ".".join([*base, *([node.module] if node.module else [])])
+                    if within(origin, PACKAGES) and origin != "topologies.app":
+                        found += [(module, origin, alias.name) for alias in node.names]
+    return found
+
+
+def test_every_name_imported_from_the_project_exists():
+    """A module renamed or a function moved breaks the lazy imports that name it only when they run
+    (a bench, a rarely used command): every one is resolved here."""
+    import importlib
+
+    missing = []
+    for importer, origin, name in project_names_imported():
+        try:
+            target = importlib.import_module(origin)
+        except ImportError as exc:
+            missing.append(f"{importer}: {origin} ({exc})")
+            continue
+        if not hasattr(target, name):
+            try:
+                importlib.import_module(f"{origin}.{name}")
+            except ImportError:
+                missing.append(f"{importer}: {origin}.{name}")
+    assert not missing, "\n".join(missing)

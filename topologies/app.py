@@ -28,6 +28,8 @@ from faust.sensors.prometheus import setup_prometheus_sensors
 from faust.types import TP
 
 from pipeline.core.randomness import DerivedRandomness
+from pipeline.errors import UsageError
+from pipeline.stream import prometheus as metrics
 from pipeline.stream.codecs import AuthenticationError, Envelope, check_seal, unseal
 from pipeline.stream.config import AppConfig
 from pipeline.stream.health import BrokerWatch, rate_limit_client_logs
@@ -46,6 +48,15 @@ HEALTH_INTERVAL = 2.0  # seconds between two looks at the broker
 LOST_BROKER_STATUS = 3
 
 
+def processing_guarantee(config: AppConfig, tansu_compat: bool) -> str:
+    """The config's guarantee; exactly-once needs Kafka transactions, which tansu lacks (its
+    InitProducerId fails), so it is refused there in one line rather than at the first send."""
+    if config.processing_guarantee == "exactly_once" and tansu_compat:
+        raise UsageError('processing_guarantee = "exactly_once" needs Kafka transactions, which the embedded tansu '
+                         'broker does not have: use "at_least_once" there (releases are idempotent by stream and slot)')
+    return config.processing_guarantee
+
+
 def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bind: str = "127.0.0.1",
               tansu_compat: bool = False, datadir: str | None = None,
               stall_seconds: float = DEFAULT_STALL_SECONDS, session_seconds: float | None = None) -> faust.App:
@@ -62,7 +73,8 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
     options = dict(
         broker=f"kafka://{bootstrap}",
         store="memory://",
-        processing_guarantee="at_least_once",  # transactions are not available on every broker (tansu)
+        processing_guarantee=processing_guarantee(config, tansu_compat),
+        topic_replication_factor=config.replication_factor,
         web_port=web_port,
         web_bind=web_bind,
         web_tables_enabled=False,
@@ -117,7 +129,20 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
 
     _health(app, config, bootstrap, stall_seconds)
     _query_service(app, config, processors)
+    _forget_lost_streams(app, config)
     return app
+
+
+def _forget_lost_streams(app: faust.App, config: AppConfig) -> None:
+    """After a rebalance, a worker serves the gauges only of the streams whose partition it still
+    has: stale ones would sit beside the new owner's on a dashboard summing over workers."""
+    async def on_assigned(sender, assigned, **kwargs) -> None:
+        owned = {tp.partition for tp in assigned if tp.topic == MEASUREMENTS}
+        for stream in config.streams:
+            if key_partition(stream.name, config.stream_partitions) not in owned:
+                metrics.forget_stream(stream.name)
+
+    app.on_partitions_assigned.connect(on_assigned)
 
 
 def _health(app: faust.App, config: AppConfig, bootstrap: str, stall_seconds: float) -> None:

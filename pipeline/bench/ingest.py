@@ -1,6 +1,8 @@
 """``wevent bench ingest``: central-model reports per second through a real broker and worker.
 
-Three measurements in one run, against the embedded broker (or ``--bootstrap``):
+Three measurements in one run, against the embedded broker, a local Apache Kafka
+(``--apache-kafka``: one KRaft node started for the run, :mod:`pipeline.stream.apache_kafka`) or
+any Kafka (``--bootstrap``):
 
 1. batched binary: every slot's reports packed into report batches (up to 65,536 reports per
    message), sent as fast as possible; the rate is reports sent / time until the last release;
@@ -36,7 +38,10 @@ def register(sub) -> None:
     p.add_argument("--json-reports", type=user_count, default=20_000, help="reports in the JSON run (default: 20000)")
     p.add_argument("--latency-slots", type=slot_count, default=40, help="paced slots for the latency run (default: 40)")
     p.add_argument("--partitions", type=partition_count, default=2, help="partitions of the reports topic (default: 2)")
-    p.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="a Kafka to use instead of the embedded broker")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="a Kafka to use instead of the embedded broker")
+    where.add_argument("--apache-kafka", action="store_true",
+                       help="start a one-node Apache Kafka (KRaft; Java and Maven needed) for the run")
     p.set_defaults(handler=handle)
 
 
@@ -60,9 +65,16 @@ def _wait_for(releases: Releases, stream: str, slot: int, timeout: float = 600) 
 
 def handle(args) -> int:
     config = _config(args.users, args.partitions)
-    bootstrap = reachable_kafka(args.bootstrap) if resolve_bootstrap(args.bootstrap) else None
-    broker = None if bootstrap else EmbeddedBroker().start()
-    bootstrap = bootstrap or broker.bootstrap
+    kafka = broker = None
+    if args.apache_kafka:
+        from ..stream.apache_kafka import KafkaCluster
+
+        kafka = KafkaCluster(1).start()
+        bootstrap = kafka.bootstrap
+    else:
+        bootstrap = reachable_kafka(args.bootstrap) if resolve_bootstrap(args.bootstrap) else None
+        broker = None if bootstrap else EmbeddedBroker().start()
+        bootstrap = bootstrap or broker.bootstrap
     tansu = broker is not None
     workdir = Path(tempfile.mkdtemp(prefix="wevent-bench-"))
     worker = None
@@ -117,8 +129,12 @@ def handle(args) -> int:
             worker.stop()
         if broker:
             broker.stop()
+        if kafka:
+            kafka.stop()
     p50, p99 = np.percentile(delays, [50, 99])
-    print(f"broker: {'embedded tansu (one record per batch)' if tansu else bootstrap}; "
+    described = ("embedded tansu (one record per batch)" if tansu else
+                 f"local Apache Kafka {kafka.version} (batched, lz4)" if kafka else bootstrap)
+    print(f"broker: {described}; "
           f"{args.partitions} report partitions, one worker")
     print(f"batched binary:      {batched_rate:>12,.0f} reports/s  ({args.slots} slots x {args.users:,} reports)")
     print(f"one JSON per report: {json_rate:>12,.0f} reports/s  ({args.json_reports:,} reports)")

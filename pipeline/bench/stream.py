@@ -119,7 +119,7 @@ def handle(args) -> int:
     from ..core.data import UserValues
     from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
     from ..stream.config import parse_config
-    from ..stream.processes import DevicesProcess, WorkerProcess, write_config
+    from ..stream.child_processes import DevicesProcess, WorkerProcess, write_config
 
     check_cells(slots=args.slots + 1, users=args.users)  # the values of every slot are held at once
     chosen = _mechanisms(args)
@@ -224,7 +224,8 @@ def _simulate(config, stream, values: np.ndarray) -> tuple[list, float]:
     from ..core.local import Devices
     from ..core.randomness import DerivedRandomness
     from ..stream.codecs import ReleaseRecord
-    from ..stream.logic import local_release_extras, logic_for
+    from ..stream.logic import logic_for
+    from ..stream.release_records import local_release_record
 
     mechanism = logic_for(config, stream).new_mechanism()
     local = stream.model == "local"
@@ -237,8 +238,8 @@ def _simulate(config, stream, values: np.ndarray) -> tuple[list, float]:
         result = mechanism.step(data)
         if slot > 1:
             seconds += time.perf_counter() - started
-        records.append(ReleaseRecord.from_step(stream.name, mechanism, result, 0.0,
-                                               extras=local_release_extras(result) if local else None))
+        records.append(local_release_record(stream.name, mechanism, result, 0.0) if local
+                       else ReleaseRecord.from_step(stream.name, mechanism, result, 0.0))
     return records, seconds
 
 

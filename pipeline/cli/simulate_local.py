@@ -1,23 +1,24 @@
-"""The local-model family of ``wevent simulate``: LBU, LSP, LBD, LBA, LPU, LPD, LPA, LP-DSAT_w (LDP-IDS).
+"""The local-model family of ``wevent simulate``: LBU, LSP, LBD, LBA, LPU, LPD, LPA and the extensions (LDP-IDS).
 
 Every user's value at every slot comes from a synthetic stream (binary LNS/Sin/Log; their "-Con"
 versions with ``--task mean``) or a ``.npz`` dump of user values; devices perturb the values of
 the users each request asks and the mechanism sees only the reports' sums. The summary adds the
 communication (CFPU, bits per user per slot), the largest per-user window spend and report
-count, and with ``--roc`` the event-monitoring AUC (LDP-IDS, Section 7.1.4 of the SIGMOD version).
+count, and with ``--roc`` the event-monitoring ROC curve and its area (LDP-IDS, Section 7.1.4 of the SIGMOD version).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from ..core.data import ABSENT, UserValues, is_dump
-from ..core.local import MECHANISMS, MODES, VAR_MODES, Devices, UserLedger
+from ..core.local import MECHANISMS, MODES, VAR_MODES, ClippingThreshold, Devices, UserLedger
 from ..core.local.devices import DEFAULT_BLOCK_SIZE
-from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc
+from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc, roc_curve
 from ..core.metrics import FREQUENCY_MRE_FLOOR, mae, mre, mse
 from ..core.randomness import DerivedRandomness, SecretKey
 from ..core.simulation import SimulationRun
@@ -28,7 +29,40 @@ from ._common import LIMITS, UsageError, integer, probability, progress, real, u
 from .simulate_family import Outcome
 
 _CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
+ROC_FPR = np.linspace(0.0, 1.0, 21)  # --roc reports the ROC curve's true positive rate at these false positive rates
 _AVERAGED = ("mae", "mre", "mse", "cfpu", "bits_per_user_per_slot", "publications", "approximations")
+
+
+def _model_options(args) -> dict:
+    """The synthetic model's parameters the command line sets (LDP-IDS Fig. 6(c)(d) sweeps them)."""
+    given = {"lns": ("--lns-std", args.lns_std, "step_std"), "sin": ("--sin-b", args.sin_b, "frequency")}
+    for dataset, (flag, value, _) in given.items():
+        if value is not None and (args.input or args.dataset != dataset):
+            raise UsageError(f"{flag} applies to --dataset {dataset} only")
+    flag, value, option = given.get(args.dataset, (None, None, None))
+    return {} if value is None else {option: value}
+
+
+@functools.lru_cache(maxsize=1)
+def _stream_values(dataset: str, users: int, slots: int, seed: int, options: tuple) -> np.ndarray:
+    """A synthetic stream's (slots, users) values, kept for the next call in this process, since
+    `wevent reproduce` runs every method of one stream in a row in one process."""
+    matrix = synthetic(dataset, users, slots, seed, **dict(options)).values()
+    matrix.flags.writeable = False
+    return matrix
+
+
+def _selected_bound(args, stream) -> float:
+    """The clipping bound in ``[0, --bound]`` a calibration period picks (LDP-IDS Section 6.1.2).
+
+    Every user reports a bucket of their value once, w or more slots before the stream starts, so
+    no window holds both a calibration report and a stream report; slot 1's values stand in for
+    that period's. The bound is tuned for an estimate from ``N / w`` users, a population-division
+    publication of the uniform share.
+    """
+    calibration = ClippingThreshold(args.epsilon, args.bound, max(1, args.users // args.window),
+                                    buckets=args.bound_buckets)
+    return calibration.calibrate(stream.continuous_draws_at(1, args.sigma), np.random.default_rng([args.seed, 3]))
 
 
 @dataclass
@@ -39,6 +73,7 @@ class LocalData:
     truth: np.ndarray  # (T, d): what the releases estimate (frequencies, or the mean)
     values_at: Callable[[int], np.ndarray]  # 1-based slot -> every user's value
     bins: int  # leading bins the metrics use (an ABSENT category, if any, is the last bin)
+    bound: float | None = None  # the mean task's clipping bound
 
     @property
     def domain_size(self) -> int:
@@ -63,7 +98,7 @@ class LocalFamily:
         group.add_argument("--var-mode", choices=VAR_MODES, default="exact_avg", help="form of V(eps, n) in dis and "
                            "err (default: exact_avg; paper_literal reproduces the printed formulas)")
         group.add_argument("--beta", type=probability(open_low=True, open_high=True), default=0.5,
-                           help="LBD/LBA/LPD/LPA/LP-DSAT_w: share of budget or users "
+                           help="LBD/LBA/LPD/LPA/LB-DSAT_w/LP-DSAT_w: share of budget or users "
                            "given to the dissimilarity (default: 0.5)")
         group.add_argument("--u-min", type=user_count, default=1,
                            help="LPD: fewest users a publication may ask (default: 1)")
@@ -74,12 +109,21 @@ class LocalFamily:
         group.add_argument("--sigma", type=real(above=0), default=0.1,
                            help="mean task: spread of the -Con values around p_t "
                            "(default: 0.1; the paper prints 10)")
+        group.add_argument("--select-bound", action="store_true", help="mean task: clip at the threshold in "
+                           "[0, B] a calibration period of reports picks, not at B")
+        group.add_argument("--bound-buckets", type=integer(2, 1_000_000), default=100,
+                           help="--select-bound: buckets of [0, B], the thresholds it chooses from (default: 100)")
+        group.add_argument("--lns-std", type=real(above=0, maximum=1), default=None,
+                           help="--dataset lns: sqrt(Q), the walk's step deviation (default: 0.0025)")
+        group.add_argument("--sin-b", type=real(above=0, maximum=10), default=None,
+                           help="--dataset sin: b, the sine's frequency per slot (default: 0.01)")
         group.add_argument("--block-size", type=user_count, default=DEFAULT_BLOCK_SIZE, help="users per device block "
                            f"(default: {DEFAULT_BLOCK_SIZE})")
         group.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1,
                            help="repeat with this many noise keys (seed, seed+1, ...) "
                            "and average the errors (default: 1)")
-        group.add_argument("--roc", action="store_true", help="add the event-monitoring ROC AUC to the summary")
+        group.add_argument("--roc", action="store_true", help="add the event-monitoring ROC curve "
+                           "(true positive rates at 21 false positive rates) and its area to the summary")
 
     # --- data --------------------------------------------------------------------------------
     def data(self, args) -> LocalData:
@@ -90,14 +134,18 @@ class LocalFamily:
                 raise UsageError("the local model needs every user's values: give a dump "
                                  "(`wevent replay ... --dump`), not a CSV of counts")
             return _dump_data(UserValues.load(args.input))
-        stream = synthetic(args.dataset, args.users, args.slots, args.seed)
+        stream = synthetic(args.dataset, args.users, args.slots, args.seed, **_model_options(args))
+        if args.select_bound and args.task != "mean":
+            raise UsageError("--select-bound chooses the clipping bound of --task mean")
         if args.task == "mean":
-            values = lambda t: stream.continuous_values_at(t, args.sigma, args.bound)  # noqa: E731
+            bound = _selected_bound(args, stream) if args.select_bound else args.bound
+            values = lambda t: stream.continuous_values_at(t, args.sigma, bound)  # noqa: E731
             # the true mean is the unclipped one: clipping into [0, B] biases what devices report (LDP-IDS §7.2.6)
             truth = np.array([[stream.continuous_draws_at(t, args.sigma).mean()] for t in range(1, stream.slots + 1)])
-            return LocalData(stream.users, truth, values, 1)
+            return LocalData(stream.users, truth, values, 1, bound)
         if stream.slots * stream.users <= _CACHED_VALUES:  # every mechanism and run reuses the same values
-            matrix = stream.values()
+            matrix = _stream_values(args.dataset, args.users, args.slots, args.seed,
+                                    tuple(sorted(_model_options(args).items())))
             return LocalData(stream.users, stream.counts / stream.users, lambda t: matrix[t - 1], 2)
         return LocalData(stream.users, stream.counts / stream.users, stream.values_at, 2)
 
@@ -107,12 +155,12 @@ class LocalFamily:
         options = dict(
             oracle="hm" if args.task == "mean" else args.oracle,
             var_mode=args.var_mode,
-            bound=args.bound if args.task == "mean" else None,
+            bound=data.bound,
             randomness=DerivedRandomness(SecretKey.from_seed(seed), args.stream),
             devices=Devices.from_seed(seed, args.stream, block_size=args.block_size, mode=args.mode),
         )
         cls = MECHANISMS[mechanism]
-        if mechanism in ("lbd", "lba", "lpd", "lpa", "lp-dsat"):
+        if mechanism in ("lbd", "lba", "lpd", "lpa", "lb-dsat", "lp-dsat"):
             options["beta"] = args.beta
         if mechanism in ("lpd", "lpa"):
             options["pool"] = args.pool
@@ -153,10 +201,13 @@ class LocalFamily:
             users=data.population,
         )
         if roc:
+            summary["roc_fpr"] = ROC_FPR.tolist()
             try:
-                summary["roc_auc"] = roc_auc(*reversed(monitoring_events(releases, truth)))
+                labels, scores = monitoring_events(releases, truth)
+                summary["roc_auc"] = roc_auc(scores, labels)
+                summary["roc_tpr"] = np.interp(ROC_FPR, *roc_curve(scores, labels)).tolist()
             except ParameterError:
-                summary["roc_auc"] = None  # the true stream has no event (or only events)
+                summary["roc_auc"] = summary["roc_tpr"] = None  # the true stream has no event (or only events)
         return summary
 
 
@@ -179,6 +230,8 @@ def _average(summaries: list[dict]) -> dict:
         aucs = [s.get("roc_auc") for s in summaries if s.get("roc_auc") is not None]
         if "roc_auc" in first:
             first["roc_auc"] = float(np.mean(aucs)) if aucs else None
+            curves = [s["roc_tpr"] for s in summaries if s.get("roc_tpr") is not None]
+            first["roc_tpr"] = np.mean(curves, axis=0).tolist() if curves else None  # vertical averaging
         first["max_window_epsilon"] = max(s["max_window_epsilon"] for s in summaries)
         first["max_reports_per_user_in_window"] = max(s["max_reports_per_user_in_window"] for s in summaries)
     first["runs"] = len(summaries)

@@ -41,7 +41,7 @@ def handle(args) -> int:
     config.noise_key()  # fail now, not in the middle of a slot, if no key is configured
     check_listen(args.web_host, args.web_port)
     bootstrap = reachable_kafka(args.bootstrap)
-    create_topics(bootstrap, config.topics())
+    create_topics(bootstrap, config.topics(), replication=config.replication_factor)
     from topologies.app import build_app, run_worker
 
     app = build_app(config, bootstrap, web_port=args.web_port, web_bind=args.web_host, tansu_compat=args.tansu_compat,

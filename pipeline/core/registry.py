@@ -12,7 +12,7 @@ in its ``model`` attribute, so nothing needs to test class hierarchies to find i
 >>> mechanism_class("nope")
 Traceback (most recent call last):
 ...
-pipeline.core.validation.ParameterError: unknown mechanism 'nope'; choose one of ba, bd, lba, lbd, lbu, lp-dsat, lp-rescuedp, lpa, lpd, lpu, lsp, pba, pbd, sample, uniform
+pipeline.core.validation.ParameterError: unknown mechanism 'nope'; choose one of ba, bd, lb-dsat, lb-rescuedp, lba, lbd, lbu, lp-dsat, lp-rescuedp, lpa, lpd, lpu, lsp, pba, pbd, sample, uniform
 """
 
 from __future__ import annotations

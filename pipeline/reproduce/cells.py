@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..cli._common import OneLineParser
-from .figures import Figure, Scale
+from .figures import TPR, Figure, Scale
 
 __all__ = ["Paper", "simulate_summary", "metric_value"]
 
@@ -62,6 +62,11 @@ class Paper:
 
 def metric_value(summary: dict, metric: str) -> float:
     """A metric from a ``wevent simulate`` summary; NaN where the run has none (an AUC without events)."""
+    if metric.startswith(TPR):  # a point of the ROC curve: its true positive rate at one false positive rate
+        curve = summary.get("roc_tpr")
+        fpr = float(metric[len(TPR):])
+        return math.nan if curve is None else float(next(t for f, t in zip(summary["roc_fpr"], curve)
+                                                         if math.isclose(f, fpr, abs_tol=1e-9)))
     value = summary.get("mse" if metric == "amre" else metric)
     return math.nan if value is None else float(value)
 

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Figure", "Scale", "SCALES", "FULL", "QUICK", "TINY", "METRIC_LABELS"]
+__all__ = ["Figure", "Scale", "SCALES", "FULL", "QUICK", "TINY", "METRIC_LABELS", "TPR", "ROC_POINTS"]
+
+# A ROC curve is stored as metrics: its true positive rate at each of 21 false positive rates, the
+# points ``wevent simulate --roc`` reports (averaged vertically over runs).
+TPR = "tpr@"
+ROC_POINTS = tuple(f"{TPR}{i / 20:g}" for i in range(21))
 
 METRIC_LABELS = {
     "mre": "MRE",
@@ -75,6 +80,7 @@ class Figure:
     table : a table, not a figure: written as CSV and in the index, never drawn.
     reported : the paper's printed numbers, ``{(dataset, x, method, metric): value}``.
     note : what differs from the paper (datasets we do not have, a missing baseline).
+    roc : drawn as ROC curves, one panel per dataset, from the :data:`ROC_POINTS` metrics.
     """
 
     name: str
@@ -90,6 +96,7 @@ class Figure:
     table: bool = False
     reported: dict = field(default_factory=dict)
     note: str = ""
+    roc: bool = False
 
     def points(self, scale: Scale) -> tuple:
         """The x-axis points run at ``scale``: all of them (always for a table), or ``scale.points`` spread

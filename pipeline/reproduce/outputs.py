@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import UsageError
 from .cells import Paper
 from .datasets import DATASETS
-from .figures import METRIC_LABELS, Figure, Scale
+from .figures import METRIC_LABELS, ROC_POINTS, TPR, Figure, Scale
 from .runner import aggregate, shown, write_csv
 
 __all__ = ["write_outputs", "check_matplotlib", "compare_reported"]
@@ -85,6 +85,9 @@ def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if figure.roc:
+        _plot_roc(plt, figure, rows, path)
+        return
     groups = figure.groups or (figure.methods,)
     nrows, ncols = len(figure.metrics) * len(groups), len(figure.datasets)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols + 0.6, 2.6 * nrows + 0.4), squeeze=False,
@@ -115,6 +118,29 @@ def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale) -> None:
                 if m * len(groups) + g == nrows - 1:
                     ax.set_xlabel(figure.x)
                 ax.tick_params(labelsize=7)
+    fig.suptitle(f"{figure.name}: {figure.title}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_roc(plt, figure: Figure, rows: list[dict], path: Path) -> None:
+    """One panel per dataset: every method's ROC curve (vertically averaged), its area in the legend."""
+    ncols = len(figure.datasets)
+    fig, axes = plt.subplots(1, ncols, figsize=(3.2 * ncols + 0.6, 3.4), squeeze=False)
+    fpr = [float(metric[len(TPR):]) for metric in ROC_POINTS]
+    for col, dataset in enumerate(figure.datasets):
+        ax = axes[0][col]
+        ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=0.8)
+        for row in (r for r in rows if r["dataset"] == dataset):
+            ax.plot(fpr, [row[metric] for metric in ROC_POINTS], label=f"{row['method'].upper()} ({row['roc_auc']:.2f})")
+        ax.set_title(f"({chr(97 + col)}) {dataset}", fontsize=9)
+        ax.set_xlabel("false positive rate", fontsize=8)
+        if col == 0:
+            ax.set_ylabel("true positive rate", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, title="method (AUC)", title_fontsize=6)
+        ax.tick_params(labelsize=7)
     fig.suptitle(f"{figure.name}: {figure.title}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

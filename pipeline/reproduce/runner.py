@@ -66,10 +66,22 @@ def _compute(paper: Paper, cell: Cell, scale: Scale, inputs: dict, path: Path) -
     partial.replace(path)
 
 
-def _compute_by_name(paper_name: str, cell: Cell, scale: Scale, inputs: dict, path: Path) -> None:
+def _compute_by_name(paper_name: str, group: list[tuple[Cell, Path]], scale: Scale, inputs: dict) -> int:
     from . import PAPERS  # a worker process finds the paper by name: figures hold no picklable code
 
-    _compute(PAPERS[paper_name], cell, scale, inputs, path)
+    for cell, path in group:
+        _compute(PAPERS[paper_name], cell, scale, inputs, path)
+    return len(group)
+
+
+def _by_stream(todo: list[tuple[Paper, Cell, Path]]) -> list[list[tuple[Paper, Cell, Path]]]:
+    """The cells in groups of one paper, dataset and run, in figure order: most of a group's cells
+    read the same stream (the x-axis changes epsilon, w or a method's parameter, not the data), and
+    one process running them in a row generates it once."""
+    groups: dict[tuple, list] = {}
+    for paper, cell, path in todo:
+        groups.setdefault((paper.name, cell.dataset, cell.run), []).append((paper, cell, path))
+    return list(groups.values())
 
 
 class _Counter:
@@ -120,17 +132,16 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
     bar = _progress(len(todo), progress)
     try:
         if jobs == 1:
-            for paper, cell, path in todo:
+            for paper, cell, path in (entry for group in _by_stream(todo) for entry in group):
                 _compute(paper, cell, scale, inputs, path)
                 bar.update(1)
         else:
             with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = [pool.submit(_compute_by_name, paper.name, cell, scale, inputs, path)
-                           for paper, cell, path in todo]
+                futures = [pool.submit(_compute_by_name, group[0][0].name, [(c, p) for _, c, p in group], scale, inputs)
+                           for group in _by_stream(todo)]
                 try:
                     for future in concurrent.futures.as_completed(futures):
-                        future.result()
-                        bar.update(1)
+                        bar.update(future.result())
                 except BaseException:
                     for future in futures:
                         future.cancel()

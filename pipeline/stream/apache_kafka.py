@@ -196,6 +196,7 @@ class KafkaCluster:
         # node -> listener -> port; the controller port of each node is under "CONTROLLER".
         self.ports = [{name: free_port() for name in [*self.listeners, "CONTROLLER"]} for _ in range(nodes)]
         self.processes: list[subprocess.Popen | None] = [None] * nodes
+        self.cluster_id = cluster_id()
         self._logs: list = [None] * nodes
 
     # -- addresses -------------------------------------------------------------------------------
@@ -292,11 +293,10 @@ class KafkaCluster:
         # All nodes' storage tools run at once: each is a JVM start of a few seconds.
         if not nodes:
             return
-        if not hasattr(self, "cluster_id"):
-            self.cluster_id = cluster_id()
-        tools = [subprocess.Popen(java_command(home, "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c",
-                                               str(self._write_properties(n)), "--ignore-formatted",
-                                               jvm_options=("-XX:TieredStopAtLevel=1",)),
+        # --cluster-id=ID: a random id may start with "-", which a separate argument would not survive.
+        tools = [subprocess.Popen(java_command(home, "kafka.tools.StorageTool", "format",
+                                               f"--cluster-id={self.cluster_id}", "-c", str(self._write_properties(n)),
+                                               "--ignore-formatted", jvm_options=("-XX:TieredStopAtLevel=1",)),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for n in nodes]
         for n, tool in zip(nodes, tools):
             output, _ = tool.communicate(timeout=120)
@@ -359,6 +359,16 @@ class KafkaCluster:
         if process is not None and process.poll() is None:
             process.kill()
             process.wait()
+
+    def reset(self) -> "KafkaCluster":
+        """Start again from empty log directories, on the same ports (a clean slate for the next
+        test when deleting topics and groups is not enough: a killed client's group keeps its
+        members until their session times out)."""
+        for node in range(self.nodes):
+            self.kill(node)
+            shutil.rmtree(self.node_dir(node), ignore_errors=True)
+        self.cluster_id = cluster_id()
+        return self.start()
 
     def stop(self) -> None:
         """Stop every node: SIGTERM all at once (a node alone would wait for a quorum to shut down

@@ -177,8 +177,9 @@ def resolve_bootstrap(explicit: str | None) -> str | None:
     return explicit or os.environ.get(BOOTSTRAP_ENV) or None
 
 
-def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0) -> None:
-    """Create missing topics with their partition counts; existing ones must already match."""
+def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0, replication: int = 1) -> None:
+    """Create missing topics with their partition counts (and ``replication`` copies of each);
+    existing ones must already match."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from .kafka import client_config
@@ -191,10 +192,35 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0)
     for name, partitions in topics.items():
         if name in existing and len(existing[name].partitions) != partitions:
             raise UsageError(f"topic {name!r} has {len(existing[name].partitions)} partitions, the config needs {partitions}")
-    missing = [NewTopic(n, p, 1) for n, p in topics.items() if n not in existing]
+    missing = [NewTopic(n, p, replication) for n, p in topics.items() if n not in existing]
     for name, future in admin.create_topics(missing).items() if missing else []:
         try:
             future.result(timeout)
         except Exception as exc:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise UsageError(f"cannot create topic {name!r}: {exc}") from None
+    # Apache Kafka answers CreateTopics once its controller has recorded them; each partition's
+    # leader starts serving a moment later, and until then clients get "not leader" errors.
+    deadline = time.monotonic() + timeout
+    while missing and not _served(bootstrap, {t.topic: t.num_partitions for t in missing}):
+        if time.monotonic() > deadline:
+            raise UsageError(f"Kafka at {bootstrap} created the topics but does not serve them after {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+def _served(bootstrap: str, topics: dict[str, int]) -> bool:
+    """Whether every partition of ``topics`` answers a fresh query of its offsets."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from .kafka import consumer_config
+
+    consumer = Consumer(consumer_config(bootstrap))
+    try:
+        for name, partitions in topics.items():
+            for p in range(partitions):
+                consumer.get_watermark_offsets(TopicPartition(name, p), timeout=5, cached=False)
+        return True
+    except Exception:  # KafkaException: not leader (yet), unknown partition
+        return False
+    finally:
+        consumer.close()

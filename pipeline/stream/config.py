@@ -6,6 +6,8 @@ A config file (TOML, YAML or JSON) declares the app and its streams::
     report_partitions = 4      # partitions of the `reports` topic (assemblers run in parallel)
     stream_partitions = 2      # partitions of the stream-keyed topics (M1, M2, collector)
     seed = 7                   # reproducible noise; omit and set WEVENT_NOISE_KEY in production
+    processing_guarantee = "at_least_once"   # or "exactly_once" (Kafka transactions, not on tansu)
+    replication_factor = 1     # copies of each topic the app creates (3 on a production cluster)
 
     [[streams]]
     name = "taxi"
@@ -160,6 +162,8 @@ class AppConfig:
     report_partitions: int = 4
     stream_partitions: int = 2
     seed: int | None = None
+    processing_guarantee: str = "at_least_once"
+    replication_factor: int = 1
 
     def stream(self, name: str) -> StreamConfig | None:
         return self._by_name.get(name)
@@ -263,6 +267,8 @@ def parse_config(raw) -> AppConfig:
         report_partitions=fields.get("report_partitions", 4),
         stream_partitions=fields.get("stream_partitions", 2),
         seed=fields.get("seed"),
+        processing_guarantee=fields.get("processing_guarantee", "at_least_once"),
+        replication_factor=fields.get("replication_factor", 1),
     )
 
 
@@ -324,6 +330,9 @@ def dump_config(config: AppConfig) -> dict:
         "report_partitions": config.report_partitions,
         "stream_partitions": config.stream_partitions,
         **({"seed": config.seed} if config.seed is not None else {}),
+        **({"processing_guarantee": config.processing_guarantee}
+           if config.processing_guarantee != "at_least_once" else {}),
+        **({"replication_factor": config.replication_factor} if config.replication_factor != 1 else {}),
         "streams": [_given(s) for s in config.streams],
     }
 

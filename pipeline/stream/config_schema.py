@@ -402,6 +402,24 @@ ADAPTIVE_LOCAL = {
     "force_first": Option(BOOLEAN, "publish slot 1 whatever the dissimilarity"),
 }
 POPULATION = {**ADAPTIVE_LOCAL, "pool": Option(Choice(("floor", "rest")), "the publication pool's rule")}
+DSAT = {  # the rate controller of LB-DSAT_w and LP-DSAT_w
+    "cutoff": Option(Integer(1, 2**20), "target publications per window C (below w)"),
+    "threshold": Option(Number(0, 2), "initial threshold T"),
+    "tolerance": Option(POSITIVE, "tolerance sigma of the publication rate"),
+    "gain": Option(FINITE, "controller gain theta"),
+    "rate_denominator": Option(Choice(("window", "slot")), "the publication rate divides by min(t, w) or t"),
+}
+RESCUE = {  # the sampling and filter of LB-RescueDP and LP-RescueDP
+    **LOCAL,
+    "sample_share": Option(POSITIVE, "phi: the sampling share's growth"),
+    "kp": Option(FINITE, "PID proportional gain"),
+    "ki": Option(FINITE, "PID integral gain"),
+    "kd": Option(FINITE, "PID derivative gain"),
+    "integral_window": Option(Integer(1, 2**20), "pi_i: feedback errors in the integral term"),
+    "interval_gain": Option(FINITE, "theta: how fast the sampling interval moves"),
+    "process_noise": Option(Number(0), "Q: the Kalman filter's process noise"),
+    "initial_covariance": Option(POSITIVE, "P0: the Kalman filter's initial covariance"),
+}
 
 
 @dataclass(frozen=True)
@@ -426,26 +444,14 @@ MECHANISMS: dict[str, MechanismSchema] = {
     "lba": MechanismSchema("local", ADAPTIVE_LOCAL),
     "lpd": MechanismSchema("local", {**POPULATION, "u_min": Option(Integer(1, 2**32), "fewest users a publication asks")}),
     "lpa": MechanismSchema("local", POPULATION),
-    "lp-dsat": MechanismSchema("local", {
-        **POPULATION,
-        "cutoff": Option(Integer(1, 2**20), "target publications per window C (below w)"),
-        "threshold": Option(Number(0, 2), "initial threshold T"),
-        "tolerance": Option(POSITIVE, "tolerance sigma of the publication rate"),
-        "gain": Option(FINITE, "controller gain theta"),
-        "rate_denominator": Option(Choice(("window", "slot")), "the publication rate divides by min(t, w) or t"),
-    }),
+    "lb-dsat": MechanismSchema("local", {**ADAPTIVE_LOCAL, **DSAT}),
+    "lp-dsat": MechanismSchema("local", {**POPULATION, **DSAT}),
+    "lb-rescuedp": MechanismSchema("local", {
+        **RESCUE, "max_share": Option(Number(0, 1, open_low=True), "p_max: the largest share of the remaining budget")}),
     "lp-rescuedp": MechanismSchema("local", {
-        **LOCAL,
-        "sample_share": Option(POSITIVE, "phi: the sampling share's growth"),
+        **RESCUE,
         "max_share": Option(Number(0, 1, open_low=True), "p_max: the largest share of available users sampled"),
         "max_users": Option(Integer(1, 2**32), "n_max: the most users one sample asks"),
-        "kp": Option(FINITE, "PID proportional gain"),
-        "ki": Option(FINITE, "PID integral gain"),
-        "kd": Option(FINITE, "PID derivative gain"),
-        "integral_window": Option(Integer(1, 2**20), "pi_i: feedback errors in the integral term"),
-        "interval_gain": Option(FINITE, "theta: how fast the sampling interval moves"),
-        "process_noise": Option(Number(0), "Q: the Kalman filter's process noise"),
-        "initial_covariance": Option(POSITIVE, "P0: the Kalman filter's initial covariance"),
     }),
 }
 
@@ -488,11 +494,16 @@ STREAM_FIELDS: dict[str, Field] = {
     "labels": Field(TextList(Text(200), 2**20), "a name for each value"),
     "query": Field(QUERY, "decayed range queries over the stream"),
 }
+PROCESSING_GUARANTEES = ("at_least_once", "exactly_once")
 APP_FIELDS: dict[str, Field] = {
     "app": Field(NAME, "the Faust app id: consumer group and table topics"),
     "report_partitions": Field(Integer(1, 10000), "partitions of the reports topic"),
     "stream_partitions": Field(Integer(1, 10000), "partitions of the stream-keyed topics"),
     "seed": Field(Integer(0, 2**63 - 1), "reproducible noise (experiments); production sets WEVENT_NOISE_KEY"),
+    "processing_guarantee": Field(Choice(PROCESSING_GUARANTEES), "at_least_once (default; any broker) or "
+                                  "exactly_once (Kafka transactions: Apache Kafka, not the embedded tansu)"),
+    "replication_factor": Field(Integer(1, 100), "copies of every topic the app creates, changelogs included "
+                                "(default 1; 3 on a production cluster)"),
     "streams": Field(StreamList(), "the streams", required=True),
 }
 

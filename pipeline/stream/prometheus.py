@@ -87,3 +87,16 @@ forged_messages = Counter(
     "authentic-looking but impossible (out_of_range); workers also dead-letter them",
     ["topic", "reason"],
 )
+
+
+#: The gauges of one stream, set by the worker that publishes it.
+STREAM_GAUGES = (last_released_slot, release_time, window_spent, window_budget, available_population, release_error)
+
+
+def forget_stream(name: str) -> None:
+    """Stop serving ``name``'s gauges (its partition moved to another worker, which serves them now)."""
+    for gauge in STREAM_GAUGES:
+        try:
+            gauge.remove(name)
+        except KeyError:  # never set here
+            pass

@@ -10,7 +10,7 @@ from pipeline.core.synthetic import synthetic
 
 def test_mean_task_truth_is_the_mean_before_clipping():
     args = argparse.Namespace(input=None, task="mean", dataset="lns", users=5000, slots=30, seed=4, sigma=0.1,
-                              bound=1.0)
+                              bound=1.0, lns_std=None, sin_b=None, select_bound=False)
     data = FAMILY.data(args)
     stream = synthetic("lns", 5000, 30, 4)
     draws = np.array([np.random.default_rng([4, 2, t]).normal(stream.p[t - 1], 0.1, 5000).mean()

@@ -9,7 +9,7 @@ from pipeline.core.validation import ParameterError
 
 def test_every_mechanism_says_its_model_and_lives_in_that_models_package():
     catalogue = mechanisms()
-    assert catalogue is REGISTRY and len(catalogue) == 15
+    assert catalogue is REGISTRY and len(catalogue) == 17
     for name, cls in catalogue.items():
         assert issubclass(cls, Mechanism) and cls.name == name
         assert cls.model in MODELS, name

@@ -1,7 +1,18 @@
-"""Real-broker fixtures: the embedded tansu broker and `wevent worker` processes."""
+"""Real-broker fixtures: the embedded tansu broker or Apache Kafka, and `wevent worker` processes.
+
+Every test that takes ``broker`` (or ``cluster_factory``) runs twice: on a fresh tansu broker,
+with the clients' tansu workarounds (``tansu_compat``: one record per batch), and on the
+session's Apache Kafka, emptied of topics and consumer groups first, with normal clients (batched,
+lz4). A test marked ``tansu_only`` (its reason given) runs on tansu alone. The Apache Kafka copies
+of ``slow`` tests, and the long Apache Kafka tests (several workers, broker faults, exactly-once),
+run with ``WEVENT_KAFKA_LONG=1`` (:data:`KAFKA_LONG`): together they take about 15 minutes, which
+the suite's budget does not hold.
+"""
 
 from __future__ import annotations
 
+import os
+import time
 import urllib.request
 from pathlib import Path
 
@@ -11,31 +22,107 @@ from pipeline.stream.broker import EmbeddedBroker, create_topics, free_port
 from pipeline.stream.child_processes import WorkerProcess, write_config
 
 
+class TansuBroker(EmbeddedBroker):
+    """The embedded broker, as a test's ``broker``: clients need the tansu workarounds."""
+
+    kind = "tansu"
+    tansu_compat = True
+
+
+class KafkaBroker:
+    """The session's Apache Kafka as a test's ``broker``: normal clients, nothing left by other tests."""
+
+    kind = "kafka"
+    tansu_compat = False
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    def empty(self, timeout: float = 60.0) -> None:
+        """Delete every topic and consumer group other tests left; restart the broker empty when a
+        group still has members (a SIGKILLed worker's stay until its session times out)."""
+        from confluent_kafka.admin import AdminClient
+
+        from pipeline.stream.kafka import client_config
+
+        admin = AdminClient(client_config(self.bootstrap))
+        groups = [g.group_id for g in admin.list_consumer_groups().result(timeout).valid]
+        try:
+            for future in (admin.delete_consumer_groups(groups).values() if groups else []):
+                future.result(timeout)
+        except Exception as exc:
+            if "NON_EMPTY_GROUP" not in str(exc):
+                raise
+            self.cluster.reset()
+            return
+        topics = [t for t in admin.list_topics(timeout=timeout).topics if not t.startswith("__")]
+        for future in (admin.delete_topics(topics).values() if topics else []):
+            future.result(timeout)
+        deadline = time.monotonic() + timeout
+        while any(not t.startswith("__") for t in admin.list_topics(timeout=timeout).topics):
+            assert time.monotonic() < deadline, "Kafka still lists deleted topics"
+            time.sleep(0.1)
+
+
+def compat_flags(broker) -> list[str]:
+    """The command-line flags of a `wevent` client of ``broker``."""
+    return ["--tansu-compat"] if broker.tansu_compat else []
+
+
+KAFKA_LONG = pytest.mark.skipif(os.environ.get("WEVENT_KAFKA_LONG") != "1",
+                                reason="a long run on Apache Kafka: set WEVENT_KAFKA_LONG=1")
+
+
+def pytest_generate_tests(metafunc):
+    if "broker_kind" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("tansu_only"):
+        kinds = ["tansu"]
+    elif metafunc.definition.get_closest_marker("slow"):
+        kinds = ["tansu", pytest.param("kafka", marks=KAFKA_LONG)]
+    else:
+        kinds = ["tansu", "kafka"]
+    metafunc.parametrize("broker_kind", kinds)
+
+
 @pytest.fixture
-def broker():
-    with EmbeddedBroker() as b:
-        yield b
+def broker(broker_kind, request):
+    if broker_kind == "tansu":
+        with TansuBroker() as b:
+            yield b
+    else:
+        kafka = KafkaBroker(request.getfixturevalue("apache_kafka"))
+        kafka.empty()
+        yield kafka
 
 
 class Cluster:
     """A broker plus worker processes running one config; workers are stopped at teardown."""
 
-    def __init__(self, broker: EmbeddedBroker, config, tmp_path: Path) -> None:
+    def __init__(self, broker, config, tmp_path: Path) -> None:
         self.broker = broker
         self.config = config
         self.tmp_path = tmp_path
         self.config_path = write_config(config, tmp_path)
         self.workers: list[WorkerProcess] = []
-        create_topics(broker.bootstrap, config.topics())
+        create_topics(broker.bootstrap, config.topics(), replication=config.replication_factor)
 
     @property
     def bootstrap(self) -> str:
         return self.broker.bootstrap
 
+    @property
+    def tansu_compat(self) -> bool:
+        return self.broker.tansu_compat
+
     def start_worker(self) -> WorkerProcess:
         n = len(self.workers)
         worker = WorkerProcess(self.config_path, self.bootstrap, free_port(), self.tmp_path / f"worker{n}.log",
-                               tansu_compat=True, datadir=self.tmp_path / f"data{n}").start()
+                               tansu_compat=self.tansu_compat, datadir=self.tmp_path / f"data{n}").start()
         self.workers.append(worker)
         return worker
 

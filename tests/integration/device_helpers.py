@@ -49,6 +49,7 @@ class KeptStream:
 
     config: AppConfig
     bootstrap: str
+    tansu_compat: bool
     directory: Path
     users: int
     sent: int = 0
@@ -59,7 +60,7 @@ class KeptStream:
 
     def start_fleet(self, n: int) -> DevicesProcess:
         return DevicesProcess(write_config(self.config, self.directory), "kept", self.directory / "values.npz",
-                              self.bootstrap, self.directory / f"devices{n}.log", tansu_compat=True,
+                              self.bootstrap, self.directory / f"devices{n}.log", tansu_compat=self.tansu_compat,
                               ledger_dir=self.ledger).start()
 
     def ask(self, slot: int, phase: int, users, epsilon: float) -> None:
@@ -71,28 +72,29 @@ class KeptStream:
                    "bound": None}
         signed = seal("ldp.requests", "kept", Envelope("request", request).encode(),
                       request_seal(self.config.noise_key()))
-        producer = Producer(producer_config(self.bootstrap, tansu_compat=True))
+        producer = Producer(producer_config(self.bootstrap, self.tansu_compat))
         producer.produce("ldp.requests", signed, key=b"kept")
         producer.flush()
         self.sent += 1
 
 
-def kept_stream(bootstrap: str, directory: Path, users: int, slots: int) -> KeptStream:
-    """Topics, a values dump of ``users`` x ``slots`` categorical values, and the stream's config."""
+def kept_stream(broker, directory: Path, users: int, slots: int) -> KeptStream:
+    """Topics on ``broker``, a values dump of ``users`` x ``slots`` categorical values, and the stream's config."""
+    bootstrap = broker.bootstrap
     config = parse_config({"seed": 5, "report_partitions": 1, "stream_partitions": 1, "streams": [{
         "name": "kept", "model": "local", "mechanism": "lpa", "epsilon": 1.0, "window": WINDOW, "domain": DOMAIN,
         "users": users, "slot_seconds": 60, "start": START, "options": {"block_size": 64}}]})
     create_topics(bootstrap, config.topics())
     UserValues(categorical_feed(users=users, slots=slots, domain=DOMAIN, seed=6), DOMAIN, slot_seconds=60,
                start=START).save(directory / "values.npz")
-    return KeptStream(config, bootstrap, directory, users)
+    return KeptStream(config, bootstrap, broker.tansu_compat, directory, users)
 
 
 def fleet_of_streams(config_path: Path, dumps: dict[str, Path], bootstrap: str, directory: Path, shard: int,
-                     shards: int) -> ChildProcess:
+                     shards: int, tansu_compat: bool) -> ChildProcess:
     """One `wevent devices` process serving every stream of ``dumps`` (stream -> its values) for one shard."""
     arguments = ["devices", "--config", str(config_path), "--bootstrap", bootstrap, "--shard", f"{shard}/{shards}",
-                 "--ledger-dir", str(directory / "ledger"), "--tansu-compat"]
+                 "--ledger-dir", str(directory / "ledger"), *(["--tansu-compat"] if tansu_compat else [])]
     for stream, dump in dumps.items():
         arguments += ["--stream", stream, "--values", str(dump)]
     return ChildProcess(arguments, directory / f"devices-{shard}of{shards}.log").start()

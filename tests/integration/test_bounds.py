@@ -21,7 +21,7 @@ from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink
 from pipeline.stream.processors import slots_ahead
 from pipeline.stream.subscription import Releases
-from tests.integration.conftest import metric_value
+from tests.integration.conftest import compat_flags, metric_value
 
 pytestmark = [pytest.mark.integration]
 
@@ -65,7 +65,7 @@ def follow(bootstrap, streams, count, timeout, cluster, arrivals=None):
 
 def send(cluster, name, values, first_slot=1):
     stream = cluster.config.stream(name)
-    sink = KafkaReportSink(cluster.bootstrap, name, PARTITIONS, tansu_compat=True)
+    sink = KafkaReportSink(cluster.bootstrap, name, PARTITIONS, tansu_compat=cluster.tansu_compat)
     for slot in range(first_slot, first_slot + len(values)):
         sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), np.arange(USERS), values[slot - first_slot])
     sink.close()
@@ -86,7 +86,7 @@ def test_a_9999_slot_batch_does_not_stop_the_worker_or_any_stream(cluster_factor
     poison = ReportBatch("victim", np.full(poison_slots.size, user),
                          np.where(poison_slots <= slots, values["victim"][np.minimum(poison_slots, slots) - 1, user], 0),
                          np.round((victim.start + (poison_slots - 1) * 60.0) * 1000))
-    sink = KafkaReportSink(cluster.bootstrap, "victim", PARTITIONS, tansu_compat=True)
+    sink = KafkaReportSink(cluster.bootstrap, "victim", PARTITIONS, tansu_compat=cluster.tansu_compat)
     sink._produce(poison.encode(), int(report_partition(np.array([user]), PARTITIONS)[0]))
     sink.close()
     for name in values:
@@ -144,7 +144,7 @@ def test_a_full_speed_replay_of_the_sample_equals_simulate_at_a_flat_rate(cluste
     worker = cluster.start_worker()
     started = time.monotonic()
     run_cli("replay", "tdrive", str(TDRIVE), "--config", str(cluster.config_path), "--bootstrap", cluster.bootstrap,
-            "--tansu-compat", "--no-progress")
+            *compat_flags(cluster), "--no-progress")
     sent = time.monotonic() - started
     arrivals = []
     got = follow(cluster.bootstrap, ["taxi"], data.slots, 1800, cluster, arrivals)["taxi"]

@@ -58,6 +58,7 @@ def test_the_limit_comes_from_the_environment(monkeypatch):
 
 
 @pytest.mark.integration
+@pytest.mark.tansu_only("it checks that tansu cannot delete records; Apache Kafka can")
 def test_tansu_cannot_drop_records_so_the_limit_is_the_bound(broker):
     """If a newer tansu drops records below an offset, trimming what every group has read can
     replace the stop at the limit: this test fails then, to say so."""

@@ -45,7 +45,7 @@ def test_stalled_consumer_and_stalled_stream_then_progress(broker):
     owned = {("slots", p), ("dissimilarity", p), ("reports", 0)}
     try:
         assert watch.check(owned) == []
-        producer = Producer(producer_config(broker.bootstrap, tansu_compat=True))
+        producer = Producer(producer_config(broker.bootstrap, tansu_compat=broker.tansu_compat))
         for _ in range(3):
             producer.produce("slots", b"slot", partition=p)
         assert producer.flush(10) == 0

@@ -78,10 +78,10 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
     cluster = cluster_factory(config)
     worker = cluster.start_worker()
     values = categorical_feed()
-    sinks = {name: KafkaReportSink(cluster.bootstrap, name, 3, tansu_compat=True) for name in ("bd", "ba", "dirty", "pba")}
+    sinks = {name: KafkaReportSink(cluster.bootstrap, name, 3, tansu_compat=cluster.tansu_compat) for name in ("bd", "ba", "dirty", "pba")}
     from confluent_kafka import Producer
 
-    raw = Producer(producer_config(cluster.bootstrap, tansu_compat=True))
+    raw = Producer(producer_config(cluster.bootstrap, tansu_compat=cluster.tansu_compat))
     dirty = config.stream("dirty")
     for slot in range(1, SLOTS + 1):
         t0 = round(dirty.slot_start(slot) * 1000)
@@ -168,7 +168,7 @@ def test_crash_and_restart_loses_nothing_and_spends_nothing_twice(cluster_factor
     cluster = cluster_factory(config)
     cluster.start_worker()
     values = categorical_feed(slots=slots)
-    sink = KafkaReportSink(cluster.bootstrap, "ba", 2, tansu_compat=True)
+    sink = KafkaReportSink(cluster.bootstrap, "ba", 2, tansu_compat=cluster.tansu_compat)
     stream = config.stream("ba")
     sent = 0
     seen = {}

@@ -47,7 +47,7 @@ def test_a_million_users_per_slot_at_d_10000_equals_simulate_and_passes_the_audi
     worker = cluster.start_worker()
     values = drifting_zipf_values(np.random.default_rng(SEED))
     users = np.arange(USERS)
-    sinks = {m: KafkaReportSink(cluster.bootstrap, m, 2, tansu_compat=True) for m in MECHANISMS}
+    sinks = {m: KafkaReportSink(cluster.bootstrap, m, 2, tansu_compat=cluster.tansu_compat) for m in MECHANISMS}
     for slot in range(1, SLOTS + 1):
         for m, sink in sinks.items():
             stream = config.stream(m)

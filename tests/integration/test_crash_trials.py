@@ -66,7 +66,7 @@ def test_a_committed_offset_ahead_of_the_state_is_read_again(cluster_factory):
     config = trial_config(values, seed=11)
     stream = config.stream("taxi")
     cluster = cluster_factory(config)
-    sink = KafkaReportSink(cluster.bootstrap, "taxi", config.report_partitions, tansu_compat=True)
+    sink = KafkaReportSink(cluster.bootstrap, "taxi", config.report_partitions, tansu_compat=cluster.tansu_compat)
     half = slots // 2
     for slot in range(1, half + 1):
         sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), np.arange(values.users),

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.integration]
 
 
 def test_a_fleet_that_fails_before_its_answer_leaves_answers_the_request_after_restart(broker, tmp_path):
-    stream = kept_stream(broker.bootstrap, tmp_path, users=500, slots=5)
+    stream = kept_stream(broker, tmp_path, users=500, slots=5)
     ledger = stream.ledger
 
     def ask(slot):
@@ -84,11 +84,11 @@ def test_fleets_killed_mid_answer_release_what_a_run_without_crashes_releases(cl
 
     def start_fleet(shard, n=0):
         return DevicesProcess(cluster.config_path, "lpa", dump, cluster.bootstrap,
-                              tmp_path / f"devices-{shard}-{n}.log", tansu_compat=True, shard=shard, shards=2,
+                              tmp_path / f"devices-{shard}-{n}.log", tansu_compat=cluster.tansu_compat, shard=shard, shards=2,
                               ledger_dir=ledger.parent).start()
 
     fleets = [start_fleet(0), start_fleet(1)]
-    sink = KafkaReportSink(cluster.bootstrap, "lpa", 1, tansu_compat=True, clock_only=True)
+    sink = KafkaReportSink(cluster.bootstrap, "lpa", 1, tansu_compat=cluster.tansu_compat, clock_only=True)
     stream = config.stream("lpa")
     for slot in range(1, slots + 1):
         sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), None, None)

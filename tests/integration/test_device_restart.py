@@ -15,7 +15,7 @@ USERS, SLOTS = 500, 20
 
 
 def test_a_fleet_killed_and_restarted_keeps_its_users_spend(broker, tmp_path):
-    stream = kept_stream(broker.bootstrap, tmp_path, USERS, SLOTS)
+    stream = kept_stream(broker, tmp_path, USERS, SLOTS)
     fleet = stream.start_fleet(0)
     try:
         for slot in (1, 2, 3):  # users 10..39 spend 0.6 each, ten a slot

@@ -29,7 +29,7 @@ def test_forged_releases_and_dissimilarities_neither_stall_nor_change_a_stream(c
     worker = cluster.start_worker()
     from confluent_kafka import Producer
 
-    forger = Producer(producer_config(cluster.bootstrap, tansu_compat=True))
+    forger = Producer(producer_config(cluster.bootstrap, tansu_compat=cluster.tansu_compat))
     release = ReleaseRecord("ba", 1_000_000, [0.0] * DOMAIN, "publish", "ba", 1.0, 10, 0.5, 0.5, 1.0)
     forger.produce("releases", release.to_bytes(), key=b"ba")
     for slot in range(1, SLOTS + 1):
@@ -40,7 +40,7 @@ def test_forged_releases_and_dissimilarities_neither_stall_nor_change_a_stream(c
     assert forger.flush(30) == 0
     values = categorical_feed(users=USERS, slots=SLOTS)
     stream = config.stream("ba")
-    sink = KafkaReportSink(cluster.bootstrap, "ba", 2, tansu_compat=True)
+    sink = KafkaReportSink(cluster.bootstrap, "ba", 2, tansu_compat=cluster.tansu_compat)
     for slot in range(1, SLOTS + 1):
         sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), np.arange(USERS), values[slot - 1])
     sink.close()

@@ -18,6 +18,7 @@ from pipeline.core.data import UserValues
 from pipeline.stream.broker import free_port, wait_for_port
 from pipeline.stream.config import parse_config
 from pipeline.stream.child_processes import ChildProcess, DevicesProcess, WorkerProcess
+from tests.integration.conftest import compat_flags
 from tests.integration.run_helpers import listening_addresses, non_loopback_address, refuses, wait_for
 
 pytestmark = pytest.mark.slow
@@ -68,11 +69,11 @@ def test_the_worker_and_the_devices_listen_on_every_interface_only_when_told(bro
     UserValues(np.zeros((2, 10), dtype=np.int64), 4, slot_seconds=60, start=START).save(values)
     devices, open_devices = free_port(), free_port()
     processes: list[ChildProcess] = [
-        DevicesProcess(config_path, "devices", values, broker.bootstrap, tmp_path / "devices.log", tansu_compat=True,
+        DevicesProcess(config_path, "devices", values, broker.bootstrap, tmp_path / "devices.log", tansu_compat=broker.tansu_compat,
                        metrics_port=devices),
         DevicesProcess(config_path, "devices", values, broker.bootstrap, tmp_path / "devices-open.log",
-                       tansu_compat=True, shard=1, shards=2, metrics_port=open_devices),
-        WorkerProcess(config_path, broker.bootstrap, free_port(), tmp_path / "worker.log", tansu_compat=True,
+                       tansu_compat=broker.tansu_compat, shard=1, shards=2, metrics_port=open_devices),
+        WorkerProcess(config_path, broker.bootstrap, free_port(), tmp_path / "worker.log", tansu_compat=broker.tansu_compat,
                       datadir=tmp_path / "data"),
     ]
     processes[1].command += ["--metrics-host", "0.0.0.0"]
@@ -99,7 +100,7 @@ def test_the_replay_serves_the_error_against_the_truth_on_loopback_only(broker, 
     create_topics(broker.bootstrap, config.topics())
     truth = free_port()
     replay = ChildProcess(["replay", "tdrive", str(TDRIVE), "--grid", "4x4", "--slot-seconds", "300", "--config",
-                           str(write_config(config, tmp_path)), "--bootstrap", broker.bootstrap, "--tansu-compat",
+                           str(write_config(config, tmp_path)), "--bootstrap", broker.bootstrap, *compat_flags(broker),
                            "--truth-port", str(truth), "--no-progress"], tmp_path / "replay.log").start()
     try:
         wait_for_port("127.0.0.1", truth, timeout=60)

@@ -48,7 +48,7 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     dump = tmp_path / "values.npz"
     UserValues(values, DOMAIN, user_ids=[str(u) for u in range(USERS)], slot_seconds=60, start=START).save(dump)
     fleets = [DevicesProcess(cluster.config_path, name, dump, cluster.bootstrap, tmp_path / f"devices-{name}-{k}.log",
-                             tansu_compat=True, shard=k, shards=2).start()
+                             tansu_compat=cluster.tansu_compat, shard=k, shards=2).start()
               for name in ("lba", "lpa") for k in range(2)]  # two processes split each stream's users
     # A report from a user the server does not ask at slot 1 (the request is derived, so computable),
     # sent before the request exists: it must wait, then be refused, and change nothing. And a
@@ -60,7 +60,7 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
 
     asked = LPA(1.0, 10, DOMAIN, USERS, randomness=DerivedRandomness(SecretKey.from_seed(SEED), "lpa")).open_slot().users
     stranger = next(u for u in range(USERS) if u not in set(asked.tolist()))
-    producer = Producer(producer_config(cluster.bootstrap, tansu_compat=True))
+    producer = Producer(producer_config(cluster.bootstrap, tansu_compat=cluster.tansu_compat))
     # Raw values sent by mistake, unreadable: a raw batch cut by one byte and a JSON report without
     # a time. Nobody can tell their stream, so their dead letters must not copy them.
     raw_users = np.arange(0, 64, 2)  # users of partition 0
@@ -77,7 +77,7 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     producer.flush()
     try:
         for name in ("lba", "lpa"):
-            sink = KafkaReportSink(cluster.bootstrap, name, 2, tansu_compat=True, clock_only=True)
+            sink = KafkaReportSink(cluster.bootstrap, name, 2, tansu_compat=cluster.tansu_compat, clock_only=True)
             stream = config.stream(name)
             for slot in range(1, SLOTS + 1):
                 sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), None, None)
@@ -149,10 +149,10 @@ def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(br
     UserValues(values, DOMAIN, slot_seconds=60, start=START).save(dump)
     port = free_port()
     fleet = DevicesProcess(write_config(config, tmp_path), "guarded", dump, broker.bootstrap, tmp_path / "devices.log",
-                           tansu_compat=True, metrics_port=port).start()
+                           tansu_compat=broker.tansu_compat, metrics_port=port).start()
     from confluent_kafka import Producer
 
-    producer = Producer(producer_config(broker.bootstrap, tansu_compat=True))
+    producer = Producer(producer_config(broker.bootstrap, tansu_compat=broker.tansu_compat))
 
     def ask(slot, phase, users, epsilon, signed=True):
         request = {"stream": "guarded", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",

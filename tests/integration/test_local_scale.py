@@ -48,10 +48,11 @@ def run_local_streams(cluster_factory, tmp_path, record_property, streams: dict[
          "options": {"block_size": BLOCK}} | fields for name, fields in streams.items()]})
     cluster = cluster_factory(config)
     worker = cluster.start_worker()
-    fleets = [fleet_of_streams(cluster.config_path, dumps, cluster.bootstrap, tmp_path, shard, SHARDS)
+    fleets = [fleet_of_streams(cluster.config_path, dumps, cluster.bootstrap, tmp_path, shard, SHARDS,
+                               cluster.tansu_compat)
               for shard in range(SHARDS)]
     try:
-        sinks = {name: KafkaReportSink(cluster.bootstrap, name, 2, tansu_compat=True, clock_only=True)
+        sinks = {name: KafkaReportSink(cluster.bootstrap, name, 2, tansu_compat=cluster.tansu_compat, clock_only=True)
                  for name in streams}
         for slot in range(1, SLOTS + 1):
             for name, sink in sinks.items():

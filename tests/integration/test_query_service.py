@@ -46,7 +46,7 @@ def test_worker_answers_range_queries_over_what_it_consumed(cluster_factory):
     worker = cluster.start_worker()
     values = categorical_feed(slots=SLOTS)
     for name in ("ba", "bd"):
-        sink = KafkaReportSink(cluster.bootstrap, name, 2, tansu_compat=True)
+        sink = KafkaReportSink(cluster.bootstrap, name, 2, tansu_compat=cluster.tansu_compat)
         stream = config.stream(name)
         for slot in range(1, SLOTS + 1):
             sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), np.arange(3000), values[slot - 1])

@@ -16,6 +16,7 @@ from pipeline.stream.codecs import ReportBatch, Watermark, decode_report_message
 from pipeline.stream.config import parse_config
 from pipeline.stream.child_processes import write_config
 from pipeline.stream.subscription import read_topic
+from tests.integration.conftest import compat_flags
 
 pytestmark = [pytest.mark.integration]
 
@@ -41,7 +42,7 @@ def test_replayed_reports_equal_the_dump(broker, tmp_path):
     create_topics(broker.bootstrap, config.topics())
     sent = subprocess.run([sys.executable, "-m", "pipeline.cli", "replay", "tdrive", str(TDRIVE), *PROFILE,
                            "--config", str(write_config(config, tmp_path)), "--bootstrap", broker.bootstrap,
-                           "--tansu-compat", "--no-progress", "--json"], capture_output=True, text=True, timeout=300)
+                           *compat_flags(broker), "--no-progress", "--json"], capture_output=True, text=True, timeout=300)
     assert sent.returncode == 0, sent.stderr
 
     delivered, watermarks = [], 0

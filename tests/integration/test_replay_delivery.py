@@ -21,9 +21,10 @@ TDRIVE = Path(__file__).resolve().parents[2] / "producers" / "fixtures" / "tdriv
 PROFILE = ["--grid", "4x4", "--slot-seconds", "300"]  # 288 slots of 300 s, d = 16
 
 
-def replay_command(config_path: Path, bootstrap: str, *extra: str) -> list[str]:
+def replay_command(config_path: Path, bootstrap: str, *extra: str, tansu_compat: bool = True) -> list[str]:
     return [sys.executable, "-m", "pipeline.cli", "replay", "tdrive", str(TDRIVE), *PROFILE, "--config",
-            str(config_path), "--bootstrap", bootstrap, "--tansu-compat", "--no-progress", *extra]
+            str(config_path), "--bootstrap", bootstrap, *(["--tansu-compat"] if tansu_compat else []), "--no-progress",
+            *extra]
 
 
 FEED_START = 1201968059.0  # the bundled sample's first slot, in ``PROFILE``
@@ -47,7 +48,8 @@ def taxi_config(tmp_path):
 def test_the_success_line_counts_the_confirmed_messages(broker, taxi_config):
     config, path = taxi_config
     create_topics(broker.bootstrap, config.topics())
-    sent = subprocess.run(replay_command(path, broker.bootstrap, "--from-slot", "280", "--json"), capture_output=True,
+    sent = subprocess.run(replay_command(path, broker.bootstrap, "--from-slot", "280", "--json",
+                                         tansu_compat=broker.tansu_compat), capture_output=True,
                           text=True, timeout=120)
     assert sent.returncode == 0, sent.stderr
     summary = json.loads(sent.stdout)

@@ -40,12 +40,12 @@ def test_a_failing_processor_counts_every_message_and_logs_one_line(cluster_fact
                            "streams": [stream_spec("ba", "ba")]})
     cluster = cluster_factory(config)
     worker = WorkerProcess(cluster.config_path, cluster.bootstrap, free_port(), tmp_path / "worker.log",
-                           tansu_compat=True)
+                           tansu_compat=cluster.tansu_compat)
     worker.command = [sys.executable, "-c", BROKEN_WORKER, *worker.command[3:]]  # `wevent worker ...`, broken
     cluster.workers.append(worker.start())
     from confluent_kafka import Producer
 
-    producer = Producer(producer_config(cluster.bootstrap, tansu_compat=True))
+    producer = Producer(producer_config(cluster.bootstrap, tansu_compat=cluster.tansu_compat))
     for n in range(BATCHES):
         users = np.arange(n * PER_BATCH, (n + 1) * PER_BATCH)
         batch = ReportBatch("ba", users, users % 8, np.full(PER_BATCH, round(START * 1000)))

@@ -376,7 +376,7 @@ class BudgetDivision(AdaptiveMechanism):
         self.eps1 = self.beta * self.epsilon / self.window
         self.pool = (1.0 - self.beta) * self.epsilon
 
-    def _open(self, slot: int) -> Request:
+    def _open(self, slot: int) -> Request | None:
         return self._request(slot, Phase.DISSIMILARITY, self.eps1, None)
 
     def _error(self, eps2: float) -> float:

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from ..base import Strategy
 from ..randomness import DerivedRandomness
-from ..validation import ParameterError, check_epsilon, check_positive_int
-from ._base import DecisionOverride, PopulationDivision, Scheduled
+from ..validation import ParameterError
+from ._base import DecisionOverride, PopulationDivision
 from .adaptive import make_oracle
 from .devices import Devices
-from .protocol import LocalDissimilarity, Request
-from .schedules import Distribution
+from .dsat import RateControlled
+from .protocol import Request
 
 __all__ = ["LPDSAT"]
 
-THRESHOLD_CAP = 2.0  # Algorithm 4 keeps T_t in [0, 2]
 
-
-class LPDSAT(Scheduled, PopulationDivision):
+class LPDSAT(RateControlled, PopulationDivision):
     """LP-DSAT_w: a feedback controller on the publication rate replaces LPD's error test.
 
     Every publication asks a fixed ``m2 = floor(n2 / C)`` users (``n2 = N - floor(beta N)``,
@@ -105,7 +101,6 @@ class LPDSAT(Scheduled, PopulationDivision):
     """
 
     name = "lp-dsat"
-    schedule: Distribution
 
     def __init__(
         self,
@@ -132,53 +127,17 @@ class LPDSAT(Scheduled, PopulationDivision):
         super().__init__(epsilon, window, domain_size, population, beta=beta, force_first=force_first, pool=pool,
                          oracle=oracle, var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
                          decision_override=decision_override)
-        self.cutoff = check_positive_int(math.ceil(self.window / 4) if cutoff is None else cutoff, "cutoff C")
-        if self.cutoff >= self.window:
-            raise ParameterError(f"the cutoff C must be below w = {self.window} publications per window, got {self.cutoff}")
-        if rate_denominator not in ("window", "slot"):
-            raise ParameterError(f"rate_denominator must be 'window' or 'slot', got {rate_denominator!r}")
-        self.rate_denominator = rate_denominator
+        self._check_cutoff(cutoff, rate_denominator)
         self.pool = self.population - math.floor(self.beta * self.population)  # n2
-        self.publication_users = self.pool // self.cutoff  # m2
+        self.publication_users = self.unit = self.pool // self.cutoff  # m2
+        self.publication_amount = self.publication_users
         if self.publication_users < 1:
             raise ParameterError(f"n2 = {self.pool} users cannot fill C = {self.cutoff} publications per window")
         publication_oracle = make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound,
                                          var_mode=self.var_mode)
-        self.initial_threshold = (publication_oracle.variance(self.publication_users) if threshold is None
-                                  else float(threshold))
-        self.tolerance = check_epsilon(tolerance, "tolerance sigma")
-        self.gain = self.initial_threshold / 10 if gain is None else float(gain)
-        self.threshold = self.initial_threshold
-        self.schedule = Distribution(self.pool, self.window)
-
-    def _open(self, slot: int) -> Request | None:
-        if self.schedule.remaining() < self.publication_users:
-            return None  # no population left for a publication in this window: ask nobody
-        return super()._open(slot)
-
-    def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
-        if self._dissimilarity_request is None:
-            return Strategy.NULLIFIED
-        count = (self.pool - self.schedule.remaining()) / self.publication_users  # publications, last w-1 slots
-        rate = count / (min(slot, self.window) if self.rate_denominator == "window" else slot)
-        target = self.cutoff / self.window
-        step = self.gain * abs(abs(rate - target) - self.tolerance) / self.tolerance
-        self.threshold = max(0.0, self.threshold - step) if rate < target else min(THRESHOLD_CAP, self.threshold + step)
-        if self._publishes(slot, dissimilarity, self.threshold):
-            return self._ask(slot, self.publication_users)
-        return Strategy.APPROXIMATE
+        self._start_controller(self.pool, threshold, publication_oracle.variance(self.publication_users), tolerance,
+                               gain)
 
     def _closed(self, slot: int, publication: Request | None) -> None:
         self.schedule.record(slot, publication.size if publication is not None else 0)
         super()._closed(slot, publication)
-
-    def _params(self) -> dict[str, Any]:
-        return {**super()._params(), "cutoff": self.cutoff, "threshold": self.initial_threshold,
-                "tolerance": self.tolerance, "gain": self.gain, "rate_denominator": self.rate_denominator}
-
-    def _dynamic(self) -> dict[str, Any]:
-        return {**super()._dynamic(), "threshold": self.threshold}
-
-    def _load(self, dynamic: dict[str, Any]) -> None:
-        super()._load(dynamic)
-        self.threshold = float(dynamic["threshold"])
