@@ -22,8 +22,10 @@ import time
 from typing import Any
 
 import faust
+from aiokafka.errors import IllegalStateError
 from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
+from faust.types import TP
 
 from pipeline.core.randomness import DerivedRandomness
 from pipeline.errors import UsageError
@@ -33,6 +35,7 @@ from pipeline.stream.config import AppConfig
 from pipeline.stream.health import BrokerWatch, rate_limit_client_logs
 from pipeline.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials
 from pipeline.stream.failures import ErrorLog, internal_error
+from pipeline.stream import prometheus as metrics
 from pipeline.stream.processors import Processor, Processors
 from pipeline.stream.query import QueryService
 from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
@@ -245,6 +248,8 @@ class StatePositionedApp(faust.App):
     topic_partitions: dict[str, int] = {}
     #: (source topic names, table, processor) of every agent
     stateful_sources: list[tuple[tuple[str, ...], Any, Processor]] = []
+    #: every agent's watch for offsets its fetches passed over
+    input_gaps: list["InputGaps"] = []
 
     def _new_consumer(self):
         consumer = super()._new_consumer()
@@ -272,6 +277,8 @@ class StatePositionedApp(faust.App):
                     position = committed
                 await consumer.seek(tp, position)
                 offsets[tp] = position
+                for gaps in self.input_gaps:
+                    gaps.forget(tp.topic, tp.partition)  # a jump to a sought position is no gap
             return offsets
 
         consumer.seek_to_committed = seek_to_state
@@ -291,12 +298,81 @@ class StatePositionedApp(faust.App):
         return min(offsets) if offsets else None
 
 
+HOLE_WAIT_SECONDS = 10.0  # how long a hole is read again before it is taken as no record
+HOLE_RETRY_SECONDS = 0.05  # between two re-reads of a hole
+
+
+class InputGaps:
+    """Notices the offsets a fetch passed over on a source partition, so that an agent reads them.
+
+    No source of ours has holes between offsets (none is compacted, no producer of ours uses
+    transactions), yet tansu leaves one for a moment: with two device shards writing one
+    ``ldp.reports`` partition at once, a fetch returned the records after one message of reports
+    before that message could be read, and the consumer's position passed it for good; its round
+    closed at the deadline, short of its answers, with nothing rejected. So an offset past the next
+    one expected means a record was skipped: the agent seeks back to the hole, ignores what was
+    fetched past it, and reads it again (every :data:`HOLE_RETRY_SECONDS`) until the record is
+    there. A hole still there after :data:`HOLE_WAIT_SECONDS` (a transaction marker of a foreign
+    producer on Kafka) is accepted, logged and counted.
+    """
+
+    APPLY, SKIP, SEEK = "apply", "skip", "seek"
+
+    def __init__(self) -> None:
+        self._next: dict[tuple[str, int], int] = {}
+        self._rereading: dict[tuple[str, int], tuple[int, int, float]] = {}  # hole, highest offset ignored, until
+
+    def forget(self, topic: str, partition: int) -> None:
+        """The partition was sought (a restart or rebalance): its next offset is what comes."""
+        self._next.pop((topic, partition), None)
+        self._rereading.pop((topic, partition), None)
+
+    def check(self, topic: str, partition: int, offset: int, now: float) -> tuple[str, int]:
+        """What to do with the record at ``offset`` at monotonic time ``now``: (APPLY, offset),
+        (SKIP, offset) or (SEEK, hole), after a pause of :data:`HOLE_RETRY_SECONDS`."""
+        tp = (topic, partition)
+        if tp in self._rereading:
+            hole, ignored, until = self._rereading[tp]
+            if offset > ignored:  # fetched before the seek took effect
+                self._rereading[tp] = (hole, offset, until)
+                return self.SKIP, offset
+            if offset > hole and now < until:  # the re-read starts past the hole: not readable yet
+                self._rereading[tp] = (hole, offset, until)
+                return self.SEEK, hole
+            del self._rereading[tp]
+            if offset > hole:
+                log.warning("%s[%d]: offsets %d..%d are still absent after %g s; going on from %d",
+                            topic, partition, hole, offset - 1, HOLE_WAIT_SECONDS, offset)
+                metrics.input_gaps.labels(topic, "absent").inc(offset - hole)
+        elif tp in self._next and offset > self._next[tp]:
+            hole = self._next[tp]
+            log.warning("%s[%d]: a fetch passed over offsets %d..%d; reading them again",
+                        topic, partition, hole, offset - 1)
+            metrics.input_gaps.labels(topic, "reread").inc(offset - hole)
+            self._rereading[tp] = (hole, offset, now + HOLE_WAIT_SECONDS)
+            return self.SEEK, hole
+        self._next[tp] = offset + 1
+        return self.APPLY, offset
+
+
 def _agent(app: faust.App, name: str, source, table, processor: Processor, topics: dict) -> None:
     app.stateful_sources = [*app.stateful_sources, (tuple(source.topics), table, processor)]
+    gaps = InputGaps()
+    app.input_gaps = [*app.input_gaps, gaps]
 
     async def run(stream):
         async for event in stream.events():
             message = event.message
+            action, offset = gaps.check(message.topic, message.partition, message.offset, time.monotonic())
+            if action == InputGaps.SEEK:
+                await asyncio.sleep(HOLE_RETRY_SECONDS)
+                try:
+                    await app.consumer.seek(TP(message.topic, message.partition), offset)
+                except IllegalStateError as exc:  # revoked meanwhile: its next owner seeks it to its state
+                    log.info("could not read %s[%d] again from %d: %s", message.topic, message.partition, offset, exc)
+                    gaps.forget(message.topic, message.partition)
+            if action != InputGaps.APPLY:
+                continue
             try:
                 outputs, updates = processor.process(
                     event.value, message.topic, message.partition, message.offset,

@@ -53,6 +53,12 @@ communication_bits = Counter(
 ldp_missing_reports = Counter(
     "wevent_ldp_missing_reports_total", "Local model: asked users who did not answer before the deadline", ["stream"]
 )
+input_gaps = Counter(
+    "wevent_input_gaps_total",
+    "Offsets a fetch passed over on a source partition: read again (outcome reread), or still absent after "
+    "waiting for them (outcome absent)",
+    ["topic", "outcome"],
+)
 slot_close_latency = Histogram(
     "wevent_slot_close_latency_seconds",
     "Seconds from a slot's close (last partition) to its release",
