@@ -35,7 +35,6 @@ from pipeline.stream.config import AppConfig
 from pipeline.stream.health import BrokerWatch, rate_limit_client_logs
 from pipeline.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials
 from pipeline.stream.failures import ErrorLog, internal_error
-from pipeline.stream import prometheus as metrics
 from pipeline.stream.processors import Processor, Processors
 from pipeline.stream.query import QueryService
 from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
@@ -110,14 +109,17 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
     def table(name: str, partitions: int):
         return app.Table(name, partitions=partitions, key_type=bytes, value_type=bytes, default=None)
 
+    # Only tansu passes over records; on Kafka offsets skip legitimately (transaction markers of
+    # exactly-once workers), and a watch would wait on every one.
+    watch_gaps = tansu_compat
     _agent(app, "assemble", app.topic(REPORTS, key_serializer="raw", value_serializer="raw"),
-           table("assembler", config.report_partitions), processors.assembler, topics)
+           table("assembler", config.report_partitions), processors.assembler, topics, watch_gaps)
     _agent(app, "measure", app.topic(SLOTS, RELEASES, key_serializer="raw", value_serializer="raw"),
-           table("dissimilarity-state", config.stream_partitions), processors.dissimilarity, topics)
+           table("dissimilarity-state", config.stream_partitions), processors.dissimilarity, topics, watch_gaps)
     _agent(app, "publish", app.topic(MEASUREMENTS, key_serializer="raw", value_serializer="raw"),
-           table("publication-state", config.stream_partitions), processors.publication, topics)
+           table("publication-state", config.stream_partitions), processors.publication, topics, watch_gaps)
     _agent(app, "collect", app.topic(LDP_REQUESTS, LDP_REPORTS, key_serializer="raw", value_serializer="raw"),
-           table("collector-state", config.stream_partitions), processors.collector, topics)
+           table("collector-state", config.stream_partitions), processors.collector, topics, watch_gaps)
 
     local = [s.name for s in config.streams if s.model == "local"]
     if local:
@@ -312,8 +314,8 @@ class InputGaps:
     closed at the deadline, short of its answers, with nothing rejected. So an offset past the next
     one expected means a record was skipped: the agent seeks back to the hole, ignores what was
     fetched past it, and reads it again (every :data:`HOLE_RETRY_SECONDS`) until the record is
-    there. A hole still there after :data:`HOLE_WAIT_SECONDS` (a transaction marker of a foreign
-    producer on Kafka) is accepted, logged and counted.
+    there. A hole still there after :data:`HOLE_WAIT_SECONDS` is accepted, logged and counted.
+    Workers watch only on tansu: on Kafka an offset may be a transaction marker, never a record.
     """
 
     APPLY, SKIP, SEEK = "apply", "skip", "seek"
@@ -355,15 +357,17 @@ class InputGaps:
         return self.APPLY, offset
 
 
-def _agent(app: faust.App, name: str, source, table, processor: Processor, topics: dict) -> None:
+def _agent(app: faust.App, name: str, source, table, processor: Processor, topics: dict, watch_gaps: bool) -> None:
     app.stateful_sources = [*app.stateful_sources, (tuple(source.topics), table, processor)]
     gaps = InputGaps()
-    app.input_gaps = [*app.input_gaps, gaps]
+    if watch_gaps:
+        app.input_gaps = [*app.input_gaps, gaps]
 
     async def run(stream):
         async for event in stream.events():
             message = event.message
-            action, offset = gaps.check(message.topic, message.partition, message.offset, time.monotonic())
+            action, offset = (gaps.check(message.topic, message.partition, message.offset, time.monotonic())
+                              if watch_gaps else (InputGaps.APPLY, message.offset))
             if action == InputGaps.SEEK:
                 await asyncio.sleep(HOLE_RETRY_SECONDS)
                 try:
