@@ -53,9 +53,9 @@ test: setup deploy-tools kafka-jars
 test-quick: setup deploy-tools kafka-jars
 	$(PY) -m pytest -m "not slow"
 
-# Every integration test on Apache Kafka, the long runs included (about 20 minutes more).
+# Every integration test on Apache Kafka alone (`make test` runs them too).
 test-kafka: setup kafka-jars
-	WEVENT_KAFKA_LONG=1 $(PY) -m pytest tests/integration -k kafka
+	$(PY) -m pytest tests/integration -k kafka
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

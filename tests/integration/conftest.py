@@ -3,15 +3,13 @@
 Every test that takes ``broker`` (or ``cluster_factory``) runs twice: on a fresh tansu broker,
 with the clients' tansu workarounds (``tansu_compat``: one record per batch), and on the
 session's Apache Kafka, emptied of topics and consumer groups first, with normal clients (batched,
-lz4). A test marked ``tansu_only`` (its reason given) runs on tansu alone. The Apache Kafka copies
-of ``slow`` tests, and the long Apache Kafka tests (several workers, broker faults, exactly-once),
-run with ``WEVENT_KAFKA_LONG=1`` (:data:`KAFKA_LONG`): together they take about 15 minutes, which
-the suite's budget does not hold.
+lz4). A test marked ``tansu_only`` (its reason given) runs on tansu alone. Every worker a test
+starts, on either broker, uses a consumer-group session of :data:`TEST_SESSION_SECONDS`: on Apache
+Kafka, Faust's default of 60 s would hold a SIGKILLed worker's partitions for a minute.
 """
 
 from __future__ import annotations
 
-import os
 import time
 import urllib.request
 from pathlib import Path
@@ -73,20 +71,23 @@ def compat_flags(broker) -> list[str]:
     return ["--tansu-compat"] if broker.tansu_compat else []
 
 
-KAFKA_LONG = pytest.mark.skipif(os.environ.get("WEVENT_KAFKA_LONG") != "1",
-                                reason="a long run on Apache Kafka: set WEVENT_KAFKA_LONG=1")
+TEST_SESSION_SECONDS = 10  # what tansu workers use anyway; Apache Kafka accepts 6 s and more
+
+
+@pytest.fixture(autouse=True, scope="session")
+def short_worker_sessions():
+    """`wevent worker` children (WEVENT_SESSION_SECONDS) hand a killed worker's partitions on
+    after :data:`TEST_SESSION_SECONDS`, as they do on tansu."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WEVENT_SESSION_SECONDS", str(TEST_SESSION_SECONDS))
+        yield
 
 
 def pytest_generate_tests(metafunc):
     if "broker_kind" not in metafunc.fixturenames:
         return
-    if metafunc.definition.get_closest_marker("tansu_only"):
-        kinds = ["tansu"]
-    elif metafunc.definition.get_closest_marker("slow"):
-        kinds = ["tansu", pytest.param("kafka", marks=KAFKA_LONG)]
-    else:
-        kinds = ["tansu", "kafka"]
-    metafunc.parametrize("broker_kind", kinds)
+    tansu_only = metafunc.definition.get_closest_marker("tansu_only")
+    metafunc.parametrize("broker_kind", ["tansu"] if tansu_only else ["tansu", "kafka"])
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import pytest
 from pipeline.stream.apache_kafka import KafkaCluster, default_cache, install_kafka
 from pipeline.stream.broker import create_topics
 from pipeline.stream.kafka import consumer_config, producer_config
-from tests.integration.conftest import KAFKA_LONG
 
 pytestmark = [pytest.mark.integration]
 
@@ -86,7 +85,6 @@ def test_durable_single_node_keeps_acknowledged_records_across_sigkill(tmp_path)
 
 
 @pytest.mark.slow
-@KAFKA_LONG
 def test_three_nodes_stop_without_leftovers(kafka_cluster3):
     cluster = kafka_cluster3()
     assert len(cluster.bootstrap.split(",")) == 3

@@ -11,10 +11,9 @@ import pytest
 
 from pipeline.stream.apache_kafka import KafkaCluster
 from pipeline.stream.child_processes import wait_until
-from tests.integration.conftest import KAFKA_LONG
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, KAFKA_LONG]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 OUTAGE = 10.0  # seconds a killed broker stays down
 

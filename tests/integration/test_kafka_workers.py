@@ -12,10 +12,9 @@ import sys
 import pytest
 
 from pipeline.stream.child_processes import wait_until
-from tests.integration.conftest import KAFKA_LONG
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates, metrics
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, KAFKA_LONG]
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 GAUGE = re.compile(r'^wevent_last_released_slot\{stream="([^"]+)"\}', re.MULTILINE)
 
