@@ -128,7 +128,7 @@ def clean_releases(config, values, workdir: Path | None = None) -> dict[int, dic
 class Schedule:
     """A trial's kills: (seconds after start, target, restart delay), drawn from its seed.
 
-    One to three kills of the worker, the first within 5 s; half the time one of the replay; in
+    One to three kills of the worker, the first within 2.5 s; half the time one of the replay; in
     the local model also one or two of a device fleet shard ("devices0", "devices1"). Each killed
     process is restarted after up to ``max_delay`` seconds (the replay after up to 2 s)."""
 
@@ -137,8 +137,9 @@ class Schedule:
     @classmethod
     def draw(cls, seed: int, horizon: float, local: bool = False, max_delay: float = 5.0) -> "Schedule":
         rng = np.random.default_rng([seed, 0xC7A5])
-        # the first kill lands within 5 s, before any trial can have released every slot
-        events = [(float(rng.uniform(1.0, min(5.0, horizon) if i == 0 else horizon)), "worker",
+        # the first kill lands within 2.5 s: a worker alone takes longer to join its group, so no
+        # trial can have released every slot before it (within 5 s, a quiet machine sometimes could)
+        events = [(float(rng.uniform(1.0, min(2.5, horizon) if i == 0 else horizon)), "worker",
                    float(rng.uniform(0.0, max_delay))) for i in range(int(rng.integers(1, 4)))]
         if rng.random() < 0.5:
             events.append((float(rng.uniform(0.5, horizon / 2)), "replay", float(rng.uniform(0.0, 2.0))))
