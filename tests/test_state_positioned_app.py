@@ -21,7 +21,14 @@ from faust.types import TP  # noqa: E402
 
 from pipeline.bench.crash import sample_values, trial_config  # noqa: E402
 from pipeline.core import state as packing  # noqa: E402
+from topologies import app as topology  # noqa: E402
 from topologies.app import build_app  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def no_faust_sensors(monkeypatch):
+    """Faust's Prometheus sensors register once per process; these tests build several apps."""
+    monkeypatch.setattr(topology, "setup_prometheus_sensors", lambda app, **kwargs: None)
 
 
 def test_every_stateful_source_is_sought_to_its_state_or_commit(monkeypatch):
@@ -54,3 +61,35 @@ def test_every_stateful_source_is_sought_to_its_state_or_commit(monkeypatch):
 
     assert sorted(seeks) == [("reports", 0, 0), ("reports", 1, 3), ("slots", 1, 7)]
     assert offsets[TP("reports", 0)] == 0 and offsets[TP("reports", 1)] == 3 and offsets[TP("slots", 1)] == 7
+
+
+def test_a_stateful_source_is_fetched_only_once_sought(monkeypatch):
+    """Faust resumes the stream partitions and then seeks them. Its pause filters what aiokafka
+    fetched meanwhile from the committed offsets, so a resume that took effect at once let the
+    next fetch hand the agents records past their state's position before the seek moved back;
+    applied, they made the inputs in between look applied (a kill on Apache Kafka released slots
+    short of a partition's reports). A stateful source is resumed by the seek, not before it."""
+    reports, changelog = TP("reports", 0), TP("wevent-crash-assembler-changelog", 0)
+    events = []
+
+    async def seek_to_committed(self):
+        return {reports: 5, changelog: None}
+
+    async def seek(self, tp, offset):
+        events.append(("seek", tp.topic, offset))
+
+    monkeypatch.setattr(driver.Consumer, "seek_to_committed", seek_to_committed)
+    monkeypatch.setattr(driver.Consumer, "assignment", lambda self: {reports, changelog})
+    monkeypatch.setattr(driver.Consumer, "_seek", seek)
+    app = build_app(trial_config(sample_values(4), seed=1), "127.0.0.1:9")
+    app.tables["assembler"].data[b"taxi/0"] = packing.pack({"offsets": {"reports:0": 2}})
+    consumer = app.consumer
+    consumer.pause_partitions({reports, changelog})
+
+    consumer.resume_partitions({reports, changelog})  # what Faust's recovery does first
+    fetchable = consumer._get_active_partitions()
+    assert changelog in fetchable and reports not in fetchable
+
+    asyncio.run(consumer.seek_to_committed())  # then its perform_seek
+    assert events == [("seek", "reports", 3)]
+    assert reports in consumer._get_active_partitions()

@@ -245,6 +245,11 @@ class StatePositionedApp(faust.App):
     worker stopped reading it (lag that never moved), or applied later records without the
     dropped ones (slots closed short of reports). So every stateful source is sought, the start
     included.
+
+    The seek must also come before the first record. Faust resumes the stream partitions, then
+    seeks them; its pause only filters what aiokafka keeps fetching from the committed offsets,
+    so records past a state's position could reach an agent before the seek back, and make the
+    inputs in between look applied. A stateful source therefore stays paused until sought.
     """
 
     topic_partitions: dict[str, int] = {}
@@ -256,6 +261,20 @@ class StatePositionedApp(faust.App):
     def _new_consumer(self):
         consumer = super()._new_consumer()
         seek_to_committed = consumer.seek_to_committed
+        resume_partitions = consumer.resume_partitions
+        held: set[TP] = set()  # stateful sources Faust resumed before they were sought
+
+        def resume_once_sought(tps) -> None:
+            # Faust resumes the stream partitions and only then seeks them (its recovery's last
+            # step). Its pause is a filter over what aiokafka fetched meanwhile from the committed
+            # offsets, so the first fetch after the resume could hand the agents records past
+            # their states' positions before the seek below moves back: applied first, they made
+            # the inputs in between look applied already (skipped, a partition's reports lost).
+            # So a stateful source stays paused until it has been sought.
+            tps = set(tps)
+            stateful = {tp for tp in tps if self.reads_state(tp.topic)}
+            held.update(stateful)
+            resume_partitions(tps - stateful)
 
         async def seek_to_state() -> dict:
             offsets = dict(await seek_to_committed())
@@ -281,10 +300,18 @@ class StatePositionedApp(faust.App):
                 offsets[tp] = position
                 for gaps in self.input_gaps:
                     gaps.forget(tp.topic, tp.partition)  # a jump to a sought position is no gap
+            sought = held & consumer.assignment()
+            held.clear()
+            resume_partitions(sought)
             return offsets
 
         consumer.seek_to_committed = seek_to_state
+        consumer.resume_partitions = resume_once_sought
         return consumer
+
+    def reads_state(self, topic: str) -> bool:
+        """Whether a stateful agent reads ``topic`` (its positions then come from the states)."""
+        return any(topic in topics for topics, _, _ in self.stateful_sources)
 
     def resume_offset(self, topic: str, partition: int) -> int | None:
         """The lowest resume offset of the stateful agents reading ``topic`` (None: none does)."""
