@@ -57,11 +57,36 @@ def test_local_releases_equal_the_simulation_and_audit_per_user(mechanism):
     assert [r.release for r in got] == [e.release.tolist() for e in expected]
     assert [r.strategy for r in got] == [e.strategy.value for e in expected]
     assert [r.extras["n1"] + r.extras["n2"] for r in got] == [e.reports for e in expected]
+    assert all(r.extras["n1"] == r.extras["asked1"] and r.extras["n2"] == r.extras["asked2"] for r in got)
     assert fleet.refused == 0
     audit = [json.loads(v) for v in pipeline.log["audit"]]
     finding = verify(audit)[0]
     assert finding.ok, finding.message
     assert all(r.window_spend <= 1.0 + 1e-12 for r in got)
+
+
+class LosingFleet:
+    """A fleet whose first report batch of one slot never arrives (a shard down past the deadline)."""
+
+    def __init__(self, fleet, slot: int) -> None:
+        self.fleet, self.slot = fleet, slot
+
+    def answer(self, request):
+        batches = self.fleet.answer(request)
+        return batches[1:] if request.slot == self.slot else batches
+
+
+def test_a_release_short_of_device_answers_says_so():
+    values = synthetic("sin", USERS, SLOTS, seed=3).values().astype(np.int64)
+    config = local_config("lbu")  # every user asked in every slot
+    stream = config.stream("l")
+    fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
+                        Devices(DerivedRandomness(config.device_key(), "l"), block_size=BLOCK))
+    pipeline, _ = run_pipeline(config, values, fleets={"l": LosingFleet(fleet, slot=7)})
+    short = {r.slot: r.extras["asked2"] - r.extras["n2"] for r in pipeline.releases("l")
+             if r.extras["n2"] < r.extras["asked2"]}
+    assert short == {7: BLOCK}  # the lost batch held one block of users
+    assert all(r.extras["asked2"] == USERS for r in pipeline.releases("l"))
 
 
 def test_no_raw_value_reaches_any_topic():
