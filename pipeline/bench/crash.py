@@ -9,9 +9,9 @@ release (``--from-slot``); in the local model one or two of a fleet shard. When 
 released, each release is compared with ``wevent simulate``'s on the same values with the same
 derived noise. A trial passes if every release is identical and no slot was released twice with
 different values; in the local model releases may also differ from the first one made from fewer
-answers than the clean run's and than its ledger entry says were asked (answers that missed their
-deadline while a shard was down), which that release states (its ``n1``/``n2``), its ledger
-entry confirms and the worker counts (``wevent_ldp_missing_reports_total``). ``--parallel`` runs
+answers than the clean run's and than it says were asked (answers that missed their deadline while
+a shard was down), which that release states (its ``n1``/``n2`` below its ``asked1``/``asked2``)
+and the worker counts (``wevent_ldp_missing_reports_total``). ``--parallel`` runs
 several trials at once, each with its own broker.
 """
 
@@ -213,7 +213,6 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
                         # every slot up to the last release reached every partition before it
                         start(item[1], from_slot=min(max(got, default=0) + 1, slots))
                 result.conflicts = sorted(slot for _, slot in releases.conflicts)
-            audit = _audit(broker.bootstrap, values.users) if model == "local" else {}
             if len(got) < len(expected) or any(not _same(got[s], expected[s]) for s in got):
                 result.positions = positions(broker.bootstrap, config)
         finally:
@@ -228,8 +227,8 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
     result.released = len(got)
     result.missing = sorted(set(expected) - set(got))
     unlike = sorted(s for s in got if not _same(got[s], expected[s]))
-    if unlike and _short(got[unlike[0]], expected[unlike[0]], audit.get(unlike[0])):
-        # answers missed their deadline: that release and its ledger entry say so, and every later
+    if unlike and _short(got[unlike[0]], expected[unlike[0]]):
+        # answers missed their deadline: that release says so, and every later
         # one may follow another path of the mechanism from it
         result.short = unlike
     else:
@@ -256,32 +255,14 @@ def _same(got: dict, expected: dict) -> bool:
     return got["release"] == expected["release"] and all(extras.get(k) == v for k, v in expected.get("extras", {}).items())
 
 
-def _short(got: dict, expected: dict, audit: dict | None) -> bool:
+def _short(got: dict, expected: dict) -> bool:
     """Whether a local-model release was made from fewer answers in a phase than the clean run's
     because asked devices did not answer in time: its ``n1``/``n2`` are below the clean run's and
-    below the number of users its ledger entry (``audit``) says were asked in that phase. Fewer
-    answers with as many asked would be a lost answer, not a deadline."""
+    below the users it says that phase asked (``asked1``/``asked2``). Fewer answers with as many
+    asked would be a lost answer, not a deadline."""
     extras, clean = got.get("extras", {}), expected.get("extras", {})
-    asked = {int(phase["phase"]): phase["asked"] for phase in (audit or {}).get("phases", [])}
-    return any(f"n{phase}" in clean and extras.get(f"n{phase}", 0) < min(clean[f"n{phase}"], asked.get(phase, 0))
+    return any(f"n{phase}" in clean and extras.get(f"n{phase}", 0) < min(clean[f"n{phase}"], extras.get(f"asked{phase}", 0))
                for phase in (1, 2))
-
-
-def _audit(bootstrap: str, population: int) -> dict[int, dict]:
-    """slot -> the ledger entry of the trial's stream: the number of users asked in each phase."""
-    from ..core.local.user_sets import users_from_text
-    from ..stream.codecs import AuditRecord
-    from ..stream.subscription import read_topic
-
-    entries = {}
-    for value in read_topic(bootstrap, "audit"):
-        record = AuditRecord.from_json(value)
-        if record.stream == STREAM:
-            entries[record.slot] = {"phases": [
-                {"phase": phase["phase"],
-                 "asked": population if phase["users"] is None else int(users_from_text(phase["users"]).size)}
-                for phase in record.phases]}
-    return entries
 
 
 def register(sub) -> None:
