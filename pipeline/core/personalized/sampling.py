@@ -68,6 +68,9 @@ def keep_probabilities(budgets: np.ndarray, theta: float) -> np.ndarray:
     p = np.where(below, 0.0, 1.0)
     positive = below & (budgets > 0)
     p[positive] = np.exp(log_expm1(budgets[positive]) - log_expm1(np.array([theta]))[0])
+    # A budget a few ulps below theta gives a ratio that rounds to 1: such a user must still be
+    # sampled, not kept for certain (that would spend theta, above their budget).
+    p[below] = np.minimum(p[below], np.nextafter(1.0, 0.0))
     return p
 
 
