@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey, ZeroNoise
+
+# Property tests draw the same examples on every run, so a failure in CI is one anyone can rerun;
+# HYPOTHESIS_PROFILE=explore draws new ones (and pins what it finds with @example).
+settings.register_profile("reproducible", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "reproducible"))
 
 
 @pytest.fixture
