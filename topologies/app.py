@@ -378,13 +378,14 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
             if action != InputGaps.APPLY:
                 continue
             try:
-                outputs, updates = processor.process(
+                outputs, updates, events = processor.process(
                     event.value, message.topic, message.partition, message.offset,
                     lambda key: table.get(key.encode()), time.time(),
                 )
             except Exception as exc:  # a bug must not stop the stream: counted, dead-lettered, logged once
                 errors.failed(name, exc, f"{message.topic}[{message.partition}]@{message.offset}")
-                outputs, updates = [internal_error(processor.config, event.value, message.topic, exc)], {}
+                outputs, updates, events = internal_error(processor.config, event.value, message.topic, exc)
+            metrics.export(events)
             if processor.persist_before_send:  # M2: the ledger reaches its changelog before the release leaves
                 store(table, updates)
                 await app.producer.flush()

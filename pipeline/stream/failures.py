@@ -18,11 +18,11 @@ from typing import Callable
 
 import numpy as np
 
-from . import prometheus
 from .codecs import Envelope, ReportBatch, decode_report_message, unseal
 from .config import AppConfig
+from .events import Events
 from .health import Throttle
-from .processors import Out, dead_letter
+from .processors import Processed, dead_letter
 from .topics import LDP_REPORTS, REPORTS
 
 __all__ = ["ErrorLog", "internal_error", "raised_at"]
@@ -77,13 +77,15 @@ class ErrorLog:
                           raised_at(exc), f"{held} more since the last line; " if held else "")
 
 
-def internal_error(config: AppConfig, raw: bytes, topic: str, exc: BaseException) -> Out:
-    """The dead letter of a message a processor failed on, with its reports counted as rejected."""
+def internal_error(config: AppConfig, raw: bytes, topic: str, exc: BaseException) -> Processed:
+    """What a message a processor failed on causes: its dead letter, no state, its reports counted as rejected."""
     stream, reports = _reports_in(raw, topic)
     known = stream if isinstance(stream, str) and config.stream(stream) is not None else None
+    events = Events()
     if reports:
-        prometheus.reports_rejected.labels(known or "", "internal_error").inc(reports)
-    return dead_letter("internal_error", topic, f"{type(exc).__name__} at {raised_at(exc)}", known)
+        events.reports_rejected[known or "", "internal_error"] += reports
+    return Processed([dead_letter(events, "internal_error", topic, f"{type(exc).__name__} at {raised_at(exc)}", known)],
+                     {}, events)
 
 
 def _reports_in(raw: bytes, topic: str) -> tuple[object, int]:

@@ -6,6 +6,7 @@ compute M1's dissimilarity for a slot, run M2, and describe the slot for the aud
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from ..core.randomness import DerivedRandomness
 from ..core.registry import mechanisms
 from .codecs import AuditRecord, ReleaseRecord
 from .config import AppConfig, ConfigError, StreamConfig
+from .events import Released
 from .release_records import local_release_record, personalized_release_record
 
 __all__ = ["StreamLogic", "CentralLogic", "logic_for"]
@@ -73,6 +75,13 @@ class StreamLogic:
         budget = self.stream.budget
         return float(group_spend[k]), budget.reserved, budget.total
 
+    def released(self, mechanism: Mechanism, result: StepResult, group_window_spend: np.ndarray, now: float,
+                 closed_at: float) -> Released:
+        """What operators see of a release at wall time ``now`` of a slot closed at ``closed_at``."""
+        spent, reserved, total = self.budget_gauges(group_window_spend)
+        return Released(self.stream.name, result.slot, result.strategy.value, now, max(0.0, now - closed_at),
+                        spent, reserved, total)
+
     def record(self, mechanism: Mechanism, result: StepResult, group_window_spend: np.ndarray,
                slot_start: float = 0.0, slot_end: float = 0.0) -> ReleaseRecord:
         """The release line; ``group_window_spend[k]``: group k's spend over its own window ending here."""
@@ -113,9 +122,6 @@ class StreamLogic:
 
     def publish(self, mechanism: Mechanism, counts: np.ndarray, measured: dict[str, Any]) -> StepResult:
         raise NotImplementedError
-
-    def observe(self, mechanism: Mechanism, result: StepResult) -> None:
-        """Model-specific metrics of a released slot (none here)."""
 
     def audit(self, mechanism: Mechanism, result: StepResult) -> AuditRecord:
         return AuditRecord(
@@ -276,13 +282,10 @@ class LocalLogic(StreamLogic):
         return local_release_record(self.stream.name, mechanism, result, float(group_window_spend.max()), slot_start,
                                     slot_end)
 
-    def observe(self, mechanism, result):
-        from . import prometheus
-
-        prometheus.communication_bits.labels(self.stream.name).inc(result.bits)
+    def released(self, mechanism, result, group_window_spend, now, closed_at):
         ledger = getattr(mechanism, "ledger", None)  # population division: who may be asked
-        if ledger is not None:
-            prometheus.available_population.labels(self.stream.name).set(ledger.available)
+        return replace(super().released(mechanism, result, group_window_spend, now, closed_at),
+                       communication_bits=result.bits, available_population=None if ledger is None else ledger.available)
 
     def audit(self, mechanism, result):
         phases = [{"phase": phase, "epsilon": float(e),

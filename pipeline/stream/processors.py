@@ -1,8 +1,9 @@
 """The stream processors as plain classes, independent of Faust.
 
-Each processor turns (its state for a key, one input message) into a new state and a list of
-output messages. The Faust agents in ``topologies/`` only load and store the state in a table and
-send the outputs; the logic here is unit-testable without a broker.
+Each processor turns (its state for a key, one input message) into a new state, a list of
+output messages and the :class:`~pipeline.stream.events.Events` it saw (:class:`Processed`). The
+Faust agents in ``topologies/`` only load and store the state in a table, send the outputs and
+export the events as metrics; the logic here is unit-testable without a broker or a metrics library.
 
 Exactly-once effect on state over an at-least-once transport:
 
@@ -37,12 +38,11 @@ import logging
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from ..core import state as packing
-from . import prometheus as metrics
 from ..core.accounting import slide_charges
 from ..core.base import StepResult
 from ..core.local.protocol import LocalDissimilarity, Request
@@ -68,13 +68,14 @@ from .codecs import (
     unseal,
 )
 from .config import DEVICE_KEY_ENV, AppConfig, ConfigError
+from .events import Events
 from .keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark, OpenSlotKey,
                    PartialKey, ReleaseKey, RoundKey, RoundRequestKey, StepKey, StepOutputKey, stream_of)
 from .logic import StreamLogic, logic_for
 from .topics import AUDIT, DEAD_LETTERS, LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 
-__all__ = ["Out", "ServerKeys", "Processor", "Assembler", "DissimilarityProcessor", "PublicationProcessor", "Collector",
-           "Processors"]
+__all__ = ["Out", "Processed", "ServerKeys", "Processor", "Assembler", "DissimilarityProcessor", "PublicationProcessor",
+           "Collector", "Processors"]
 
 log = logging.getLogger(__name__)
 
@@ -105,22 +106,33 @@ class Out:
     key: str | None = None
 
 
-def dead_letter(reason: str, topic: str, detail: str, stream: str | None = None, payload: Any = None) -> Out:
-    metrics.dead_letters.labels(reason).inc()
+class Processed(NamedTuple):
+    """What one input caused: sealed outputs, the state updates in the order to store them
+    (:class:`SideKeys`; None deletes a key), and the events for the worker to export."""
+
+    outputs: list[Out]
+    updates: dict[str, bytes | None]
+    events: Events
+
+
+def dead_letter(events: Events, reason: str, topic: str, detail: str, stream: str | None = None,
+                payload: Any = None) -> Out:
+    events.dead_letters[reason] += 1
     return Out(DEAD_LETTERS, DeadLetter(reason, topic, detail, stream, payload).to_bytes())
 
 
-def malformed(config: AppConfig, topic: str, raw: bytes, detail: str) -> Out:
+def malformed(events: Events, config: AppConfig, topic: str, raw: bytes, detail: str) -> Out:
     """The dead letter of bytes that decode to no stream: their length and keyed digest, never the bytes."""
-    metrics.reports_rejected.labels("", "malformed").inc()
-    return dead_letter("malformed", topic, detail, payload=unread_bytes(raw, config.noise_key().derive("deadletter-digest")))
+    events.reports_rejected["", "malformed"] += 1
+    return dead_letter(events, "malformed", topic, detail,
+                       payload=unread_bytes(raw, config.noise_key().derive("deadletter-digest")))
 
 
-def refuse(reason: str, topic: str, detail: str, stream: str | None = None) -> Out:
+def refuse(events: Events, reason: str, topic: str, detail: str, stream: str | None = None) -> Out:
     """A message refused as forged (``unauthenticated``) or impossible (``out_of_range``)."""
-    metrics.forged_messages.labels(topic, reason).inc()
+    events.forged_messages[topic, reason] += 1
     log.warning("refused a message of %s (%s): %s", topic, reason, detail)
-    return dead_letter(reason, topic, detail, stream)
+    return dead_letter(events, reason, topic, detail, stream)
 
 
 @dataclass(frozen=True)
@@ -166,12 +178,12 @@ class ServerKeys:
         by = self.for_topic(out.topic)
         return out if by is None else Out(out.topic, seal(out.topic, out.key, out.value, by), out.key)
 
-    def refusal(self, topic: str, stream: str, body: bytes, tag: bytes | None) -> list[Out]:
+    def refusal(self, events: Events, topic: str, stream: str, body: bytes, tag: bytes | None) -> list[Out]:
         """[] when ``tag`` is the valid seal of ``body`` on (topic, stream); else the refusal."""
         try:
             check_seal(self.for_topic(topic), topic, stream, body, tag)
         except AuthenticationError as exc:
-            return [refuse("unauthenticated", topic, str(exc), stream)]
+            return [refuse(events, "unauthenticated", topic, str(exc), stream)]
         return []
 
 
@@ -237,39 +249,41 @@ class Processor:
         self.logics = logics
         self.keys = keys
 
-    def route(self, raw: bytes, topic: str, partition: int) -> tuple[str | None, Any, list[Out]]:
+    def route(self, raw: bytes, topic: str, partition: int, events: Events) -> tuple[str | None, Any, list[Out]]:
         """Decode ``raw``: (state key or None, decoded message, outputs such as dead letters)."""
         raise NotImplementedError
 
     def initial(self, key: str) -> dict:
         raise NotImplementedError
 
-    def apply(self, state: dict, message: Any, topic: str, partition: int, now: float, side: SideKeys) -> list[Out]:
+    def apply(self, state: dict, message: Any, topic: str, partition: int, now: float, side: SideKeys,
+              events: Events) -> list[Out]:
         raise NotImplementedError
 
     def process(self, raw: bytes, topic: str, partition: int, offset: int,
-                load: Callable[[str], bytes | None], now: float) -> tuple[list[Out], dict[str, bytes | None]]:
-        """One input message: returns (sealed outputs, {state key: packed new state, or None to delete}),
-        in the order to store them (:class:`SideKeys`)."""
-        key, message, outputs = self.route(raw, topic, partition)
+                load: Callable[[str], bytes | None], now: float) -> Processed:
+        """One input message: its sealed outputs, {state key: packed new state, or None to delete}
+        in the order to store them (:class:`SideKeys`), and what it caused to count."""
+        events = Events()
+        key, message, outputs = self.route(raw, topic, partition, events)
         if key is None:
-            return outputs, {}
+            return Processed(outputs, {}, events)
         stored = load(key)
         state = packing.unpack(stored) if stored else self.initial(key)
         mark = OffsetMark(topic, partition).encode()
         if not self.persist_before_send and state["offsets"].get(mark, -1) >= offset:
-            return [], {}  # applied before a crash, and its outputs were delivered before that
+            return Processed([], {}, events)  # applied before a crash, and its outputs were delivered before that
         # M2 applies a replayed input again (re-emitting what it caused), so it only records it
         state["offsets"][mark] = max(int(offset), state["offsets"].get(mark, -1))
         side = SideKeys(load, int(offset))
-        outputs += self.apply(state, message, topic, partition, now, side)
+        outputs += self.apply(state, message, topic, partition, now, side, events)
         updates = {k: packing.pack(v) for k, v in side.written.items()} | {key: packing.pack(state)} | side.deleted
         sealed = [self.keys.sealed(out) for out in outputs]
         too_large = oversized(updates, sealed)
         if too_large:
             log.error("refused an input of %s[%d]@%d: %s", topic, partition, offset, too_large)
-            return [dead_letter("too_large", topic, too_large, stream_of(key))], {}
-        return sealed, updates
+            return Processed([dead_letter(events, "too_large", topic, too_large, stream_of(key))], {}, events)
+        return Processed(sealed, updates, events)
 
     def state_keys(self, topic: str, partition: int, key_partition: Callable[[str], int]) -> list[str]:
         """The state keys that record how far ``topic``'s ``partition`` was applied (none: not
@@ -360,16 +374,16 @@ class Assembler(Processor):
     more than ``max_watermark_jump_slots`` slots at once is refused and leaves the clock where it was.
     """
 
-    def route(self, raw, topic, partition):
+    def route(self, raw, topic, partition, events):
         try:
             message = decode_report_message(raw)
         except DecodeError as exc:
-            return None, None, [malformed(self.config, topic, raw, str(exc))]
+            return None, None, [malformed(events, self.config, topic, raw, str(exc))]
         stream = self.config.stream(message.stream)
         if stream is None:
-            n = 1 if isinstance(message, Watermark) else int(message.users.size)
-            metrics.reports_rejected.labels("", "unknown_stream").inc(n)
-            return None, None, [dead_letter("unknown_stream", topic, f"no stream named {message.stream!r}", message.stream)]
+            events.reports_rejected["", "unknown_stream"] += 1 if isinstance(message, Watermark) else int(message.users.size)
+            return None, None, [dead_letter(events, "unknown_stream", topic, f"no stream named {message.stream!r}",
+                                            message.stream)]
         return AssemblerKey(stream.name, partition).encode(), message, []
 
     def initial(self, key):
@@ -378,17 +392,19 @@ class Assembler(Processor):
     def state_keys(self, topic, partition, key_partition):
         return [AssemblerKey(s.name, partition).encode() for s in self.config.streams] if topic == REPORTS else []
 
-    def apply(self, state, message, topic, partition, now, side):
+    def apply(self, state, message, topic, partition, now, side, events):
         stream = self.config.stream(message.stream)
         if isinstance(message, Watermark):
-            return self._advance(state, stream, message.time, partition, now, side)
+            return self._advance(state, stream, message.time, partition, now, side, events)
         if stream.model == "local":  # raw values must never reach the server: refuse, copy nothing
-            metrics.reports_rejected.labels(stream.name, "raw_value_for_local_stream").inc(message.users.size)
-            return [dead_letter("raw_value_for_local_stream", topic, f"{message.users.size} raw report(s) for local-model "
-                                f"stream {stream.name!r} dropped unread: devices answer ldp.requests instead", stream.name)]
-        return self._accept(state, stream, message, topic, partition, side)
+            events.reports_rejected[stream.name, "raw_value_for_local_stream"] += int(message.users.size)
+            return [dead_letter(events, "raw_value_for_local_stream", topic, f"{message.users.size} raw report(s) for "
+                                f"local-model stream {stream.name!r} dropped unread: devices answer ldp.requests "
+                                "instead", stream.name)]
+        return self._accept(state, stream, message, topic, partition, side, events)
 
-    def _accept(self, state, stream, batch: ReportBatch, topic, partition: int, side: SideKeys) -> list[Out]:
+    def _accept(self, state, stream, batch: ReportBatch, topic, partition: int, side: SideKeys,
+                events: Events) -> list[Out]:
         logic = self.logics[stream.name]
         users, values = batch.users, batch.values
         slots = stream.slot_of_ms(batch.times_ms)
@@ -417,17 +433,17 @@ class Assembler(Processor):
             entry["counts"] += flat.reshape(entry["counts"].shape)
             entry["applied"] = side.offset
             side.put(key, entry)
-        accepted = int(np.count_nonzero(reason == 0))
-        metrics.reports_accepted.labels(stream.name).inc(accepted)
+        events.reports_accepted[stream.name] += int(np.count_nonzero(reason == 0))
         outputs = []
         for code, name in enumerate(REJECT_REASONS, start=1):
             rejected = np.flatnonzero(reason == code)
             if rejected.size:
-                metrics.reports_rejected.labels(stream.name, name).inc(rejected.size)
+                events.reports_rejected[stream.name, name] += int(rejected.size)
                 sample = rejected[:DEADLETTER_SAMPLE]
                 payload = {"count": int(rejected.size), "users": users[sample].tolist(),
                            "values": values[sample].tolist(), "times_ms": batch.times_ms[sample].tolist()}
-                outputs.append(dead_letter(name, topic, f"{rejected.size} report(s) rejected: {name}", stream.name, payload))
+                outputs.append(dead_letter(events, name, topic, f"{rejected.size} report(s) rejected: {name}",
+                                           stream.name, payload))
         return outputs
 
     def _owned_users(self, stream, partition: int) -> int:
@@ -458,14 +474,15 @@ class Assembler(Processor):
         return {"counts": np.zeros((logic.groups, stream.domain), dtype=np.int64), "seen": np.zeros(0, dtype=np.int64),
                 "applied": -1}
 
-    def _advance(self, state, stream, time: float, partition: int, now: float, side: SideKeys) -> list[Out]:
+    def _advance(self, state, stream, time: float, partition: int, now: float, side: SideKeys,
+                 events: Events) -> list[Out]:
         if time <= state["watermark"]:
             return []
         through = stream.closable_through(time)
         limit = stream.max_watermark_jump_slots
         if through - state["closed"] > limit:
-            metrics.reports_rejected.labels(stream.name, "watermark_too_far_ahead").inc()
-            return [dead_letter("watermark_too_far_ahead", REPORTS,
+            events.reports_rejected[stream.name, "watermark_too_far_ahead"] += 1
+            return [dead_letter(events, "watermark_too_far_ahead", REPORTS,
                                 f"watermark {time:.3f} on partition {partition} would close slots {state['closed'] + 1}.."
                                 f"{through} at once; at most {limit} (max_watermark_jump_slots)", stream.name)]
         state["watermark"] = float(time)
@@ -480,7 +497,7 @@ class Assembler(Processor):
             partial = Envelope("partial", {"stream": stream.name, "slot": slot, "partition": partition,
                                            "counts": entry["counts"], "closed_at": now})
             outputs.append(Out(SLOTS, partial.encode(), stream.name))
-            metrics.slots_closed.labels(stream.name).inc()
+            events.slots_closed[stream.name] += 1
         state["closed"] = max(state["closed"], through)
         state["open"] = [slot for slot in state["open"] if slot > state["closed"]]
         return outputs
@@ -501,7 +518,7 @@ class DissimilarityProcessor(Processor):
     message. Partials reach at most :data:`MAX_SLOTS_PENDING` slots ahead.
     """
 
-    def route(self, raw, topic, partition):
+    def route(self, raw, topic, partition, events):
         body, tag = unseal(raw)
         try:
             if topic == RELEASES:
@@ -511,10 +528,11 @@ class DissimilarityProcessor(Processor):
                 message = Envelope.decode(body)
                 stream_name = message["stream"]
         except (DecodeError, json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as exc:
-            return None, None, [dead_letter("malformed", topic, str(exc))]
+            return None, None, [dead_letter(events, "malformed", topic, str(exc))]
         if stream_name not in self.logics:
-            return None, None, [dead_letter("unknown_stream", topic, f"no stream named {stream_name!r}", stream_name)]
-        refused = self.keys.refusal(topic, stream_name, body, tag)
+            return None, None, [dead_letter(events, "unknown_stream", topic, f"no stream named {stream_name!r}",
+                                            stream_name)]
+        refused = self.keys.refusal(events, topic, stream_name, body, tag)
         return (None, None, refused) if refused else (stream_name, message, [])
 
     def state_keys(self, topic, partition, key_partition):
@@ -524,11 +542,11 @@ class DissimilarityProcessor(Processor):
         stream = self.config.stream(key)
         return {"offsets": {}, "next": 1, "last_slot": 0, "last_release": np.zeros(stream.domain)}
 
-    def apply(self, state, message, topic, partition, now, side):
+    def apply(self, state, message, topic, partition, now, side, events):
         name = message.stream if topic == RELEASES else message["stream"]
         impossible = self._impossible(state, message, topic)
         if impossible:
-            return [refuse("out_of_range", topic, impossible, name)]
+            return [refuse(events, "out_of_range", topic, impossible, name)]
         if topic == RELEASES:
             if message.slot > state["last_slot"]:
                 state["last_slot"] = message.slot
@@ -599,16 +617,16 @@ class PublicationProcessor(Processor):
     def state_keys(self, topic, partition, key_partition):
         return [s.name for s in self.config.streams if key_partition(s.name) == partition]
 
-    def route(self, raw, topic, partition):
+    def route(self, raw, topic, partition, events):
         body, tag = unseal(raw)
         try:
             message = Envelope.decode(body)
             name = message["stream"]
         except (DecodeError, KeyError) as exc:
-            return None, None, [dead_letter("malformed", topic, str(exc))]
+            return None, None, [dead_letter(events, "malformed", topic, str(exc))]
         if name not in self.logics:
-            return None, None, [dead_letter("unknown_stream", topic, f"no stream named {name!r}", name)]
-        refused = self.keys.refusal(topic, name, body, tag)
+            return None, None, [dead_letter(events, "unknown_stream", topic, f"no stream named {name!r}", name)]
+        refused = self.keys.refusal(events, topic, name, body, tag)
         return (None, None, refused) if refused else (name, message, [])
 
     def initial(self, key):
@@ -631,24 +649,24 @@ class PublicationProcessor(Processor):
         recent, steps = [2**31] * RECENT_RELEASES, [StepKey(2**31, "dissimilarity", 2).encode()] * (3 * RECENT_RELEASES)
         return len(packing.pack(self.initial(stream.name) | {"spend": full, "recent": recent, "steps": steps}))
 
-    def apply(self, state, message, topic, partition, now, side):
+    def apply(self, state, message, topic, partition, now, side, events):
         name = message["stream"]
         logic = self.logics[name]
         mechanism = logic.restore(state["mechanism"], MechanismParts(side, name))
         slot = int(message["slot"])
         if slot < 1:  # authentic-looking, but no worker measures such a slot (nor could a key name it)
-            return [refuse("out_of_range", topic, f"{message.kind} of slot {slot}", name)]
+            return [refuse(events, "out_of_range", topic, f"{message.kind} of slot {slot}", name)]
         step = StepKey(slot, message.kind, int(message.get("phase", 0)))
         if slot <= mechanism.slot or step.encode() in state["steps"]:  # a replayed input: re-emit what it caused
             kept_key = ReleaseKey(name, slot) if message.kind == "measured" else StepOutputKey(name, step)
             kept = side.get(kept_key.encode())
             return [Out(t, v, name) for t, v in kept.items()] if kept else []
         if slot != mechanism.slot + 1:
-            return [dead_letter("gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}", name)]
+            return [dead_letter(events, "gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}", name)]
         changed = logic.parameters_changed(mechanism)
         if changed:
             log.error("stream %s: mechanism parameters changed; slot %d not released: %s", name, slot, changed)
-            return [dead_letter("config_changed", topic, f"slot {slot} not released: {changed}", name)]
+            return [dead_letter(events, "config_changed", topic, f"slot {slot} not released: {changed}", name)]
         if message.kind == "measured":  # central and personalized: one step per slot
             outcome = logic.publish(mechanism, message["counts"], message.fields)
             state["closed_at"] = float(message["closed_at"])
@@ -657,7 +675,7 @@ class PublicationProcessor(Processor):
             if outcome is None:
                 return []
         if isinstance(outcome, StepResult):
-            outputs = self._release(state, logic, mechanism, outcome, now, side)
+            outputs = self._release(state, logic, mechanism, outcome, now, side, events)
         else:  # the local model asks the devices: a request for this slot's next phase
             outputs = {LDP_REQUESTS: Envelope("request", {"stream": name, **outcome.to_dict()}).encode()}
         self._store_mechanism(state, name, mechanism, side)
@@ -704,8 +722,9 @@ class PublicationProcessor(Processor):
             side.delete(key_of(k).encode())
         return [k for k in kept if k not in old]
 
-    def _release(self, state, logic, mechanism, result: StepResult, now: float, side: SideKeys) -> dict[str, bytes]:
-        """The release and audit record of a finished slot; keeps the window accounting and metrics."""
+    def _release(self, state, logic, mechanism, result: StepResult, now: float, side: SideKeys,
+                 events: Events) -> dict[str, bytes]:
+        """The release and audit record of a finished slot; keeps the window accounting."""
         name, slot = logic.stream.name, result.slot
         # The charges of the slots of the longest window, and every group's spend over its own.
         window, state["spend"] = slide_charges(state["spend"], logic.charges(result), int(logic.group_windows.max()))
@@ -714,15 +733,7 @@ class PublicationProcessor(Processor):
         audit = logic.audit(mechanism, result)
         outputs = {RELEASES: record.to_bytes(), AUDIT: audit.to_bytes()}
         state["recent"] = self._keep(side, [*state["recent"], slot], lambda k: ReleaseKey(name, k), outputs, slot)
-        spent, reserved, total = logic.budget_gauges(group_spend)
-        metrics.releases.labels(name, result.strategy.value).inc()
-        metrics.last_released_slot.labels(name).set(slot)
-        metrics.release_time.labels(name).set(now)
-        metrics.window_spent.labels(name).set(spent)
-        metrics.window_reserved.labels(name).set(reserved)
-        metrics.window_budget.labels(name).set(total)
-        metrics.slot_close_latency.labels(name).observe(max(0.0, now - float(state["closed_at"])))
-        logic.observe(mechanism, result)
+        events.releases.append(logic.released(mechanism, result, group_spend, now, float(state["closed_at"])))
         return outputs
 
 
@@ -799,24 +810,25 @@ class Collector(Processor):
     :data:`MAX_EARLY_MESSAGES` of them.
     """
 
-    def route(self, raw, topic, partition):
+    def route(self, raw, topic, partition, events):
         body, tag = unseal(raw)
         try:
             message = Envelope.decode(body)
             name = message["stream"]
         except (DecodeError, KeyError) as exc:
-            return None, None, [malformed(self.config, topic, raw, str(exc))]
+            return None, None, [malformed(events, self.config, topic, raw, str(exc))]
         except ValueError:  # the codec failed deeper (text, array buffers); its message may quote the bytes
-            return None, None, [malformed(self.config, topic, raw, "malformed internal message")]
+            return None, None, [malformed(events, self.config, topic, raw, "malformed internal message")]
         stream = self.config.stream(name)
         if stream is None or stream.model != "local":
-            metrics.reports_rejected.labels("", "unknown_stream").inc()
-            return None, None, [dead_letter("unknown_stream", topic, f"no local-model stream named {name!r}", name)]
+            events.reports_rejected["", "unknown_stream"] += 1
+            return None, None, [dead_letter(events, "unknown_stream", topic, f"no local-model stream named {name!r}",
+                                            name)]
         if message.kind == "tick":  # carries nothing but "look at the clock": the worker's own clock
             return name, message, []
-        refused = self.keys.refusal(topic, name, body, tag)
+        refused = self.keys.refusal(events, topic, name, body, tag)
         if refused and topic == LDP_REPORTS:
-            metrics.reports_rejected.labels(name, "unauthenticated").inc(np.size(message.get("users", ())))
+            events.reports_rejected[name, "unauthenticated"] += int(np.size(message.get("users", ())))
         return (None, None, refused) if refused else (name, message, [])
 
     def initial(self, key):
@@ -825,7 +837,7 @@ class Collector(Processor):
     def state_keys(self, topic, partition, key_partition):
         return [s.name for s in self.config.streams if s.model == "local" and key_partition(s.name) == partition]
 
-    def apply(self, state, message, topic, partition, now, side):
+    def apply(self, state, message, topic, partition, now, side, events):
         name = message["stream"]
         outputs = []
         if message.kind == "request":
@@ -838,27 +850,28 @@ class Collector(Processor):
                                         "support": None, "n": 0,
                                         "deadline": now + self.logics[name].deadline_seconds}
                 for _, early in state["early"].pop(key, []):  # reports that overtook their request
-                    outputs += self._accept(state, name, side.get(early), topic, now, side)
+                    outputs += self._accept(state, name, side.get(early), topic, now, side, events)
                     side.delete(early)
         elif message.kind == "reports":
-            outputs += self._accept(state, name, message.fields, topic, now, side)
-        return outputs + self._close_due(state, name, now, side) + self._expire_early(state, name, now, topic, side)
+            outputs += self._accept(state, name, message.fields, topic, now, side, events)
+        return (outputs + self._close_due(state, name, now, side, events)
+                + self._expire_early(state, name, now, topic, side, events))
 
-    def _accept(self, state, name, fields: dict, topic, now: float, side: SideKeys) -> list[Out]:
+    def _accept(self, state, name, fields: dict, topic, now: float, side: SideKeys, events: Events) -> list[Out]:
         users = np.asarray(fields["users"], dtype=np.int64)
         try:
             round_key = RoundKey(fields["slot"], fields["phase"])
         except MalformedKey as exc:
-            return self._reject(name, "malformed", topic, users, str(exc))
+            return self._reject(events, name, "malformed", topic, users, str(exc))
         key = round_key.encode()
         round_ = state["rounds"].get(key)
         if round_ is None:
             if key in state["closed"]:
-                return self._reject(name, "late", topic, users, f"round {key} is closed")
+                return self._reject(events, name, "late", topic, users, f"round {key} is closed")
             # The two topics are read without order between them: a device's reports may arrive
             # before the request they answer. They wait for it, then count, or expire as unrequested.
             if sum(map(len, state["early"].values())) >= MAX_EARLY_MESSAGES:
-                return self._reject(name, "unrequested", topic, users, f"no request for round {key}, and "
+                return self._reject(events, name, "unrequested", topic, users, f"no request for round {key}, and "
                                     f"{MAX_EARLY_MESSAGES} messages wait for theirs already")
             early = EarlyReportsKey(name, round_key, side.offset).encode()
             side.put(early, dict(fields))
@@ -870,7 +883,7 @@ class Collector(Processor):
             round_["answered_at"] = seen_add(np.zeros(0, dtype=np.int64), asked_positions(
                 request, answered_ids(round_.pop("answered"), request.population)), request.size)
         if users.size != len(fields["reports"]):
-            return self._reject(name, "malformed", topic, users, "users and reports differ in number")
+            return self._reject(events, name, "malformed", topic, users, "users and reports differ in number")
         ok = valid_reports(fields_of_request, fields["reports"], users.size)
         asked = request.asks(users)
         first = np.zeros(users.size, dtype=bool)
@@ -880,24 +893,25 @@ class Collector(Processor):
         outputs = []
         for mask, reason in ((~ok, "out_of_domain"), (ok & ~asked, "unrequested"), (ok & asked & ~fresh, "duplicate")):
             if mask.any():
-                outputs += self._reject(name, reason, topic, users[mask], f"round {key}")
+                outputs += self._reject(events, name, reason, topic, users[mask], f"round {key}")
         keep = ok & asked & fresh
         if keep.any():
             support = request.make_oracle().support(np.asarray(fields["reports"])[keep])
             round_["support"] = support if round_["support"] is None else round_["support"] + support
             round_["answered_at"] = seen_add(round_["answered_at"], at[keep], request.size)
             round_["n"] += int(keep.sum())
-            metrics.reports_accepted.labels(name).inc(int(keep.sum()))
+            events.reports_accepted[name] += int(keep.sum())
         return outputs
 
-    def _expire_early(self, state, name, now: float, topic, side: SideKeys) -> list[Out]:
+    def _expire_early(self, state, name, now: float, topic, side: SideKeys, events: Events) -> list[Out]:
         """Reports that waited a whole deadline for a request that never came were not requested."""
         outputs = []
         grace = self.logics[name].deadline_seconds
         for key in list(state["early"]):
             waiting = [e for e in state["early"][key] if e[0] + grace > now]
             for _, expired in (e for e in state["early"][key] if e[0] + grace <= now):
-                outputs += self._reject(name, "unrequested", topic, np.asarray(side.get(expired)["users"], dtype=np.int64),
+                outputs += self._reject(events, name, "unrequested", topic,
+                                        np.asarray(side.get(expired)["users"], dtype=np.int64),
                                         f"no request for round {key} within {grace:g} s")
                 side.delete(expired)
             if waiting:
@@ -907,12 +921,12 @@ class Collector(Processor):
         return outputs
 
     @staticmethod
-    def _reject(name, reason, topic, users, detail) -> list[Out]:
-        metrics.reports_rejected.labels(name, reason).inc(users.size)
-        return [dead_letter(reason, topic, f"{users.size} report(s) rejected: {detail}", name,
+    def _reject(events: Events, name, reason, topic, users, detail) -> list[Out]:
+        events.reports_rejected[name, reason] += int(users.size)
+        return [dead_letter(events, reason, topic, f"{users.size} report(s) rejected: {detail}", name,
                             {"count": int(users.size), "users": users[:DEADLETTER_SAMPLE].tolist()})]
 
-    def _close_due(self, state, name, now: float, side: SideKeys) -> list[Out]:
+    def _close_due(self, state, name, now: float, side: SideKeys, events: Events) -> list[Out]:
         outputs = []
         for round_key in sorted(RoundKey.decode(k) for k in state["rounds"]):
             key = round_key.encode()
@@ -923,7 +937,7 @@ class Collector(Processor):
             state["closed"] = [*state["closed"], key][-CLOSED_ROUNDS_KEPT:]
             missing = round_["asked"] - round_["n"]
             if missing:
-                metrics.ldp_missing_reports.labels(name).inc(missing)
+                events.missing_reports[name] += missing
             request = round_request(round_, name, key, side)
             side.delete(request_key(name, key))
             support = round_["support"] if round_["support"] is not None else np.zeros(

@@ -74,7 +74,7 @@ def written_bytes(pipeline, routes) -> list[tuple[str, int]]:
         if topic not in routes:
             continue
         table, processor = routes[topic]
-        outputs, updates = processor.process(value, topic, p, offset, pipeline.tables[table].get, 0.0)
+        outputs, updates, _ = processor.process(value, topic, p, offset, pipeline.tables[table].get, 0.0)
         written.append((topic, sum(len(v) for v in updates.values() if v is not None)))
         store(pipeline.tables[table], updates)
         for out in outputs:
@@ -158,7 +158,7 @@ def test_a_crash_between_the_keys_of_one_input_changes_no_release_and_rejects_no
         if topic not in routes:
             continue
         table, processor = routes[topic]
-        outputs, updates = processor.process(value, topic, partition, offset, crashy.tables[table].get, 0.0)
+        outputs, updates, _ = processor.process(value, topic, partition, offset, crashy.tables[table].get, 0.0)
         if len(updates) > 1 and rng.random() < 0.3:  # only some of the writes, in each agent's order
             crashes += 1
             if not processor.persist_before_send:  # M2 sends after its writes; the others before

@@ -38,7 +38,7 @@ class Round:
         self.send("ldp.requests", self.collector.keys.sealed(Out("ldp.requests", body, NAME)).value)
 
     def send(self, topic: str, raw: bytes) -> dict:
-        outputs, updates = self.collector.process(raw, topic, 0, self.offset, self.table.get, 0.0)
+        outputs, updates, _ = self.collector.process(raw, topic, 0, self.offset, self.table.get, 0.0)
         self.offset += 1
         store(self.table, updates)
         self.letters += [DeadLetter.from_json(o.value) for o in outputs if o.topic == "deadletter"]

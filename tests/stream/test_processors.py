@@ -168,7 +168,7 @@ def test_a_crash_between_outputs_and_state_never_loses_or_changes_a_release(seed
             continue
         table_name, processor = routes[topic]
         table = crashy.tables[table_name]
-        outputs, updates = processor.process(value, topic, p, offset, table.get, 0.0)
+        outputs, updates, _ = processor.process(value, topic, p, offset, table.get, 0.0)
         if rng.random() < 0.2:
             crashes += 1
             if processor.persist_before_send:
