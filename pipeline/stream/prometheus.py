@@ -127,3 +127,8 @@ def export(events: Events) -> None:
         if released.available_population is not None:
             available_population.labels(stream).set(released.available_population)
 
+
+def export_release_error(stream: str, error: float | None) -> None:
+    """Show a replay's running error against its truth (:class:`~pipeline.stream.truth.TruthMonitor`)."""
+    if error is not None:
+        release_error.labels(stream).set(error)
