@@ -282,7 +282,8 @@ class Processor:
         too_large = oversized(updates, sealed)
         if too_large:
             log.error("refused an input of %s[%d]@%d: %s", topic, partition, offset, too_large)
-            return Processed([dead_letter(events, "too_large", topic, too_large, stream_of(key))], {}, events)
+            refused = Events()  # the input changed nothing: none of what it would have caused counts
+            return Processed([dead_letter(refused, "too_large", topic, too_large, stream_of(key))], {}, refused)
         return Processed(sealed, updates, events)
 
     def state_keys(self, topic: str, partition: int, key_partition: Callable[[str], int]) -> list[str]:

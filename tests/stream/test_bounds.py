@@ -1,6 +1,8 @@
 """Bounded state in-process: no input grows a table value past its bound, a backlog costs the same
 work per message as no backlog, and a crash between the writes of one input changes nothing."""
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from prometheus_client import REGISTRY
@@ -9,6 +11,7 @@ from pipeline.core.synthetic import synthetic
 from pipeline.stream import processors
 from pipeline.stream.codecs import DeadLetter, Envelope, ReportBatch, Watermark, report_partition, report_seal, seal
 from pipeline.stream.config import ConfigError, parse_config
+from pipeline.stream.events import Events
 from pipeline.stream.processors import MAX_EARLY_MESSAGES, MAX_MESSAGE_BYTES, Processors, slots_ahead
 from tests.stream.harness import InProcessPipeline, store
 from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
@@ -191,6 +194,17 @@ def test_a_stream_whose_messages_could_exceed_the_bound_is_refused_at_start():
         Processors.build(config(window=200_000))  # a charge per slot of the window
     Processors.build(config(users=8_000_000, partitions=2))  # half the users on each partition
     Processors.build(config(domain=30_000, window=50_000))
+
+
+def test_an_input_refused_as_too_large_counts_its_refusal_and_nothing_it_would_have_caused(monkeypatch):
+    """Its reports were never stored: counting them as accepted (or its dead letters as sent) would
+    show operators reports that no slot holds."""
+    pipeline = InProcessPipeline(config_for(("s", "ba"), partitions=1, users=300))
+    monkeypatch.setattr(processors, "MAX_MESSAGE_BYTES", 200)  # below any slot's state
+    batch = ReportBatch("s", np.arange(4), np.array([0, 1, 1, 5]), np.full(4, round(START * 1000)))
+    outputs, updates, events = pipeline.processors.assembler.process(batch.encode(), "reports", 0, 0, {}.get, 0.0)
+    assert [DeadLetter.from_json(out.value).reason for out in outputs] == ["too_large"] and updates == {}
+    assert events == Events(dead_letters=Counter({"too_large": 1}))
 
 
 def test_an_input_whose_state_would_exceed_the_bound_is_refused_and_writes_nothing(monkeypatch):
