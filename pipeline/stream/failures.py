@@ -16,9 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
-from .codecs import Envelope, ReportBatch, decode_report_message, unseal
+from .codecs import ReportBatch, ReportsMessage, decode_message, decode_report_message
 from .config import AppConfig
 from .events import Events
 from .health import Throttle
@@ -96,7 +94,7 @@ def _reports_in(raw: bytes, topic: str) -> tuple[object, int]:
         if topic == REPORTS:
             message = decode_report_message(raw)
             return message.stream, (message.users.size if isinstance(message, ReportBatch) else 0)
-        envelope = Envelope.decode(unseal(raw)[0])
-        return envelope.get("stream"), (int(np.size(envelope.get("users", ()))) if envelope.kind == "reports" else 0)
+        message = decode_message(raw)
+        return message.stream, (int(message.users.size) if isinstance(message, ReportsMessage) else 0)
     except Exception:  # as unreadable here as it was to the processor: one report of no known stream
         return None, 1

@@ -45,19 +45,27 @@ import numpy as np
 from ..core import state as packing
 from ..core.accounting import slide_charges
 from ..core.base import StepResult
-from ..core.local.protocol import LocalDissimilarity, Request
+from ..core.local.protocol import Request
 from .codecs import (
     REPORT_KEY_ENV,
     AuthenticationError,
     DeadLetter,
     DecodeError,
-    Envelope,
+    DissimilarityMessage,
     MacSeal,
+    MeasuredMessage,
+    PartialMessage,
+    ReadyMessage,
     ReleaseRecord,
     ReportBatch,
+    ReportsMessage,
+    RequestMessage,
     SignatureSeal,
+    SupportMessage,
+    TickMessage,
     Watermark,
     check_seal,
+    decode_message,
     decode_report_message,
     internal_seal,
     report_partition,
@@ -243,6 +251,8 @@ class Processor:
 
     #: M2 persists its ledger before its release leaves; the others deliver outputs before state.
     persist_before_send = False
+    #: The kinds of message :meth:`apply` takes.
+    reads: tuple[type, ...] = ()
 
     def __init__(self, config: AppConfig, logics: dict[str, StreamLogic], keys: ServerKeys) -> None:
         self.config = config
@@ -252,6 +262,13 @@ class Processor:
     def route(self, raw: bytes, topic: str, partition: int, events: Events) -> tuple[str | None, Any, list[Out]]:
         """Decode ``raw``: (state key or None, decoded message, outputs such as dead letters)."""
         raise NotImplementedError
+
+    def wrong_kind(self, events: Events, message: Any, topic: str, stream: str) -> list[Out]:
+        """[] for a message of a kind this processor reads; else its dead letter (checked once the
+        seal is, so that a forgery is refused as one whatever its kind)."""
+        if isinstance(message, self.reads):
+            return []
+        return [dead_letter(events, "malformed", topic, f"a {message.kind} message on {topic}", stream)]
 
     def initial(self, key: str) -> dict:
         raise NotImplementedError
@@ -382,7 +399,8 @@ class Assembler(Processor):
             return None, None, [malformed(events, self.config, topic, raw, str(exc))]
         stream = self.config.stream(message.stream)
         if stream is None:
-            events.reports_rejected["", "unknown_stream"] += 1 if isinstance(message, Watermark) else int(message.users.size)
+            reports = 1 if isinstance(message, Watermark) else int(message.users.size)
+            events.reports_rejected["", "unknown_stream"] += reports
             return None, None, [dead_letter(events, "unknown_stream", topic, f"no stream named {message.stream!r}",
                                             message.stream)]
         return AssemblerKey(stream.name, partition).encode(), message, []
@@ -495,8 +513,7 @@ class Assembler(Processor):
             entry = (side.get(key) if slot in is_open else None) or self._empty_slot(stream, logic)
             if slot in is_open:
                 side.delete(key)
-            partial = Envelope("partial", {"stream": stream.name, "slot": slot, "partition": partition,
-                                           "counts": entry["counts"], "closed_at": now})
+            partial = PartialMessage(stream.name, slot, partition, entry["counts"], now)
             outputs.append(Out(SLOTS, partial.encode(), stream.name))
             events.slots_closed[stream.name] += 1
         state["closed"] = max(state["closed"], through)
@@ -519,6 +536,8 @@ class DissimilarityProcessor(Processor):
     message. Partials reach at most :data:`MAX_SLOTS_PENDING` slots ahead.
     """
 
+    reads = (ReleaseRecord, PartialMessage, SupportMessage)
+
     def route(self, raw, topic, partition, events):
         body, tag = unseal(raw)
         try:
@@ -526,14 +545,15 @@ class DissimilarityProcessor(Processor):
                 record = ReleaseRecord.from_json(body)
                 stream_name, message = record.stream, record
             else:
-                message = Envelope.decode(body)
-                stream_name = message["stream"]
+                message = decode_message(body)
+                stream_name = message.stream
         except (DecodeError, json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as exc:
             return None, None, [dead_letter(events, "malformed", topic, str(exc))]
         if stream_name not in self.logics:
             return None, None, [dead_letter(events, "unknown_stream", topic, f"no stream named {stream_name!r}",
                                             stream_name)]
-        refused = self.keys.refusal(events, topic, stream_name, body, tag)
+        refused = (self.keys.refusal(events, topic, stream_name, body, tag)
+                   or self.wrong_kind(events, message, topic, stream_name))
         return (None, None, refused) if refused else (stream_name, message, [])
 
     def state_keys(self, topic, partition, key_partition):
@@ -544,7 +564,7 @@ class DissimilarityProcessor(Processor):
         return {"offsets": {}, "next": 1, "last_slot": 0, "last_release": np.zeros(stream.domain)}
 
     def apply(self, state, message, topic, partition, now, side, events):
-        name = message.stream if topic == RELEASES else message["stream"]
+        name = message.stream
         impossible = self._impossible(state, message, topic)
         if impossible:
             return [refuse(events, "out_of_range", topic, impossible, name)]
@@ -552,13 +572,11 @@ class DissimilarityProcessor(Processor):
             if message.slot > state["last_slot"]:
                 state["last_slot"] = message.slot
                 state["last_release"] = np.asarray(message.release, dtype=float)
-        elif message.kind == "support":  # local model: the phase-1 reports of the open slot
+        elif isinstance(message, SupportMessage):  # local model: the phase-1 reports of the open slot
             return self._measure_support(state, name, message)
-        else:
-            slot = int(message["slot"])
-            if slot >= state["next"]:
-                side.put(PartialKey(name, slot, int(message["partition"])).encode(),
-                         {"counts": message["counts"], "closed_at": float(message["closed_at"])})
+        elif message.slot >= state["next"]:
+            side.put(PartialKey(name, message.slot, message.partition).encode(),
+                     {"counts": message.counts, "closed_at": message.closed_at})
         return self._advance(state, name, side)
 
     def _impossible(self, state, message, topic) -> str | None:
@@ -566,19 +584,17 @@ class DissimilarityProcessor(Processor):
         if topic == RELEASES:  # M2 releases slot t only after M1 measured it, and M1 then moved on
             if not 1 <= message.slot < state["next"]:
                 return f"release of slot {message.slot} while slots 1..{state['next'] - 1} were measured"
-        elif message.kind == "partial":
-            slot, partition = int(message["slot"]), int(message["partition"])
+        elif isinstance(message, PartialMessage):
+            slot, partition = message.slot, message.partition
             if not 1 <= slot <= state["next"] + MAX_SLOTS_PENDING or not 0 <= partition < self.config.report_partitions:
                 return f"partial of slot {slot} from partition {partition} while slot {state['next']} is open"
         return None
 
-    def _measure_support(self, state, name, message) -> list[Out]:
-        slot = int(message["slot"])
-        if slot != state["last_slot"] + 1:  # measured against release slot-1 only
+    def _measure_support(self, state, name, message: SupportMessage) -> list[Out]:
+        if message.slot != state["last_slot"] + 1:  # measured against release slot-1 only
             return []
-        dis = self.logics[name].measure_support(message["request"], message["support"], message["n"],
-                                                state["last_release"])
-        return [Out(MEASUREMENTS, Envelope("dissimilarity", {"stream": name, "slot": slot, "dis": dis}).encode(), name)]
+        dis = self.logics[name].measure_support(message.request, message.support, message.n, state["last_release"])
+        return [Out(MEASUREMENTS, DissimilarityMessage(name, message.slot, dis).encode(), name)]
 
     def _advance(self, state, name, side: SideKeys) -> list[Out]:
         slot = state["next"]
@@ -589,13 +605,12 @@ class DissimilarityProcessor(Processor):
         if any(partial is None for partial in partials):
             return []
         counts = sum(np.asarray(partial["counts"], dtype=np.int64) for partial in partials)
-        kind, fields = self.logics[name].slot_ready(slot, counts, state["last_release"])
         closed_at = max(partial["closed_at"] for partial in partials)
-        envelope = Envelope(kind, {"stream": name, "slot": slot, "closed_at": closed_at, **fields})
+        ready = self.logics[name].slot_ready(slot, closed_at, counts, state["last_release"])
         for key in keys:
             side.delete(key)
         state["next"] = slot + 1
-        return [Out(MEASUREMENTS, envelope.encode(), name)]
+        return [Out(MEASUREMENTS, ready.encode(), name)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -614,6 +629,7 @@ class PublicationProcessor(Processor):
     """
 
     persist_before_send = True
+    reads = (MeasuredMessage, ReadyMessage, DissimilarityMessage, SupportMessage)
 
     def state_keys(self, topic, partition, key_partition):
         return [s.name for s in self.config.streams if key_partition(s.name) == partition]
@@ -621,13 +637,13 @@ class PublicationProcessor(Processor):
     def route(self, raw, topic, partition, events):
         body, tag = unseal(raw)
         try:
-            message = Envelope.decode(body)
-            name = message["stream"]
-        except (DecodeError, KeyError) as exc:
+            message = decode_message(body)
+            name = message.stream
+        except DecodeError as exc:
             return None, None, [dead_letter(events, "malformed", topic, str(exc))]
         if name not in self.logics:
             return None, None, [dead_letter(events, "unknown_stream", topic, f"no stream named {name!r}", name)]
-        refused = self.keys.refusal(events, topic, name, body, tag)
+        refused = self.keys.refusal(events, topic, name, body, tag) or self.wrong_kind(events, message, topic, name)
         return (None, None, refused) if refused else (name, message, [])
 
     def initial(self, key):
@@ -651,26 +667,28 @@ class PublicationProcessor(Processor):
         return len(packing.pack(self.initial(stream.name) | {"spend": full, "recent": recent, "steps": steps}))
 
     def apply(self, state, message, topic, partition, now, side, events):
-        name = message["stream"]
+        name = message.stream
         logic = self.logics[name]
         mechanism = logic.restore(state["mechanism"], MechanismParts(side, name))
-        slot = int(message["slot"])
+        slot = message.slot
         if slot < 1:  # authentic-looking, but no worker measures such a slot (nor could a key name it)
             return [refuse(events, "out_of_range", topic, f"{message.kind} of slot {slot}", name)]
-        step = StepKey(slot, message.kind, int(message.get("phase", 0)))
+        measured = isinstance(message, MeasuredMessage)
+        step = StepKey(slot, message.kind, message.phase if isinstance(message, SupportMessage) else 0)
         if slot <= mechanism.slot or step.encode() in state["steps"]:  # a replayed input: re-emit what it caused
-            kept_key = ReleaseKey(name, slot) if message.kind == "measured" else StepOutputKey(name, step)
+            kept_key = ReleaseKey(name, slot) if measured else StepOutputKey(name, step)
             kept = side.get(kept_key.encode())
             return [Out(t, v, name) for t, v in kept.items()] if kept else []
         if slot != mechanism.slot + 1:
-            return [dead_letter(events, "gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}", name)]
+            return [dead_letter(events, "gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}",
+                                name)]
         changed = logic.parameters_changed(mechanism)
         if changed:
             log.error("stream %s: mechanism parameters changed; slot %d not released: %s", name, slot, changed)
             return [dead_letter(events, "config_changed", topic, f"slot {slot} not released: {changed}", name)]
-        if message.kind == "measured":  # central and personalized: one step per slot
-            outcome = logic.publish(mechanism, message["counts"], message.fields)
-            state["closed_at"] = float(message["closed_at"])
+        if measured:  # central and personalized: one step per slot
+            outcome = logic.publish(mechanism, message.counts, message.dissimilarity)
+            state["closed_at"] = message.closed_at
         else:
             outcome = self._local_step(state, mechanism, message)
             if outcome is None:
@@ -678,9 +696,9 @@ class PublicationProcessor(Processor):
         if isinstance(outcome, StepResult):
             outputs = self._release(state, logic, mechanism, outcome, now, side, events)
         else:  # the local model asks the devices: a request for this slot's next phase
-            outputs = {LDP_REQUESTS: Envelope("request", {"stream": name, **outcome.to_dict()}).encode()}
+            outputs = {LDP_REQUESTS: RequestMessage(name, outcome).encode()}
         self._store_mechanism(state, name, mechanism, side)
-        if message.kind != "measured":
+        if not measured:
             state["steps"] = self._keep(side, [*state["steps"], step.encode()],
                                         lambda k: StepOutputKey(name, StepKey.decode(k)), outputs, slot)
         return [Out(t, v, name) for t, v in outputs.items()]
@@ -704,13 +722,13 @@ class PublicationProcessor(Processor):
         expected = {"ready": "open_slot", "dissimilarity": "measure", "support": "publish"}[message.kind]
         if mechanism.expecting != expected:
             return None
-        if message.kind == "ready":
-            state["closed_at"] = float(message["closed_at"])
+        if isinstance(message, ReadyMessage):
+            state["closed_at"] = message.closed_at
             request = mechanism.open_slot()
             return request if request is not None else mechanism.decide()
-        if message.kind == "dissimilarity":
-            return mechanism.decide(LocalDissimilarity(*message["dis"]))
-        return mechanism.publish(message["support"], message["n"])
+        if isinstance(message, DissimilarityMessage):
+            return mechanism.decide(message.dissimilarity)
+        return mechanism.publish(message.support, message.n)
 
     @staticmethod
     def _keep(side: SideKeys, kept: list, key_of: Callable[[Any], ReleaseKey | StepOutputKey],
@@ -750,9 +768,9 @@ about to read: one round's messages. Each waits in a key of its own; more are re
 ``unrequested`` rather than held."""
 
 
-def valid_reports(request: dict, reports: np.ndarray, n: int) -> np.ndarray:
+def valid_reports(request: Request, reports: np.ndarray, n: int) -> np.ndarray:
     """Which of ``n`` reports the request's oracle could have produced (shape and range)."""
-    d, oracle = int(request["domain_size"]), request["oracle"]
+    d, oracle = request.domain_size, request.oracle
     reports = np.asarray(reports)
     if oracle == "grr":
         if reports.shape != (n,) or reports.dtype.kind not in "iu":
@@ -763,7 +781,7 @@ def valid_reports(request: dict, reports: np.ndarray, n: int) -> np.ndarray:
         return np.full(n, reports.dtype == np.uint8 and reports.shape == (n, width))
     if reports.shape != (n,) or reports.dtype.kind != "f":  # hm: outputs in [-C_d, C_d]
         return np.zeros(n, dtype=bool)
-    e = np.exp(float(request["epsilon"]))
+    e = np.exp(request.epsilon)
     return np.isfinite(reports) & (np.abs(reports) <= (e + 1) / (e - 1) * (1 + 1e-12))
 
 
@@ -790,9 +808,9 @@ def request_key(stream: str, round_key: str) -> str:
     return RoundRequestKey(stream, RoundKey.decode(round_key)).encode()
 
 
-def round_request(round_: dict, stream: str, round_key: str, side: SideKeys) -> dict:
+def round_request(round_: dict, stream: str, round_key: str, side: SideKeys) -> Request:
     """A round's request: in a key of its own (inline in a round the first layout stored)."""
-    return round_["request"] if "request" in round_ else side.get(request_key(stream, round_key))
+    return Request.from_dict(round_["request"] if "request" in round_ else side.get(request_key(stream, round_key)))
 
 
 class Collector(Processor):
@@ -811,12 +829,14 @@ class Collector(Processor):
     :data:`MAX_EARLY_MESSAGES` of them.
     """
 
+    reads = (RequestMessage, ReportsMessage, TickMessage)
+
     def route(self, raw, topic, partition, events):
         body, tag = unseal(raw)
         try:
-            message = Envelope.decode(body)
-            name = message["stream"]
-        except (DecodeError, KeyError) as exc:
+            message = decode_message(body)
+            name = message.stream
+        except DecodeError as exc:
             return None, None, [malformed(events, self.config, topic, raw, str(exc))]
         except ValueError:  # the codec failed deeper (text, array buffers); its message may quote the bytes
             return None, None, [malformed(events, self.config, topic, raw, "malformed internal message")]
@@ -825,11 +845,12 @@ class Collector(Processor):
             events.reports_rejected["", "unknown_stream"] += 1
             return None, None, [dead_letter(events, "unknown_stream", topic, f"no local-model stream named {name!r}",
                                             name)]
-        if message.kind == "tick":  # carries nothing but "look at the clock": the worker's own clock
+        if isinstance(message, TickMessage):  # carries nothing but "look at the clock": the worker's own clock
             return name, message, []
         refused = self.keys.refusal(events, topic, name, body, tag)
-        if refused and topic == LDP_REPORTS:
-            events.reports_rejected[name, "unauthenticated"] += int(np.size(message.get("users", ())))
+        if refused and topic == LDP_REPORTS and isinstance(message, ReportsMessage):
+            events.reports_rejected[name, "unauthenticated"] += int(message.users.size)
+        refused = refused or self.wrong_kind(events, message, topic, name)
         return (None, None, refused) if refused else (name, message, [])
 
     def initial(self, key):
@@ -839,29 +860,31 @@ class Collector(Processor):
         return [s.name for s in self.config.streams if s.model == "local" and key_partition(s.name) == partition]
 
     def apply(self, state, message, topic, partition, now, side, events):
-        name = message["stream"]
+        name = message.stream
         outputs = []
-        if message.kind == "request":
-            key = RoundKey(int(message["slot"]), int(message["phase"])).encode()
+        if isinstance(message, RequestMessage):
+            request = message.request
+            key = RoundKey(request.slot, int(request.phase)).encode()
             if key not in state["rounds"] and key not in state["closed"]:
-                request = {k: v for k, v in message.fields.items() if k != "stream"}
-                size = Request.from_dict(request).size
-                side.put(request_key(name, key), request)  # written once: each message of reports rewrites the round
-                state["rounds"][key] = {"asked": size, "answered_at": np.zeros(0, dtype=np.int64),
+                # written once: each message of reports rewrites the round
+                side.put(request_key(name, key), request.to_dict())
+                state["rounds"][key] = {"asked": request.size, "answered_at": np.zeros(0, dtype=np.int64),
                                         "support": None, "n": 0,
                                         "deadline": now + self.logics[name].deadline_seconds}
                 for _, early in state["early"].pop(key, []):  # reports that overtook their request
-                    outputs += self._accept(state, name, side.get(early), topic, now, side, events)
+                    outputs += self._accept(state, name, ReportsMessage.from_fields(side.get(early)), topic, now,
+                                            side, events)
                     side.delete(early)
-        elif message.kind == "reports":
-            outputs += self._accept(state, name, message.fields, topic, now, side, events)
+        elif isinstance(message, ReportsMessage):
+            outputs += self._accept(state, name, message, topic, now, side, events)
         return (outputs + self._close_due(state, name, now, side, events)
                 + self._expire_early(state, name, now, topic, side, events))
 
-    def _accept(self, state, name, fields: dict, topic, now: float, side: SideKeys, events: Events) -> list[Out]:
-        users = np.asarray(fields["users"], dtype=np.int64)
+    def _accept(self, state, name, reports: ReportsMessage, topic, now: float, side: SideKeys,
+                events: Events) -> list[Out]:
+        users = np.asarray(reports.users, dtype=np.int64)
         try:
-            round_key = RoundKey(fields["slot"], fields["phase"])
+            round_key = RoundKey(reports.slot, reports.phase)
         except MalformedKey as exc:
             return self._reject(events, name, "malformed", topic, users, str(exc))
         key = round_key.encode()
@@ -875,17 +898,16 @@ class Collector(Processor):
                 return self._reject(events, name, "unrequested", topic, users, f"no request for round {key}, and "
                                     f"{MAX_EARLY_MESSAGES} messages wait for theirs already")
             early = EarlyReportsKey(name, round_key, side.offset).encode()
-            side.put(early, dict(fields))
+            side.put(early, reports.to_fields())
             state["early"].setdefault(key, []).append([now, early])
             return []
-        fields_of_request = round_request(round_, name, key, side)
-        request = Request.from_dict(fields_of_request)
+        request = round_request(round_, name, key, side)
         if "answered" in round_:  # a round a worker of the first layout opened: its answered users by id
             round_["answered_at"] = seen_add(np.zeros(0, dtype=np.int64), asked_positions(
                 request, answered_ids(round_.pop("answered"), request.population)), request.size)
-        if users.size != len(fields["reports"]):
+        if users.size != len(reports.reports):
             return self._reject(events, name, "malformed", topic, users, "users and reports differ in number")
-        ok = valid_reports(fields_of_request, fields["reports"], users.size)
+        ok = valid_reports(request, reports.reports, users.size)
         asked = request.asks(users)
         first = np.zeros(users.size, dtype=bool)
         first[np.unique(users, return_index=True)[1]] = True
@@ -897,7 +919,7 @@ class Collector(Processor):
                 outputs += self._reject(events, name, reason, topic, users[mask], f"round {key}")
         keep = ok & asked & fresh
         if keep.any():
-            support = request.make_oracle().support(np.asarray(fields["reports"])[keep])
+            support = request.make_oracle().support(reports.reports[keep])
             round_["support"] = support if round_["support"] is None else round_["support"] + support
             round_["answered_at"] = seen_add(round_["answered_at"], at[keep], request.size)
             round_["n"] += int(keep.sum())
@@ -942,11 +964,9 @@ class Collector(Processor):
             request = round_request(round_, name, key, side)
             side.delete(request_key(name, key))
             support = round_["support"] if round_["support"] is not None else np.zeros(
-                1 if request["oracle"] == "hm" else request["domain_size"])
-            slot, phase = round_key.slot, round_key.phase
-            envelope = Envelope("support", {"stream": name, "slot": slot, "phase": phase, "support": support,
-                                            "n": round_["n"], "missing": missing, "request": request})
-            outputs.append(Out(SLOTS if phase == 1 else MEASUREMENTS, envelope.encode(), name))
+                1 if request.oracle == "hm" else request.domain_size)
+            message = SupportMessage(name, round_key.slot, round_key.phase, support, round_["n"], missing, request)
+            outputs.append(Out(SLOTS if round_key.phase == 1 else MEASUREMENTS, message.encode(), name))
         return outputs
 
 

@@ -9,7 +9,8 @@ from prometheus_client import REGISTRY
 
 from pipeline.core.synthetic import synthetic
 from pipeline.stream import processors
-from pipeline.stream.codecs import DeadLetter, Envelope, ReportBatch, Watermark, report_partition, report_seal, seal
+from pipeline.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, TickMessage, Watermark,
+                                    report_partition, report_seal, seal)
 from pipeline.stream.config import ConfigError, parse_config
 from pipeline.stream.events import Events
 from pipeline.stream.processors import MAX_EARLY_MESSAGES, MAX_MESSAGE_BYTES, Processors, slots_ahead
@@ -111,8 +112,7 @@ def test_a_backlog_of_closed_slots_costs_no_more_work_per_message(backlog):
 
 def test_a_partial_beyond_the_pending_bound_is_refused_by_m1():
     pipeline = InProcessPipeline(config_for(("s", "ba"), partitions=2, users=300))
-    partial = Envelope("partial", {"stream": "s", "slot": processors.MAX_SLOTS_PENDING + 2, "partition": 0,
-                                   "counts": np.zeros((1, 2), dtype=np.int64), "closed_at": 0.0})
+    partial = PartialMessage("s", processors.MAX_SLOTS_PENDING + 2, 0, np.zeros((1, 2), dtype=np.int64), 0.0)
     pipeline.inject("slots", pipeline.processors.dissimilarity.keys.sealed(processors.Out("slots", partial.encode(), "s")).value,
                     key="s")
     pipeline.run()
@@ -255,14 +255,13 @@ def test_the_collector_holds_a_bounded_number_of_early_reports():
     devices = report_seal(config.device_key())
     extra = 44
     for n in range(MAX_EARLY_MESSAGES + extra):
-        batch = Envelope("reports", {"stream": "l", "slot": 1000 + n, "phase": 1, "users": np.arange(3),
-                                     "reports": np.ones(3, dtype=np.int64)}).encode()
+        batch = ReportsMessage("l", 1000 + n, 1, np.arange(3), np.ones(3, dtype=np.int64)).encode()
         pipeline.produce("ldp.reports", seal("ldp.reports", "l", batch, devices), key="l")
     before = rejected("l", "unrequested")
     pipeline.run(now=0.0)
     assert rejected("l", "unrequested") - before == 3 * extra
     assert len(pipeline.tables["collector"]) == 1 + MAX_EARLY_MESSAGES
-    pipeline.produce("ldp.reports", Envelope("tick", {"stream": "l"}).encode(), key="l")
+    pipeline.produce("ldp.reports", TickMessage("l").encode(), key="l")
     pipeline.run(now=1e6)  # every deadline passed
     assert rejected("l", "unrequested") - before == 3 * (MAX_EARLY_MESSAGES + extra)
     assert list(pipeline.tables["collector"]) == ["l"]

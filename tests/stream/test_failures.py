@@ -7,7 +7,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from pipeline.stream import prometheus
-from pipeline.stream.codecs import DeadLetter, Envelope, ReportBatch, Watermark, report_seal, seal
+from pipeline.stream.codecs import DeadLetter, ReportBatch, ReportsMessage, Watermark, pack_message, report_seal, seal
 from pipeline.stream.failures import ErrorLog, internal_error
 from tests.stream.test_local_pipeline import local_config
 
@@ -82,11 +82,10 @@ def test_an_internal_error_is_counted_by_reason_and_its_reports_as_rejected(kind
     users = np.arange(7)
     message = {
         "batch": ("reports", ReportBatch("l", users, users % 2, np.zeros(7, dtype=np.int64)).encode(), "l", 7),
-        "local": ("ldp.reports", seal("ldp.reports", "l", Envelope("reports", {
-            "stream": "l", "slot": 1, "phase": 1, "users": users, "reports": users % 2}).encode(),
-            report_seal(config.device_key())), "l", 7),
+        "local": ("ldp.reports", seal("ldp.reports", "l", ReportsMessage("l", 1, 1, users, users % 2).encode(),
+                                      report_seal(config.device_key())), "l", 7),
         "watermark": ("reports", Watermark("l", 60.0).encode(), "l", 0),
-        "request": ("ldp.requests", Envelope("request", {"stream": "l", "slot": 1}).encode(), None, 0),
+        "request": ("ldp.requests", pack_message("request", {"stream": "l", "slot": 1}), None, 0),
         "unreadable": ("reports", b"\x00\xffnot a report", None, 1),
     }[kind]
     topic, raw, stream, reports = message

@@ -8,7 +8,7 @@ import zlib
 
 import numpy as np
 
-from pipeline.stream.codecs import Envelope, ReleaseRecord, ReportBatch, Watermark, unseal
+from pipeline.stream.codecs import ReleaseRecord, ReportBatch, Watermark, decode_message, unseal
 from pipeline.stream.config import parse_config
 from pipeline.stream.processors import Processors
 from tests.stream.harness import InProcessPipeline
@@ -78,7 +78,7 @@ def test_m1_resumes_after_its_last_input_and_m2_at_it():
         for (t, q, offset), value in pipeline.history.items():
             if (t, q) == (topic, p):
                 body = unseal(value)[0]
-                stream = ReleaseRecord.from_json(body).stream if topic == "releases" else Envelope.decode(body)["stream"]
+                stream = ReleaseRecord.from_json(body).stream if topic == "releases" else decode_message(body).stream
                 last[stream] = max(last.get(stream, -1), offset)
         return min(last.values())
 
