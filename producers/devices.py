@@ -56,7 +56,8 @@ from pipeline.core.local.user_sets import pack_users, unpack_users
 from pipeline.core.state import StateError, pack, unpack
 from pipeline.core.validation import ParameterError
 from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS
-from pipeline.stream.codecs import AuthenticationError, DecodeError, Envelope, SignatureSeal, check_seal, seal, unseal
+from pipeline.stream.codecs import (AuthenticationError, DecodeError, ReportsMessage, RequestMessage, SignatureSeal,
+                                    check_seal, decode_message, seal, unseal)
 
 log = logging.getLogger("wevent.devices")
 
@@ -325,7 +326,7 @@ class DeviceFleet:
             row = np.concatenate([row, np.full(self.stream.users - row.size, ABSENT, dtype=row.dtype)])
         return row
 
-    def answer(self, request: Request) -> list[dict]:
+    def answer(self, request: Request) -> list[ReportsMessage]:
         """The report batches this shard sends for ``request`` (users admitted by their ledgers)."""
         try:
             self._check(request)
@@ -370,8 +371,8 @@ class DeviceFleet:
             per_message = max(1, min(MAX_REPORTS_PER_MESSAGE, MAX_MESSAGE_BYTES // (reports[0].nbytes + users.itemsize)))
             for first in range(0, int(chosen.sum()), per_message):
                 kept = np.flatnonzero(chosen)[first:first + per_message]
-                batches.append({"stream": self.stream.name, "slot": request.slot, "phase": int(request.phase),
-                                "users": users[kept], "reports": reports[kept]})
+                batches.append(ReportsMessage(self.stream.name, request.slot, int(request.phase), users[kept],
+                                              reports[kept]))
                 self.answered += kept.size
         return batches
 
@@ -419,10 +420,10 @@ class SignedRequests:
         """The request in ``raw`` if it is a request of this stream signed by the server, else None."""
         body, tag = unseal(raw)
         try:
-            envelope = Envelope.decode(body)
+            message = decode_message(body)
         except DecodeError:
             return None
-        if envelope.kind != "request" or envelope.get("stream") != self.stream:
+        if not isinstance(message, RequestMessage) or message.stream != self.stream:
             return None
         try:
             check_seal(self.server, LDP_REQUESTS, self.stream, body, tag)
@@ -431,12 +432,12 @@ class SignedRequests:
 
             self.forged += 1
             metrics.forged_messages.labels(LDP_REQUESTS, "unauthenticated").inc()
-            log.warning("stream %s: refused a request of slot %s phase %s: %s", self.stream, envelope.get("slot"),
-                        envelope.get("phase"), exc)
+            log.warning("stream %s: refused a request of slot %s phase %s: %s", self.stream, message.request.slot,
+                        int(message.request.phase), exc)
             return None
-        return Request.from_dict({k: v for k, v in envelope.fields.items() if k != "stream"})
+        return message.request
 
 
-def signed_reports(batches: list[dict], devices: SignatureSeal) -> list[bytes]:
+def signed_reports(batches: list[ReportsMessage], devices: SignatureSeal) -> list[bytes]:
     """The ``ldp.reports`` messages of a fleet's answer: one signature per batch, not per report."""
-    return [seal(LDP_REPORTS, batch["stream"], Envelope("reports", batch).encode(), devices) for batch in batches]
+    return [seal(LDP_REPORTS, batch.stream, batch.encode(), devices) for batch in batches]

@@ -30,7 +30,7 @@ from faust.types import TP
 from pipeline.core.randomness import DerivedRandomness
 from pipeline.errors import UsageError
 from pipeline.stream import prometheus as metrics
-from pipeline.stream.codecs import AuthenticationError, Envelope, check_seal, unseal
+from pipeline.stream.codecs import AuthenticationError, TickMessage, check_seal, unseal
 from pipeline.stream.config import AppConfig
 from pipeline.stream.health import BrokerWatch, rate_limit_client_logs
 from pipeline.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials
@@ -127,7 +127,7 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
         async def tick():
             """Deadlines pass even when no report arrives: every second each collector looks at the clock."""
             for name in local:
-                await topics[LDP_REPORTS].send(key=name.encode(), value=Envelope("tick", {"stream": name}).encode())
+                await topics[LDP_REPORTS].send(key=name.encode(), value=TickMessage(name).encode())
 
     _health(app, config, bootstrap, stall_seconds)
     _query_service(app, config, processors)
@@ -405,13 +405,14 @@ def _agent(app: faust.App, name: str, source, table, processor: Processor, topic
             if action != InputGaps.APPLY:
                 continue
             try:
-                outputs, updates = processor.process(
+                outputs, updates, events = processor.process(
                     event.value, message.topic, message.partition, message.offset,
                     lambda key: table.get(key.encode()), time.time(),
                 )
             except Exception as exc:  # a bug must not stop the stream: counted, dead-lettered, logged once
                 errors.failed(name, exc, f"{message.topic}[{message.partition}]@{message.offset}")
-                outputs, updates = [internal_error(processor.config, event.value, message.topic, exc)], {}
+                outputs, updates, events = internal_error(processor.config, event.value, message.topic, exc)
+            metrics.export(events)
             if processor.persist_before_send:  # M2: the ledger reaches its changelog before the release leaves
                 store(table, updates)
                 await app.producer.flush()

@@ -238,6 +238,7 @@ def _follow_truth(args, feed) -> None:
     """A thread that scores the stream's releases against the feed (served as Prometheus metrics)."""
     from ..stream.broker import resolve_bootstrap
     from ..stream.config import load_config
+    from ..stream.prometheus import export_release_error
     from ..stream.subscription import Releases
     from ..stream.truth import TruthMonitor
 
@@ -249,7 +250,7 @@ def _follow_truth(args, feed) -> None:
     def follow() -> None:
         with Releases(resolve_bootstrap(args.bootstrap), streams=[stream.name]) as releases:
             for record in releases.follow():
-                monitor.observe(record)
+                export_release_error(stream.name, monitor.observe(record))
 
     threading.Thread(target=follow, daemon=True, name="truth").start()
 

@@ -16,13 +16,11 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
-from . import prometheus
-from .codecs import Envelope, ReportBatch, decode_report_message, unseal
+from .codecs import ReportBatch, ReportsMessage, decode_message, decode_report_message
 from .config import AppConfig
+from .events import Events
 from .health import Throttle
-from .processors import Out, dead_letter
+from .processors import Processed, dead_letter
 from .topics import LDP_REPORTS, REPORTS
 
 __all__ = ["ErrorLog", "internal_error", "raised_at"]
@@ -77,13 +75,15 @@ class ErrorLog:
                           raised_at(exc), f"{held} more since the last line; " if held else "")
 
 
-def internal_error(config: AppConfig, raw: bytes, topic: str, exc: BaseException) -> Out:
-    """The dead letter of a message a processor failed on, with its reports counted as rejected."""
+def internal_error(config: AppConfig, raw: bytes, topic: str, exc: BaseException) -> Processed:
+    """What a message a processor failed on causes: its dead letter, no state, its reports counted as rejected."""
     stream, reports = _reports_in(raw, topic)
     known = stream if isinstance(stream, str) and config.stream(stream) is not None else None
+    events = Events()
     if reports:
-        prometheus.reports_rejected.labels(known or "", "internal_error").inc(reports)
-    return dead_letter("internal_error", topic, f"{type(exc).__name__} at {raised_at(exc)}", known)
+        events.reports_rejected[known or "", "internal_error"] += reports
+    return Processed([dead_letter(events, "internal_error", topic, f"{type(exc).__name__} at {raised_at(exc)}", known)],
+                     {}, events)
 
 
 def _reports_in(raw: bytes, topic: str) -> tuple[object, int]:
@@ -94,7 +94,7 @@ def _reports_in(raw: bytes, topic: str) -> tuple[object, int]:
         if topic == REPORTS:
             message = decode_report_message(raw)
             return message.stream, (message.users.size if isinstance(message, ReportBatch) else 0)
-        envelope = Envelope.decode(unseal(raw)[0])
-        return envelope.get("stream"), (int(np.size(envelope.get("users", ()))) if envelope.kind == "reports" else 0)
+        message = decode_message(raw)
+        return message.stream, (int(message.users.size) if isinstance(message, ReportsMessage) else 0)
     except Exception:  # as unreadable here as it was to the processor: one report of no known stream
         return None, 1

@@ -297,12 +297,13 @@ class LocalRun:
         """The stream's releases (:class:`~pipeline.stream.codecs.ReleaseRecord`), each once, until
         ``slots`` are released. Raises :class:`Failed` when the broker dies or the replay fails, and
         a usage error naming the process when the worker or the devices stop."""
+        from .prometheus import export_release_error
         from .subscription import Releases
 
         with Releases(self.bootstrap, streams=[self.stream.name]) as releases:
             while self.released < self.slots:
                 for record in releases.follow(idle_timeout=1.0):
-                    self.monitor.observe(record)
+                    export_release_error(self.stream.name, self.monitor.observe(record))
                     self.released += 1
                     yield record
                     if self.released >= self.slots:

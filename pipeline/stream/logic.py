@@ -6,7 +6,7 @@ compute M1's dissimilarity for a slot, run M2, and describe the slot for the aud
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
@@ -15,11 +15,13 @@ from ..core.accounting import latest_window_spend
 from ..core.base import Mechanism, StepResult
 from ..core.validation import ParameterError
 from ..core.central import CentralMechanism, Dissimilarity
+from ..core.local.protocol import LocalDissimilarity, Request
 from ..core.local.user_sets import users_to_text
 from ..core.randomness import DerivedRandomness
 from ..core.registry import mechanisms
-from .codecs import AuditRecord, ReleaseRecord
+from .codecs import AuditRecord, MeasuredMessage, ReadyMessage, ReleaseRecord
 from .config import AppConfig, ConfigError, StreamConfig
+from .events import Released
 from .release_records import local_release_record, personalized_release_record
 
 __all__ = ["StreamLogic", "CentralLogic", "logic_for"]
@@ -73,6 +75,13 @@ class StreamLogic:
         budget = self.stream.budget
         return float(group_spend[k]), budget.reserved, budget.total
 
+    def released(self, mechanism: Mechanism, result: StepResult, group_window_spend: np.ndarray, now: float,
+                 closed_at: float) -> Released:
+        """What operators see of a release at wall time ``now`` of a slot closed at ``closed_at``."""
+        spent, reserved, total = self.budget_gauges(group_window_spend)
+        return Released(self.stream.name, result.slot, result.strategy.value, now, max(0.0, now - closed_at),
+                        spent, reserved, total)
+
     def record(self, mechanism: Mechanism, result: StepResult, group_window_spend: np.ndarray,
                slot_start: float = 0.0, slot_end: float = 0.0) -> ReleaseRecord:
         """The release line; ``group_window_spend[k]``: group k's spend over its own window ending here."""
@@ -102,20 +111,18 @@ class StreamLogic:
             return None
         return f"the config says {configured}, the stream's state holds {stored}"
 
-    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray) -> dict[str, Any]:
-        """M1: the private dissimilarity fields for slot ``slot`` (empty when the mechanism has none)."""
+    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray) -> Dissimilarity | None:
+        """M1: the private dissimilarity of slot ``slot`` (None when the mechanism has none)."""
         raise NotImplementedError
 
-    def slot_ready(self, slot: int, counts: np.ndarray, last_release: np.ndarray) -> tuple[str, dict[str, Any]]:
+    def slot_ready(self, slot: int, closed_at: float, counts: np.ndarray,
+                   last_release: np.ndarray) -> MeasuredMessage | ReadyMessage:
         """What M1 sends M2 once slot ``slot`` closed everywhere and release ``slot - 1`` is known:
-        the slot's counts with their private dissimilarity (kind ``measured``)."""
-        return "measured", {"counts": counts, **self.measure(slot, counts, last_release)}
+        the slot's counts with their private dissimilarity."""
+        return MeasuredMessage(self.stream.name, slot, closed_at, counts, self.measure(slot, counts, last_release))
 
-    def publish(self, mechanism: Mechanism, counts: np.ndarray, measured: dict[str, Any]) -> StepResult:
+    def publish(self, mechanism: Mechanism, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> StepResult:
         raise NotImplementedError
-
-    def observe(self, mechanism: Mechanism, result: StepResult) -> None:
-        """Model-specific metrics of a released slot (none here)."""
 
     def audit(self, mechanism: Mechanism, result: StepResult) -> AuditRecord:
         return AuditRecord(
@@ -150,16 +157,11 @@ class CentralLogic(StreamLogic):
     def measure(self, slot, counts, last_release):
         m1 = self._template.dissimilarity_measure
         if m1 is None:
-            return {}
-        d = m1.measure(slot, self._input(counts), np.asarray(last_release, dtype=float), self.randomness)
-        return {"dis_value": d.value, "dis_epsilon": d.epsilon, "dis_scale": d.scale}
+            return None
+        return m1.measure(slot, self._input(counts), np.asarray(last_release, dtype=float), self.randomness)
 
-    def publish(self, mechanism, counts, measured):
-        slot = mechanism.slot + 1
-        dis = None
-        if "dis_value" in measured:
-            dis = Dissimilarity(slot, measured["dis_value"], measured["dis_epsilon"], measured["dis_scale"])
-        return mechanism.publish(self._input(counts), dis)
+    def publish(self, mechanism, counts, dissimilarity):
+        return mechanism.publish(self._input(counts), dissimilarity)
 
 
 class PersonalizedLogic(CentralLogic):
@@ -240,22 +242,19 @@ class LocalLogic(StreamLogic):
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 
-    def slot_ready(self, slot, counts, last_release):
-        return "ready", {}  # the server has no data: M2 opens the slot's request/response round
+    def slot_ready(self, slot, closed_at, counts, last_release):
+        return ReadyMessage(self.stream.name, slot, closed_at)  # the server has no data: M2 opens the slot's rounds
 
     @property
     def deadline_seconds(self) -> float:
         """How long the collector waits for the users asked in one phase."""
         return self.stream.deadline_seconds
 
-    def measure_support(self, request: dict, support, n: int, last_release) -> list:
-        """M1: the dissimilarity of a phase-1 support, as a list for the wire."""
-        from ..core.local import Request
+    def measure_support(self, request: Request, support, n: int, last_release) -> LocalDissimilarity:
+        """M1: the dissimilarity of a phase-1 support."""
         from ..core.local._base import dissimilarity_of
 
-        d = dissimilarity_of(Request.from_dict(request), support, n, np.asarray(last_release, dtype=float),
-                             self._template.var_mode)
-        return [d.slot, d.value, d.epsilon, d.reporters, d.variance]
+        return dissimilarity_of(request, support, n, np.asarray(last_release, dtype=float), self._template.var_mode)
 
     # Budgets charged to every user add up over a window; a listed user (population division) is
     # asked at most once per window, so listed users' window spend is the largest listed budget.
@@ -276,13 +275,10 @@ class LocalLogic(StreamLogic):
         return local_release_record(self.stream.name, mechanism, result, float(group_window_spend.max()), slot_start,
                                     slot_end)
 
-    def observe(self, mechanism, result):
-        from . import prometheus
-
-        prometheus.communication_bits.labels(self.stream.name).inc(result.bits)
+    def released(self, mechanism, result, group_window_spend, now, closed_at):
         ledger = getattr(mechanism, "ledger", None)  # population division: who may be asked
-        if ledger is not None:
-            prometheus.available_population.labels(self.stream.name).set(ledger.available)
+        return replace(super().released(mechanism, result, group_window_spend, now, closed_at),
+                       communication_bits=result.bits, available_population=None if ledger is None else ledger.available)
 
     def audit(self, mechanism, result):
         phases = [{"phase": phase, "epsilon": float(e),

@@ -1,12 +1,15 @@
 """Prometheus metrics of the workers (``wevent_`` prefix, ``_total`` counters, base units).
 
 Labels are streams, strategies and reasons: never users. Faust's own sensors are served on the
-same ``/metrics`` page under the ``wevent_faust_`` prefix.
+same ``/metrics`` page under the ``wevent_faust_`` prefix. The processors count what they see in
+:class:`~pipeline.stream.events.Events`; :func:`export` turns those into the metrics below.
 """
 
 from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
+
+from .events import Events
 
 reports_accepted = Counter("wevent_reports_accepted_total", "Reports counted into a slot", ["stream"])
 reports_rejected = Counter(
@@ -100,3 +103,32 @@ def forget_stream(name: str) -> None:
             gauge.remove(name)
         except KeyError:  # never set here
             pass
+
+
+def export(events: Events) -> None:
+    """Add what a processor saw of one input to the metrics: the worker's and the tests' one way."""
+    counted = ((reports_accepted, events.reports_accepted), (reports_rejected, events.reports_rejected),
+               (dead_letters, events.dead_letters), (forged_messages, events.forged_messages),
+               (slots_closed, events.slots_closed), (ldp_missing_reports, events.missing_reports))
+    for metric, counts in counted:
+        for labels, count in counts.items():
+            metric.labels(*(labels if isinstance(labels, tuple) else (labels,))).inc(count)
+    for released in events.releases:
+        stream = released.stream
+        releases.labels(stream, released.strategy).inc()
+        last_released_slot.labels(stream).set(released.slot)
+        release_time.labels(stream).set(released.at)
+        window_spent.labels(stream).set(released.window_spent)
+        window_reserved.labels(stream).set(released.window_reserved)
+        window_budget.labels(stream).set(released.window_budget)
+        slot_close_latency.labels(stream).observe(released.close_latency)
+        if released.communication_bits is not None:
+            communication_bits.labels(stream).inc(released.communication_bits)
+        if released.available_population is not None:
+            available_population.labels(stream).set(released.available_population)
+
+
+def export_release_error(stream: str, error: float | None) -> None:
+    """Show a replay's running error against its truth (:class:`~pipeline.stream.truth.TruthMonitor`)."""
+    if error is not None:
+        release_error.labels(stream).set(error)

@@ -39,7 +39,7 @@ from ..core.local.adaptive import make_oracle
 from ..core.randomness import DerivedRandomness
 from ..core.registry import mechanisms
 from ..core.validation import ParameterError, check_epsilon, check_positive_int
-from .codecs import Envelope, ReleaseRecord
+from .codecs import MeasuredMessage, ReleaseRecord, decode_message
 from .keys import QueryEntryKey, QueryHeadKey
 from .topics import RELEASES
 
@@ -171,12 +171,12 @@ class QueryService:
             options = self.streams[record.stream].options
             variance = release_variance(record, options.get("bound"), options.get("noise", "discrete"))
             return record.stream, record.slot, {"release": np.asarray(record.release), "variance": variance}
-        message = Envelope.decode(raw)
-        settings = self.settings(message.get("stream"))
-        if message.kind != "measured" or settings is None or settings.mode == "A":
+        message = decode_message(raw)
+        settings = self.settings(message.stream)
+        if not isinstance(message, MeasuredMessage) or settings is None or settings.mode == "A":
             return None
-        counts = np.asarray(message["counts"]).sum(axis=0)  # all groups together: the raw histogram
-        return message["stream"], int(message["slot"]), {"counts": counts}
+        counts = np.asarray(message.counts).sum(axis=0)  # all groups together: the raw histogram
+        return message.stream, message.slot, {"counts": counts}
 
     def ingest(self, raw: bytes, topic: str, load, store, delete) -> None:
         routed = self.route(raw, topic)

@@ -11,7 +11,6 @@ import threading
 
 import numpy as np
 
-from . import prometheus
 from .codecs import ReleaseRecord
 
 
@@ -51,12 +50,11 @@ class TruthMonitor:
         return counts / self.population
 
     def observe(self, record: ReleaseRecord) -> float | None:
+        """The running error once ``record`` is scored (None: its slot is not in the feed)."""
         truth = self.truth(record.slot, len(record.release))
         if truth is None:
             return None
         with self._lock:
             self.total += float(np.abs(np.asarray(record.release) - truth).sum())
             self.cells += truth.size
-            error = self.total / self.cells
-        prometheus.release_error.labels(self.stream).set(error)
-        return error
+            return self.total / self.cells

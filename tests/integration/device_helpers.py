@@ -11,7 +11,7 @@ import numpy as np
 
 from pipeline.core.data import UserValues
 from pipeline.stream.broker import create_topics
-from pipeline.stream.codecs import Envelope, request_seal, seal
+from pipeline.stream.codecs import ReportsMessage, decode_message, pack_message, request_seal, seal
 from pipeline.stream.config import AppConfig, parse_config
 from pipeline.stream.kafka import consumer_config, producer_config
 from pipeline.stream.child_processes import ChildProcess, DevicesProcess, write_config
@@ -26,9 +26,9 @@ def answers(bootstrap) -> dict[tuple[int, int], list[bytes]]:
     """The messages on ldp.reports by (slot, phase), as sent."""
     found: dict[tuple[int, int], list[bytes]] = {}
     for value in read_topic(bootstrap, "ldp.reports"):
-        envelope = Envelope.decode(value)
-        if envelope.kind == "reports":
-            found.setdefault((envelope["slot"], envelope["phase"]), []).append(value)
+        message = decode_message(value)
+        if isinstance(message, ReportsMessage):
+            found.setdefault((message.slot, message.phase), []).append(value)
     return found
 
 
@@ -70,7 +70,7 @@ class KeptStream:
         request = {"stream": "kept", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",
                    "domain_size": DOMAIN, "population": self.users, "users": np.asarray(users, dtype=np.int64),
                    "bound": None}
-        signed = seal("ldp.requests", "kept", Envelope("request", request).encode(),
+        signed = seal("ldp.requests", "kept", pack_message("request", request),
                       request_seal(self.config.noise_key()))
         producer = Producer(producer_config(self.bootstrap, self.tansu_compat))
         producer.produce("ldp.requests", signed, key=b"kept")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pipeline.core.data import UserValues
-from pipeline.stream.codecs import Envelope
+from pipeline.stream.codecs import ReportsMessage, decode_message
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink
 from pipeline.stream.child_processes import DevicesProcess, wait_until
@@ -55,7 +55,7 @@ def test_a_fleet_that_fails_before_its_answer_leaves_answers_the_request_after_r
         fleet.stop()
     got = answers(broker.bootstrap)
     assert sorted(got) == [(1, 1), (2, 1)] and [len(v) for v in got.values()] == [1, 1]
-    assert Envelope.decode(got[(2, 1)][0])["users"].tolist() == list(range(20, 30))
+    assert ReportsMessage.decode(got[(2, 1)][0]).users.tolist() == list(range(20, 30))
 
 
 def changes(path):
@@ -114,10 +114,10 @@ def test_fleets_killed_mid_answer_release_what_a_run_without_crashes_releases(cl
     assert metric_value(text, "wevent_ldp_missing_reports_total", stream="lpa") == 0
     sent: dict[tuple, list[bytes]] = {}
     for value in read_topic(cluster.bootstrap, "ldp.reports"):
-        envelope = Envelope.decode(value)
-        if envelope.kind == "reports":
-            users = np.asarray(envelope["users"])
-            sent.setdefault((envelope["slot"], envelope["phase"], users.tobytes(), users.size), []).append(value)
+        message = decode_message(value)
+        if isinstance(message, ReportsMessage):
+            users = np.asarray(message.users)
+            sent.setdefault((message.slot, message.phase, users.tobytes(), users.size), []).append(value)
     assert all(len(set(copies)) == 1 for copies in sent.values())
     # The collector dropped exactly the re-sent reports (as duplicates while their round was open, late after).
     resent = sum((len(copies) - 1) * size for (*_, size), copies in sent.items())

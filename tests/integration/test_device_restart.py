@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.stream.codecs import Envelope
+from pipeline.stream.codecs import ReportsMessage
 from pipeline.stream.child_processes import wait_until
 from tests.integration.device_helpers import answers, committed, kept_stream
 
@@ -31,11 +31,11 @@ def test_a_fleet_killed_and_restarted_keeps_its_users_spend(broker, tmp_path):
         stream.ask(3, 1, range(30, 40), 0.6)  # slot 3's request again, byte-identical: the same reports
         # The requests are read in order: once the repeat is answered, the others have been handled.
         assert wait_until(lambda: len(answers(broker.bootstrap).get((3, 1), [])) == 2, 60), fleet.log_tail()
-        got = {key: [Envelope.decode(v).fields for v in values] for key, values in answers(broker.bootstrap).items()}
+        got = {key: [ReportsMessage.decode(v) for v in values] for key, values in answers(broker.bootstrap).items()}
     finally:
         fleet.stop()
-    assert [int(u) for a in got[(4, 1)] for u in a["users"]] == [45]
+    assert [int(u) for a in got[(4, 1)] for u in a.users] == [45]
     first, again = got[(3, 1)]
-    assert np.array_equal(first["users"], again["users"]) and np.array_equal(first["reports"], again["reports"])
+    assert np.array_equal(first.users, again.users) and np.array_equal(first.reports, again.reports)
     assert len(got[(2, 1)]) == 1
     assert "was charged for another request" in fleet.log_path.read_text()

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from pipeline.core.central import BudgetAbsorption
-from pipeline.stream.codecs import DeadLetter, Envelope, ReleaseRecord
+from pipeline.core.central.dissimilarity import Dissimilarity
+from pipeline.stream.codecs import DeadLetter, MeasuredMessage, ReleaseRecord
 from pipeline.stream.config import parse_config
 from pipeline.stream.kafka import KafkaReportSink, producer_config
 from pipeline.stream.subscription import Releases, read_topic
@@ -33,9 +34,8 @@ def test_forged_releases_and_dissimilarities_neither_stall_nor_change_a_stream(c
     release = ReleaseRecord("ba", 1_000_000, [0.0] * DOMAIN, "publish", "ba", 1.0, 10, 0.5, 0.5, 1.0)
     forger.produce("releases", release.to_bytes(), key=b"ba")
     for slot in range(1, SLOTS + 1):
-        measured = Envelope("measured", {"stream": "ba", "slot": slot, "closed_at": 0.0,
-                                         "counts": np.full((1, DOMAIN), 10**6, dtype=np.int64),
-                                         "dis_value": 1e9, "dis_epsilon": 0.05, "dis_scale": 200.0})
+        measured = MeasuredMessage("ba", slot, 0.0, np.full((1, DOMAIN), 10**6, dtype=np.int64),
+                                   Dissimilarity(slot, 1e9, 0.05, 200.0))
         forger.produce("dissimilarity", measured.encode(), key=b"ba")
     assert forger.flush(30) == 0
     values = categorical_feed(users=USERS, slots=SLOTS)

@@ -15,9 +15,11 @@ from pipeline.core.data import UserValues
 from pipeline.stream.broker import free_port
 from pipeline.stream.codecs import (
     DecodeError,
-    Envelope,
     ReportBatch,
+    ReportsMessage,
+    decode_message,
     decode_report_message,
+    pack_message,
     report_seal,
     request_seal,
     seal,
@@ -69,11 +71,10 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     no_time = json.dumps({"stream": "lpa", "user": 6, "value": int(values[0, 6])}).encode()
     for unreadable in (truncated, no_time):
         producer.produce("reports", unreadable, partition=0)
-    bad = Envelope("reports", {"stream": "lpa", "slot": 1, "phase": 1, "users": np.array([stranger]),
-                               "reports": np.array([0])}).encode()
+    bad = ReportsMessage("lpa", 1, 1, np.array([stranger]), np.array([0])).encode()
     producer.produce("ldp.reports", seal("ldp.reports", "lpa", bad, report_seal(config.device_key())), key=b"lpa")
-    forged = {"stream": "lpa", "slot": 1, "phase": 1, "users": asked[:1], "reports": np.array([DOMAIN - 1])}
-    producer.produce("ldp.reports", Envelope("reports", forged).encode(), key=b"lpa")
+    forged = ReportsMessage("lpa", 1, 1, asked[:1], np.array([DOMAIN - 1]))
+    producer.produce("ldp.reports", forged.encode(), key=b"lpa")
     producer.flush()
     try:
         for name in ("lba", "lpa"):
@@ -121,10 +122,10 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
             except DecodeError:
                 pass
             if topic == "ldp.reports":
-                envelope = Envelope.decode(value)
-                if envelope.kind == "reports":
-                    truth = values[envelope["slot"] - 1, np.asarray(envelope["users"])]
-                    sent = np.asarray(envelope["reports"])
+                message = decode_message(value)
+                if isinstance(message, ReportsMessage):
+                    truth = values[message.slot - 1, message.users]
+                    sent = message.reports
                     oracle = "oue" if sent.ndim == 2 else "grr"
                     if oracle == "oue":
                         sent = np.unpackbits(sent, axis=1, count=DOMAIN)[np.arange(truth.size), truth]
@@ -157,7 +158,7 @@ def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(br
     def ask(slot, phase, users, epsilon, signed=True):
         request = {"stream": "guarded", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",
                    "domain_size": DOMAIN, "population": USERS, "users": np.asarray(users, dtype=np.int64), "bound": None}
-        value = Envelope("request", request).encode()
+        value = pack_message("request", request)
         if signed:  # by the server's key (a server that misbehaves still signs its requests)
             value = seal("ldp.requests", "guarded", value, request_seal(config.noise_key()))
         producer.produce("ldp.requests", value, key=b"guarded")
@@ -173,15 +174,15 @@ def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(br
         while True:  # until the repeated request's answer is in too (or the deadline)
             answered = {}
             for value in read_topic(broker.bootstrap, "ldp.reports"):
-                envelope = Envelope.decode(value)
-                answered.setdefault((envelope["slot"], envelope["phase"]), []).append(envelope)
+                message = ReportsMessage.decode(value)
+                answered.setdefault((message.slot, message.phase), []).append(message)
             if len(answered.get((1, 1), [])) >= 2 or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
-        assert {k: sorted(u for e in v for u in e["users"].tolist()) for k, v in answered.items()} == {
+        assert {k: sorted(u for e in v for u in e.users.tolist()) for k, v in answered.items()} == {
             (1, 1): [1, 1, 2, 2, 3, 3], (2, 2): [4]}
         first, again = answered[(1, 1)]
-        assert np.array_equal(first["reports"], again["reports"])  # a retried report is identical
+        assert np.array_equal(first.reports, again.reports)  # a retried report is identical
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
             text = response.read().decode()
         assert metric_value(text, "wevent_device_refusals_total", stream="guarded") == 2

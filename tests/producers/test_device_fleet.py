@@ -10,7 +10,6 @@ from pipeline.core.local import Devices, Request
 from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey
 from pipeline.core.state import StateError, unpack
 from pipeline.stream import prometheus as metrics
-from pipeline.stream.codecs import Envelope
 from pipeline.stream.config import parse_config
 from producers.devices import DeviceFleet, DeviceLedger
 
@@ -35,7 +34,7 @@ def ask(slot, users, epsilon=1.0, phase=Phase.PUBLICATION, oracle="grr"):
 
 
 def answered(batches) -> list[int]:
-    return [int(u) for batch in batches for u in batch["users"]]
+    return [int(u) for batch in batches for u in batch.users]
 
 
 def refusals(reason, name="s") -> float:
@@ -70,9 +69,9 @@ def test_asking_again_with_other_block_companions_gets_no_fresh_report():
 def test_an_identical_repeat_is_answered_with_identical_bytes_at_no_new_cost():
     devices = fleet()
     request = ask(3, None, epsilon=0.5)
-    first = [Envelope("reports", b).encode() for b in devices.answer(request)]
+    first = [b.encode() for b in devices.answer(request)]
     spend = devices.ledger.spend.copy()
-    again = [Envelope("reports", b).encode() for b in devices.answer(Request.from_dict(request.to_dict()))]
+    again = [b.encode() for b in devices.answer(Request.from_dict(request.to_dict()))]
     assert first and again == first
     assert np.array_equal(devices.ledger.spend, spend) and spend.max() == 0.5
 

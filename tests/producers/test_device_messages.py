@@ -5,7 +5,7 @@ import numpy as np
 from pipeline.core.data import UserValues
 from pipeline.core.local import Devices, Request
 from pipeline.core.randomness import Phase, SecretKey
-from pipeline.stream.codecs import Envelope, report_seal, unseal
+from pipeline.stream.codecs import ReportsMessage, report_seal
 from pipeline.stream.config import parse_config
 from producers.devices import DeviceFleet, signed_reports
 
@@ -24,6 +24,6 @@ def test_oue_reports_of_a_large_domain_are_split_into_messages_under_kafkas_defa
     messages = signed_reports(batches, report_seal(SecretKey.from_seed(1, purpose="devices")))
     # 4 KiB a report: 600 of them are 2.4 MB, which no default broker takes in one message.
     assert len(messages) > 2 and max(map(len, messages)) < KAFKA_DEFAULT_MAX_MESSAGE
-    users = np.concatenate([Envelope.decode(unseal(m)[0])["users"] for m in messages])
+    users = np.concatenate([ReportsMessage.decode(m).users for m in messages])
     assert users.tolist() == list(range(USERS))
-    assert all(np.asarray(b["reports"]).shape[1:] == (DOMAIN // 8,) for b in batches)
+    assert all(np.asarray(b.reports).shape[1:] == (DOMAIN // 8,) for b in batches)

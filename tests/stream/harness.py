@@ -1,7 +1,8 @@
 """An in-process run of the processors: their outputs are fed back as inputs, FIFO, no broker.
 
 It exercises exactly the code the Faust agents run (``Processor.process``), with table state in
-dicts and topic offsets counted per (topic, partition). Devices read requests and sign their
+dicts and topic offsets counted per (topic, partition), and exports each input's events to the
+Prometheus metrics as the worker does. Devices read requests and sign their
 answers as ``wevent devices`` does, with the server's public key and the devices' key.
 """
 
@@ -12,6 +13,7 @@ from collections import defaultdict, deque
 
 import numpy as np
 
+from pipeline.stream import prometheus
 from pipeline.stream.codecs import ReleaseRecord, ReportBatch, Watermark, report_partition, report_seal, request_seal
 from pipeline.stream.config import AppConfig
 from pipeline.stream.processors import Processors
@@ -80,7 +82,8 @@ class InProcessPipeline:
                 continue
             table_name, processor = routes[topic]
             table = self.tables[table_name]
-            outputs, updates = processor.process(value, topic, p, offset, table.get, now)
+            outputs, updates, events = processor.process(value, topic, p, offset, table.get, now)
+            prometheus.export(events)
             store(table, updates)
             for out in outputs:
                 self.produce(out.topic, out.value, out.key)

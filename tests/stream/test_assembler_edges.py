@@ -9,7 +9,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import DeadLetter, Envelope, ReportBatch, Watermark, report_partition
+from pipeline.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, Watermark, pack_message,
+                                    report_partition)
 from pipeline.stream.config import parse_config
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, config_for, feed
@@ -71,10 +72,10 @@ def test_a_user_sent_to_every_partition_is_counted_once():
             dirty.produce("reports", batch.encode(), partition=p)
             dirty.produce("reports", Watermark("s", stream.slot_end(slot)).encode(), partition=p)
     dirty.run()
-    partials = [Envelope.decode(v) for v in dirty.log["slots"]]
+    partials = [PartialMessage.decode(v) for v in dirty.log["slots"]]
     per_slot = {}
     for partial in partials:
-        per_slot[partial["slot"]] = per_slot.get(partial["slot"], 0) + int(partial["counts"].sum())
+        per_slot[partial.slot] = per_slot.get(partial.slot, 0) + int(partial.counts.sum())
     assert per_slot == {slot: USERS for slot in range(1, SLOTS + 1)}
     assert releases_json(dirty) == releases_json(clean)
     wrong = [d.payload["count"] for d in dead_letters(dirty) if d.reason == "wrong_partition"]
@@ -101,7 +102,7 @@ def test_dead_letters_of_unreadable_or_local_input_carry_no_raw_bytes():
     local_batch = ReportBatch("l", users, values, np.full(users.size, t0)).encode()
     truncated = local_batch[:-1]
     local_json = json.dumps({"stream": "l", "user": 17, "value": 3}).encode()  # no time: malformed
-    ldp_garbage = Envelope("reports", {"stream": "l", "slot": 1}).encode()[:-3]
+    ldp_garbage = pack_message("reports", {"stream": "l", "slot": 1})[:-3]
     pipeline.produce("reports", truncated, partition=0)
     pipeline.produce("reports", local_json, partition=1)
     pipeline.produce("reports", local_batch, partition=0)  # well formed, but raw values for a local stream
@@ -141,8 +142,7 @@ def test_the_detail_of_a_malformed_batch_quotes_none_of_its_bytes():
 def test_a_corrupt_ldp_envelope_is_dead_lettered_as_malformed_by_the_collector(field, corrupt):
     config = local_and_central_config()
     pipeline = InProcessPipeline(config)
-    envelope = Envelope("reports", {"stream": "l", "slot": 1, "phase": 1, "users": np.array([1, 2]),
-                                    "reports": np.array([0, 1])}).encode()
+    envelope = ReportsMessage("l", 1, 1, np.array([1, 2]), np.array([0, 1])).encode()
     raw = envelope.replace(field, corrupt, 1)
     assert len(raw) == len(envelope) and raw != envelope
     before = rejected("", "malformed")
@@ -188,7 +188,7 @@ def test_a_watermark_may_close_up_to_the_bound_at_once_and_no_more(bound):
     def closed_after(slot_end_of):
         pipeline.produce("reports", Watermark("s", stream.slot_end(slot_end_of)).encode(), partition=0)
         pipeline.run()
-        return max(Envelope.decode(v)["slot"] for v in pipeline.log["slots"]) if pipeline.log["slots"] else 0
+        return max(PartialMessage.decode(v).slot for v in pipeline.log["slots"]) if pipeline.log["slots"] else 0
 
     assert closed_after(limit) == limit  # from the stream's start: exactly the bound
     assert closed_after(2 * limit + 1) == limit  # one slot more than the bound: refused, clock unmoved

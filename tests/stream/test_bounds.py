@@ -1,14 +1,18 @@
 """Bounded state in-process: no input grows a table value past its bound, a backlog costs the same
 work per message as no backlog, and a crash between the writes of one input changes nothing."""
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
 from pipeline.core.synthetic import synthetic
 from pipeline.stream import processors
-from pipeline.stream.codecs import DeadLetter, Envelope, ReportBatch, Watermark, report_partition, report_seal, seal
+from pipeline.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, TickMessage, Watermark,
+                                    report_partition, report_seal, seal)
 from pipeline.stream.config import ConfigError, parse_config
+from pipeline.stream.events import Events
 from pipeline.stream.processors import MAX_EARLY_MESSAGES, MAX_MESSAGE_BYTES, Processors, slots_ahead
 from tests.stream.harness import InProcessPipeline, store
 from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
@@ -74,7 +78,7 @@ def written_bytes(pipeline, routes) -> list[tuple[str, int]]:
         if topic not in routes:
             continue
         table, processor = routes[topic]
-        outputs, updates = processor.process(value, topic, p, offset, pipeline.tables[table].get, 0.0)
+        outputs, updates, _ = processor.process(value, topic, p, offset, pipeline.tables[table].get, 0.0)
         written.append((topic, sum(len(v) for v in updates.values() if v is not None)))
         store(pipeline.tables[table], updates)
         for out in outputs:
@@ -108,8 +112,7 @@ def test_a_backlog_of_closed_slots_costs_no_more_work_per_message(backlog):
 
 def test_a_partial_beyond_the_pending_bound_is_refused_by_m1():
     pipeline = InProcessPipeline(config_for(("s", "ba"), partitions=2, users=300))
-    partial = Envelope("partial", {"stream": "s", "slot": processors.MAX_SLOTS_PENDING + 2, "partition": 0,
-                                   "counts": np.zeros((1, 2), dtype=np.int64), "closed_at": 0.0})
+    partial = PartialMessage("s", processors.MAX_SLOTS_PENDING + 2, 0, np.zeros((1, 2), dtype=np.int64), 0.0)
     pipeline.inject("slots", pipeline.processors.dissimilarity.keys.sealed(processors.Out("slots", partial.encode(), "s")).value,
                     key="s")
     pipeline.run()
@@ -158,7 +161,7 @@ def test_a_crash_between_the_keys_of_one_input_changes_no_release_and_rejects_no
         if topic not in routes:
             continue
         table, processor = routes[topic]
-        outputs, updates = processor.process(value, topic, partition, offset, crashy.tables[table].get, 0.0)
+        outputs, updates, _ = processor.process(value, topic, partition, offset, crashy.tables[table].get, 0.0)
         if len(updates) > 1 and rng.random() < 0.3:  # only some of the writes, in each agent's order
             crashes += 1
             if not processor.persist_before_send:  # M2 sends after its writes; the others before
@@ -191,6 +194,17 @@ def test_a_stream_whose_messages_could_exceed_the_bound_is_refused_at_start():
         Processors.build(config(window=200_000))  # a charge per slot of the window
     Processors.build(config(users=8_000_000, partitions=2))  # half the users on each partition
     Processors.build(config(domain=30_000, window=50_000))
+
+
+def test_an_input_refused_as_too_large_counts_its_refusal_and_nothing_it_would_have_caused(monkeypatch):
+    """Its reports were never stored: counting them as accepted (or its dead letters as sent) would
+    show operators reports that no slot holds."""
+    pipeline = InProcessPipeline(config_for(("s", "ba"), partitions=1, users=300))
+    monkeypatch.setattr(processors, "MAX_MESSAGE_BYTES", 200)  # below any slot's state
+    batch = ReportBatch("s", np.arange(4), np.array([0, 1, 1, 5]), np.full(4, round(START * 1000)))
+    outputs, updates, events = pipeline.processors.assembler.process(batch.encode(), "reports", 0, 0, {}.get, 0.0)
+    assert [DeadLetter.from_json(out.value).reason for out in outputs] == ["too_large"] and updates == {}
+    assert events == Events(dead_letters=Counter({"too_large": 1}))
 
 
 def test_an_input_whose_state_would_exceed_the_bound_is_refused_and_writes_nothing(monkeypatch):
@@ -241,14 +255,13 @@ def test_the_collector_holds_a_bounded_number_of_early_reports():
     devices = report_seal(config.device_key())
     extra = 44
     for n in range(MAX_EARLY_MESSAGES + extra):
-        batch = Envelope("reports", {"stream": "l", "slot": 1000 + n, "phase": 1, "users": np.arange(3),
-                                     "reports": np.ones(3, dtype=np.int64)}).encode()
+        batch = ReportsMessage("l", 1000 + n, 1, np.arange(3), np.ones(3, dtype=np.int64)).encode()
         pipeline.produce("ldp.reports", seal("ldp.reports", "l", batch, devices), key="l")
     before = rejected("l", "unrequested")
     pipeline.run(now=0.0)
     assert rejected("l", "unrequested") - before == 3 * extra
     assert len(pipeline.tables["collector"]) == 1 + MAX_EARLY_MESSAGES
-    pipeline.produce("ldp.reports", Envelope("tick", {"stream": "l"}).encode(), key="l")
+    pipeline.produce("ldp.reports", TickMessage("l").encode(), key="l")
     pipeline.run(now=1e6)  # every deadline passed
     assert rejected("l", "unrequested") - before == 3 * (MAX_EARLY_MESSAGES + extra)
     assert list(pipeline.tables["collector"]) == ["l"]

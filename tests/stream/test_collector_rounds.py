@@ -11,7 +11,7 @@ import numpy as np
 from pipeline.core.local import Request
 from pipeline.core.randomness import Phase
 from pipeline.core.state import pack, unpack
-from pipeline.stream.codecs import DeadLetter, Envelope, report_seal, seal
+from pipeline.stream.codecs import DeadLetter, ReportsMessage, RequestMessage, SupportMessage, report_seal, seal
 from pipeline.stream.config import parse_config
 from pipeline.stream.processors import MAX_MESSAGE_BYTES, Out, Processors
 from tests.stream.harness import store
@@ -34,11 +34,11 @@ class Round:
         self.config, self.collector = collector_for(population)
         self.table, self.offset, self.letters, self.supports = {}, 0, [], []
         self.request = Request(1, Phase.DISSIMILARITY, 0.5, "grr", 2, population, asked)
-        body = Envelope("request", {"stream": NAME, **self.request.to_dict()}).encode()
+        body = RequestMessage(NAME, self.request).encode()
         self.send("ldp.requests", self.collector.keys.sealed(Out("ldp.requests", body, NAME)).value)
 
     def send(self, topic: str, raw: bytes) -> dict:
-        outputs, updates = self.collector.process(raw, topic, 0, self.offset, self.table.get, 0.0)
+        outputs, updates, _ = self.collector.process(raw, topic, 0, self.offset, self.table.get, 0.0)
         self.offset += 1
         store(self.table, updates)
         self.letters += [DeadLetter.from_json(o.value) for o in outputs if o.topic == "deadletter"]
@@ -46,8 +46,7 @@ class Round:
         return updates
 
     def answer(self, users: np.ndarray) -> dict:
-        body = Envelope("reports", {"stream": NAME, "slot": 1, "phase": int(Phase.DISSIMILARITY), "users": users,
-                                    "reports": (users % 2).astype(np.int64)}).encode()
+        body = ReportsMessage(NAME, 1, int(Phase.DISSIMILARITY), users, (users % 2).astype(np.int64)).encode()
         return self.send("ldp.reports", seal("ldp.reports", NAME, body, report_seal(self.config.device_key())))
 
 
@@ -71,8 +70,8 @@ def test_a_second_answer_is_a_duplicate_and_the_last_closes_the_round():
     round_.answer(asked[300:500])  # 100 answered already
     assert [(d.reason, d.payload["count"]) for d in round_.letters] == [("duplicate", 100)]
     round_.answer(asked[500:])
-    support = Envelope.decode(round_.supports[0].value)
-    assert (support["n"], support["missing"]) == (asked.size, 0)
+    support = SupportMessage.decode(round_.supports[0].value)
+    assert (support.n, support.missing) == (asked.size, 0)
     assert sorted(round_.table) == [NAME]  # the round's request left with it
 
 
@@ -90,5 +89,5 @@ def test_a_round_opened_by_the_first_layout_keeps_its_answers():
     round_.table[NAME] = pack(state)
     round_.answer(asked[350:])
     assert [(d.reason, d.payload["count"]) for d in round_.letters] == [("duplicate", 50)]
-    support = Envelope.decode(round_.supports[0].value)
-    assert (support["n"], support["missing"]) == (asked.size, 0)
+    support = SupportMessage.decode(round_.supports[0].value)
+    assert (support.n, support.missing) == (asked.size, 0)

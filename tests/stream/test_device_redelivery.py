@@ -10,7 +10,7 @@ import numpy as np
 from prometheus_client import REGISTRY
 
 from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import Envelope, unseal
+from pipeline.stream.codecs import ReportsMessage
 from producers.devices import signed_reports
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_local_pipeline import SLOTS, USERS, local_config, run_pipeline
@@ -46,7 +46,7 @@ def test_an_answer_resent_after_a_crash_is_identical_and_counted_once(monkeypatc
     crashed, fleet = run_pipeline(local_config("lpa"), values)
     assert [r.to_json() for r in crashed.releases("l")] == [r.to_json() for r in clean.releases("l")]
     assert all(first == again for first, again in KilledMidAnswer.resent)  # byte for byte
-    resent = sum(np.size(Envelope.decode(unseal(m)[0])["users"]) for first, _ in KilledMidAnswer.resent
+    resent = sum(np.size(ReportsMessage.decode(m).users) for first, _ in KilledMidAnswer.resent
                  for m in first[:len(first) // 2])
     assert resent > SLOTS
     assert rejected("duplicate") - duplicates == resent and rejected("late") == late

@@ -6,11 +6,21 @@ import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
-from pipeline.stream.codecs import DeadLetter, Envelope, ReportBatch, Watermark, report_seal, seal
+from pipeline.stream import prometheus
+from pipeline.stream.codecs import DeadLetter, ReportBatch, ReportsMessage, Watermark, pack_message, report_seal, seal
 from pipeline.stream.failures import ErrorLog, internal_error
 from tests.stream.test_local_pipeline import local_config
 
 SECRET = "user 17 value 3 \x00\xff"  # what an exception's text may quote from its input
+
+
+def exported_letter(config, raw, topic, exc):
+    """The one output of a failed message, its events exported as the worker exports them."""
+    outputs, updates, events = internal_error(config, raw, topic, exc)
+    prometheus.export(events)
+    [out] = outputs
+    assert updates == {}
+    return out
 
 
 def failure(text=SECRET, kind=RuntimeError):
@@ -72,16 +82,15 @@ def test_an_internal_error_is_counted_by_reason_and_its_reports_as_rejected(kind
     users = np.arange(7)
     message = {
         "batch": ("reports", ReportBatch("l", users, users % 2, np.zeros(7, dtype=np.int64)).encode(), "l", 7),
-        "local": ("ldp.reports", seal("ldp.reports", "l", Envelope("reports", {
-            "stream": "l", "slot": 1, "phase": 1, "users": users, "reports": users % 2}).encode(),
-            report_seal(config.device_key())), "l", 7),
+        "local": ("ldp.reports", seal("ldp.reports", "l", ReportsMessage("l", 1, 1, users, users % 2).encode(),
+                                      report_seal(config.device_key())), "l", 7),
         "watermark": ("reports", Watermark("l", 60.0).encode(), "l", 0),
-        "request": ("ldp.requests", Envelope("request", {"stream": "l", "slot": 1}).encode(), None, 0),
+        "request": ("ldp.requests", pack_message("request", {"stream": "l", "slot": 1}), None, 0),
         "unreadable": ("reports", b"\x00\xffnot a report", None, 1),
     }[kind]
     topic, raw, stream, reports = message
     before, letters, unknown = rejected("l"), dead_letters(), rejected("")
-    out = internal_error(config, raw, topic, failure())
+    out = exported_letter(config, raw, topic, failure())
     letter = DeadLetter.from_json(out.value)
     assert (out.topic, letter.reason, letter.topic, letter.stream) == ("deadletter", "internal_error", topic, stream)
     assert letter.detail.startswith("RuntimeError at test_failures.py:") and SECRET not in out.value.decode()
@@ -93,7 +102,7 @@ def test_a_stream_named_by_the_input_but_not_configured_is_not_a_label():
     config = local_config("lpa")
     raw = ReportBatch("nobody's", np.arange(3), np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64)).encode()
     before = rejected("")
-    letter = DeadLetter.from_json(internal_error(config, raw, "reports", failure()).value)
+    letter = DeadLetter.from_json(exported_letter(config, raw, "reports", failure()).value)
     assert letter.stream is None and rejected("") - before == 3
     assert REGISTRY.get_sample_value("wevent_reports_rejected_total",
                                      {"stream": "nobody's", "reason": "internal_error"}) is None

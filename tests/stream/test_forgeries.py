@@ -4,6 +4,8 @@ Each forgery is refused, counted (``wevent_forged_messages_total``) and dead-let
 stream's releases equal a clean run's.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from prometheus_client import REGISTRY
@@ -12,9 +14,12 @@ from pipeline.core.randomness import SecretKey
 from pipeline.core.synthetic import synthetic
 from pipeline.stream.codecs import (
     DeadLetter,
-    Envelope,
+    MeasuredMessage,
+    PartialMessage,
     ReleaseRecord,
+    ReportsMessage,
     internal_seal,
+    pack_message,
     report_seal,
     request_seal,
     seal,
@@ -98,8 +103,7 @@ def test_authentic_looking_releases_and_partials_of_impossible_slots_are_refused
                 pipeline.inject("releases", seal("releases", "s", record, mac), key="s")
             counts = np.zeros((1, 2), dtype=np.int64)
             for far, partition in ((10**9, 0), (3, 99)):
-                partial = Envelope("partial", {"stream": "s", "slot": far, "partition": partition, "counts": counts,
-                                               "closed_at": 0.0}).encode()
+                partial = PartialMessage("s", far, partition, counts, 0.0).encode()
                 pipeline.inject("slots", seal("slots", "s", partial, mac), key="s")
 
     before = forged_count("releases", "out_of_range")
@@ -113,12 +117,12 @@ def test_a_forged_dissimilarity_is_not_published(central):
     """M2 published from whatever reached ``dissimilarity`` first: here, counts a hundred times
     the true ones, unsealed or sealed under another key, each ahead of M1's own message."""
     values, clean = central
-    genuine = {Envelope.decode(v)["slot"]: Envelope.decode(v) for v in clean.log["dissimilarity"]}
+    genuine = {MeasuredMessage.decode(v).slot: MeasuredMessage.decode(v) for v in clean.log["dissimilarity"]}
 
     def inject(pipeline, slot):
         if slot in (4, 7):
             message = genuine[slot]
-            forged = Envelope(message.kind, {**message.fields, "counts": message["counts"] * 100}).encode()
+            forged = replace(message, counts=message.counts * 100).encode()
             pipeline.inject("dissimilarity", forged, key="s")
             pipeline.inject("dissimilarity", seal("dissimilarity", "s", forged, internal_seal(STRANGER)), key="s")
 
@@ -163,8 +167,8 @@ def local_releases(pipeline) -> list[str]:
 
 
 def a_request(slot: int, phase: int) -> bytes:
-    return Envelope("request", {"stream": "l", "slot": slot, "phase": phase, "epsilon": 1.0, "oracle": "grr",
-                                "domain_size": 2, "population": USERS, "users": None, "bound": None}).encode()
+    return pack_message("request", {"stream": "l", "slot": slot, "phase": phase, "epsilon": 1.0, "oracle": "grr",
+                                    "domain_size": 2, "population": USERS, "users": None, "bound": None})
 
 
 def test_forged_requests_charge_no_device_and_open_no_round(local):
@@ -194,8 +198,7 @@ def test_forged_reports_of_asked_users_never_overtake_their_devices(local):
     def inject(pipeline, slot):
         for phase in (1, 2):
             for key in (None, report_seal(STRANGER)):  # unsigned, and signed by other devices
-                batch = Envelope("reports", {"stream": "l", "slot": slot, "phase": phase, "users": np.arange(USERS),
-                                             "reports": np.ones(USERS, dtype=np.int64)}).encode()
+                batch = ReportsMessage("l", slot, phase, np.arange(USERS), np.ones(USERS, dtype=np.int64)).encode()
                 pipeline.inject("ldp.reports", batch if key is None else seal("ldp.reports", "l", batch, key), key="l")
 
     before = forged_count("ldp.reports", "unauthenticated")

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from pipeline.stream.audit import verify
-from pipeline.stream.codecs import DecodeError, Envelope, ReportBatch, decode_report_message, decode_users, encode_users
+from pipeline.stream.codecs import (DecodeError, ReportBatch, decode_message, decode_report_message, decode_users,
+                                    encode_users)
 from pipeline.stream.config import ConfigError, load_config, parse_config
 
 STREAM = {"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 4, "users": 10,
@@ -74,7 +75,7 @@ def test_report_batch_wire_format_rejects_truncation_and_garbage():
     back = decode_report_message(json.dumps({"stream": "s", "user": 7, "time": 1.5, "value": 2}).encode())
     assert back.users.tolist() == [7] and back.times_ms.tolist() == [1500]
     with pytest.raises(DecodeError):
-        Envelope.decode(b"WEVS1 but not really")
+        decode_message(b"WEVS1 but not really")
 
 
 def test_user_sets_roundtrip_as_bitsets():

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import DeadLetter, DecodeError, Envelope, internal_seal, report_seal, seal
+from pipeline.stream.codecs import (DeadLetter, DecodeError, MeasuredMessage, internal_seal, pack_message, report_seal,
+                                    seal)
 from pipeline.stream.keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark,
                                   OpenSlotKey, PartialKey, QueryEntryKey, QueryHeadKey, ReleaseKey, RoundKey, StepKey,
                                   StepOutputKey, stream_of)
@@ -100,9 +101,9 @@ def test_reports_for_a_round_no_key_can_name_are_dead_lettered_as_malformed():
 
     def inject(pipeline, slot):
         for round_slot, phase in bad_rounds:
-            envelope = Envelope("reports", {"stream": "l", "slot": round_slot, "phase": phase,
-                                            "users": np.array([3]), "reports": np.array([1])})
-            pipeline.produce("ldp.reports", seal("ldp.reports", "l", envelope.encode(), device), key="l")
+            body = pack_message("reports", {"stream": "l", "slot": round_slot, "phase": phase, "users": np.array([3]),
+                                            "reports": np.array([1])})
+            pipeline.produce("ldp.reports", seal("ldp.reports", "l", body, device), key="l")
 
     dirty, _ = run_pipeline(local_config("lpa"), values, extra=inject)
     assert [r.to_json() for r in dirty.releases("l")] == [r.to_json() for r in clean.releases("l")]
@@ -120,8 +121,7 @@ def test_authentic_looking_inputs_of_impossible_slots_are_refused_by_the_publish
         if slot == 3:
             mac = internal_seal(pipeline.config.noise_key())
             for impossible in (0, -5):
-                measured = Envelope("measured", {"stream": "s", "slot": impossible, "closed_at": 0.0,
-                                                 "counts": np.zeros((1, 2), dtype=np.int64)}).encode()
+                measured = MeasuredMessage("s", impossible, 0.0, np.zeros((1, 2), dtype=np.int64)).encode()
                 pipeline.inject("dissimilarity", seal("dissimilarity", "s", measured, mac), key="s")
 
     dirty = central_run(values, inject)

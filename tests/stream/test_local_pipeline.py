@@ -1,6 +1,7 @@
 """The local model through the processors in-process: devices, collector, M1, M2."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from pipeline.core.local.devices import Devices
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.core.synthetic import synthetic
 from pipeline.stream.audit import verify
-from pipeline.stream.codecs import DeadLetter, Envelope, report_seal, seal
+from pipeline.stream.codecs import DeadLetter, ReportsMessage, TickMessage, decode_message, report_seal, seal
 from pipeline.stream.config import parse_config
 from producers.devices import DeviceFleet
 from tests.stream.harness import InProcessPipeline
@@ -36,7 +37,7 @@ def run_pipeline(config, values, fleets=None, extra=None, reports_first=False):
         if extra:
             extra(pipeline, slot)
         pipeline.run(now=100.0 * slot)
-    pipeline.produce("ldp.reports", Envelope("tick", {"stream": "l"}).encode(), key="l")
+    pipeline.produce("ldp.reports", TickMessage("l").encode(), key="l")
     pipeline.run(now=100.0 * (SLOTS + 1))  # a last tick: every deadline has passed
     return pipeline, fleet
 
@@ -96,10 +97,9 @@ def test_no_raw_value_reaches_any_topic():
     for topic, messages in pipeline.log.items():
         for value in messages:
             assert not value.startswith(b"WRB1"), f"a raw report batch on {topic}"
-            if topic == "ldp.reports" and Envelope.decode(value).kind == "reports":
-                envelope = Envelope.decode(value)
-                truth = values[envelope["slot"] - 1, np.asarray(envelope["users"])]
-                kept += int((np.asarray(envelope["reports"]) == truth).sum())
+            if topic == "ldp.reports" and isinstance(message := decode_message(value), ReportsMessage):
+                truth = values[message.slot - 1, message.users]
+                kept += int((message.reports == truth).sum())
                 reports += truth.size
     # LPA asks with the whole epsilon = 1: a GRR report (d = 2) keeps the true value with
     # p = e/(e+1) = 0.731, not 1. Binomial standard error sqrt(p(1-p)/n); 5 of them.
@@ -116,15 +116,12 @@ def test_bad_ldp_input_is_counted_and_changes_nothing():
     def inject(pipeline, slot):
         key = "l"
         bad = [
-            Envelope("reports", {"stream": "l", "slot": slot, "phase": 1, "users": np.array([USERS - 1]),
-                                 "reports": np.array([7])}),  # GRR report outside the domain
-            Envelope("reports", {"stream": "l", "slot": slot + 500, "phase": 2, "users": np.array([3]),
-                                 "reports": np.array([1])}),  # a round nobody opened
-            Envelope("reports", {"stream": "nope", "slot": slot, "phase": 1, "users": np.array([3]),
-                                 "reports": np.array([1])}),  # unknown stream
+            ReportsMessage("l", slot, 1, np.array([USERS - 1]), np.array([7])),  # GRR report outside the domain
+            ReportsMessage("l", slot + 500, 2, np.array([3]), np.array([1])),  # a round nobody opened
+            ReportsMessage("nope", slot, 1, np.array([3]), np.array([1])),  # unknown stream
         ]
-        for envelope in bad:
-            pipeline.produce("ldp.reports", seal("ldp.reports", envelope["stream"], envelope.encode(), device), key=key)
+        for message in bad:
+            pipeline.produce("ldp.reports", seal("ldp.reports", message.stream, message.encode(), device), key=key)
         pipeline.produce("ldp.reports", b"\x00garbage", key=key)
 
     dirty, _ = run_pipeline(local_config("lpa"), values, extra=inject)
@@ -149,9 +146,9 @@ def test_duplicates_and_unrequested_users_are_rejected_by_the_collector():
             batches = fleet.answer(request)
             if batches:  # while the round is still open (a closed round's reports are merely late)
                 first = batches[0]
-                asked = set(int(u) for b in batches for u in b["users"])
+                asked = set(int(u) for b in batches for u in b.users)
                 stranger = next(u for u in range(USERS) if u not in asked)
-                batches = [first, first, {**first, "users": np.array([stranger]), "reports": first["reports"][:1]},
+                batches = [first, first, replace(first, users=np.array([stranger]), reports=first.reports[:1]),
                            *batches[1:]]
             return batches
 

@@ -94,8 +94,8 @@ def test_duplicates_within_an_open_slot_are_rejected():
     letters = dead_letters(pipeline)
     assert [(d.reason, d.payload["count"]) for d in letters] == [("duplicate", 1), ("duplicate", 1)]
     partial = [v for v in pipeline.log["slots"]]
-    from pipeline.stream.codecs import Envelope
-    counts = Envelope.decode(partial[0])["counts"]
+    from pipeline.stream.codecs import PartialMessage
+    counts = PartialMessage.decode(partial[0]).counts
     assert counts.tolist() == [[1, 1]]  # user 1 -> value 0 (first report), user 2 -> value 1
 
 
@@ -135,8 +135,8 @@ def test_lost_state_reprocessing_reemits_identical_releases():
     first = [r.to_json() for r in pipeline.releases("s")]
     # roll M2 back to slot 6 and redeliver M1's messages for slots 7..10
     pipeline.tables["m2"] = snapshot
-    from pipeline.stream.codecs import Envelope
-    measured = [v for v in pipeline.log["dissimilarity"] if Envelope.decode(v)["slot"] > 6]
+    from pipeline.stream.codecs import MeasuredMessage
+    measured = [v for v in pipeline.log["dissimilarity"] if MeasuredMessage.decode(v).slot > 6]
     before = len(pipeline.log["releases"])
     for value in measured:
         pipeline.queue.append(("dissimilarity", pipeline.partition("dissimilarity", "s"), 10_000 + len(pipeline.queue), value))
@@ -168,7 +168,7 @@ def test_a_crash_between_outputs_and_state_never_loses_or_changes_a_release(seed
             continue
         table_name, processor = routes[topic]
         table = crashy.tables[table_name]
-        outputs, updates = processor.process(value, topic, p, offset, table.get, 0.0)
+        outputs, updates, _ = processor.process(value, topic, p, offset, table.get, 0.0)
         if rng.random() < 0.2:
             crashes += 1
             if processor.persist_before_send:

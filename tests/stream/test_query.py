@@ -254,7 +254,7 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
     from pipeline.core.local.adaptive import make_oracle
     from pipeline.core.local.devices import Devices
     from producers.devices import DeviceFleet
-    from pipeline.stream.codecs import Envelope
+    from pipeline.stream.codecs import TickMessage
     from tests.stream.test_local_pipeline import BLOCK, SLOTS, USERS, W
 
     config = parse_config({"seed": 13, "report_partitions": 2, "stream_partitions": 1, "streams": [{
@@ -270,7 +270,7 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
         pipeline.send_slot("l", stream.slot_start(slot), stream.slot_end(slot), None, None)
         pipeline.run(now=100.0 * slot)
         for phase_deadline in (40.0, 80.0):  # the collector closes M1's round, then M2's, at their deadlines
-            pipeline.produce("ldp.reports", Envelope("tick", {"stream": "l"}).encode(), key="l")
+            pipeline.produce("ldp.reports", TickMessage("l").encode(), key="l")
             pipeline.run(now=100.0 * slot + phase_deadline)
     service = QueryService({"l": config.stream("l")}, lambda n: DerivedRandomness(config.noise_key(), n))
     table, fresh = {}, 0

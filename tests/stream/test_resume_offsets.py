@@ -8,7 +8,7 @@ import zlib
 
 import numpy as np
 
-from pipeline.stream.codecs import Envelope, ReleaseRecord, ReportBatch, Watermark, unseal
+from pipeline.stream.codecs import ReleaseRecord, ReportBatch, Watermark, decode_message, unseal
 from pipeline.stream.config import parse_config
 from pipeline.stream.processors import Processors
 from tests.stream.harness import InProcessPipeline
@@ -33,7 +33,7 @@ def test_the_assembler_resumes_after_the_lowest_offset_every_stream_applied():
     table = {}
 
     def apply(raw, offset):
-        _, updates = assembler.process(raw, "reports", 0, offset, table.get, 0.0)
+        _, updates, _ = assembler.process(raw, "reports", 0, offset, table.get, 0.0)
         table.update(updates)
 
     load = table.get
@@ -78,7 +78,7 @@ def test_m1_resumes_after_its_last_input_and_m2_at_it():
         for (t, q, offset), value in pipeline.history.items():
             if (t, q) == (topic, p):
                 body = unseal(value)[0]
-                stream = ReleaseRecord.from_json(body).stream if topic == "releases" else Envelope.decode(body)["stream"]
+                stream = ReleaseRecord.from_json(body).stream if topic == "releases" else decode_message(body).stream
                 last[stream] = max(last.get(stream, -1), offset)
         return min(last.values())
 
@@ -90,6 +90,6 @@ def test_m1_resumes_after_its_last_input_and_m2_at_it():
         last = last_offset("dissimilarity", p)
         assert m2.resume_offset("dissimilarity", p, pipeline.tables["m2"].get, where("dissimilarity")) == last
         # M2 reads that input again: it re-emits the very release it caused
-        outputs, _ = m2.process(pipeline.history[("dissimilarity", p, last)], "dissimilarity", p, last,
-                                pipeline.tables["m2"].get, 0.0)
+        outputs, _, _ = m2.process(pipeline.history[("dissimilarity", p, last)], "dissimilarity", p, last,
+                                   pipeline.tables["m2"].get, 0.0)
         assert [o.value for o in outputs if o.topic == "releases"][0] in pipeline.log["releases"]

@@ -9,8 +9,8 @@ from jsonschema import Draft202012Validator
 
 from pipeline.core.synthetic import synthetic
 from pipeline.stream import schemas
-from pipeline.stream.codecs import (AuditRecord, DeadLetter, DecodeError, Envelope, ReleaseRecord, Watermark,
-                                    decode_report_message, json_report, request_seal, seal, unseal)
+from pipeline.stream.codecs import (AuditRecord, DeadLetter, DecodeError, ReleaseRecord, TickMessage, Watermark,
+                                    decode_report_message, json_report, pack_message, request_seal, seal, unseal)
 from pipeline.stream.config import parse_config
 from producers.devices import SignedRequests
 from tests.stream import test_local_pipeline as local
@@ -95,8 +95,8 @@ def test_local_messages_match_their_schemas(local_run):
     requests = [envelope_header(v) for v in local_run.log["ldp.requests"]]
     assert_valid("ldp.requests", requests)
     reports = [envelope_header(v) for v in local_run.log["ldp.reports"] if unseal(v)[1] is not None]
-    ticks = [Envelope.decode(v) for v in local_run.log["ldp.reports"] if unseal(v)[1] is None]
-    assert_valid("ldp.reports", reports + [{"kind": t.kind, "version": 1, **t.fields} for t in ticks])
+    ticks = [TickMessage.decode(v) for v in local_run.log["ldp.reports"] if unseal(v)[1] is None]
+    assert_valid("ldp.reports", reports + [{"kind": t.kind, "version": 1, **t.to_fields()} for t in ticks])
     assert {r["kind"] for r in reports} == {"reports"} and all(r["version"] == 1 for r in requests + reports)
 
 
@@ -151,8 +151,8 @@ def test_devices_keep_a_signed_request_with_an_unknown_header_field():
     fields = {"stream": "l", "slot": 4, "phase": 1, "epsilon": 0.5, "oracle": "grr", "domain_size": 2,
               "population": local.USERS, "users": None, "bound": None}
     for extra in ({}, {"priority": "high", "trace": np.arange(3)}):
-        body = Envelope("request", {**fields, **extra}).encode()
+        body = pack_message("request", {**fields, **extra})
         request = reader.read(seal("ldp.requests", "l", body, signer))
         assert request is not None and (request.slot, request.epsilon, request.users) == (4, 0.5, None)
-    newer = Envelope("request", fields).encode().replace(b'"version":1', b'"version":2')
+    newer = pack_message("request", fields).replace(b'"version":1', b'"version":2')
     assert reader.read(seal("ldp.requests", "l", newer, signer)) is None

@@ -279,7 +279,7 @@ class LocalMechanism(Mechanism):
             "stage": self._stage,
             "dissimilarity_request": None if self._dissimilarity_request is None else self._dissimilarity_request.to_dict(),
             "pending": None if self.pending is None else self.pending.to_dict(),
-            "dissimilarity": None if dis is None else [dis.slot, dis.value, dis.epsilon, dis.reporters, dis.variance],
+            "dissimilarity": None if dis is None else dis.to_dict(),
             "err": self._err,
         }
 
@@ -289,8 +289,7 @@ class LocalMechanism(Mechanism):
         first, pending, dis = dynamic["dissimilarity_request"], dynamic["pending"], dynamic["dissimilarity"]
         self._dissimilarity_request = None if first is None else Request.from_dict(first)
         self.pending = None if pending is None else Request.from_dict(pending)
-        self._dissimilarity = None if dis is None else LocalDissimilarity(int(dis[0]), float(dis[1]), float(dis[2]),
-                                                                          int(dis[3]), float(dis[4]))
+        self._dissimilarity = None if dis is None else LocalDissimilarity.from_dict(dis)
         self._err = dynamic["err"]
 
 

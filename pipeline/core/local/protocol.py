@@ -87,13 +87,31 @@ class Request:
 
 @dataclass(frozen=True)
 class LocalDissimilarity:
-    """M1's output: ``dis = mean_k (c1[k] - r_l[k])^2 - V(eps_1, n_1)`` from ``reporters`` reports."""
+    """M1's output: ``dis = mean_k (c1[k] - r_l[k])^2 - V(eps_1, n_1)`` from ``reporters`` reports.
+
+    >>> d = LocalDissimilarity(4, 0.25, 0.5, 120, 0.01)
+    >>> LocalDissimilarity.from_dict(d.to_dict()) == d == LocalDissimilarity.from_dict([4, 0.25, 0.5, 120, 0.01])
+    True
+    """
 
     slot: int
     value: float
     epsilon: float
     reporters: int
     variance: float
+
+    def to_dict(self) -> dict:
+        return {"slot": self.slot, "value": self.value, "epsilon": self.epsilon, "reporters": self.reporters,
+                "variance": self.variance}
+
+    @classmethod
+    def from_dict(cls, data: dict | list) -> "LocalDissimilarity":
+        """Inverse of :meth:`to_dict`; also reads the list of the five fields in order, which
+        states and messages held before they were named."""
+        if isinstance(data, list):
+            data = dict(zip(("slot", "value", "epsilon", "reporters", "variance"), data, strict=True))
+        return cls(int(data["slot"]), float(data["value"]), float(data["epsilon"]), int(data["reporters"]),
+                   float(data["variance"]))
 
 
 @dataclass(frozen=True, eq=False)

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from pipeline.core import state as packing
 from pipeline.core.base import Strategy, restore
 from pipeline.core.local import LPA, MECHANISMS, HybridMechanism, Request
 from pipeline.core.local.measures import bits_per_user_per_slot, cfpu
@@ -287,6 +288,20 @@ def test_state_restores_at_every_protocol_point(name, mode):
     for t in range(1, slots + 1):
         assert same(drive(m, values[t - 1], check), reference[t - 1])
     assert len(points) >= 2 * slots
+
+
+def test_a_state_holding_its_dissimilarity_as_a_list_restores():
+    """States stored the measured dissimilarity as its five fields in order, before they were named."""
+    values = np.random.default_rng(2).integers(0, 3, 40)
+    live = make("lpa", 1.0, 3, domain=3, population=40)
+    live.measure(*live.devices.collect(live.open_slot(), values))
+    state = packing.unpack(live.to_bytes())
+    named = state["dynamic"]["dissimilarity"]
+    assert set(named) == {"slot", "value", "epsilon", "reporters", "variance"}
+    state["dynamic"]["dissimilarity"] = [named[k] for k in ("slot", "value", "epsilon", "reporters", "variance")]
+    clone = restore(packing.pack(state), live.randomness, devices=live.devices)
+    assert clone.expecting == "decide" and clone.to_bytes() == live.to_bytes()
+    assert same(finish(clone, values), finish(live, values))
 
 
 def test_protocol_rejects_calls_out_of_turn_and_bad_answers():
