@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.data import ABSENT, UserValues, is_dump
+from ..core.data import ABSENT, UserValues, is_dump, load_dump
 from ..core.local import MECHANISMS, MODES, VAR_MODES, ClippingThreshold, Devices, UserLedger
 from ..core.local.devices import DEFAULT_BLOCK_SIZE
 from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc, roc_curve
@@ -133,7 +133,7 @@ class LocalFamily:
             if not is_dump(args.input):
                 raise UsageError("the local model needs every user's values: give a dump "
                                  "(`wevent replay ... --dump`), not a CSV of counts")
-            return _dump_data(UserValues.load(args.input))
+            return _dump_data(load_dump(args.input))
         stream = synthetic(args.dataset, args.users, args.slots, args.seed, **_model_options(args))
         if args.select_bound and args.task != "mean":
             raise UsageError("--select-bound chooses the clipping bound of --task mean")
