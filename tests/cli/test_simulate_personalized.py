@@ -1,4 +1,4 @@
-"""``wevent simulate -m pbd|pba``: the personalized family, its summary, records and errors."""
+"""``wevent simulate -m pbd|pba|plbu``: the personalized family, its summary, records and errors."""
 
 import json
 
@@ -107,3 +107,12 @@ def test_table_output(capsys):
     assert main(["simulate", "-m", "pbd", *SMALL, "--dataset", "sin", "--lookback", "artifact"]) == 0
     out = capsys.readouterr().out
     assert "pbd" in out and "w = 20" in out
+
+
+def test_plbu_reports_every_slot_at_each_users_share_and_keeps_no_release_log(capsys, tmp_path):
+    s = run_json(capsys, "-m", "plbu", *SMALL)
+    assert s["mechanism"] == "plbu" and s["publications"] == s["slots"] == 60
+    assert s["max_user_window_spend_ratio"] == 1.0 and "baseline" not in s
+    assert s["requirements"]["users"] == 400 and s["ajsd"] > 0
+    assert main(["simulate", "-m", "plbu", *SMALL, "--releases", str(tmp_path / "r.jsonl")]) == 2
+    assert "plbu keeps no release log" in capsys.readouterr().err
