@@ -8,6 +8,7 @@ headers print the same arguments, so any cell can be rerun by hand.
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 from typing import Callable
 
@@ -47,7 +48,7 @@ class Paper:
         arguments = self._arguments(figure, dataset, x, method, scale, inputs)
         if arguments is None:
             return self.describe_cell(figure, dataset, x, method, scale, inputs)
-        return "wevent simulate " + " ".join(arguments)
+        return "wevent simulate " + shlex.join(arguments)
 
     def cell(self, figure: Figure, dataset: str, x, method: str, run: int, scale: Scale, inputs: dict) -> dict:
         arguments = self._arguments(figure, dataset, x, method, scale, inputs)

@@ -72,8 +72,9 @@ def _header(paper: Paper, figure: Figure, scale: Scale, runs: int, inputs: dict,
         if dataset in DATASETS:
             header.append(f"  {dataset} is {DATASETS[dataset].describe(data_dir, scale)}")
         for x in figure.points(scale):
-            header.append(f"  {dataset}, {figure.x} = {shown(x)}: {paper.describe(figure, dataset, x, 'METHOD', scale, inputs)}"
-                          " --seed r")
+            for method in figure.methods:  # methods differ in their own options (--beta, --budget-shift, PLBU's)
+                header.append(f"  {dataset}, {figure.x} = {shown(x)}, {method}: "
+                              f"{paper.describe(figure, dataset, x, method, scale, inputs)} --seed r")
     if figure.note:
         header.append(f"note: {figure.note}")
     return header
