@@ -20,7 +20,7 @@ from .datasets import DATASETS
 from .figures import METRIC_LABELS, ROC_POINTS, TPR, Figure, Scale
 from .runner import aggregate, shown, write_csv
 
-__all__ = ["write_outputs", "check_matplotlib", "compare_reported"]
+__all__ = ["write_outputs", "write_figure", "check_matplotlib", "compare_reported"]
 
 VS = " vs "
 
@@ -32,6 +32,24 @@ def check_matplotlib() -> None:
         raise UsageError("drawing the figures needs matplotlib: pip install 'wevent[reproduce]'") from None
 
 
+def write_figure(paper_name: str, figure_name: str, scale: Scale, out: Path, runs: int, inputs: dict,
+                 data_dir: Path | None) -> list[str]:
+    """Write one figure's CSV and (unless it is a table) PNG from its cached cells; the files written."""
+    from . import PAPERS
+
+    paper = PAPERS[paper_name]
+    figure = paper.figure(figure_name)
+    rows = aggregate(paper, figure, scale, out, runs, inputs)
+    stem = out / paper.name / figure.name
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(stem.with_suffix(".csv"), _header(paper, figure, scale, runs, inputs, data_dir), rows,
+              ["dataset", "x", "method", "runs"] + [c for m in figure.metrics for c in (m, f"{m}_std")])
+    if figure.table:
+        return [str(stem.with_suffix(".csv"))]
+    _plot(figure, rows, stem.with_suffix(".png"), scale)
+    return [str(stem.with_suffix(".csv")), str(stem.with_suffix(".png"))]
+
+
 def write_outputs(papers: list[Paper], finished: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict,
                   data_dir: Path | None) -> list[str]:
     """Write the files of ``papers``, and an index of them and of the ``finished`` papers of earlier runs."""
@@ -39,20 +57,11 @@ def write_outputs(papers: list[Paper], finished: list[Paper], scale: Scale, out:
 
     written, sections = [], []
     for paper in (p for p in PAPERS.values() if p in papers or p in finished):
-        (out / paper.name).mkdir(parents=True, exist_ok=True)
         lines = [f"## {paper.name}: {paper.citation}", ""]
         for figure in paper.figures:
-            rows = aggregate(paper, figure, scale, out, runs, inputs)
-            stem = out / paper.name / figure.name
-            lines += _index_entry(paper, figure, rows)
-            if paper in finished:
-                continue
-            write_csv(stem.with_suffix(".csv"), _header(paper, figure, scale, runs, inputs, data_dir), rows,
-                      ["dataset", "x", "method", "runs"] + [c for m in figure.metrics for c in (m, f"{m}_std")])
-            written.append(str(stem.with_suffix(".csv")))
-            if not figure.table:
-                _plot(figure, rows, stem.with_suffix(".png"), scale)
-                written.append(str(stem.with_suffix(".png")))
+            lines += _index_entry(paper, figure, aggregate(paper, figure, scale, out, runs, inputs))
+            if paper not in finished:
+                written += write_figure(paper.name, figure.name, scale, out, runs, inputs, data_dir)
         sections.append("\n".join(lines))
     index = out / "index.md"
     index.write_text(f"# Reproduced figures and tables ({scale.name} scale, {runs} run(s) per cell)\n\n"
@@ -72,7 +81,7 @@ def _header(paper: Paper, figure: Figure, scale: Scale, runs: int, inputs: dict,
         if dataset in DATASETS:
             header.append(f"  {dataset} is {DATASETS[dataset].describe(data_dir, scale)}")
         for x in figure.points(scale):
-            for method in figure.methods:  # methods differ in their own options (--beta, --budget-shift, PLBU's)
+            for method in figure.methods:
                 header.append(f"  {dataset}, {figure.x} = {shown(x)}, {method}: "
                               f"{paper.describe(figure, dataset, x, method, scale, inputs)} --seed r")
     if figure.note:

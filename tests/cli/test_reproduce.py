@@ -16,9 +16,9 @@ import pytest
 from pipeline.cli import main
 from pipeline.reproduce import PAPERS
 from pipeline.reproduce.figures import TINY
-from pipeline.reproduce.runner import shown
+from pipeline.reproduce.runner import cell_path, shown
 
-pytestmark = pytest.mark.slow  # about a minute on two shared cores: 650 cells and 32 files
+pytestmark = pytest.mark.slow  # about a minute on two shared cores: 670 cells and 37 files
 
 # Written out, not read from PAPERS, so that a figure dropped from a paper module fails here.
 EXPECTED = {
@@ -119,12 +119,21 @@ def test_a_csv_header_command_recomputes_its_row(out, paper, figure, dataset, me
     assert summary[summary_key] == pytest.approx(float(row[metric]), rel=1e-5)
 
 
+def test_figures_sharing_a_command_share_its_cell(out):
+    """LDP-IDS Fig. 7(c) draws the bits of Fig. 3's LNS cells: the same command, cached once."""
+    bits, errors = (_read(out / "ldp-ids" / f"{name}.csv")[0] for name in ("fig7c", "fig3"))
+    arguments = _command(bits, "lns", "0.5", "lbd")
+    assert _command(errors, "lns", "0.5", "lbd") == arguments
+    assert cell_path(out, "wevent simulate " + shlex.join(arguments)).is_file()
+
+
 def test_a_rerun_reuses_finished_cells_and_recomputes_a_missing_one(out):
     csv_before = (out / "du" / "fig10.csv").read_text()
-    cell = next((out / "cells" / "du" / "fig10").rglob("*.json"))
+    header, _ = _read(out / "du" / "fig10.csv")
+    cell = cell_path(out, "wevent simulate " + shlex.join(_command(header, "sin-bernoulli", "0.2", "pba")))
     cell.unlink()
     proc = wevent("reproduce", "du", "--out", str(out), "--jobs", "1", "--no-progress")
-    assert "1 cells computed" in proc.stderr
+    assert "1 cells computed" in proc.stderr and cell.is_file()
     assert (out / "du" / "fig10.csv").read_text() == csv_before
     assert "## ldp-ids" in (out / "index.md").read_text()  # papers of earlier runs stay in the index
 
