@@ -63,7 +63,9 @@ def handle(args) -> int:
     papers = list(PAPERS.values()) if args.paper == "all" else [PAPERS[args.paper]]
     done = run(papers, scale, Path(args.out), args.runs or scale.runs, args.jobs,
                Path(args.data) if args.data else None, args.progress)
+    spent = "; ".join(f"{name} {seconds:.0f}" for name, seconds in done["cpu_seconds"].items())
     print(f"wevent reproduce: {done['computed']} cells computed, {done['reused']} reused, "
-          f"{len(done['files'])} files in {args.out} ({done['seconds']:.0f} s); see {Path(args.out) / 'index.md'}",
+          f"{len(done['files'])} files in {args.out} ({done['seconds']:.0f} s"
+          f"{f'; CPU seconds of the cells computed: {spent}' if spent else ''}); see {Path(args.out) / 'index.md'}",
           file=sys.stderr)
     return 0

@@ -18,9 +18,9 @@ from ..errors import UsageError
 from .cells import Paper
 from .datasets import DATASETS
 from .figures import METRIC_LABELS, ROC_POINTS, TPR, Figure, Scale
-from .runner import aggregate, shown, write_csv
+from .runner import aggregate, cell_seconds, shown, write_csv
 
-__all__ = ["write_outputs", "write_figure", "check_matplotlib", "compare_reported"]
+__all__ = ["write_figure", "write_index", "check_matplotlib", "compare_reported"]
 
 VS = " vs "
 
@@ -50,25 +50,23 @@ def write_figure(paper_name: str, figure_name: str, scale: Scale, out: Path, run
     return [str(stem.with_suffix(".csv")), str(stem.with_suffix(".png"))]
 
 
-def write_outputs(papers: list[Paper], finished: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict,
-                  data_dir: Path | None) -> list[str]:
-    """Write the files of ``papers``, and an index of them and of the ``finished`` papers of earlier runs."""
+def write_index(papers: list[Paper], finished: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict) -> str:
+    """Write ``index.md``: every figure of ``papers`` and of the ``finished`` papers of earlier runs."""
     from . import PAPERS
 
-    written, sections = [], []
+    sections = []
     for paper in (p for p in PAPERS.values() if p in papers or p in finished):
-        lines = [f"## {paper.name}: {paper.citation}", ""]
+        cells, seconds = cell_seconds(paper, scale, out, runs, inputs)
+        lines = [f"## {paper.name}: {paper.citation}", "",
+                 f"{cells} distinct cell runs, {seconds:.0f} CPU seconds in all.", ""]
         for figure in paper.figures:
             lines += _index_entry(paper, figure, aggregate(paper, figure, scale, out, runs, inputs))
-            if paper not in finished:
-                written += write_figure(paper.name, figure.name, scale, out, runs, inputs, data_dir)
         sections.append("\n".join(lines))
     index = out / "index.md"
     index.write_text(f"# Reproduced figures and tables ({scale.name} scale, {runs} run(s) per cell)\n\n"
                      "Every CSV's header gives the exact command and seeds of its cells.\n\n"
                      + "\n".join(sections))
-    written.append(str(index))
-    return written
+    return str(index)
 
 
 def _header(paper: Paper, figure: Figure, scale: Scale, runs: int, inputs: dict, data_dir: Path | None) -> list[str]:

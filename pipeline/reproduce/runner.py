@@ -7,12 +7,15 @@ metric of the same command reads it, and the seconds it took. Figures that run o
 its file; an interrupted run resumes where it stopped; a rerun computes only what is missing, and
 ``--quick`` and full runs share one directory without mixing (their commands differ in size).
 
-Cells run over ``--jobs`` processes in groups of one paper, dataset and run: the cells of a
-group read the same stream, which a process keeps in memory from one cell to the next.
+The work goes to ``--jobs`` processes one task at a time: the datasets first, then the cells in
+groups of one paper, dataset and run (the cells of a group read the same stream, which a process
+keeps in memory from one cell to the next), the groups with the most cells first. A figure's CSV
+and PNG are written by a worker as soon as its last cell is in, ahead of the cells still waiting.
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import csv
 import hashlib
@@ -23,13 +26,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
+
 import numpy as np
 
 from .cells import Paper, metric_value
 from .datasets import prepare
 from .figures import Figure, Scale
 
-__all__ = ["Cell", "cells_of", "cell_path", "run", "aggregate", "shown", "write_csv"]
+__all__ = ["Cell", "cells_of", "cell_path", "run", "aggregate", "shown", "write_csv", "cell_seconds"]
 
 
 @dataclass(frozen=True)
@@ -101,65 +106,104 @@ def _progress(total: int, enabled: bool | None):
     return tqdm(total=total, unit="cell", desc="cells", file=sys.stderr, disable=disable, mininterval=0.5)
 
 
-def _by_stream(todo: list[tuple[Cell, Path]]) -> list[list[tuple[Cell, Path]]]:
-    """The cells in groups of one paper, dataset and run, in figure order: most of a group's cells
-    read the same stream (the x-axis changes epsilon, w or a method's parameter, not the data), and
-    one process running them in a row generates it once."""
-    groups: dict[tuple, list] = {}
-    for cell, path in todo:
+class _InProcess(concurrent.futures.Executor):
+    """``--jobs 1``: every task runs where it is submitted."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+
+@dataclass
+class _Plan:
+    """What a run computes and writes: the distinct cells missing, and what every figure waits for."""
+
+    todo: list[tuple[Cell, Path]]  # in submission order
+    waiting: dict[tuple[str, str], set[Path]]  # (paper, figure) -> its cells not yet cached
+    figures_of: dict[Path, list[tuple[str, str]]]  # a missing cell -> the figures drawing it
+    reused: int
+
+
+def _plan(papers: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict) -> _Plan:
+    owner: dict[Path, Cell] = {}
+    waiting: dict[tuple[str, str], set[Path]] = {}
+    figures_of: dict[Path, list[tuple[str, str]]] = collections.defaultdict(list)
+    reused = set()
+    for paper in papers:
+        for figure in paper.figures:
+            key = (paper.name, figure.name)
+            waiting[key] = set()
+            for cell in cells_of(paper, figure, scale, runs):
+                path = cell_path(out, cell.how(scale, inputs))
+                if path.exists():
+                    reused.add(path)
+                    continue
+                owner.setdefault(path, cell)
+                waiting[key].add(path)
+                figures_of[path].append(key)
+    groups: dict[tuple, list[tuple[Cell, Path]]] = {}
+    for path, cell in owner.items():
         groups.setdefault((cell.paper, cell.dataset, cell.run), []).append((cell, path))
-    return list(groups.values())
-
-
-def _compute_group(group: list[tuple[Cell, Path]], scale: Scale, inputs: dict) -> int:
-    for cell, path in group:
-        _compute(cell, scale, inputs, path)
-    return len(group)
+    ordered = sorted(groups.values(), key=len, reverse=True)  # stable: equal groups keep the papers' order
+    return _Plan([entry for group in ordered for entry in group], waiting, figures_of, len(reused))
 
 
 def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data_dir: Path | None,
         progress: bool | None = None) -> dict:
     """Compute every missing cell of ``papers`` and write their outputs; return what was done."""
     from . import PAPERS
-    from .outputs import write_outputs
+    from .outputs import write_figure, write_index
 
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    # every paper's inputs, so the index can also list papers finished by earlier runs
-    inputs = prepare({d for p in PAPERS.values() for f in p.figures for d in f.datasets}, out, data_dir, scale)
-    missing: dict[Path, Cell] = {}  # one computation per distinct command, whichever figures draw it
-    reused = set()
-    for paper in papers:
-        for figure in paper.figures:
-            for cell in cells_of(paper, figure, scale, runs):
-                path = cell_path(out, cell.how(scale, inputs))
-                if path.exists():
-                    reused.add(path)
-                else:
-                    missing.setdefault(path, cell)
-    todo = [(cell, path) for path, cell in missing.items()]
-    bar = _progress(len(todo), progress)
-    try:
-        if jobs == 1:
-            for cell, path in (entry for group in _by_stream(todo) for entry in group):
-                _compute(cell, scale, inputs, path)
-                bar.update(1)
-        else:
-            with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = [pool.submit(_compute_group, group, scale, inputs) for group in _by_stream(todo)]
-                try:
-                    for future in concurrent.futures.as_completed(futures):
-                        bar.update(future.result())
-                except BaseException:
-                    for future in futures:
-                        future.cancel()
-                    raise
-    finally:
-        bar.close()
+    pool = _InProcess() if jobs == 1 else concurrent.futures.ProcessPoolExecutor(max_workers=jobs)
+    with pool:
+        # every paper's inputs, so the index can also list papers finished by earlier runs
+        inputs = prepare({d for p in PAPERS.values() for f in p.figures for d in f.datasets}, out, data_dir, scale,
+                         pool.map)
+        plan = _plan(papers, scale, out, runs, inputs)
+        tasks: collections.deque[tuple[Callable, tuple]] = collections.deque(
+            (write_figure, (paper, figure, scale, out, runs, inputs, data_dir))
+            for (paper, figure), missing in plan.waiting.items() if not missing)
+        tasks.extend((_compute, (cell, scale, inputs, path)) for cell, path in plan.todo)
+        seconds: dict[str, float] = collections.defaultdict(float)
+        written: list[str] = []
+        bar = _progress(len(plan.todo), progress)
+        in_flight: dict[concurrent.futures.Future, tuple[Callable, tuple]] = {}
+        try:
+            while tasks or in_flight:
+                while tasks and len(in_flight) < 2 * jobs:  # a few queued per worker: figures can overtake cells
+                    fn, args = tasks.popleft()
+                    in_flight[pool.submit(fn, *args)] = (fn, args)
+                done, _ = concurrent.futures.wait(in_flight, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    fn, args = in_flight.pop(future)
+                    if fn is write_figure:
+                        written += future.result()
+                        continue
+                    cell, path = args[0], args[3]
+                    seconds[cell.paper] += future.result()
+                    bar.update(1)
+                    for key in plan.figures_of[path]:
+                        plan.waiting[key].discard(path)
+                        if not plan.waiting[key]:
+                            tasks.appendleft((write_figure, (*key, scale, out, runs, inputs, data_dir)))
+        except BaseException:
+            for future in in_flight:
+                future.cancel()
+            raise
+        finally:
+            bar.close()
     finished = [p for p in PAPERS.values() if p not in papers and all(
         cell_path(out, c.how(scale, inputs)).exists() for f in p.figures for c in cells_of(p, f, scale, runs))]
-    written = write_outputs(papers, finished, scale, out, runs, inputs, data_dir)
-    return {"computed": len(todo), "reused": len(reused), "files": written, "seconds": time.monotonic() - started}
+    written.append(write_index(papers, finished, scale, out, runs, inputs))
+    return {"computed": len(plan.todo), "reused": plan.reused, "files": written,
+            "cpu_seconds": {p.name: seconds[p.name] for p in papers if p.name in seconds},
+            "seconds": time.monotonic() - started}
 
 
 def aggregate(paper: Paper, figure: Figure, scale: Scale, out: Path, runs: int, inputs: dict) -> list[dict]:
@@ -178,6 +222,12 @@ def aggregate(paper: Paper, figure: Figure, scale: Scale, out: Path, runs: int, 
                     row[f"{metric}_std"] = float(finite.std(ddof=1)) if finite.size > 1 else math.nan
                 rows.append(row)
     return rows
+
+
+def cell_seconds(paper: Paper, scale: Scale, out: Path, runs: int, inputs: dict) -> tuple[int, float]:
+    """The distinct cells of a paper and the CPU seconds they took, from the cache."""
+    paths = {cell_path(out, c.how(scale, inputs)) for f in paper.figures for c in cells_of(paper, f, scale, runs)}
+    return len(paths), sum(json.loads(p.read_text()).get("cpu_seconds", 0.0) for p in paths)
 
 
 def shown(value) -> str:

@@ -43,6 +43,7 @@ def out(tmp_path_factory):
     out = tmp_path_factory.mktemp("reproduce")
     proc = wevent("reproduce", "all", "--out", str(out), "--jobs", "2", "--no-progress")
     assert "cells computed, 0 reused" in proc.stderr
+    assert "CPU seconds of the cells computed: ldp-ids " in proc.stderr  # per paper, in the papers' order
     return out
 
 
@@ -69,6 +70,7 @@ def test_every_csv_png_and_the_index_are_written(out):
         if not figure.table:
             assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"### {paper.name} {figure.name} " in index
+    assert index.count(" distinct cell runs, ") == len(EXPECTED)  # and the CPU seconds they took, per paper
 
 
 def test_every_csv_has_its_columns_rows_and_parameters(out):
