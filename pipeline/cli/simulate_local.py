@@ -180,7 +180,7 @@ class LocalFamily:
                 results.append(m.step(data.values_at(t)))
                 spends.append(ledger.record(results[-1])[0])
             summaries.append(self.summary(m, results, data, ledger, floor, args.roc))
-            if run == 0:
+            if run == 0 and args.releases:
                 records = [local_release_record(args.stream, m, r, s) for r, s in zip(results, spends)]
         return Outcome(_average(summaries), records)
 

@@ -147,7 +147,7 @@ class PersonalizedFamily:
         summary["error_reduction"] = {k: 1.0 - summary[k] / base[k] if base[k] > 0 else 0.0 for k in ("mae", "mse")}
         if args.artifact_segment_len_nonprivate is not None:
             summary["options"]["artifact_segment_len_nonprivate"] = args.artifact_segment_len_nonprivate
-        return Outcome(summary, self._records(args.stream, run))
+        return Outcome(summary, self._records(args.stream, run) if args.releases else [])
 
     @staticmethod
     def _run_plbu(args, requirements: Requirements, type_counts: np.ndarray, floor: float) -> Outcome:
