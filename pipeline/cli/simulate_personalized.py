@@ -80,6 +80,8 @@ class PersonalizedFamily:
                            help="pbd/pba: groups of the 'groups' mix (default: 10)")
         group.add_argument("--share", type=probability(), default=0.5, help="pbd/pba: share of relaxed users in the "
                            "two-type mixes (default: 0.5)")
+        group.add_argument("--no-baseline", dest="baseline", action="store_false", help="pbd/pba: do not run BD or "
+                           "BA at the strictest pair beside them (the summary has no baseline or error_reduction)")
         group.add_argument("--save-requirements", metavar="FILE", type=writable_file,
                            help="pbd/pba: write the requirements used as CSV")
         group.add_argument("--threshold", choices=sorted(THRESHOLDS), default="sqrt-error", help="pbd/pba: publish "
@@ -132,22 +134,26 @@ class PersonalizedFamily:
         run = self._segmented(lambda randomness: cls.for_requirements(requirements, d, randomness=randomness, **options),
                               args, iter(type_counts), lambda m, segment: simulate_personalized(m, segment, progress=bar))
 
-        window, epsilon = requirements.strictest
-        baseline_cls = REGISTRY[BASELINES[mechanism]]
-        baseline_options = {"budget_shift": args.budget_shift, "force_first_publish": args.force_first_publish,
-                            "clamp_round": args.clamp_round, "noise": args.noise}
-        baseline = self._segmented(lambda randomness: baseline_cls(epsilon, window, d, randomness=randomness,
-                                                                   **baseline_options),
-                                   args, iter(run.truth), lambda m, segment: simulate(m, np.array(list(segment))))
-
         summary = run.summary(mre_floor=floor)
-        base = baseline.summary(mre_floor=floor)
-        summary["baseline"] = {k: base[k] for k in ("mechanism", "epsilon", "window", "mae", "mre", "mse",
-                                                   "publications", "max_window_epsilon")}
-        summary["error_reduction"] = {k: 1.0 - summary[k] / base[k] if base[k] > 0 else 0.0 for k in ("mae", "mse")}
+        if args.baseline:
+            summary.update(self._baseline(mechanism, args, requirements, d, run.truth, floor, summary))
         if args.artifact_segment_len_nonprivate is not None:
             summary["options"]["artifact_segment_len_nonprivate"] = args.artifact_segment_len_nonprivate
         return Outcome(summary, self._records(args.stream, run) if args.releases else [])
+
+    def _baseline(self, mechanism: str, args, requirements: Requirements, d: int, truth: np.ndarray, floor: float,
+                  summary: dict) -> dict:
+        """BD (for PBD) or BA (for PBA) at the strictest pair on the same counts, and the error reduction."""
+        window, epsilon = requirements.strictest
+        baseline_cls = REGISTRY[BASELINES[mechanism]]
+        options = {"budget_shift": args.budget_shift, "force_first_publish": args.force_first_publish,
+                   "clamp_round": args.clamp_round, "noise": args.noise}
+        run = self._segmented(lambda randomness: baseline_cls(epsilon, window, d, randomness=randomness, **options),
+                              args, iter(truth), lambda m, segment: simulate(m, np.array(list(segment))))
+        base = run.summary(mre_floor=floor)
+        return {"baseline": {k: base[k] for k in ("mechanism", "epsilon", "window", "mae", "mre", "mse", "publications",
+                                                  "max_window_epsilon")},
+                "error_reduction": {k: 1.0 - summary[k] / base[k] if base[k] > 0 else 0.0 for k in ("mae", "mse")}}
 
     @staticmethod
     def _run_plbu(args, requirements: Requirements, type_counts: np.ndarray, floor: float) -> Outcome:

@@ -65,6 +65,8 @@ def command(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -
         return [*tokens, "-e", f"{epsilon:g}", "-w", str(window)]
     tokens += ["--strict-epsilon", f"{epsilon:g}", "--strict-window", str(window),
                "--requirement-mix", _MIXES[figure.name if figure.x == "ratio" else figure.x]]
+    if method != "plbu":  # BD and BA are cells of their own
+        tokens.append("--no-baseline")
     return tokens + (["--share", f"{x:g}"] if figure.x == "ratio" else [])
 
 

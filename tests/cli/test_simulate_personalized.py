@@ -36,6 +36,13 @@ def test_summary_has_per_user_spend_and_the_strictest_pair_baseline(capsys, mech
     assert s["publications"] + s["approximations"] == 60
 
 
+def test_no_baseline_leaves_the_mechanism_and_drops_the_comparison(capsys):
+    full = run_json(capsys, "-m", "pba", *SMALL)
+    alone = run_json(capsys, "-m", "pba", *SMALL, "--no-baseline")
+    assert "baseline" not in alone and "error_reduction" not in alone
+    assert {k: v for k, v in full.items() if k not in ("baseline", "error_reduction")} == alone
+
+
 def test_releases_file_holds_one_record_per_slot_with_type_charges(capsys, tmp_path):
     out = tmp_path / "releases.jsonl"
     s = run_json(capsys, "-m", "pba", *SMALL, "--releases", str(out))
