@@ -99,7 +99,7 @@ class Devices:
         oracle = request.make_oracle()
         if self.mode == "sufficient":
             asked = values if request.users is None else values[request.users]
-            rng = self.randomness.generator(request.slot, request.phase, block=_SUFFICIENT_BLOCK)
+            rng = self.randomness.transient_generator(request.slot, request.phase, block=_SUFFICIENT_BLOCK)
             return oracle.sample_support(asked, rng), request.size
         blocks = list(self.blocks(request))
         asked = values if request.users is None else values[request.users]
