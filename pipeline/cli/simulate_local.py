@@ -2,7 +2,10 @@
 
 Every user's value at every slot comes from a synthetic stream (binary LNS/Sin/Log; their "-Con"
 versions with ``--task mean``) or a ``.npz`` dump of user values; devices perturb the values of
-the users each request asks and the mechanism sees only the reports' sums. The summary adds the
+the users each request asks and the mechanism sees only the reports' sums. In sufficient mode on a
+synthetic binary stream, whose ones sit on uniformly random users, devices draw how many asked
+users hold 1 instead of reading N values a slot (exact in distribution:
+:class:`~pipeline.core.local.exchangeable.ExchangeableBinarySlot`). The summary adds the
 communication (CFPU, bits per user per slot), the largest per-user window spend and report
 count, and with ``--roc`` the event-monitoring ROC curve and its area (LDP-IDS, Section 7.1.4 of the SIGMOD version).
 """
@@ -18,6 +21,7 @@ import numpy as np
 from ..core.data import ABSENT, UserValues, is_dump, load_dump
 from ..core.local import MECHANISMS, MODES, VAR_MODES, ClippingThreshold, Devices, UserLedger
 from ..core.local.devices import DEFAULT_BLOCK_SIZE
+from ..core.local.exchangeable import ExchangeableBinarySlot
 from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc, roc_curve
 from ..core.metrics import FREQUENCY_MRE_FLOOR, mae, mre, mse
 from ..core.randomness import DerivedRandomness, SecretKey
@@ -94,7 +98,8 @@ class LocalFamily:
         group.add_argument("--oracle", choices=("ada", "grr", "oue"), default="ada",
                            help="frequency oracle (default: ada, the adaptive choice)")
         group.add_argument("--mode", choices=MODES, default="report", help="draw every report, or sample the "
-                           "reports' sufficient statistic (same distribution, faster) (default: report)")
+                           "reports' sufficient statistic (same distribution, faster; on a synthetic binary "
+                           "--dataset also how many asked users hold 1) (default: report)")
         group.add_argument("--var-mode", choices=VAR_MODES, default="exact_avg", help="form of V(eps, n) in dis and "
                            "err (default: exact_avg; paper_literal reproduces the printed formulas)")
         group.add_argument("--beta", type=probability(open_low=True, open_high=True), default=0.5,
@@ -143,11 +148,15 @@ class LocalFamily:
             # the true mean is the unclipped one: clipping into [0, B] biases what devices report (LDP-IDS §7.2.6)
             truth = np.array([[stream.continuous_draws_at(t, args.sigma).mean()] for t in range(1, stream.slots + 1)])
             return LocalData(stream.users, truth, values, 1, bound)
+        truth = stream.counts / stream.users
+        if args.mode == "sufficient":  # the reports' statistic needs only how many asked users hold 1
+            ones = stream.ones
+            return LocalData(stream.users, truth, lambda t: ExchangeableBinarySlot(stream.users, ones[t - 1]), 2)
         if stream.slots * stream.users <= _CACHED_VALUES:  # every mechanism and run reuses the same values
             matrix = _stream_values(args.dataset, args.users, args.slots, args.seed,
                                     tuple(sorted(_model_options(args).items())))
-            return LocalData(stream.users, stream.counts / stream.users, lambda t: matrix[t - 1], 2)
-        return LocalData(stream.users, stream.counts / stream.users, stream.values_at, 2)
+            return LocalData(stream.users, truth, lambda t: matrix[t - 1], 2)
+        return LocalData(stream.users, truth, stream.values_at, 2)
 
     # --- one mechanism -----------------------------------------------------------------------
     def build(self, mechanism: str, args, data: LocalData, run: int):
