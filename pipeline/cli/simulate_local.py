@@ -195,7 +195,7 @@ class LocalFamily:
 
     @staticmethod
     def summary(m, results, data: LocalData, ledger: UserLedger, floor: float, roc: bool) -> dict:
-        run = SimulationRun(m, results, data.truth)
+        run = SimulationRun(m, results, data.truth, charged=ledger)  # the run charged it slot by slot
         releases, truth = run.releases[:, : data.bins], data.truth[:, : data.bins]
         summary = run.summary(mre_floor=floor)
         summary.update(

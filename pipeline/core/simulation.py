@@ -31,7 +31,7 @@ class SimulationRun:
     mechanism: Mechanism
     results: list[StepResult]
     truth: np.ndarray  # (T, d): what each release estimates
-    _charged: WindowAccount | None = field(default=None, init=False, repr=False, compare=False)
+    charged: WindowAccount | None = field(default=None, repr=False, compare=False)  # the ledger, once charged
 
     @property
     def releases(self) -> np.ndarray:
@@ -39,12 +39,12 @@ class SimulationRun:
 
     def ledger(self) -> WindowAccount:
         """The mechanism's own ledger (:meth:`Mechanism.new_ledger`) with every slot charged (once: the
-        summary and the release records read it again)."""
-        if self._charged is None:
-            self._charged = self.mechanism.new_ledger()
+        summary and the release records read it again; a caller that charged one passes it as ``charged``)."""
+        if self.charged is None:
+            self.charged = self.mechanism.new_ledger()
             for result in self.results:
-                self._charged.record(result)
-        return self._charged
+                self.charged.record(result)
+        return self.charged
 
     def strategy_counts(self) -> dict[str, int]:
         counts = {s.value: 0 for s in Strategy}
