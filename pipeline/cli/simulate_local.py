@@ -56,6 +56,17 @@ def _stream_values(dataset: str, users: int, slots: int, seed: int, options: tup
     return matrix
 
 
+@functools.lru_cache(maxsize=1)
+def _true_means(dataset: str, users: int, slots: int, seed: int, sigma: float, options: tuple) -> np.ndarray:
+    """A "-Con" stream's true mean per slot, (slots, 1), kept for the next call in this process like
+    :func:`_stream_values`. It is the unclipped mean: clipping into [0, B] biases what devices report
+    (LDP-IDS Section 7.2.6 of the SIGMOD version)."""
+    stream = synthetic(dataset, users, slots, seed, **dict(options))
+    means = np.array([[stream.continuous_draws_at(t, sigma).mean()] for t in range(1, slots + 1)])
+    means.flags.writeable = False
+    return means
+
+
 def _selected_bound(args, stream) -> float:
     """The clipping bound in ``[0, --bound]`` a calibration period picks (LDP-IDS Section 6.1.2).
 
@@ -145,8 +156,8 @@ class LocalFamily:
         if args.task == "mean":
             bound = _selected_bound(args, stream) if args.select_bound else args.bound
             values = lambda t: stream.continuous_values_at(t, args.sigma, bound)  # noqa: E731
-            # the true mean is the unclipped one: clipping into [0, B] biases what devices report (LDP-IDS §7.2.6)
-            truth = np.array([[stream.continuous_draws_at(t, args.sigma).mean()] for t in range(1, stream.slots + 1)])
+            truth = _true_means(args.dataset, args.users, args.slots, args.seed, args.sigma,
+                                tuple(sorted(_model_options(args).items())))
             return LocalData(stream.users, truth, values, 1, bound)
         truth = stream.counts / stream.users
         if args.mode == "sufficient":  # the reports' statistic needs only how many asked users hold 1
