@@ -94,6 +94,9 @@ def test_the_printed_values_sit_beside_ours_with_the_ratio(out):
     paper_value, ours, ratio = (float(v) for v in line.strip("|").split("|")[-3:])
     assert paper_value == 1.0 and ours == 1.0 and ratio == 1.0  # LBU: one bit per user per slot
     assert "| lns-bernoulli | avg | pba vs ba | amre | 36.9 |" in index
+    kellaris = index.split("### kellaris fig6 ")[1].split("###")[0]
+    for printed in ("| ba vs bd | mae | 46 |", "| ba vs bd | mre | 35 |", "| ba vs bd (largest) | mae | 51 |"):
+        assert f"| tdrive-personalized | w sweep {printed}" in kellaris
 
 
 def _command(header: list[str], dataset: str, x: str, method: str) -> list[str]:
