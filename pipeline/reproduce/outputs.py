@@ -10,6 +10,7 @@ the paper averages it; "A vs B (largest)" is its largest over the points, for a 
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -127,7 +128,7 @@ def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale) -> None:
                 if m * len(groups) + g == nrows - 1:
                     ax.set_xlabel(figure.x)
                 ax.tick_params(labelsize=7)
-    fig.suptitle(f"{figure.name}: {figure.title}", fontsize=10)
+    fig.suptitle(_wrapped(f"{figure.name}: {figure.title}", fig), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -150,10 +151,15 @@ def _plot_roc(plt, figure: Figure, rows: list[dict], path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, title="method (AUC)", title_fontsize=6)
         ax.tick_params(labelsize=7)
-    fig.suptitle(f"{figure.name}: {figure.title}", fontsize=10)
+    fig.suptitle(_wrapped(f"{figure.name}: {figure.title}", fig), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _wrapped(title: str, fig) -> str:
+    """The title in lines that fit the figure's width (about 13 characters an inch at 10 points)."""
+    return textwrap.fill(title, width=max(30, int(13 * fig.get_figwidth())))
 
 
 def compare_reported(figure: Figure, rows: list[dict]) -> list[tuple]:
