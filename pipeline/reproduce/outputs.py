@@ -21,7 +21,7 @@ from .datasets import DATASETS
 from .figures import METRIC_LABELS, ROC_POINTS, TPR, Figure, Scale
 from .runner import aggregate, cell_seconds, shown, write_csv
 
-__all__ = ["write_figure", "write_index", "check_matplotlib", "compare_reported"]
+__all__ = ["write_figure", "write_index", "write_thumbnails", "check_matplotlib", "compare_reported", "THUMBNAILS"]
 
 VS = " vs "
 LARGEST = " (largest)"  # a printed "up to": the largest reduction over the sweep, not the mean
@@ -50,6 +50,26 @@ def write_figure(paper_name: str, figure_name: str, scale: Scale, out: Path, run
         return [str(stem.with_suffix(".csv"))]
     _plot(figure, rows, stem.with_suffix(".png"), scale)
     return [str(stem.with_suffix(".csv")), str(stem.with_suffix(".png"))]
+
+
+# The figures README.md shows, one per paper, as (paper, figure).
+THUMBNAILS = (("ldp-ids", "fig3"), ("du", "fig11"), ("kellaris", "fig6"), ("sun", "fig7-9"))
+THUMBNAIL_WIDTH = 900  # pixels
+
+
+def write_thumbnails(papers: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict, directory: Path) -> list[str]:
+    """Draw the README's figures of ``papers`` into ``directory`` as ``PAPER-FIGURE.png``, 900 pixels wide."""
+    from . import PAPERS
+
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, figure_name in THUMBNAILS:
+        if PAPERS[name] in papers:
+            figure = PAPERS[name].figure(figure_name)
+            path = directory / f"{name}-{figure_name}.png"
+            _plot(figure, aggregate(PAPERS[name], figure, scale, out, runs, inputs), path, scale, THUMBNAIL_WIDTH)
+            written.append(str(path))
+    return written
 
 
 def write_index(papers: list[Paper], finished: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict) -> str:
@@ -89,14 +109,15 @@ def _header(paper: Paper, figure: Figure, scale: Scale, runs: int, inputs: dict,
     return header
 
 
-def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale) -> None:
+def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale, width: int | None = None) -> None:
+    """Draw ``figure`` into ``path``: at 110 dots an inch, or ``width`` pixels wide."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     if figure.roc:
-        _plot_roc(plt, figure, rows, path)
+        _plot_roc(plt, figure, rows, path, width)
         return
     groups = figure.groups or (figure.methods,)
     nrows, ncols = len(figure.metrics) * len(groups), len(figure.datasets)
@@ -130,11 +151,11 @@ def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale) -> None:
                 ax.tick_params(labelsize=7)
     fig.suptitle(_wrapped(f"{figure.name}: {figure.title}", fig), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110 if width is None else width / fig.get_figwidth())
     plt.close(fig)
 
 
-def _plot_roc(plt, figure: Figure, rows: list[dict], path: Path) -> None:
+def _plot_roc(plt, figure: Figure, rows: list[dict], path: Path, width: int | None) -> None:
     """One panel per dataset: every method's ROC curve (vertically averaged), its area in the legend."""
     ncols = len(figure.datasets)
     fig, axes = plt.subplots(1, ncols, figsize=(3.2 * ncols + 0.6, 3.4), squeeze=False)
@@ -153,7 +174,7 @@ def _plot_roc(plt, figure: Figure, rows: list[dict], path: Path) -> None:
         ax.tick_params(labelsize=7)
     fig.suptitle(_wrapped(f"{figure.name}: {figure.title}", fig), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110 if width is None else width / fig.get_figwidth())
     plt.close(fig)
 
 

@@ -153,10 +153,12 @@ def _plan(papers: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict)
 
 
 def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data_dir: Path | None,
-        progress: bool | None = None) -> dict:
-    """Compute every missing cell of ``papers`` and write their outputs; return what was done."""
+        progress: bool | None = None, thumbnails: Path | None = None) -> dict:
+    """Compute every missing cell of ``papers`` and write their outputs (and the README's figures into
+    ``thumbnails``); return what was done."""
     from . import PAPERS
-    from .outputs import write_figure, write_index
+    from .outputs import write_figure, write_index, write_thumbnails
+    from .results import write_results
 
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
@@ -201,6 +203,10 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
     finished = [p for p in PAPERS.values() if p not in papers and all(
         cell_path(out, c.how(scale, inputs)).exists() for f in p.figures for c in cells_of(p, f, scale, runs))]
     written.append(write_index(papers, finished, scale, out, runs, inputs))
+    done = [p for p in PAPERS.values() if p in papers or p in finished]
+    written.append(write_results(done, scale, out, runs, inputs))
+    if thumbnails is not None:
+        written += write_thumbnails(done, scale, out, runs, inputs, thumbnails)
     return {"computed": len(plan.todo), "reused": plan.reused, "files": written,
             "cpu_seconds": {p.name: seconds[p.name] for p in papers if p.name in seconds},
             "seconds": time.monotonic() - started}

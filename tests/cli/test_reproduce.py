@@ -42,7 +42,8 @@ def wevent(*args, check=True):
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
     out = tmp_path_factory.mktemp("reproduce")
-    proc = wevent("reproduce", "all", "--out", str(out), "--jobs", "2", "--no-progress")
+    proc = wevent("reproduce", "all", "--out", str(out), "--jobs", "2", "--no-progress", "--thumbnails",
+                  str(out / "thumbnails"))
     assert "cells computed, 0 reused" in proc.stderr
     assert "CPU seconds of the cells computed: ldp-ids " in proc.stderr  # per paper, in the papers' order
     return out
@@ -72,6 +73,10 @@ def test_every_csv_png_and_the_index_are_written(out):
             assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"### {paper.name} {figure.name} " in index
     assert index.count(" distinct cell runs, ") == len(EXPECTED)  # and the CPU seconds they took, per paper
+    thumbnails = sorted(p.name for p in (out / "thumbnails").iterdir())
+    assert thumbnails == ["du-fig11.png", "kellaris-fig6.png", "ldp-ids-fig3.png", "sun-fig7-9.png"]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert all(f"pipeline/reproduce/thumbnails/{name}" in readme for name in thumbnails)
 
 
 def test_every_csv_has_its_columns_rows_and_parameters(out):
@@ -107,6 +112,16 @@ def _command(header: list[str], dataset: str, x: str, method: str) -> list[str]:
     command = line.split(": ", 1)[1]
     assert command.startswith("wevent simulate ") and command.endswith(" --seed r")
     return shlex.split(command.replace("--seed r", "--seed 0"))[2:]
+
+
+def test_the_results_tables_are_views_of_the_figures(out):
+    results = (out / "results.md").read_text()
+    for title in ("Central model", "Local model", "Personalized", "Decayed range queries"):
+        assert f"### {title}" in results
+    _, rows = _read(out / "ldp-ids" / "fig3.csv")
+    row = next(r for r in rows if (r["dataset"], r["x"], r["method"]) == ("sin", "0.5", "lpa"))
+    assert f"| sin | lpa | {100 * float(row['mre']):.2f} |" in results  # the first point of the sweep
+    assert "the largest per-user window spend is 1.0000 of epsilon" in results
 
 
 @pytest.mark.parametrize("paper, figure, dataset, method, metric, summary_key", [
