@@ -1,9 +1,9 @@
 """``wevent reproduce``: regenerate the papers' tables and figures as CSV, PNG and an index.
 
-``wevent reproduce [PAPER|all] [--quick] [--out DIR] [--runs K] [--jobs J] [--data DIR]``
+``wevent reproduce [PAPER|all] [--quick] [--out DIR] [--runs K] [--jobs J] [--data DIR] [--thumbnails DIR]``
 computes every cell (dataset, x, method, run) of the chosen papers over ``--jobs`` processes,
 caching each under ``OUT/cells`` so that a rerun reuses what is finished, then writes
-``OUT/PAPER/FIGURE.csv`` and ``.png`` and ``OUT/index.md``.
+``OUT/PAPER/FIGURE.csv`` and ``.png``, ``OUT/index.md`` and ``OUT/results.md`` (README's tables).
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ def register(sub) -> None:
                    help="parallel processes (default: the number of CPUs)")
     p.add_argument("--data", type=_existing_directory, metavar="DIR", help="full datasets instead of the bundled "
                    "samples: DIR/tdrive (T-Drive taxi files) and/or DIR/foursquare (TIST2015 check-ins and POIs)")
+    p.add_argument("--thumbnails", type=directory, metavar="DIR", help="also draw the figures README.md shows "
+                   "(LDP-IDS Fig. 3, Du et al. Fig. 11, Kellaris et al. Fig. 6, Sun et al. Figs. 7-9), 900 pixels "
+                   "wide, into DIR")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show a progress bar")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     p.set_defaults(handler=handle)
@@ -62,8 +65,11 @@ def handle(args) -> int:
         raise UsageError(f"--data {args.data} has neither a tdrive nor a foursquare directory")
     papers = list(PAPERS.values()) if args.paper == "all" else [PAPERS[args.paper]]
     done = run(papers, scale, Path(args.out), args.runs or scale.runs, args.jobs,
-               Path(args.data) if args.data else None, args.progress)
+               Path(args.data) if args.data else None, args.progress,
+               Path(args.thumbnails) if args.thumbnails else None)
+    spent = "; ".join(f"{name} {seconds:.0f}" for name, seconds in done["cpu_seconds"].items())
     print(f"wevent reproduce: {done['computed']} cells computed, {done['reused']} reused, "
-          f"{len(done['files'])} files in {args.out} ({done['seconds']:.0f} s); see {Path(args.out) / 'index.md'}",
+          f"{len(done['files'])} files in {args.out} ({done['seconds']:.0f} s"
+          f"{f'; CPU seconds of the cells computed: {spent}' if spent else ''}); see {Path(args.out) / 'index.md'}",
           file=sys.stderr)
     return 0

@@ -44,8 +44,10 @@ class CentralFamily:
         run = simulate(m, counts, progress=lambda rows: progress(rows, args.progress, total=len(counts),
                                                                       desc=mechanism))
         floor = args.mre_floor if args.mre_floor is not None else COUNT_MRE_FLOOR
-        spend = window_sums([r.budget.total for r in run.results], m.window)
-        records = [ReleaseRecord.from_step(args.stream, m, r, s) for r, s in zip(run.results, spend)]
+        records = []
+        if args.releases:  # built only when written: they cost as much as a central run
+            spend = window_sums([r.budget.total for r in run.results], m.window)
+            records = [ReleaseRecord.from_step(args.stream, m, r, s) for r, s in zip(run.results, spend)]
         return Outcome(run.summary(mre_floor=floor), records)
 
 

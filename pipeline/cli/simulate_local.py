@@ -2,7 +2,10 @@
 
 Every user's value at every slot comes from a synthetic stream (binary LNS/Sin/Log; their "-Con"
 versions with ``--task mean``) or a ``.npz`` dump of user values; devices perturb the values of
-the users each request asks and the mechanism sees only the reports' sums. The summary adds the
+the users each request asks and the mechanism sees only the reports' sums. In sufficient mode on a
+synthetic binary stream, whose ones sit on uniformly random users, devices draw how many asked
+users hold 1 instead of reading N values a slot (exact in distribution:
+:class:`~pipeline.core.local.exchangeable.ExchangeableBinarySlot`). The summary adds the
 communication (CFPU, bits per user per slot), the largest per-user window spend and report
 count, and with ``--roc`` the event-monitoring ROC curve and its area (LDP-IDS, Section 7.1.4 of the SIGMOD version).
 """
@@ -15,9 +18,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.data import ABSENT, UserValues, is_dump
+from ..core.data import ABSENT, UserValues, is_dump, load_dump
 from ..core.local import MECHANISMS, MODES, VAR_MODES, ClippingThreshold, Devices, UserLedger
 from ..core.local.devices import DEFAULT_BLOCK_SIZE
+from ..core.local.exchangeable import ExchangeableBinarySlot
 from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc, roc_curve
 from ..core.metrics import FREQUENCY_MRE_FLOOR, mae, mre, mse
 from ..core.randomness import DerivedRandomness, SecretKey
@@ -50,6 +54,17 @@ def _stream_values(dataset: str, users: int, slots: int, seed: int, options: tup
     matrix = synthetic(dataset, users, slots, seed, **dict(options)).values()
     matrix.flags.writeable = False
     return matrix
+
+
+@functools.lru_cache(maxsize=1)
+def _true_means(dataset: str, users: int, slots: int, seed: int, sigma: float, options: tuple) -> np.ndarray:
+    """A "-Con" stream's true mean per slot, (slots, 1), kept for the next call in this process like
+    :func:`_stream_values`. It is the unclipped mean: clipping into [0, B] biases what devices report
+    (LDP-IDS Section 7.2.6 of the SIGMOD version)."""
+    stream = synthetic(dataset, users, slots, seed, **dict(options))
+    means = np.array([[stream.continuous_draws_at(t, sigma).mean()] for t in range(1, slots + 1)])
+    means.flags.writeable = False
+    return means
 
 
 def _selected_bound(args, stream) -> float:
@@ -94,7 +109,8 @@ class LocalFamily:
         group.add_argument("--oracle", choices=("ada", "grr", "oue"), default="ada",
                            help="frequency oracle (default: ada, the adaptive choice)")
         group.add_argument("--mode", choices=MODES, default="report", help="draw every report, or sample the "
-                           "reports' sufficient statistic (same distribution, faster) (default: report)")
+                           "reports' sufficient statistic (same distribution, faster; on a synthetic binary "
+                           "--dataset also how many asked users hold 1) (default: report)")
         group.add_argument("--var-mode", choices=VAR_MODES, default="exact_avg", help="form of V(eps, n) in dis and "
                            "err (default: exact_avg; paper_literal reproduces the printed formulas)")
         group.add_argument("--beta", type=probability(open_low=True, open_high=True), default=0.5,
@@ -133,21 +149,25 @@ class LocalFamily:
             if not is_dump(args.input):
                 raise UsageError("the local model needs every user's values: give a dump "
                                  "(`wevent replay ... --dump`), not a CSV of counts")
-            return _dump_data(UserValues.load(args.input))
+            return _dump_data(load_dump(args.input))
         stream = synthetic(args.dataset, args.users, args.slots, args.seed, **_model_options(args))
         if args.select_bound and args.task != "mean":
             raise UsageError("--select-bound chooses the clipping bound of --task mean")
         if args.task == "mean":
             bound = _selected_bound(args, stream) if args.select_bound else args.bound
             values = lambda t: stream.continuous_values_at(t, args.sigma, bound)  # noqa: E731
-            # the true mean is the unclipped one: clipping into [0, B] biases what devices report (LDP-IDS §7.2.6)
-            truth = np.array([[stream.continuous_draws_at(t, args.sigma).mean()] for t in range(1, stream.slots + 1)])
+            truth = _true_means(args.dataset, args.users, args.slots, args.seed, args.sigma,
+                                tuple(sorted(_model_options(args).items())))
             return LocalData(stream.users, truth, values, 1, bound)
+        truth = stream.counts / stream.users
+        if args.mode == "sufficient":  # the reports' statistic needs only how many asked users hold 1
+            ones = stream.ones
+            return LocalData(stream.users, truth, lambda t: ExchangeableBinarySlot(stream.users, ones[t - 1]), 2)
         if stream.slots * stream.users <= _CACHED_VALUES:  # every mechanism and run reuses the same values
             matrix = _stream_values(args.dataset, args.users, args.slots, args.seed,
                                     tuple(sorted(_model_options(args).items())))
-            return LocalData(stream.users, stream.counts / stream.users, lambda t: matrix[t - 1], 2)
-        return LocalData(stream.users, stream.counts / stream.users, stream.values_at, 2)
+            return LocalData(stream.users, truth, lambda t: matrix[t - 1], 2)
+        return LocalData(stream.users, truth, stream.values_at, 2)
 
     # --- one mechanism -----------------------------------------------------------------------
     def build(self, mechanism: str, args, data: LocalData, run: int):
@@ -180,13 +200,13 @@ class LocalFamily:
                 results.append(m.step(data.values_at(t)))
                 spends.append(ledger.record(results[-1])[0])
             summaries.append(self.summary(m, results, data, ledger, floor, args.roc))
-            if run == 0:
+            if run == 0 and args.releases:
                 records = [local_release_record(args.stream, m, r, s) for r, s in zip(results, spends)]
         return Outcome(_average(summaries), records)
 
     @staticmethod
     def summary(m, results, data: LocalData, ledger: UserLedger, floor: float, roc: bool) -> dict:
-        run = SimulationRun(m, results, data.truth)
+        run = SimulationRun(m, results, data.truth, charged=ledger)  # the run charged it slot by slot
         releases, truth = run.releases[:, : data.bins], data.truth[:, : data.bins]
         summary = run.summary(mre_floor=floor)
         summary.update(

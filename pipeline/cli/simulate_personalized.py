@@ -1,10 +1,11 @@
-"""The personalized family of ``wevent simulate``: PBD and PBA (Du et al., PVLDB 2025).
+"""The personalized family of ``wevent simulate``: PBD, PBA and the local baseline PLBU (Du et al., PVLDB 2025).
 
 Every user i has their own requirement ``(w_i, eps_i)``: from a CSV file (``--requirements``,
 lines ``user,w,epsilon``) or generated as in the paper's experiments (``--requirement-mix``, tied
 to ``--strict-epsilon``/``--strict-window``). The data must give every user's value per slot: a
-synthetic ``--dataset`` or a ``.npz`` dump. Each run is compared with BD (for PBD) or BA (for
-PBA) at the strictest pair ``(max w_i, min eps_i)``, the only pair that satisfies every user.
+synthetic ``--dataset`` or a ``.npz`` dump. Each run of PBD or PBA is compared with BD or BA at
+the strictest pair ``(max w_i, min eps_i)``, the only pair that satisfies every user. PLBU draws
+its reports from the slots' per-type counts (exact in distribution), with the devices' key.
 
 The JSON summary adds ``max_user_window_spend_ratio`` (largest ``spent / eps_i`` of any user's
 own window, <= 1), ``requirements``, ``baseline`` and ``error_reduction`` (``1 - new/baseline``).
@@ -18,13 +19,15 @@ import dataclasses
 import numpy as np
 
 from ..core.base import REGISTRY
-from ..core.data import UserValues, is_dump
-from ..core.metrics import COUNT_MRE_FLOOR
+from ..core.data import is_dump, load_dump
+from ..core.divergence import ajsd
+from ..core.metrics import COUNT_MRE_FLOOR, mae, mre, mse
 from ..core.personalized import Requirements, generate, simulate_personalized
 from ..core.personalized.budget_distribution import LOOKBACKS
+from ..core.personalized.plbu import PersonalizedLBU
 from ..core.personalized.pwsm import THRESHOLDS
 from ..core.personalized.requirements import REQUIREMENT_MIXES
-from ..core.randomness import DerivedRandomness, SecretKey
+from ..core.randomness import DerivedRandomness, Phase, SecretKey
 from ..core.simulation import simulate
 from ..core.synthetic import synthetic
 from ..stream.codecs import ReleaseRecord
@@ -38,30 +41,27 @@ BASELINES = {"pbd": "bd", "pba": "ba"}
 
 @dataclasses.dataclass
 class Population:
-    """The users' values slot by slot, with their ids (what requirements are matched against)."""
+    """Every user's value at every slot, with the users' ids (what requirements are matched against)."""
 
     user_ids: list[str]
     domain_size: int
-    slots: int
-    rows: object  # () -> iterator over each slot's per-user values
+    values: np.ndarray  # (slots, users)
 
     @classmethod
     def from_args(cls, args) -> "Population":
         if args.input:
             if not is_dump(args.input):
-                raise UsageError("pbd/pba need every user's value per slot: give a dump "
+                raise UsageError("pbd/pba/plbu need every user's value per slot: give a dump "
                                  "(wevent replay --dump) or a synthetic --dataset, not a CSV of counts")
-            values = UserValues.load(args.input)
-            ids = values.user_ids or [str(i) for i in range(values.users)]
-            return cls(list(ids), values.domain_size, values.slots, lambda: iter(values.values))
+            dump = load_dump(args.input)
+            return cls(list(dump.user_ids or [str(i) for i in range(dump.users)]), dump.domain_size, dump.values)
         data = synthetic(args.dataset, args.users, args.slots, args.seed)
-        return cls([str(i) for i in range(data.users)], 2, data.slots,
-                   lambda: (data.values_at(t) for t in range(1, data.slots + 1)))
+        return cls([str(i) for i in range(data.users)], 2, data.values())
 
 
 class PersonalizedFamily:
     name = "personalized"
-    mechanisms = ("pbd", "pba")
+    mechanisms = ("pbd", "pba", "plbu")
 
     def add_arguments(self, group) -> None:
         group.add_argument("--requirements", metavar="FILE", type=readable_file,
@@ -80,6 +80,8 @@ class PersonalizedFamily:
                            help="pbd/pba: groups of the 'groups' mix (default: 10)")
         group.add_argument("--share", type=probability(), default=0.5, help="pbd/pba: share of relaxed users in the "
                            "two-type mixes (default: 0.5)")
+        group.add_argument("--no-baseline", dest="baseline", action="store_false", help="pbd/pba: do not run BD or "
+                           "BA at the strictest pair beside them (the summary has no baseline or error_reduction)")
         group.add_argument("--save-requirements", metavar="FILE", type=writable_file,
                            help="pbd/pba: write the requirements used as CSV")
         group.add_argument("--threshold", choices=sorted(THRESHOLDS), default="sqrt-error", help="pbd/pba: publish "
@@ -117,6 +119,10 @@ class PersonalizedFamily:
         population = Population.from_args(args)
         requirements = self.requirements(args, population)
         d = population.domain_size
+        type_counts = requirements.type_counts(population.values, d)  # (slots, types, d)
+        floor = args.mre_floor if args.mre_floor is not None else COUNT_MRE_FLOOR
+        if mechanism == "plbu":
+            return self._run_plbu(args, requirements, type_counts, floor)
         options = {"threshold": args.threshold, "force_first_publish": args.force_first_publish,
                    "dc_obs_sensitivity": args.dc_obs_sensitivity, "clamp_round": args.clamp_round, "noise": args.noise}
         if mechanism == "pbd":
@@ -124,28 +130,53 @@ class PersonalizedFamily:
         else:
             options["artifact_compat_nonprivate"] = args.artifact_compat_nonprivate
         cls = REGISTRY[mechanism]
-        rows = (requirements.type_counts(values, d) for values in population.rows())
-        bar = lambda it: progress(it, args.progress, total=population.slots, desc=mechanism)  # noqa: E731
+        bar = lambda it: progress(it, args.progress, total=len(type_counts), desc=mechanism)  # noqa: E731
         run = self._segmented(lambda randomness: cls.for_requirements(requirements, d, randomness=randomness, **options),
-                              args, rows, lambda m, segment: simulate_personalized(m, segment, progress=bar))
+                              args, iter(type_counts), lambda m, segment: simulate_personalized(m, segment, progress=bar))
 
-        window, epsilon = requirements.strictest
-        baseline_cls = REGISTRY[BASELINES[mechanism]]
-        baseline_options = {"budget_shift": args.budget_shift, "force_first_publish": args.force_first_publish,
-                            "clamp_round": args.clamp_round, "noise": args.noise}
-        baseline = self._segmented(lambda randomness: baseline_cls(epsilon, window, d, randomness=randomness,
-                                                                   **baseline_options),
-                                   args, iter(run.truth), lambda m, segment: simulate(m, np.array(list(segment))))
-
-        floor = args.mre_floor if args.mre_floor is not None else COUNT_MRE_FLOOR
         summary = run.summary(mre_floor=floor)
-        base = baseline.summary(mre_floor=floor)
-        summary["baseline"] = {k: base[k] for k in ("mechanism", "epsilon", "window", "mae", "mre", "mse",
-                                                   "publications", "max_window_epsilon")}
-        summary["error_reduction"] = {k: 1.0 - summary[k] / base[k] if base[k] > 0 else 0.0 for k in ("mae", "mse")}
+        if args.baseline:
+            summary.update(self._baseline(mechanism, args, requirements, d, run.truth, floor, summary))
         if args.artifact_segment_len_nonprivate is not None:
             summary["options"]["artifact_segment_len_nonprivate"] = args.artifact_segment_len_nonprivate
-        return Outcome(summary, self._records(args.stream, run))
+        return Outcome(summary, self._records(args.stream, run) if args.releases else [])
+
+    def _baseline(self, mechanism: str, args, requirements: Requirements, d: int, truth: np.ndarray, floor: float,
+                  summary: dict) -> dict:
+        """BD (for PBD) or BA (for PBA) at the strictest pair on the same counts, and the error reduction."""
+        window, epsilon = requirements.strictest
+        baseline_cls = REGISTRY[BASELINES[mechanism]]
+        options = {"budget_shift": args.budget_shift, "force_first_publish": args.force_first_publish,
+                   "clamp_round": args.clamp_round, "noise": args.noise}
+        run = self._segmented(lambda randomness: baseline_cls(epsilon, window, d, randomness=randomness, **options),
+                              args, iter(truth), lambda m, segment: simulate(m, np.array(list(segment))))
+        base = run.summary(mre_floor=floor)
+        return {"baseline": {k: base[k] for k in ("mechanism", "epsilon", "window", "mae", "mre", "mse", "publications",
+                                                  "max_window_epsilon")},
+                "error_reduction": {k: 1.0 - summary[k] / base[k] if base[k] > 0 else 0.0 for k in ("mae", "mse")}}
+
+    @staticmethod
+    def _run_plbu(args, requirements: Requirements, type_counts: np.ndarray, floor: float) -> Outcome:
+        """PLBU's reports drawn from the slots' type counts with the devices' key (no baseline: it has none)."""
+        if args.releases:
+            raise UsageError("plbu keeps no release log: --releases is for pbd and pba")
+        types = requirements.types
+        rng = DerivedRandomness(SecretKey.from_seed(args.seed, purpose="devices"), args.stream).generator(
+            0, Phase.PUBLICATION)
+        plbu = PersonalizedLBU(types.windows, types.epsilons, types.sizes, type_counts.shape[2], rng=rng)
+        releases, truth = plbu.releases(type_counts), type_counts.sum(axis=1).astype(float)
+        slots = len(truth)
+        window, epsilon = types.strictest
+        summary = {
+            "mechanism": plbu.name, "epsilon": epsilon, "window": window, "slots": slots, "domain_size": plbu.domain_size,
+            "mae": mae(releases, truth), "mre": mre(releases, truth, floor), "mse": mse(releases, truth),
+            "ajsd": ajsd(releases, truth), "mre_floor": floor, "publications": slots, "approximations": 0,
+            # every slot charges eps_k / w_k, so a user's fullest window holds min(w_k, T) of them
+            "max_user_window_spend_ratio": float((np.minimum(types.windows, slots) / types.windows).max()),
+            "requirements": {"users": int(types.sizes.sum()), "types": types.count, "strictest_window": window,
+                             "strictest_epsilon": epsilon},
+        }
+        return Outcome(summary, [])
 
     @staticmethod
     def _segmented(build, args, rows, simulate_one):

@@ -17,7 +17,9 @@ A count matrix (``T`` rows of ``d`` non-negative numbers) is read from CSV by
 from __future__ import annotations
 
 import csv
+import functools
 import math
+import os
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -27,7 +29,7 @@ import numpy as np
 
 from .validation import ParameterError
 
-__all__ = ["ABSENT", "UserValues", "histograms", "is_dump", "load_counts_csv", "load_input"]
+__all__ = ["ABSENT", "UserValues", "histograms", "is_dump", "load_counts_csv", "load_dump", "load_input"]
 
 ABSENT = -1
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a .npz is a zip archive (the second: an empty one)
@@ -183,9 +185,42 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def load_dump(path: str | Path) -> UserValues:
+    """:meth:`UserValues.load`, with the last dump read kept in memory (read-only) while its file is
+    unchanged: ``wevent reproduce`` runs many ``wevent simulate`` cells of one dump in a row in one
+    process, and a dump of 10,000 x 10,000 values takes longer to decompress than most cells to run."""
+    return _cached_dump(*_file_identity(path))
+
+
 def load_input(path: str | Path) -> tuple[np.ndarray, UserValues | None]:
-    """Counts from a CSV, or counts and user values from a dump (recognised by its content)."""
+    """Counts from a CSV, or counts and user values from a dump (recognised by its content; both kept
+    in memory like :func:`load_dump`'s)."""
     if is_dump(path):
-        values = UserValues.load(path)
-        return values.counts().astype(float), values
+        identity = _file_identity(path)
+        return _cached_dump_counts(*identity), _cached_dump(*identity)
     return load_counts_csv(path), None
+
+
+def _file_identity(path: str | Path) -> tuple[str, int, int, int]:
+    """``(path, inode, modification time, size)``: a replaced or rewritten file is read again."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        raise ParameterError(f"input file not found: {path}") from None
+    except OSError as exc:
+        raise ParameterError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return str(path), stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=1)
+def _cached_dump(path: str, inode: int, mtime_ns: int, size: int) -> UserValues:
+    values = UserValues.load(path)
+    values.values.flags.writeable = False
+    return values
+
+
+@functools.lru_cache(maxsize=1)
+def _cached_dump_counts(path: str, inode: int, mtime_ns: int, size: int) -> np.ndarray:
+    counts = _cached_dump(path, inode, mtime_ns, size).counts().astype(float)
+    counts.flags.writeable = False
+    return counts

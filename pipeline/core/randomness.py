@@ -134,6 +134,13 @@ class DerivedRandomness:
         bits.state = self._state(slot, phase, block)
         return np.random.Generator(bits)
 
+    def transient_generator(self, slot: int, phase: int, block: int = 0) -> np.random.Generator:
+        """:meth:`generator`'s draws from one reused generator: valid only until the next draw from this
+        object (do not keep it). Building a generator costs about 50 µs, more than the draws of a
+        slot's sampling or sufficient statistic; the hot paths that draw at once use this one."""
+        self._bits.state = self._state(slot, phase, block)
+        return self._scratch
+
     def keystream(self, slot: int, phase: int, block: int = 0) -> "KeyStream":
         """The devices' keystream of block ``block`` at ``(slot, phase)`` (independent of :meth:`generator`)."""
         h = self._keystreams.copy()

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import numpy as np
@@ -31,17 +31,20 @@ class SimulationRun:
     mechanism: Mechanism
     results: list[StepResult]
     truth: np.ndarray  # (T, d): what each release estimates
+    charged: WindowAccount | None = field(default=None, repr=False, compare=False)  # the ledger, once charged
 
     @property
     def releases(self) -> np.ndarray:
         return np.stack([r.release for r in self.results]) if self.results else np.empty((0, 0))
 
     def ledger(self) -> WindowAccount:
-        """The mechanism's own ledger (:meth:`Mechanism.new_ledger`) with every slot charged."""
-        ledger = self.mechanism.new_ledger()
-        for result in self.results:
-            ledger.record(result)
-        return ledger
+        """The mechanism's own ledger (:meth:`Mechanism.new_ledger`) with every slot charged (once: the
+        summary and the release records read it again; a caller that charged one passes it as ``charged``)."""
+        if self.charged is None:
+            self.charged = self.mechanism.new_ledger()
+            for result in self.results:
+                self.charged.record(result)
+        return self.charged
 
     def strategy_counts(self) -> dict[str, int]:
         counts = {s.value: 0 for s in Strategy}

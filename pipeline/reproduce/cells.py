@@ -8,6 +8,7 @@ headers print the same arguments, so any cell can be rerun by hand.
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,7 +29,8 @@ class Paper:
     figures : the figures and tables reproduced.
     command : ``(figure, dataset, x, method, scale, inputs) -> [simulate arguments]`` without
         ``--seed``, for the cells that are ``wevent simulate`` runs; ``None`` for the others.
-    compute : ``(figure, dataset, x, method, run, scale, inputs) -> {metric: value}``, for the others.
+    compute : ``(figure, dataset, x, method, run, scale, inputs) -> {metric: value}``, for the others; it
+        computes every metric the cell's figures draw.
     describe_cell : ``(figure, dataset, x, method, scale, inputs) -> str``, how ``compute`` computes a cell.
     """
 
@@ -43,18 +45,23 @@ class Paper:
         return next(f for f in self.figures if f.name == name)
 
     def describe(self, figure: Figure, dataset: str, x, method: str, scale: Scale, inputs: dict) -> str:
-        """How one cell is computed, for the CSV header (the run's seed is appended)."""
+        """How one cell is computed, for the CSV header (the run's ``--seed r`` is appended)."""
         arguments = self._arguments(figure, dataset, x, method, scale, inputs)
         if arguments is None:
             return self.describe_cell(figure, dataset, x, method, scale, inputs)
-        return "wevent simulate " + " ".join(arguments)
+        return "wevent simulate " + shlex.join(arguments)
 
-    def cell(self, figure: Figure, dataset: str, x, method: str, run: int, scale: Scale, inputs: dict) -> dict:
+    def how(self, figure: Figure, dataset: str, x, method: str, run: int, scale: Scale, inputs: dict) -> str:
+        """What one run of a cell computes, exactly: its command with its seed. Cells of different
+        figures that run the same command are one computation."""
+        return f"{self.describe(figure, dataset, x, method, scale, inputs)} --seed {run}"
+
+    def summary(self, figure: Figure, dataset: str, x, method: str, run: int, scale: Scale, inputs: dict) -> dict:
+        """One run of a cell: the whole ``wevent simulate`` summary, or what ``compute`` returns."""
         arguments = self._arguments(figure, dataset, x, method, scale, inputs)
         if arguments is None:
             return self.compute(figure, dataset, x, method, run, scale, inputs)
-        summary = simulate_summary([*arguments, "--seed", str(run)])
-        return {metric: metric_value(summary, metric) for metric in figure.metrics}
+        return simulate_summary([*arguments, "--seed", str(run)])
 
     def _arguments(self, figure: Figure, dataset: str, x, method: str, scale: Scale, inputs: dict) -> list[str] | None:
         return None if self.command is None else self.command(figure, dataset, x, method, scale, inputs)

@@ -19,7 +19,9 @@ CSV headers say so). The full data keeps the paper's setting.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 
 from producers import foursquare, tdrive
@@ -104,17 +106,25 @@ DATASETS = {
 }
 
 
-def prepare(names, out: Path, data_dir: Path | None, scale: Scale) -> dict[str, str]:
-    """Dump each named dataset under ``out/data`` (once per source and size); return name -> dump path."""
+def prepare(names, out: Path, data_dir: Path | None, scale: Scale, map_=map) -> dict[str, str]:
+    """Dump each named dataset under ``out/data`` (once per source and size); return name -> dump path.
+
+    ``map_`` runs the missing dumps (an executor's ``map`` runs them in parallel)."""
     (out / "data").mkdir(parents=True, exist_ok=True)
-    paths = {}
+    paths, missing = {}, []
     for name in sorted(set(names) & set(DATASETS)):
         dataset = DATASETS[name]
         digest = hashlib.blake2b(dataset.key(data_dir, scale).encode(), digest_size=4).hexdigest()
         path = out / "data" / f"{name}-{digest}.npz"
         if not path.exists():
-            partial = path.with_suffix(".partial.npz")
-            dataset.read(data_dir, scale).save(partial)
-            partial.replace(path)
+            missing.append((dataset, path))
         paths[name] = str(path)
+    for _ in map_(_dump, [d for d, _ in missing], [p for _, p in missing], repeat(data_dir), repeat(scale)):
+        pass  # the dumps are written by the workers; wait for all of them
     return paths
+
+
+def _dump(dataset: RealDataset | BernoulliDataset, path: Path, data_dir: Path | None, scale: Scale) -> None:
+    partial = path.with_suffix(f".{os.getpid()}.partial.npz")
+    dataset.read(data_dir, scale).save(partial)
+    partial.replace(path)

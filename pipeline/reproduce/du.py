@@ -5,19 +5,14 @@ value (Figs. 10, 11), or two requirement types in the ratio o (Figs. 12, 13). BD
 the strictest pair, the only one that satisfies every user. Data: the TLNS, Sin and Log binary
 streams with each user 1 with probability p_t (N = T = 10,000) and the bundled T-Drive (10 x 10
 grid, 1-minute slots) and Foursquare (countries, 100-minute slots) samples, all as dumps: the data
-is drawn once (seed 0) and run r varies the noise and the generated requirements (seed r). AMRE is the paper's Equation (15), a mean squared error,
-drawn on a log scale as the paper draws ln(AMRE); AJSD (Equation 16) is the second row.
+is drawn once (seed 0) and run r varies the noise and the generated requirements (seed r). PLBU,
+the local baseline, is ``wevent simulate -m plbu`` on the same requirements. AMRE is the paper's
+Equation (15), a mean squared error, drawn on a log scale as the paper draws ln(AMRE); AJSD
+(Equation 16) is the second row.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..core.data import UserValues, histograms
-from ..core.divergence import ajsd
-from ..core.metrics import mse
-from ..core.personalized import generate
-from ..core.personalized.plbu import PersonalizedLBU
 from .cells import Paper
 from .figures import Figure
 
@@ -62,36 +57,18 @@ def _strictest(figure: Figure, x) -> tuple[float, int]:
     return (x if figure.x == "epsilon" else STRICT_EPSILON), (x if figure.x == "w" else STRICT_WINDOW)
 
 
-def command(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -> list[str] | None:
-    if method == "plbu":
-        return None  # a local-model baseline: computed by :func:`compute`, not by wevent simulate
+def command(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -> list[str]:
     epsilon, window = _strictest(figure, x)
-    common = ["--input", inputs[dataset], "-m", method, "--noise", "laplace"]
+    noise = [] if method == "plbu" else ["--noise", "laplace"]  # PLBU's noise is its reports' randomized response
+    tokens = ["--input", inputs[dataset], "-m", method, *noise]
     if method in ("bd", "ba"):
-        return [*common, "-e", f"{epsilon:g}", "-w", str(window)]
-    tokens = [*common, "--strict-epsilon", f"{epsilon:g}", "--strict-window", str(window),
-              "--requirement-mix", _MIXES[figure.name if figure.x == "ratio" else figure.x]]
+        return [*tokens, "-e", f"{epsilon:g}", "-w", str(window)]
+    tokens += ["--strict-epsilon", f"{epsilon:g}", "--strict-window", str(window),
+               "--requirement-mix", _MIXES[figure.name if figure.x == "ratio" else figure.x]]
+    if method != "plbu":  # BD and BA are cells of their own
+        tokens.append("--no-baseline")
     return tokens + (["--share", f"{x:g}"] if figure.x == "ratio" else [])
 
 
-def compute(figure: Figure, dataset: str, x, method: str, run: int, scale, inputs: dict) -> dict:
-    """PLBU on the data and requirements PBD and PBA get from ``wevent simulate`` with ``--seed run``."""
-    dump = UserValues.load(inputs[dataset])
-    values, domain = dump.values, dump.domain_size
-    epsilon, window = _strictest(figure, x)
-    requirements = generate(_MIXES[figure.name if figure.x == "ratio" else figure.x], values.shape[1], epsilon,
-                            window, share=x if figure.x == "ratio" else 0.5, seed=run)
-    plbu = PersonalizedLBU(requirements, domain, rng=np.random.default_rng([run, 3]))
-    truth = histograms(values, domain)
-    releases = np.stack([plbu.step(row) for row in values])
-    return {"amre": mse(releases, truth), "ajsd": ajsd(releases, truth)}
-
-
-def describe(figure: Figure, dataset: str, x, method: str, scale, inputs: dict) -> str:
-    epsilon, window = _strictest(figure, x)
-    return (f"PLBU (pipeline.core.personalized.plbu) on {inputs[dataset]}, the requirements of pbd/pba at strictest "
-            f"epsilon {epsilon:g}, w {window}, GRR noise seeded [run, 3]")
-
-
 PAPER = Paper("du", "Du et al., Personalized w-event private publishing for infinite data streams, PVLDB 2025",
-              FIGURES, command=command, compute=compute, describe_cell=describe)
+              FIGURES, command=command)

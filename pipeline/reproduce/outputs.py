@@ -4,12 +4,13 @@ A PNG has one panel column per dataset and one row per metric (split into stacke
 paper splits its y-axis between method groups). ``index.md`` lists every figure and table with
 its files and, where the paper prints numbers, each beside ours and the ratio ours / paper. A
 printed reduction "A vs B" is ``1 - error(A) / error(B)`` averaged over the sweep's points, as
-the paper averages it.
+the paper averages it; "A vs B (largest)" is its largest over the points, for a printed "up to".
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +19,12 @@ from ..errors import UsageError
 from .cells import Paper
 from .datasets import DATASETS
 from .figures import METRIC_LABELS, ROC_POINTS, TPR, Figure, Scale
-from .runner import aggregate, shown, write_csv
+from .runner import aggregate, cell_seconds, shown, write_csv
 
-__all__ = ["write_outputs", "check_matplotlib", "compare_reported"]
+__all__ = ["write_figure", "write_index", "write_thumbnails", "check_matplotlib", "compare_reported", "THUMBNAILS"]
 
 VS = " vs "
+LARGEST = " (largest)"  # a printed "up to": the largest reduction over the sweep, not the mean
 
 
 def check_matplotlib() -> None:
@@ -32,34 +34,61 @@ def check_matplotlib() -> None:
         raise UsageError("drawing the figures needs matplotlib: pip install 'wevent[reproduce]'") from None
 
 
-def write_outputs(papers: list[Paper], finished: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict,
-                  data_dir: Path | None) -> list[str]:
-    """Write the files of ``papers``, and an index of them and of the ``finished`` papers of earlier runs."""
+def write_figure(paper_name: str, figure_name: str, scale: Scale, out: Path, runs: int, inputs: dict,
+                 data_dir: Path | None) -> list[str]:
+    """Write one figure's CSV and (unless it is a table) PNG from its cached cells; the files written."""
     from . import PAPERS
 
-    written, sections = [], []
+    paper = PAPERS[paper_name]
+    figure = paper.figure(figure_name)
+    rows = aggregate(paper, figure, scale, out, runs, inputs)
+    stem = out / paper.name / figure.name
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(stem.with_suffix(".csv"), _header(paper, figure, scale, runs, inputs, data_dir), rows,
+              ["dataset", "x", "method", "runs"] + [c for m in figure.metrics for c in (m, f"{m}_std")])
+    if figure.table:
+        return [str(stem.with_suffix(".csv"))]
+    _plot(figure, rows, stem.with_suffix(".png"), scale)
+    return [str(stem.with_suffix(".csv")), str(stem.with_suffix(".png"))]
+
+
+# The figures README.md shows, one per paper, as (paper, figure).
+THUMBNAILS = (("ldp-ids", "fig3"), ("du", "fig11"), ("kellaris", "fig6"), ("sun", "fig7-9"))
+THUMBNAIL_WIDTH = 900  # pixels
+
+
+def write_thumbnails(papers: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict, directory: Path) -> list[str]:
+    """Draw the README's figures of ``papers`` into ``directory`` as ``PAPER-FIGURE.png``, 900 pixels wide."""
+    from . import PAPERS
+
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, figure_name in THUMBNAILS:
+        if PAPERS[name] in papers:
+            figure = PAPERS[name].figure(figure_name)
+            path = directory / f"{name}-{figure_name}.png"
+            _plot(figure, aggregate(PAPERS[name], figure, scale, out, runs, inputs), path, scale, THUMBNAIL_WIDTH)
+            written.append(str(path))
+    return written
+
+
+def write_index(papers: list[Paper], finished: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict) -> str:
+    """Write ``index.md``: every figure of ``papers`` and of the ``finished`` papers of earlier runs."""
+    from . import PAPERS
+
+    sections = []
     for paper in (p for p in PAPERS.values() if p in papers or p in finished):
-        (out / paper.name).mkdir(parents=True, exist_ok=True)
-        lines = [f"## {paper.name}: {paper.citation}", ""]
+        cells, seconds = cell_seconds(paper, scale, out, runs, inputs)
+        lines = [f"## {paper.name}: {paper.citation}", "",
+                 f"{cells} distinct cell runs, {seconds:.0f} CPU seconds in all.", ""]
         for figure in paper.figures:
-            rows = aggregate(paper, figure, scale, out, runs, inputs)
-            stem = out / paper.name / figure.name
-            lines += _index_entry(paper, figure, rows)
-            if paper in finished:
-                continue
-            write_csv(stem.with_suffix(".csv"), _header(paper, figure, scale, runs, inputs, data_dir), rows,
-                      ["dataset", "x", "method", "runs"] + [c for m in figure.metrics for c in (m, f"{m}_std")])
-            written.append(str(stem.with_suffix(".csv")))
-            if not figure.table:
-                _plot(figure, rows, stem.with_suffix(".png"), scale)
-                written.append(str(stem.with_suffix(".png")))
+            lines += _index_entry(paper, figure, aggregate(paper, figure, scale, out, runs, inputs))
         sections.append("\n".join(lines))
     index = out / "index.md"
     index.write_text(f"# Reproduced figures and tables ({scale.name} scale, {runs} run(s) per cell)\n\n"
                      "Every CSV's header gives the exact command and seeds of its cells.\n\n"
                      + "\n".join(sections))
-    written.append(str(index))
-    return written
+    return str(index)
 
 
 def _header(paper: Paper, figure: Figure, scale: Scale, runs: int, inputs: dict, data_dir: Path | None) -> list[str]:
@@ -72,21 +101,23 @@ def _header(paper: Paper, figure: Figure, scale: Scale, runs: int, inputs: dict,
         if dataset in DATASETS:
             header.append(f"  {dataset} is {DATASETS[dataset].describe(data_dir, scale)}")
         for x in figure.points(scale):
-            header.append(f"  {dataset}, {figure.x} = {shown(x)}: {paper.describe(figure, dataset, x, 'METHOD', scale, inputs)}"
-                          " --seed r")
+            for method in figure.methods:
+                header.append(f"  {dataset}, {figure.x} = {shown(x)}, {method}: "
+                              f"{paper.describe(figure, dataset, x, method, scale, inputs)} --seed r")
     if figure.note:
         header.append(f"note: {figure.note}")
     return header
 
 
-def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale) -> None:
+def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale, width: int | None = None) -> None:
+    """Draw ``figure`` into ``path``: at 110 dots an inch, or ``width`` pixels wide."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     if figure.roc:
-        _plot_roc(plt, figure, rows, path)
+        _plot_roc(plt, figure, rows, path, width)
         return
     groups = figure.groups or (figure.methods,)
     nrows, ncols = len(figure.metrics) * len(groups), len(figure.datasets)
@@ -118,13 +149,13 @@ def _plot(figure: Figure, rows: list[dict], path: Path, scale: Scale) -> None:
                 if m * len(groups) + g == nrows - 1:
                     ax.set_xlabel(figure.x)
                 ax.tick_params(labelsize=7)
-    fig.suptitle(f"{figure.name}: {figure.title}", fontsize=10)
+    fig.suptitle(_wrapped(f"{figure.name}: {figure.title}", fig), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110 if width is None else width / fig.get_figwidth())
     plt.close(fig)
 
 
-def _plot_roc(plt, figure: Figure, rows: list[dict], path: Path) -> None:
+def _plot_roc(plt, figure: Figure, rows: list[dict], path: Path, width: int | None) -> None:
     """One panel per dataset: every method's ROC curve (vertically averaged), its area in the legend."""
     ncols = len(figure.datasets)
     fig, axes = plt.subplots(1, ncols, figsize=(3.2 * ncols + 0.6, 3.4), squeeze=False)
@@ -141,10 +172,15 @@ def _plot_roc(plt, figure: Figure, rows: list[dict], path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, title="method (AUC)", title_fontsize=6)
         ax.tick_params(labelsize=7)
-    fig.suptitle(f"{figure.name}: {figure.title}", fontsize=10)
+    fig.suptitle(_wrapped(f"{figure.name}: {figure.title}", fig), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110 if width is None else width / fig.get_figwidth())
     plt.close(fig)
+
+
+def _wrapped(title: str, fig) -> str:
+    """The title in lines that fit the figure's width (about 13 characters an inch at 10 points)."""
+    return textwrap.fill(title, width=max(30, int(13 * fig.get_figwidth())))
 
 
 def compare_reported(figure: Figure, rows: list[dict]) -> list[tuple]:
@@ -152,7 +188,8 @@ def compare_reported(figure: Figure, rows: list[dict]) -> list[tuple]:
     compared = []
     for (dataset, x, method, metric), printed in figure.reported.items():
         if VS in method:
-            ours = _mean_reduction(rows, dataset, metric, *method.split(VS))
+            method_vs, largest = method.removesuffix(LARGEST), method.endswith(LARGEST)
+            ours = _reduction(rows, dataset, metric, *method_vs.split(VS), largest=largest)
         else:
             ours = next((r[metric] for r in rows if r["dataset"] == dataset and r["x"] == x
                          and r["method"] == method), math.nan)
@@ -161,14 +198,16 @@ def compare_reported(figure: Figure, rows: list[dict]) -> list[tuple]:
     return compared
 
 
-def _mean_reduction(rows: list[dict], dataset: str, metric: str, method: str, baseline: str) -> float:
-    """``1 - error(method) / error(baseline)`` averaged over the sweep's points, in percent."""
+def _reduction(rows: list[dict], dataset: str, metric: str, method: str, baseline: str, largest: bool) -> float:
+    """``1 - error(method) / error(baseline)`` in percent: averaged over the sweep's points, or its largest."""
     def series(name):
         return {r["x"]: r[metric] for r in rows if r["dataset"] == dataset and r["method"] == name}
 
     ours, base = series(method), series(baseline)
     reductions = [1.0 - ours[x] / base[x] for x in ours if x in base and base[x] > 0]
-    return 100.0 * float(np.mean(reductions)) if reductions else math.nan
+    if not reductions:
+        return math.nan
+    return 100.0 * float(np.max(reductions) if largest else np.mean(reductions))
 
 
 def _index_entry(paper: Paper, figure: Figure, rows: list[dict]) -> list[str]:

@@ -1,13 +1,21 @@
-"""Run a paper's cells in parallel, cache each one, and write the CSVs, PNGs and the index.
+"""Run the papers' cells in parallel, cache each one, and write the CSVs, PNGs and the index.
 
-Every cell's metrics are a small JSON file under ``OUT/cells``, named by the cell and a digest
-of everything it depends on (scale, input file), written atomically when the cell finishes. A
-rerun reads the finished cells and computes only the rest, so an interrupted run resumes where
-it stopped, and ``--quick`` and full runs share one directory without mixing.
+A cell's run is cached under ``OUT/cells`` as a small JSON file named by a digest of exactly what
+it computes (its ``wevent simulate`` command and seed, or the description of another computation),
+written atomically when it finishes: the whole summary, so that every figure drawing another
+metric of the same command reads it, and the seconds it took. Figures that run one command share
+its file; an interrupted run resumes where it stopped; a rerun computes only what is missing, and
+``--quick`` and full runs share one directory without mixing (their commands differ in size).
+
+The work goes to ``--jobs`` processes one task at a time: the datasets first, then the cells in
+groups of one paper, dataset and run (the cells of a group read the same stream, which a process
+keeps in memory from one cell to the next), the groups with the most cells first. A figure's CSV
+and PNG are written by a worker as soon as its last cell is in, ahead of the cells still waiting.
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import csv
 import hashlib
@@ -18,18 +26,21 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-from .cells import Paper
+from .cells import Paper, metric_value
 from .datasets import prepare
 from .figures import Figure, Scale
 
-__all__ = ["Cell", "cells_of", "run", "aggregate", "shown", "write_csv"]
+__all__ = ["Cell", "cells_of", "cell_path", "run", "aggregate", "shown", "write_csv", "cell_seconds"]
 
 
 @dataclass(frozen=True)
 class Cell:
+    """One run of one point of a figure: (dataset, x, method, run)."""
+
     paper: str
     figure: str
     dataset: str
@@ -37,19 +48,11 @@ class Cell:
     method: str
     run: int
 
-    def path(self, paper: Paper, out: Path, scale: Scale, inputs: dict) -> Path:
-        """Where the cell is cached: named by the cell and a digest of how it is computed (its exact
-        command or description, the scale) and of the metrics kept, so a cell computed another way is
-        never reused."""
-        figure = paper.figure(self.figure)
-        how = paper.describe(figure, self.dataset, self.x, self.method, scale, inputs)
-        digest = hashlib.blake2b(json.dumps([scale.name, how, figure.metrics]).encode(), digest_size=6).hexdigest()
-        return (out / "cells" / self.paper / self.figure / self.dataset / self.method
-                / f"{_slug(self.x)}-run{self.run}-{digest}.json")
+    def how(self, scale: Scale, inputs: dict) -> str:
+        from . import PAPERS
 
-
-def _slug(x) -> str:
-    return "".join(c if c.isalnum() or c in ".-" else "_" for c in str(x))
+        paper = PAPERS[self.paper]
+        return paper.how(paper.figure(self.figure), self.dataset, self.x, self.method, self.run, scale, inputs)
 
 
 def cells_of(paper: Paper, figure: Figure, scale: Scale, runs: int) -> list[Cell]:
@@ -57,31 +60,25 @@ def cells_of(paper: Paper, figure: Figure, scale: Scale, runs: int) -> list[Cell
             for m in figure.methods for r in range(runs)]
 
 
-def _compute(paper: Paper, cell: Cell, scale: Scale, inputs: dict, path: Path) -> None:
-    figure = paper.figure(cell.figure)
-    metrics = paper.cell(figure, cell.dataset, cell.x, cell.method, cell.run, scale, inputs)
+def cell_path(out: Path, how: str) -> Path:
+    """Where the run that ``how`` describes is cached."""
+    digest = hashlib.blake2b(how.encode(), digest_size=8).hexdigest()
+    return out / "cells" / digest[:2] / f"{digest}.json"
+
+
+def _compute(cell: Cell, scale: Scale, inputs: dict, path: Path) -> float:
+    """Run one cell and cache its summary; the CPU seconds it took."""
+    from . import PAPERS
+
+    paper = PAPERS[cell.paper]  # a worker process finds the paper by name: figures hold no picklable code
+    started = time.process_time()
+    summary = paper.summary(paper.figure(cell.figure), cell.dataset, cell.x, cell.method, cell.run, scale, inputs)
+    seconds = time.process_time() - started
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.partial")
-    partial.write_text(json.dumps({"metrics": metrics}))
+    partial.write_text(json.dumps({"how": cell.how(scale, inputs), "summary": summary, "cpu_seconds": seconds}))
     partial.replace(path)
-
-
-def _compute_by_name(paper_name: str, group: list[tuple[Cell, Path]], scale: Scale, inputs: dict) -> int:
-    from . import PAPERS  # a worker process finds the paper by name: figures hold no picklable code
-
-    for cell, path in group:
-        _compute(PAPERS[paper_name], cell, scale, inputs, path)
-    return len(group)
-
-
-def _by_stream(todo: list[tuple[Paper, Cell, Path]]) -> list[list[tuple[Paper, Cell, Path]]]:
-    """The cells in groups of one paper, dataset and run, in figure order: most of a group's cells
-    read the same stream (the x-axis changes epsilon, w or a method's parameter, not the data), and
-    one process running them in a row generates it once."""
-    groups: dict[tuple, list] = {}
-    for paper, cell, path in todo:
-        groups.setdefault((paper.name, cell.dataset, cell.run), []).append((paper, cell, path))
-    return list(groups.values())
+    return seconds
 
 
 class _Counter:
@@ -109,49 +106,110 @@ def _progress(total: int, enabled: bool | None):
     return tqdm(total=total, unit="cell", desc="cells", file=sys.stderr, disable=disable, mininterval=0.5)
 
 
+class _InProcess(concurrent.futures.Executor):
+    """``--jobs 1``: every task runs where it is submitted."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+
+@dataclass
+class _Plan:
+    """What a run computes and writes: the distinct cells missing, and what every figure waits for."""
+
+    todo: list[tuple[Cell, Path]]  # in submission order
+    waiting: dict[tuple[str, str], set[Path]]  # (paper, figure) -> its cells not yet cached
+    figures_of: dict[Path, list[tuple[str, str]]]  # a missing cell -> the figures drawing it
+    reused: int
+
+
+def _plan(papers: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict) -> _Plan:
+    owner: dict[Path, Cell] = {}
+    waiting: dict[tuple[str, str], set[Path]] = {}
+    figures_of: dict[Path, list[tuple[str, str]]] = collections.defaultdict(list)
+    reused = set()
+    for paper in papers:
+        for figure in paper.figures:
+            key = (paper.name, figure.name)
+            waiting[key] = set()
+            for cell in cells_of(paper, figure, scale, runs):
+                path = cell_path(out, cell.how(scale, inputs))
+                if path.exists():
+                    reused.add(path)
+                    continue
+                owner.setdefault(path, cell)
+                waiting[key].add(path)
+                figures_of[path].append(key)
+    groups: dict[tuple, list[tuple[Cell, Path]]] = {}
+    for path, cell in owner.items():
+        groups.setdefault((cell.paper, cell.dataset, cell.run), []).append((cell, path))
+    ordered = sorted(groups.values(), key=len, reverse=True)  # stable: equal groups keep the papers' order
+    return _Plan([entry for group in ordered for entry in group], waiting, figures_of, len(reused))
+
+
 def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data_dir: Path | None,
-        progress: bool | None = None) -> dict:
-    """Compute every missing cell of ``papers`` and write their outputs; return what was done."""
-    from .outputs import write_outputs
+        progress: bool | None = None, thumbnails: Path | None = None) -> dict:
+    """Compute every missing cell of ``papers`` and write their outputs (and the README's figures into
+    ``thumbnails``); return what was done."""
+    from . import PAPERS
+    from .outputs import write_figure, write_index, write_thumbnails
+    from .results import write_results
 
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    from . import PAPERS
-
-    # every paper's inputs, so the index can also list papers finished by earlier runs
-    inputs = prepare({d for p in PAPERS.values() for f in p.figures for d in f.datasets}, out, data_dir, scale)
-    todo, reused = [], 0
-    for paper in papers:
-        for figure in paper.figures:
-            for cell in cells_of(paper, figure, scale, runs):
-                path = cell.path(paper, out, scale, inputs)
-                if path.exists():
-                    reused += 1
-                else:
-                    todo.append((paper, cell, path))
-    bar = _progress(len(todo), progress)
-    try:
-        if jobs == 1:
-            for paper, cell, path in (entry for group in _by_stream(todo) for entry in group):
-                _compute(paper, cell, scale, inputs, path)
-                bar.update(1)
-        else:
-            with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = [pool.submit(_compute_by_name, group[0][0].name, [(c, p) for _, c, p in group], scale, inputs)
-                           for group in _by_stream(todo)]
-                try:
-                    for future in concurrent.futures.as_completed(futures):
-                        bar.update(future.result())
-                except BaseException:
-                    for future in futures:
-                        future.cancel()
-                    raise
-    finally:
-        bar.close()
+    pool = _InProcess() if jobs == 1 else concurrent.futures.ProcessPoolExecutor(max_workers=jobs)
+    with pool:
+        # every paper's inputs, so the index can also list papers finished by earlier runs
+        inputs = prepare({d for p in PAPERS.values() for f in p.figures for d in f.datasets}, out, data_dir, scale,
+                         pool.map)
+        plan = _plan(papers, scale, out, runs, inputs)
+        tasks: collections.deque[tuple[Callable, tuple]] = collections.deque(
+            (write_figure, (paper, figure, scale, out, runs, inputs, data_dir))
+            for (paper, figure), missing in plan.waiting.items() if not missing)
+        tasks.extend((_compute, (cell, scale, inputs, path)) for cell, path in plan.todo)
+        seconds: dict[str, float] = collections.defaultdict(float)
+        written: list[str] = []
+        bar = _progress(len(plan.todo), progress)
+        in_flight: dict[concurrent.futures.Future, tuple[Callable, tuple]] = {}
+        try:
+            while tasks or in_flight:
+                while tasks and len(in_flight) < 2 * jobs:  # a few queued per worker: figures can overtake cells
+                    fn, args = tasks.popleft()
+                    in_flight[pool.submit(fn, *args)] = (fn, args)
+                done, _ = concurrent.futures.wait(in_flight, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    fn, args = in_flight.pop(future)
+                    if fn is write_figure:
+                        written += future.result()
+                        continue
+                    cell, path = args[0], args[3]
+                    seconds[cell.paper] += future.result()
+                    bar.update(1)
+                    for key in plan.figures_of[path]:
+                        plan.waiting[key].discard(path)
+                        if not plan.waiting[key]:
+                            tasks.appendleft((write_figure, (*key, scale, out, runs, inputs, data_dir)))
+        except BaseException:
+            for future in in_flight:
+                future.cancel()
+            raise
+        finally:
+            bar.close()
     finished = [p for p in PAPERS.values() if p not in papers and all(
-        c.path(p, out, scale, inputs).exists() for f in p.figures for c in cells_of(p, f, scale, runs))]
-    written = write_outputs(papers, finished, scale, out, runs, inputs, data_dir)
-    return {"computed": len(todo), "reused": reused, "files": written, "seconds": time.monotonic() - started}
+        cell_path(out, c.how(scale, inputs)).exists() for f in p.figures for c in cells_of(p, f, scale, runs))]
+    written.append(write_index(papers, finished, scale, out, runs, inputs))
+    done = [p for p in PAPERS.values() if p in papers or p in finished]
+    written.append(write_results(done, scale, out, runs, inputs))
+    if thumbnails is not None:
+        written += write_thumbnails(done, scale, out, runs, inputs, thumbnails)
+    return {"computed": len(plan.todo), "reused": plan.reused, "files": written,
+            "cpu_seconds": {p.name: seconds[p.name] for p in papers if p.name in seconds},
+            "seconds": time.monotonic() - started}
 
 
 def aggregate(paper: Paper, figure: Figure, scale: Scale, out: Path, runs: int, inputs: dict) -> list[dict]:
@@ -160,16 +218,22 @@ def aggregate(paper: Paper, figure: Figure, scale: Scale, out: Path, runs: int, 
     for dataset in figure.datasets:
         for x in figure.points(scale):
             for method in figure.methods:
-                values = [json.loads(Cell(paper.name, figure.name, dataset, x, method, r).path(paper, out, scale, inputs)
-                                     .read_text())["metrics"] for r in range(runs)]
+                summaries = [json.loads(cell_path(out, paper.how(figure, dataset, x, method, r, scale, inputs))
+                                        .read_text())["summary"] for r in range(runs)]
                 row = {"dataset": dataset, "x": x, "method": method, "runs": runs}
                 for metric in figure.metrics:
-                    series = np.array([v[metric] for v in values], dtype=float)
+                    series = np.array([metric_value(s, metric) for s in summaries], dtype=float)
                     finite = series[np.isfinite(series)]
                     row[metric] = float(finite.mean()) if finite.size else math.nan
                     row[f"{metric}_std"] = float(finite.std(ddof=1)) if finite.size > 1 else math.nan
                 rows.append(row)
     return rows
+
+
+def cell_seconds(paper: Paper, scale: Scale, out: Path, runs: int, inputs: dict) -> tuple[int, float]:
+    """The distinct cells of a paper and the CPU seconds they took, from the cache."""
+    paths = {cell_path(out, c.how(scale, inputs)) for f in paper.figures for c in cells_of(paper, f, scale, runs)}
+    return len(paths), sum(json.loads(p.read_text()).get("cpu_seconds", 0.0) for p in paths)
 
 
 def shown(value) -> str:

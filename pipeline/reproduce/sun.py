@@ -10,6 +10,8 @@ privacy, and the mean squared error over all the queries (Equation 20).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..core.decayed import RTPDMM
@@ -44,22 +46,33 @@ def _index(method: str, epsilon: float, window: int, decay: float, run: int):
     return cls(epsilon, window, decay, rng=np.random.default_rng([run, 1]))
 
 
+@functools.lru_cache(maxsize=8)
+def _queries(dataset: str, users: int, slots: int, decay: float, run: int) -> tuple[np.ndarray, ...]:
+    """A run's stream, its one query per slot ``(l, r)`` and their exact answers: the same for every
+    method and epsilon, so a process computes them once (it runs a dataset's cells in a row)."""
+    values = synthetic(dataset, users, slots, seed=run).ones.astype(float)
+    window = slots  # the whole stream, as the paper sets it for its smaller datasets
+    picks = np.random.default_rng([run, 2]).random((slots, 2))  # the same queries for every method
+    t = np.arange(1, slots + 1)
+    oldest = np.maximum(1, t - window + 1)
+    left = oldest + (picks[:, 0] * (t - oldest + 1)).astype(np.int64)
+    right = left + (picks[:, 1] * (t - left + 1)).astype(np.int64)
+    truth, answers = ExactDecayedSums(decay), np.empty(slots)
+    for i, value in enumerate(values):
+        truth.insert(value)
+        answers[i] = truth.query(int(left[i]), int(right[i]))
+    return values, left, right, answers
+
+
 def compute(figure: Figure, dataset: str, x, method: str, run: int, scale, inputs: dict) -> dict:
     epsilon, decay = (x, DECAY) if figure.x == "epsilon" else (EPSILON, x)
     users, slots = scale.size(USERS, SLOTS)
-    values = synthetic(dataset, users, slots, seed=run).ones.astype(float)
-    window = slots  # the whole stream, as the paper sets it for its smaller datasets
-    index, truth = _index(method, epsilon, window, decay, run), ExactDecayedSums(decay)
-    picks = np.random.default_rng([run, 2]).random((slots, 2))  # the same queries for every method
+    values, left, right, answers = _queries(dataset, users, slots, decay, run)
+    index = _index(method, epsilon, slots, decay, run)
     errors = np.empty(slots)
-    for t, value in enumerate(values, start=1):
+    for i, value in enumerate(values):
         index.insert(value)
-        truth.insert(value)
-        oldest = max(1, t - window + 1)
-        l = oldest + int(picks[t - 1, 0] * (t - oldest + 1))
-        r = l + int(picks[t - 1, 1] * (t - l + 1))
-        answer = index.query(l, r)[0]
-        errors[t - 1] = float(np.asarray(answer).ravel()[0]) - truth.query(l, r)
+        errors[i] = float(np.asarray(index.query(int(left[i]), int(right[i]))[0]).ravel()[0]) - answers[i]
     return {"query_mse": float(np.mean(errors**2))}
 
 

@@ -16,9 +16,18 @@ import pytest
 from pipeline.cli import main
 from pipeline.reproduce import PAPERS
 from pipeline.reproduce.figures import TINY
-from pipeline.reproduce.runner import shown
+from pipeline.reproduce.runner import cell_path, shown
 
-pytestmark = pytest.mark.slow  # about a minute on two shared cores: 650 cells and 32 files
+pytestmark = pytest.mark.slow  # about a minute on two shared cores: 670 cells and 37 files
+
+# Written out, not read from PAPERS, so that a figure dropped from a paper module fails here.
+EXPECTED = {
+    "ldp-ids": ["fig3", "fig4", "fig5", "fig6", "fig6c", "fig6d", "fig7a", "fig7b", "fig7c", "fig7d", "table2", "fig8",
+                "fig10a", "fig10b", "fig11"],
+    "kellaris": ["fig6", "error-vs-epsilon"],
+    "du": ["fig10", "fig11", "fig12", "fig13"],
+    "sun": ["fig7-9", "fig10-12"],
+}
 
 
 def wevent(*args, check=True):
@@ -33,8 +42,10 @@ def wevent(*args, check=True):
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
     out = tmp_path_factory.mktemp("reproduce")
-    proc = wevent("reproduce", "all", "--out", str(out), "--jobs", "2", "--no-progress")
+    proc = wevent("reproduce", "all", "--out", str(out), "--jobs", "2", "--no-progress", "--thumbnails",
+                  str(out / "thumbnails"))
     assert "cells computed, 0 reused" in proc.stderr
+    assert "CPU seconds of the cells computed: ldp-ids " in proc.stderr  # per paper, in the papers' order
     return out
 
 
@@ -45,7 +56,11 @@ def _read(path: Path) -> tuple[list[str], list[dict]]:
 
 
 def _figures():
-    return [(paper, figure) for paper in PAPERS.values() for figure in paper.figures]
+    return [(PAPERS[name], PAPERS[name].figure(figure)) for name, figures in EXPECTED.items() for figure in figures]
+
+
+def test_every_paper_reproduces_the_expected_figures():
+    assert {name: [f.name for f in paper.figures] for name, paper in PAPERS.items()} == EXPECTED
 
 
 def test_every_csv_png_and_the_index_are_written(out):
@@ -57,6 +72,11 @@ def test_every_csv_png_and_the_index_are_written(out):
         if not figure.table:
             assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"### {paper.name} {figure.name} " in index
+    assert index.count(" distinct cell runs, ") == len(EXPECTED)  # and the CPU seconds they took, per paper
+    thumbnails = sorted(p.name for p in (out / "thumbnails").iterdir())
+    assert thumbnails == ["du-fig11.png", "kellaris-fig6.png", "ldp-ids-fig3.png", "sun-fig7-9.png"]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert all(f"pipeline/reproduce/thumbnails/{name}" in readme for name in thumbnails)
 
 
 def test_every_csv_has_its_columns_rows_and_parameters(out):
@@ -80,23 +100,61 @@ def test_the_printed_values_sit_beside_ours_with_the_ratio(out):
     paper_value, ours, ratio = (float(v) for v in line.strip("|").split("|")[-3:])
     assert paper_value == 1.0 and ours == 1.0 and ratio == 1.0  # LBU: one bit per user per slot
     assert "| lns-bernoulli | avg | pba vs ba | amre | 36.9 |" in index
+    kellaris = index.split("### kellaris fig6 ")[1].split("###")[0]
+    for printed in ("| ba vs bd | mae | 46 |", "| ba vs bd | mre | 35 |", "| ba vs bd (largest) | mae | 51 |"):
+        assert f"| tdrive-personalized | w sweep {printed}" in kellaris
 
 
-def test_a_csv_header_command_recomputes_its_row(out):
-    header, rows = _read(out / "ldp-ids" / "fig3.csv")
-    row = next(r for r in rows if r["dataset"] == "lns" and r["method"] == "lpa")
-    command = next(l for l in header if l.startswith(f"#   lns, epsilon = {row['x']}:")).split(": ", 1)[1]
-    arguments = shlex.split(command.replace("METHOD", "lpa").replace("--seed r", "--seed 0"))[2:]
-    summary = json.loads(wevent("simulate", *arguments, "--json").stdout)
-    assert summary["mre"] == pytest.approx(float(row["mre"]), rel=1e-5)
+def _command(header: list[str], dataset: str, x: str, method: str) -> list[str]:
+    """The arguments of a cell's ``wevent simulate`` command, from its CSV header line, at seed 0."""
+    line = next(l for l in header if l.startswith("#   ") and l.split(": ", 1)[0].endswith(f"= {x}, {method}")
+                and l[4:].startswith(f"{dataset}, "))
+    command = line.split(": ", 1)[1]
+    assert command.startswith("wevent simulate ") and command.endswith(" --seed r")
+    return shlex.split(command.replace("--seed r", "--seed 0"))[2:]
+
+
+def test_the_results_tables_are_views_of_the_figures(out):
+    results = (out / "results.md").read_text()
+    for title in ("Central model", "Local model", "Personalized", "Decayed range queries"):
+        assert f"### {title}" in results
+    _, rows = _read(out / "ldp-ids" / "fig3.csv")
+    row = next(r for r in rows if (r["dataset"], r["x"], r["method"]) == ("sin", "0.5", "lpa"))
+    assert f"| sin | lpa | {100 * float(row['mre']):.2f} |" in results  # the first point of the sweep
+    assert "the largest per-user window spend is 1.0000 of epsilon" in results
+
+
+@pytest.mark.parametrize("paper, figure, dataset, method, metric, summary_key", [
+    ("ldp-ids", "fig3", "lns", "lpa", "mre", "mre"),
+    ("ldp-ids", "fig8", "sin", "lbd", "mre", "mre"),  # the row's --beta, which other methods of fig8 lack
+    ("kellaris", "fig6", "tdrive-personalized", "bd", "mae", "mae"),  # BD's --budget-shift
+    ("du", "fig12", "lns-bernoulli", "plbu", "amre", "mse"),  # PLBU's own command
+    ("du", "fig11", "sin-bernoulli", "bd", "ajsd", "ajsd"),  # BD at the strictest pair, -e and -w
+])
+def test_a_csv_header_command_recomputes_its_row(out, paper, figure, dataset, method, metric, summary_key):
+    header, rows = _read(out / paper / f"{figure}.csv")
+    row = next(r for r in rows if r["dataset"] == dataset and r["method"] == method)
+    assert row["runs"] == "1"  # one run at the tiny scale: the row is seed 0's value
+    summary = json.loads(wevent("simulate", *_command(header, dataset, row["x"], method), "--json").stdout)
+    assert summary["mechanism"] == method
+    assert summary[summary_key] == pytest.approx(float(row[metric]), rel=1e-5)
+
+
+def test_figures_sharing_a_command_share_its_cell(out):
+    """LDP-IDS Fig. 7(c) draws the bits of Fig. 3's LNS cells: the same command, cached once."""
+    bits, errors = (_read(out / "ldp-ids" / f"{name}.csv")[0] for name in ("fig7c", "fig3"))
+    arguments = _command(bits, "lns", "0.5", "lbd")
+    assert _command(errors, "lns", "0.5", "lbd") == arguments
+    assert cell_path(out, "wevent simulate " + shlex.join(arguments)).is_file()
 
 
 def test_a_rerun_reuses_finished_cells_and_recomputes_a_missing_one(out):
     csv_before = (out / "du" / "fig10.csv").read_text()
-    cell = next((out / "cells" / "du" / "fig10").rglob("*.json"))
+    header, _ = _read(out / "du" / "fig10.csv")
+    cell = cell_path(out, "wevent simulate " + shlex.join(_command(header, "sin-bernoulli", "0.2", "pba")))
     cell.unlink()
     proc = wevent("reproduce", "du", "--out", str(out), "--jobs", "1", "--no-progress")
-    assert "1 cells computed" in proc.stderr
+    assert "1 cells computed" in proc.stderr and cell.is_file()
     assert (out / "du" / "fig10.csv").read_text() == csv_before
     assert "## ldp-ids" in (out / "index.md").read_text()  # papers of earlier runs stay in the index
 

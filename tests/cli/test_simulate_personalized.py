@@ -1,4 +1,4 @@
-"""``wevent simulate -m pbd|pba``: the personalized family, its summary, records and errors."""
+"""``wevent simulate -m pbd|pba|plbu``: the personalized family, its summary, records and errors."""
 
 import json
 
@@ -34,6 +34,13 @@ def test_summary_has_per_user_spend_and_the_strictest_pair_baseline(capsys, mech
     assert base["max_window_epsilon"] <= base["epsilon"] + 1e-12
     assert s["error_reduction"]["mse"] == pytest.approx(1 - s["mse"] / base["mse"])
     assert s["publications"] + s["approximations"] == 60
+
+
+def test_no_baseline_leaves_the_mechanism_and_drops_the_comparison(capsys):
+    full = run_json(capsys, "-m", "pba", *SMALL)
+    alone = run_json(capsys, "-m", "pba", *SMALL, "--no-baseline")
+    assert "baseline" not in alone and "error_reduction" not in alone
+    assert {k: v for k, v in full.items() if k not in ("baseline", "error_reduction")} == alone
 
 
 def test_releases_file_holds_one_record_per_slot_with_type_charges(capsys, tmp_path):
@@ -107,3 +114,12 @@ def test_table_output(capsys):
     assert main(["simulate", "-m", "pbd", *SMALL, "--dataset", "sin", "--lookback", "artifact"]) == 0
     out = capsys.readouterr().out
     assert "pbd" in out and "w = 20" in out
+
+
+def test_plbu_reports_every_slot_at_each_users_share_and_keeps_no_release_log(capsys, tmp_path):
+    s = run_json(capsys, "-m", "plbu", *SMALL)
+    assert s["mechanism"] == "plbu" and s["publications"] == s["slots"] == 60
+    assert s["max_user_window_spend_ratio"] == 1.0 and "baseline" not in s
+    assert s["requirements"]["users"] == 400 and s["ajsd"] > 0
+    assert main(["simulate", "-m", "plbu", *SMALL, "--releases", str(tmp_path / "r.jsonl")]) == 2
+    assert "plbu keeps no release log" in capsys.readouterr().err

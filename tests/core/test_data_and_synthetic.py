@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pipeline.core.data import ABSENT, UserValues, histograms, load_input
+from pipeline.core.data import ABSENT, UserValues, histograms, load_dump, load_input
 from pipeline.core.synthetic import synthetic
 from pipeline.core.validation import ParameterError
 
@@ -55,3 +55,16 @@ def test_user_values_validate_domain():
         UserValues(np.array([[0, 3]]), domain_size=3)
     with pytest.raises(ParameterError):
         synthetic("nope", 10, 10)
+
+
+def test_a_dump_read_again_comes_from_memory_until_its_file_changes(tmp_path):
+    path = tmp_path / "d.npz"
+    UserValues(np.array([[0, 1], [1, 1]]), domain_size=2).save(path)
+    first = load_dump(path)
+    assert load_dump(path) is first and not first.values.flags.writeable
+    counts, values = load_input(path)
+    assert values is first and counts.tolist() == [[1.0, 1.0], [0.0, 2.0]] and not counts.flags.writeable
+    UserValues(np.array([[0, 0, 0]]), domain_size=2).save(path)
+    assert load_dump(path).values.tolist() == [[0, 0, 0]]
+    with pytest.raises(ParameterError, match="not found"):
+        load_dump(tmp_path / "missing.npz")

@@ -78,6 +78,13 @@ def test_vector_laplace_equals_generator_stream_and_ignores_call_order():
     assert np.array_equal(first, r.generator(7, Phase.PUBLICATION).laplace(0.0, 2.0, 5))
 
 
+def test_a_transient_generator_draws_what_a_generator_draws():
+    rng = DerivedRandomness(SecretKey.from_seed(3), "s")
+    for slot, phase, block in ((1, Phase.SAMPLE_PUBLICATION, 0), (7, Phase.PUBLICATION, -1), (1, Phase.SAMPLE_PUBLICATION, 0)):
+        expected = rng.generator(slot, phase, block).binomial([10, 200], 0.3)
+        assert rng.transient_generator(slot, phase, block).binomial([10, 200], 0.3).tolist() == expected.tolist()
+
+
 def test_seed_keys_separate_purposes_and_hide_the_secret():
     assert SecretKey.from_seed(1, "server") != SecretKey.from_seed(1, "device")
     assert "hidden" in repr(SecretKey.from_seed(1))

@@ -397,7 +397,7 @@ class Populated(LocalMechanism):
 
     def _take(self, slot: int, phase: Phase, users: int) -> Request:
         sampling = Phase.SAMPLE_DISSIMILARITY if phase == Phase.DISSIMILARITY else Phase.SAMPLE_PUBLICATION
-        taken = self.ledger.take(slot, users, self.randomness.generator(slot, sampling))
+        taken = self.ledger.take(slot, users, self.randomness.transient_generator(slot, sampling))
         return self._request(slot, phase, self.epsilon, taken)
 
     def _error(self, users: float) -> float:

@@ -12,7 +12,8 @@ Two simulation modes, feeding the same estimator:
 * ``report``: every report is drawn (what the devices do); the collector's support is their sum.
 * ``sufficient``: the support is drawn directly from the requested users' value counts, exact in
   distribution, its cost independent of the number of reports (GRR, OUE; HM has no cheaper
-  statistic than its reports). It uses the generator at block ``-1``.
+  statistic than its reports). It uses the generator at block ``-1``. Given an
+  :class:`~.exchangeable.ExchangeableBinarySlot` instead of values, the counts are drawn too.
 
 Examples
 --------
@@ -38,7 +39,8 @@ import numpy as np
 
 from ..randomness import DerivedRandomness, SecretKey
 from ..validation import ParameterError, check_positive_int
-from .oracle import LocalOracle
+from .exchangeable import ExchangeableBinarySlot
+from .oracle import FrequencyOracle, LocalOracle
 from .protocol import Request
 
 __all__ = ["Devices", "block_reports", "MODES", "DEFAULT_BLOCK_SIZE"]
@@ -97,9 +99,15 @@ class Devices:
     def collect(self, request: Request, values) -> tuple[np.ndarray, int]:
         """What the collector would hold once every requested user answered: ``(support, n)``."""
         oracle = request.make_oracle()
+        if isinstance(values, ExchangeableBinarySlot):  # only the asked users' counts are known, not their values
+            if self.mode != "sufficient" or not isinstance(oracle, FrequencyOracle):
+                raise ParameterError("an exchangeable slot has no values to perturb: simulate it in sufficient "
+                                     "mode with a frequency oracle")
+            rng = self.randomness.transient_generator(request.slot, request.phase, block=_SUFFICIENT_BLOCK)
+            return oracle.sample_support_of_counts(values.counts(request.users, rng), rng), request.size
         if self.mode == "sufficient":
             asked = values if request.users is None else values[request.users]
-            rng = self.randomness.generator(request.slot, request.phase, block=_SUFFICIENT_BLOCK)
+            rng = self.randomness.transient_generator(request.slot, request.phase, block=_SUFFICIENT_BLOCK)
             return oracle.sample_support(asked, rng), request.size
         blocks = list(self.blocks(request))
         asked = values if request.users is None else values[request.users]

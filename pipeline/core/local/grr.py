@@ -60,10 +60,9 @@ class GRR(FrequencyOracle):
         other = (values + rng.integers(1, self.domain_size, values.shape)) % self.domain_size
         return np.where(keep, values, other).astype(np.int64)
 
-    def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
+    def sample_support_of_counts(self, counts, rng: np.random.Generator) -> np.ndarray:
         """Kept ~ Bin(n_v, p) per true value v, the rest Multinomial-uniform over the other d-1."""
         d = self.domain_size
-        counts = np.bincount(self._categories(values).ravel(), minlength=d)
         kept = rng.binomial(counts, self.p)
         moved = rng.multinomial(counts - kept, np.full(d - 1, 1.0 / (d - 1)))  # row v: to v+1 .. v+d-1
         targets = (np.arange(d)[:, None] + np.arange(1, d)[None, :]) % d

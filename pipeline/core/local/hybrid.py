@@ -88,22 +88,35 @@ class HybridMechanism(LocalOracle):
 
     def _outputs(self, values, rng: np.random.Generator, component: str = "hm") -> np.ndarray:
         x = self.unit_inputs(values)
-        e = self.exp_eps
         pick, coin, position = rng.random((3,) + x.shape)
+        share = {"hm": self.pm_share, "sr": 0.0, "pm": 1.0}[component]
+        return np.where(pick < share, self._piecewise(x, coin, position), self._rounded(x, coin))
+
+    def _rounded(self, x: np.ndarray, coin: np.ndarray) -> np.ndarray:
+        """SR's outputs at inputs ``x`` from uniforms ``coin``."""
+        e = self.exp_eps
         c_d = stochastic_rounding_constant(self.epsilon)
-        sr = np.where(coin < 0.5 + x * (e - 1) / (2 * e + 2), c_d, -c_d)
-        a = math.sqrt(e)
+        return np.where(coin < 0.5 + x * (e - 1) / (2 * e + 2), c_d, -c_d)
+
+    def _piecewise(self, x: np.ndarray, coin: np.ndarray, position: np.ndarray) -> np.ndarray:
+        """PM's outputs at inputs ``x`` from uniforms ``coin`` (which piece) and ``position`` (where in it)."""
+        a = math.sqrt(self.exp_eps)
         c = (a + 1) / (a - 1)
         left = (c + 1) / 2 * x - (c - 1) / 2
         outer = -c + position * (c + 1)  # uniform over [-C, l) and (r, C], the gap [l, r] squeezed out
         outer = np.where(outer >= left, outer + (c - 1), outer)
-        pm = np.where(coin < a / (a + 1), left + position * (c - 1), outer)
-        share = {"hm": self.pm_share, "sr": 0.0, "pm": 1.0}[component]
-        return np.where(pick < share, pm, sr)
+        return np.where(coin < a / (a + 1), left + position * (c - 1), outer)
 
     def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
-        """HM has no sufficient statistic cheaper than its reports: the sum of ``perturb``."""
-        return self.support(self._outputs(values, rng))
+        """The sum of ``perturb``'s outputs, exact in distribution with only the draws the sum needs:
+        who takes PM (none below ``eps*``), one uniform per SR output, two per PM output."""
+        x = self.unit_inputs(values).ravel()
+        if not self.pm_share:
+            return np.array([self._rounded(x, rng.random(x.size)).sum()])
+        piecewise = rng.random(x.size) < self.pm_share
+        x_pm, x_sr = x[piecewise], x[~piecewise]
+        pm = self._piecewise(x_pm, rng.random(x_pm.size), rng.random(x_pm.size))
+        return np.array([self._rounded(x_sr, rng.random(x_sr.size)).sum() + pm.sum()])
 
     def support(self, reports) -> np.ndarray:
         return np.array([np.asarray(reports, dtype=float).sum()])

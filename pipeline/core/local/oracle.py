@@ -115,6 +115,15 @@ class FrequencyOracle(LocalOracle):
     p: float
     q: float
 
+    def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
+        return self.sample_support_of_counts(np.bincount(self._categories(values).ravel(), minlength=self.domain_size),
+                                             rng)
+
+    @abc.abstractmethod
+    def sample_support_of_counts(self, counts, rng: np.random.Generator) -> np.ndarray:
+        """:meth:`sample_support` of reporters holding each value ``counts[k]`` times: the support
+        depends on the values only through their counts."""
+
     def estimate(self, support, n: int) -> np.ndarray:
         n = self._reporters(n)
         if n == 0:

@@ -103,11 +103,9 @@ class OUE(FrequencyOracle):
     def batches_support(self, values, streams, sizes) -> np.ndarray:
         return column_counts(self._perturbed_bits(values, streams, sizes))[: self.domain_size]
 
-    def sample_support(self, values, rng: np.random.Generator) -> np.ndarray:
+    def sample_support_of_counts(self, counts, rng: np.random.Generator) -> np.ndarray:
         """``c'[k] ~ Bin(n_k, 1/2) + Bin(n - n_k, q)`` independently per bin."""
-        values = self._categories(values).ravel()
-        counts = np.bincount(values, minlength=self.domain_size)
-        return rng.binomial(counts, self.p) + rng.binomial(values.size - counts, self.q)
+        return rng.binomial(counts, self.p) + rng.binomial(counts.sum() - counts, self.q)
 
     # --- server side -------------------------------------------------------------------------
     def support(self, reports) -> np.ndarray:

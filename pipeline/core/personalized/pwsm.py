@@ -56,6 +56,8 @@ from .sampling import keep_probabilities, sample_counts
 
 __all__ = ["PersonalizedStepResult", "PersonalizedMechanism", "THRESHOLDS", "DecisionOverride"]
 
+_SELECTIONS_KEPT = 4096  # OBS selections remembered per mechanism (a few KB each way)
+
 # What M2 compares the dissimilarity with, from OBS's selection.
 THRESHOLDS = {
     "sqrt-error": lambda selection: math.sqrt(selection.error),  # Alg. 2 line 5: the paper's rule
@@ -114,6 +116,7 @@ class PersonalizedMechanism(CentralMechanism):
         self.dissimilarity_measure = DissimilarityCalculation(self.types, self.domain_size,
                                                               obs_sensitivity=dc_obs_sensitivity, sampler=self._sample,
                                                               noise=self.noise)
+        self._selections: dict[bytes, BudgetSelection | None] = {}
 
     @classmethod
     def for_requirements(cls, requirements, domain_size: int, **options) -> "PersonalizedMechanism":
@@ -149,7 +152,7 @@ class PersonalizedMechanism(CentralMechanism):
         budgets = self.publication_budgets(slot)
         if budgets is None:
             return self._charge(slot, Strategy.NULLIFIED, dissimilarity, None, None, None)
-        selection = obs(budgets, self.types.sizes)
+        selection = self._selection(budgets)
         threshold = THRESHOLDS[self.threshold](selection) if selection is not None else math.inf
         publish = selection is not None and (
             (self.force_first_publish and slot == 1) or self._decide(slot, dissimilarity, threshold)
@@ -160,6 +163,16 @@ class PersonalizedMechanism(CentralMechanism):
                             Phase.SAMPLE_PUBLICATION)
         self._fresh(slot, kept.sum(axis=0), selection.theta)  # SM_d: sensitivity 1, no rescaling
         return self._charge(slot, Strategy.PUBLISH, dissimilarity, threshold, selection, budgets)
+
+    def _selection(self, budgets: np.ndarray) -> BudgetSelection | None:
+        """OBS over the types' budgets, remembered: budget vectors recur (PBA's take a dozen forms in
+        10,000 slots, PBD's repeat whenever a window holds no publication), and OBS is a pure function."""
+        key = budgets.tobytes()
+        if key not in self._selections:
+            if len(self._selections) >= _SELECTIONS_KEPT:
+                self._selections.clear()
+            self._selections[key] = obs(budgets, self.types.sizes)
+        return self._selections[key]
 
     def _charge(self, slot: int, strategy: Strategy, dissimilarity: Dissimilarity | None, threshold: float | None,
                 selection: BudgetSelection | None, spent: np.ndarray | None) -> PersonalizedStepResult:
@@ -197,9 +210,8 @@ class PersonalizedMechanism(CentralMechanism):
         if array.size and array.min() < 0:
             raise ParameterError("type counts must be >= 0")
         reporting = array.sum(axis=1)
-        over = np.flatnonzero(reporting > self.types.sizes)
-        if over.size:
-            k = int(over[0])
+        if (reporting > self.types.sizes).any():
+            k = int(np.argmax(reporting > self.types.sizes))
             raise ParameterError(f"type {k} has {int(reporting[k])} users in this slot but only {int(self.types.sizes[k])} registered")
         return array
 

@@ -54,6 +54,8 @@ __all__ = [
 ]
 
 CSV_HEADER = ("user", "w", "epsilon")
+_VALUES_PER_CHUNK = 4_000_000  # user values whose type cells are counted at once
+_FEW_VALUES = 8  # domains up to this size are counted by matrix products, one per value
 # Entropy tag of the requirement draw: [seed, 3] is distinct from the synthetic streams' [seed, 0..2].
 _SEED_TAG = 3
 
@@ -123,21 +125,44 @@ class RequirementTypes:
 
 
 def type_histogram(values: np.ndarray, user_types: np.ndarray, type_count: int, domain_size: int) -> np.ndarray:
-    """``counts[k, j]`` = users of type k holding value j, in one ``bincount`` (ABSENT users skipped)."""
+    """``counts[..., k, j]`` = users of type k holding value j, for one slot's values (users,) or many
+    slots' (slots, users), a chunk of slots at a time (ABSENT users skipped).
+
+    With few values each value's counts are one matrix product of its indicator with the users'
+    type membership (BLAS sums of zeros and ones, exact in floating point below 2^24 users, several
+    times faster than counting); with many values, one ``bincount`` of (slot, type, value) cells.
+    """
     values = np.asarray(values)
-    if values.shape != user_types.shape:
-        raise ParameterError(f"got values of {values.size} users, the requirements cover {user_types.size}")
+    users = user_types.size
+    if values.shape[-1:] != user_types.shape:
+        raise ParameterError(f"got values of {values.shape[-1] if values.ndim else 0} users, "
+                             f"the requirements cover {users}")
     if values.dtype.kind not in "iu":
         raise ParameterError("user values must be integers")
-    if not values.size:
-        return np.zeros((type_count, domain_size), dtype=np.int64)
-    lowest, highest = values.min(), values.max()
-    if highest >= domain_size or lowest < ABSENT:
-        raise ParameterError(f"user values must lie in 0..{domain_size - 1} (or {ABSENT} for absent)")
-    cells = user_types * domain_size + values
-    if lowest == ABSENT:
-        cells = cells[values != ABSENT]
-    return np.bincount(cells, minlength=type_count * domain_size).reshape(type_count, domain_size)
+    rows = values.reshape(-1, users)
+    counts = np.zeros((rows.shape[0], type_count, domain_size), dtype=np.int64)
+    few_values = domain_size <= _FEW_VALUES
+    if few_values:
+        exact = np.float32 if users < 2**24 else np.float64
+        membership = np.zeros((users, type_count), dtype=exact)
+        membership[np.arange(users), user_types] = 1
+    step = max(1, _VALUES_PER_CHUNK // max(1, users))
+    for start in range(0, rows.shape[0] if values.size else 0, step):  # chunks bound the temporaries
+        chunk = rows[start : start + step]
+        lowest, highest = chunk.min(), chunk.max()
+        if highest >= domain_size or lowest < ABSENT:
+            raise ParameterError(f"user values must lie in 0..{domain_size - 1} (or {ABSENT} for absent)")
+        if few_values:
+            for value in range(domain_size):
+                counts[start : start + len(chunk), :, value] = (chunk == value).astype(exact) @ membership
+            continue
+        cells = type_count * domain_size
+        flat = (user_types * domain_size + chunk) + (np.arange(len(chunk)) * cells)[:, None]
+        if lowest == ABSENT:
+            flat = flat[chunk != ABSENT]
+        counts[start : start + len(chunk)] = np.bincount(flat.ravel(), minlength=len(chunk) * cells).reshape(
+            -1, type_count, domain_size)
+    return counts.reshape(*values.shape[:-1], type_count, domain_size)
 
 
 class Requirements:
@@ -169,7 +194,8 @@ class Requirements:
         return self.types.strictest
 
     def type_counts(self, values: np.ndarray, domain_size: int) -> np.ndarray:
-        """One slot's ``(types, d)`` count matrix from every user's value (in user order)."""
+        """The ``(types, d)`` count matrix of a slot from every user's value (in user order), or the
+        ``(slots, types, d)`` matrices of a ``(slots, users)`` matrix."""
         return type_histogram(values, self.user_types, self.types.count, domain_size)
 
     def for_users(self, user_ids: Sequence[str]) -> "Requirements":

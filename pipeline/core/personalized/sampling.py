@@ -86,6 +86,5 @@ def sample_counts(counts: np.ndarray, probabilities: np.ndarray, randomness: Der
     if not partial.any():
         return counts
     kept = counts.copy()
-    generator = randomness.generator(slot, phase)
-    kept[partial] = generator.binomial(counts[partial], probabilities[partial, None])
+    kept[partial] = randomness.transient_generator(slot, phase).binomial(counts[partial], probabilities[partial, None])
     return kept

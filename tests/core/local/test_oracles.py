@@ -238,6 +238,20 @@ def test_hybrid_components_unbiased_with_spec_variance(eps, component):  # item 
         assert component_variance("hm", eps, np.array([-1, 0, 0.5])) == pytest.approx(hm.worst_case_variance)
 
 
+@pytest.mark.parametrize("eps", [0.5, 1.0])  # SR alone below eps* = 0.61; SR and PM above
+def test_hybrid_sufficient_sums_are_unbiased_with_the_outputs_variance(eps):
+    """The sum of 500 outputs drawn at once, over 4,000 repetitions: mean within 4 standard errors of
+    the inputs' sum, sample variance within 4 of its standard deviations of the summed variances."""
+    hm = HybridMechanism(eps, bound=1.0)
+    values = np.linspace(0.0, 1.0, 500)
+    x = hm.unit_inputs(values)
+    rng, reps = np.random.default_rng(4), 4000
+    sums = np.array([hm.sample_support(values, rng)[0] for _ in range(reps)])
+    variance = float(component_variance("hm", eps, x).sum())
+    assert abs(sums.mean() - x.sum()) < SE * math.sqrt(variance / reps)
+    assert abs(sums.var(ddof=1) - variance) < SE * variance * math.sqrt(2 / (reps - 1))
+
+
 def test_hybrid_estimate_maps_back_and_clips():
     hm = HybridMechanism(1.0, bound=10.0)
     outputs = hm.perturb(np.array([-5.0, 20.0]), KeyStream.from_seed(0), component="sr")

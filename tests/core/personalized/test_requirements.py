@@ -157,3 +157,15 @@ def test_requirement_types_are_read_only():
     types = RequirementTypes([3], [1.0], [2])
     with pytest.raises(ValueError):
         types.windows[0] = 5
+
+
+@pytest.mark.parametrize("domain_size", [2, 5, 12])  # counted by matrix products up to 8 values, by bincount above
+def test_type_counts_of_many_slots_are_each_slots_counts(domain_size):
+    rng = np.random.default_rng(domain_size)
+    requirements = Requirements(rng.choice([40, 80], 300), rng.choice([0.6, 1.0], 300))
+    values = rng.integers(ABSENT, domain_size, (40, 300))
+    counts = requirements.type_counts(values, domain_size)
+    for slot, row in enumerate(values):
+        expected = np.zeros((requirements.types.count, domain_size), dtype=np.int64)
+        np.add.at(expected, (requirements.user_types[row >= 0], row[row >= 0]), 1)
+        assert (counts[slot] == expected).all() and (requirements.type_counts(row, domain_size) == expected).all()
