@@ -53,7 +53,7 @@ from pipeline.core.data import ABSENT, UserValues
 from pipeline.core.local import Request
 from pipeline.core.local.devices import Devices, block_reports
 from pipeline.core.local.user_sets import pack_users, unpack_users
-from pipeline.core.state import StateError, pack, unpack
+from pipeline.core.packing import StateError, pack, unpack
 from pipeline.core.validation import ParameterError
 from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS
 from pipeline.stream.codecs import (AuthenticationError, DecodeError, ReportsMessage, RequestMessage, SignatureSeal,

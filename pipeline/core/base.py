@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 import numpy as np
 
-from . import state as state_codec
+from . import packing
 from .ledger import BudgetEntry, WindowLedger
 from .randomness import DerivedRandomness, SecretKey
 from .registry import REGISTRY, register
@@ -154,14 +154,14 @@ class Mechanism(abc.ABC):
         return mechanism
 
     def to_bytes(self) -> bytes:
-        return state_codec.pack(self.state_dict())
+        return packing.pack(self.state_dict())
 
     def to_parts(self) -> tuple[bytes, dict[str, bytes]]:
-        """:meth:`to_bytes` as a small head plus its large values by key (:func:`~.state.pack_split`)."""
-        return state_codec.pack_split(self.state_dict())
+        """:meth:`to_bytes` as a small head plus its large values by key (:func:`~.packing.pack_split`)."""
+        return packing.pack_split(self.state_dict())
 
     def to_json(self) -> str:
-        return state_codec.to_json(self.state_dict())
+        return packing.to_json(self.state_dict())
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
@@ -174,7 +174,7 @@ def restore(data: bytes | str, randomness: DerivedRandomness, *, parts=None, **h
     if parts is not None:
         if isinstance(data, str):
             raise ParameterError("a state split in parts has a bytes head (Mechanism.to_parts), not JSON")
-        state = state_codec.unpack_split(data, parts)
+        state = packing.unpack_split(data, parts)
     else:
-        state = state_codec.from_json(data) if isinstance(data, str) else state_codec.unpack(data)
+        state = packing.from_json(data) if isinstance(data, str) else packing.unpack(data)
     return Mechanism.from_state(state, randomness, **hooks)

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..core import state as state_codec
+from ..core import packing
 from ..core.accounting import latest_window_spend
 from ..core.base import Mechanism, StepResult
 from ..core.validation import ParameterError
@@ -106,7 +106,7 @@ class StreamLogic:
         parameters are fixed for its lifetime (a new configuration needs a new stream name).
         """
         template = self._template
-        configured, stored = state_codec.to_json(template.params()), state_codec.to_json(mechanism.params())
+        configured, stored = packing.to_json(template.params()), packing.to_json(mechanism.params())
         if configured == stored and type(mechanism) is type(template):
             return None
         return f"the config says {configured}, the stream's state holds {stored}"

@@ -44,7 +44,7 @@ from typing import Any, Callable, NamedTuple, Protocol, Self, TypeVar
 
 import numpy as np
 
-from ..core import state as packing
+from ..core import packing
 from ..core.accounting import slide_charges
 from ..core.base import StepResult
 from ..core.local.protocol import Request
@@ -199,7 +199,7 @@ class ServerKeys:
 
 class TableValue:
     """A value of a processor's table: a dataclass whose fields, in order, are the keys of the dict
-    it is packed as (:mod:`pipeline.core.state`). :meth:`pack` writes, and :meth:`unpack` reads, the
+    it is packed as (:mod:`pipeline.core.packing`). :meth:`pack` writes, and :meth:`unpack` reads, the
     layout the processors stored, so that a changelog written before restores."""
 
     def to_fields(self) -> dict[str, Any]:
@@ -285,7 +285,7 @@ class SideKeys:
 
 
 class MechanismParts:
-    """The parts of M2's mechanism state (:func:`~pipeline.core.state.pack_split`), each in the side
+    """The parts of M2's mechanism state (:func:`~pipeline.core.packing.pack_split`), each in the side
     key ``<stream>/part/<digest>``, as the mapping :func:`~pipeline.core.base.restore` reads."""
 
     def __init__(self, side: SideKeys, stream: str) -> None:
@@ -724,7 +724,7 @@ class PublicationState(HeadState):
 
 @dataclass
 class MechanismPart(TableValue):
-    """A large value of M2's mechanism state, under its digest (:func:`~pipeline.core.state.pack_split`)."""
+    """A large value of M2's mechanism state, under its digest (:func:`~pipeline.core.packing.pack_split`)."""
 
     data: bytes
 

@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core import state as packing
+from ..core import packing
 from ..core.decayed import RTPDMM, CombinedIndex, ReleaseIndex, check_decay
 from ..core.noise import noise_variance
 from ..core.local.adaptive import make_oracle

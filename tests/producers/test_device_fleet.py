@@ -8,7 +8,7 @@ import pytest
 from pipeline.core.data import UserValues
 from pipeline.core.local import Devices, Request
 from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey
-from pipeline.core.state import StateError, unpack
+from pipeline.core.packing import StateError, unpack
 from pipeline.stream import prometheus as metrics
 from pipeline.stream.config import parse_config
 from producers.devices import DeviceFleet, DeviceLedger

@@ -5,7 +5,7 @@ of its mechanism's state that its head names, and the releases equal the simulat
 
 import numpy as np
 
-from pipeline.core import state as packing
+from pipeline.core import packing
 from pipeline.core.data import UserValues
 from pipeline.core.local import LPA
 from pipeline.core.local.devices import Devices
