@@ -3,7 +3,7 @@
 A fleet process holds the true values of the users of its shard (whole device blocks: block b
 belongs to shard ``b mod shards``), reads the server's requests from ``ldp.requests``, perturbs
 the values of the asked users with the library's device-side code and the **devices'** key
-(:func:`pipeline.core.local.devices.block_reports`; the server never has that key), and sends only
+(:func:`pipeline.core.local.device_reports.block_reports`; the server never has that key), and sends only
 the perturbed reports to ``ldp.reports``. Raw values never leave this process.
 
 Each user's own ledger (:class:`DeviceLedger`) refuses a report that would take the user over
@@ -51,7 +51,7 @@ import numpy as np
 
 from pipeline.core.data import ABSENT, UserValues
 from pipeline.core.local import Request
-from pipeline.core.local.devices import Devices, block_reports
+from pipeline.core.local.device_reports import Devices, block_reports
 from pipeline.core.local.user_sets import pack_users, unpack_users
 from pipeline.core.packing import StateError, pack, unpack
 from pipeline.core.validation import ParameterError

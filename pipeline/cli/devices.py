@@ -49,7 +49,7 @@ def handle(args) -> int:
     from confluent_kafka import Consumer, Producer  # first: without the stream extra, say so before anything else
 
     from pipeline.core.data import UserValues
-    from pipeline.core.local.devices import Devices
+    from pipeline.core.local.device_reports import Devices
     from pipeline.core.randomness import DerivedRandomness
     from pipeline.stream.codecs import report_seal
     from pipeline.stream.config import load_config

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.core.data import UserValues
 from pipeline.core.local import MECHANISMS
-from pipeline.core.local.devices import Devices
+from pipeline.core.local.device_reports import Devices
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.core.synthetic import synthetic
 from pipeline.stream.audit import verify

@@ -8,7 +8,7 @@ import numpy as np
 from pipeline.core import packing
 from pipeline.core.data import UserValues
 from pipeline.core.local import LPA
-from pipeline.core.local.devices import Devices
+from pipeline.core.local.device_reports import Devices
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.stream.config import parse_config
 from producers.devices import DeviceFleet

@@ -10,7 +10,7 @@ budget and splits the users. LB-DSAT_w and LB-RescueDP are the extensions' budge
 from ._base import AdaptiveMechanism, BudgetDivision, LocalMechanism, PopulationDivision
 from .adaptive import ORACLE_NAMES, choose, make_oracle
 from .clipping import ClippingThreshold
-from .devices import DEFAULT_BLOCK_SIZE, MODES, Devices, block_reports
+from .device_reports import DEFAULT_BLOCK_SIZE, MODES, Devices, block_reports
 from .grr import GRR
 from .hybrid import HybridMechanism
 from .lb_dsat import LBDSAT

@@ -31,7 +31,7 @@ from ..base import Mechanism, Strategy
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_domain, check_epsilon, check_positive_int
 from .adaptive import ORACLE_NAMES, make_oracle
-from .devices import Devices
+from .device_reports import Devices
 from .oracle import VAR_MODES
 from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request
