@@ -171,7 +171,7 @@ def served_slots(config, values, slots, **mechanism_options):
 
 
 def oracle_variance(record):
-    from pipeline.core.local.adaptive import make_oracle
+    from pipeline.core.local.oracles import make_oracle
 
     return make_oracle(record.extras["oracle2"], record.eps2, len(record.release)).variance(record.extras["n2"])
 
@@ -251,7 +251,7 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
     """Half the devices never answer: a publication's estimate rests on the n2 reports that came,
     not on the N users asked (what LBD's decision threshold V(eps_2, N) assumes)."""
     from pipeline.core.data import UserValues
-    from pipeline.core.local.adaptive import make_oracle
+    from pipeline.core.local.oracles import make_oracle
     from pipeline.core.local.device_reports import Devices
     from producers.devices import DeviceFleet
     from pipeline.stream.codecs import TickMessage

@@ -30,9 +30,9 @@ import numpy as np
 from ..base import Mechanism, Strategy
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_domain, check_epsilon, check_positive_int
-from .adaptive import ORACLE_NAMES, make_oracle
 from .device_reports import Devices
 from .oracle import VAR_MODES
+from .oracles import ORACLE_NAMES, make_oracle
 from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request
 from .schedules import Absorption, Distribution

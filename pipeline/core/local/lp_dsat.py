@@ -7,9 +7,9 @@ import math
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError
 from ._base import DecisionOverride, PopulationDivision
-from .adaptive import make_oracle
 from .device_reports import Devices
 from .dsat import RateControlled
+from .oracles import make_oracle
 from .protocol import Request
 
 __all__ = ["LPDSAT"]
