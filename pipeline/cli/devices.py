@@ -55,7 +55,7 @@ def handle(args) -> int:
     from pipeline.stream.config import load_config
     from pipeline.stream.kafka import consumer_config, producer_config
     from pipeline.stream.logic import device_block_size
-    from producers.devices import DeviceFleet, SignedRequests, signed_reports
+    from producers.device_fleet import DeviceFleet, SignedRequests, signed_reports
 
     config = load_config(args.config)
     names = args.stream or [config.streams[0].name]

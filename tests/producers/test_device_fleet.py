@@ -11,7 +11,7 @@ from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey
 from pipeline.core.packing import StateError, unpack
 from pipeline.stream import prometheus as metrics
 from pipeline.stream.config import parse_config
-from producers.devices import DeviceFleet, DeviceLedger
+from producers.device_fleet import DeviceFleet, DeviceLedger
 
 USERS, DOMAIN, WINDOW, SLOTS, BLOCK, START = 64, 4, 5, 30, 8, 1_201_910_400.0
 VALUES = np.random.default_rng(7).integers(0, DOMAIN, (SLOTS, USERS))
@@ -191,7 +191,7 @@ def test_another_sharding_of_the_same_ledger_directory_is_refused(tmp_path):
 
 
 def test_the_digest_follows_every_field_and_not_the_users_dtype():
-    from producers.devices import request_digest
+    from producers.device_fleet import request_digest
 
     base = ask(4, [1, 2, 3], epsilon=0.5)
     assert request_digest(base) == request_digest(ask(4, np.array([1, 2, 3], dtype=np.int32), epsilon=0.5))

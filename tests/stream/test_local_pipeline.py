@@ -14,7 +14,7 @@ from pipeline.core.synthetic import synthetic
 from pipeline.stream.audit import verify
 from pipeline.stream.codecs import DeadLetter, ReportsMessage, TickMessage, decode_message, report_seal, seal
 from pipeline.stream.config import parse_config
-from producers.devices import DeviceFleet
+from producers.device_fleet import DeviceFleet
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START
 

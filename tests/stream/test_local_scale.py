@@ -11,7 +11,7 @@ from pipeline.core.local import LPA
 from pipeline.core.local.device_reports import Devices
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.stream.config import parse_config
-from producers.devices import DeviceFleet
+from producers.device_fleet import DeviceFleet
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START
 

@@ -253,7 +253,7 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
     from pipeline.core.data import UserValues
     from pipeline.core.local.oracles import make_oracle
     from pipeline.core.local.device_reports import Devices
-    from producers.devices import DeviceFleet
+    from producers.device_fleet import DeviceFleet
     from pipeline.stream.codecs import TickMessage
     from tests.stream.test_local_pipeline import BLOCK, SLOTS, USERS, W
 

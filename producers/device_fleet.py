@@ -33,7 +33,7 @@ derived from the devices' key, so no one else can spend a user's budget or answe
 >>> ledger.admit(ask(2, [1, 2], epsilon=0.5), np.array([1, 2]))  # another request, same (slot, phase)
 Traceback (most recent call last):
 ...
-producers.devices.RequestRefused: slot 2 phase 2 was charged for another request
+producers.device_fleet.RequestRefused: slot 2 phase 2 was charged for another request
 >>> ledger.admit(ask(4, [1]), np.array([1])).tolist()  # slot 1 left the window
 [True]
 """
