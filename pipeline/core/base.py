@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 import numpy as np
 
 from . import packing
+from .accounting import SlidingLedger
 from .ledger import BudgetEntry, WindowLedger
 from .randomness import DerivedRandomness, SecretKey
 from .registry import REGISTRY, register
@@ -110,6 +111,11 @@ class Mechanism(abc.ABC):
         """An empty ledger for this mechanism's step results, bounded by its budget: every user pays
         every slot's ``eps1 + eps2`` (a mechanism whose users pay differently makes its own)."""
         return WindowLedger(self.window, self.epsilon)
+
+    def sliding_ledger(self, state: np.ndarray | None = None) -> SlidingLedger:
+        """The same account as :meth:`new_ledger`, keeping only what the next window needs: what a
+        live service stores between slots (:meth:`SlidingLedger.state`), continued from ``state``."""
+        return SlidingLedger([self.window], [self.epsilon], state)
 
     def run(self, stream: Iterable) -> list[StepResult]:
         """``step`` over every slot of a finite stream (rows of a matrix, or any iterable)."""
