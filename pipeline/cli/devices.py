@@ -96,9 +96,11 @@ def handle(args) -> int:
     producer = Producer(producer_config(bootstrap, args.tansu_compat))
     consumer.subscribe([LDP_REQUESTS])
     for name, fleet in fleets.items():
+        fullest = fleet.ledger.tightest()
+        spent = "" if fullest is None else f", fullest user window {fullest.spend:g} of {fullest.bound:g}"
         print(f"devices of stream {name!r}: shard {shard}/{shards} of {fleet.stream.users} users in blocks of "
-              f"{fleet.devices.block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}); "
-              "waiting for requests", file=sys.stderr, flush=True)
+              f"{fleet.devices.block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}"
+              f"{spent}); waiting for requests", file=sys.stderr, flush=True)
 
     def respond(raw: bytes) -> list[tuple[bytes, bytes]]:
         """The ``ldp.reports`` messages answering one request, with their keys ([] for a forged one or

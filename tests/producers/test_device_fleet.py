@@ -55,6 +55,25 @@ def test_a_second_request_at_a_charged_slot_and_phase_is_refused_whatever_its_bu
     assert refusals("conflict") == before + 1
 
 
+def test_a_fleet_returns_what_it_refused_and_the_metrics_follow_only_when_exported():
+    devices = fleet()
+    before = refusals("bad_epsilon")
+    answer = devices.respond(ask(1, [3, 9], epsilon=50.0))
+    assert answer.reports == [] and refusals("bad_epsilon") == before  # nothing exported yet
+    assert answer.events.device_requests_refused == {("s", "bad_epsilon"): 1}
+    metrics.export(answer.events)
+    assert refusals("bad_epsilon") == before + 1
+
+
+def test_the_device_ledger_names_its_fullest_user_window():
+    ledger = DeviceLedger(USERS, WINDOW, 1.0)
+    assert ledger.tightest() is None
+    ledger.admit(ask(1, [0, 1], epsilon=0.25), np.array([0, 1]))
+    ledger.admit(ask(3, [1], epsilon=0.5), np.array([1]))
+    fullest = ledger.tightest()
+    assert (fullest.user, fullest.spend, fullest.bound, fullest.last) == (1, 0.75, 1.0, 2) and not fullest.exceeds()
+
+
 def test_asking_again_with_other_block_companions_gets_no_fresh_report():
     devices = fleet()
     user = 12  # block 1 (users 8..15)
