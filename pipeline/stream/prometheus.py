@@ -93,7 +93,8 @@ forged_messages = Counter(
 
 
 #: The gauges of one stream, set by the worker that publishes it.
-STREAM_GAUGES = (last_released_slot, release_time, window_spent, window_budget, available_population, release_error)
+STREAM_GAUGES = (last_released_slot, release_time, window_spent, window_reserved, window_budget, available_population,
+                 release_error)
 
 
 def forget_stream(name: str) -> None:
