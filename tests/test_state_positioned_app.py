@@ -20,7 +20,7 @@ from faust.transport.drivers import aiokafka as driver  # noqa: E402
 from faust.types import TP  # noqa: E402
 
 from pipeline.bench.crash import sample_values, trial_config  # noqa: E402
-from pipeline.core import state as packing  # noqa: E402
+from pipeline.core import packing  # noqa: E402
 from topologies import app as topology  # noqa: E402
 from topologies.app import build_app  # noqa: E402
 

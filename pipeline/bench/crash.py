@@ -302,7 +302,7 @@ def positions(bootstrap: str, config) -> dict[str, dict]:
     record of each key)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..core import state as packing
+    from ..core import packing
     from ..stream.kafka import consumer_config
     from ..stream.topics import changelog
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..cli._common import bin_count, check_cells, epsilon_value, seed, slot_count, user_count, window_length
 from ..core.local import LPA, Devices, choose
-from ..core.local.devices import DEFAULT_BLOCK_SIZE
+from ..core.local.device_reports import DEFAULT_BLOCK_SIZE
 from ..core.local.measures import bits_per_user_per_slot, cfpu
 from ..core.randomness import DerivedRandomness, KeyStream, SecretKey
 

@@ -99,7 +99,6 @@ def stream_config(model: str, mechanism: str, users: int, domain: int, window: i
 
 def _mechanisms(args) -> dict[str, str]:
     """model -> mechanism: ``--mechanism`` for the streams of its model, the default for the others."""
-    from ..core.local import LocalMechanism
     from ..core.registry import mechanisms
 
     models = ("central", "local") if args.model == "both" else (args.model,)
@@ -108,7 +107,7 @@ def _mechanisms(args) -> dict[str, str]:
         cls = mechanisms().get(args.mechanism)
         if cls is None:
             raise UsageError(f"--mechanism must name a mechanism, got {args.mechanism!r}")
-        model = "local" if issubclass(cls, LocalMechanism) else "central"
+        model = cls.model
         if model not in chosen:
             raise UsageError(f"--mechanism {args.mechanism} is a {model}-model mechanism; --model is {args.model}")
         chosen[model] = args.mechanism

@@ -13,7 +13,7 @@ import importlib
 import os
 import sys
 
-from ..core.state import StateError
+from ..core.packing import StateError
 from ..core.validation import ParameterError
 from ._common import OneLineParser, UsageError
 

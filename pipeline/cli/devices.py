@@ -49,13 +49,13 @@ def handle(args) -> int:
     from confluent_kafka import Consumer, Producer  # first: without the stream extra, say so before anything else
 
     from pipeline.core.data import UserValues
-    from pipeline.core.local.devices import Devices
+    from pipeline.core.local.device_reports import Devices
     from pipeline.core.randomness import DerivedRandomness
     from pipeline.stream.codecs import report_seal
     from pipeline.stream.config import load_config
     from pipeline.stream.kafka import consumer_config, producer_config
     from pipeline.stream.logic import device_block_size
-    from producers.devices import DeviceFleet, SignedRequests, signed_reports
+    from producers.device_fleet import DeviceFleet, SignedRequests, signed_reports
 
     config = load_config(args.config)
     names = args.stream or [config.streams[0].name]
@@ -96,9 +96,11 @@ def handle(args) -> int:
     producer = Producer(producer_config(bootstrap, args.tansu_compat))
     consumer.subscribe([LDP_REQUESTS])
     for name, fleet in fleets.items():
+        fullest = fleet.ledger.tightest()
+        spent = "" if fullest is None else f", fullest user window {fullest.spend:g} of {fullest.bound:g}"
         print(f"devices of stream {name!r}: shard {shard}/{shards} of {fleet.stream.users} users in blocks of "
-              f"{fleet.devices.block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}); "
-              "waiting for requests", file=sys.stderr, flush=True)
+              f"{fleet.devices.block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}"
+              f"{spent}); waiting for requests", file=sys.stderr, flush=True)
 
     def respond(raw: bytes) -> list[tuple[bytes, bytes]]:
         """The ``ldp.reports`` messages answering one request, with their keys ([] for a forged one or

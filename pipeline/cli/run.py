@@ -15,6 +15,7 @@ import contextlib
 import sys
 from pathlib import Path
 
+from ..core.registry import mechanism_class
 from ._common import (
     LOOPBACK,
     UsageError,
@@ -73,15 +74,6 @@ def demo_feed():
     data = read_tdrive([SAMPLE_TDRIVE], "personalized", grid=(4, 4), slot_seconds=300.0).values
     data.name = "taxi"
     return MatrixFeed(data)
-
-
-def mechanism_class(name: str) -> type:
-    from ..core.registry import mechanisms
-
-    cls = mechanisms().get(name)
-    if cls is None:
-        raise UsageError(f"unknown mechanism {name!r}")
-    return cls
 
 
 def default_config(feed, args):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.data import ABSENT, UserValues, is_dump, load_dump
 from ..core.local import MECHANISMS, MODES, VAR_MODES, ClippingThreshold, Devices, UserLedger
-from ..core.local.devices import DEFAULT_BLOCK_SIZE
+from ..core.local.device_reports import DEFAULT_BLOCK_SIZE
 from ..core.local.exchangeable import ExchangeableBinarySlot
 from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc, roc_curve
 from ..core.metrics import FREQUENCY_MRE_FLOOR, mae, mre, mse

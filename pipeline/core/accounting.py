@@ -13,10 +13,15 @@ but it is always a *charge matrix*:
 
 A group's window spend is the sum of its column over the window (:func:`window_sums`); a listed
 user's adds their own charges in the window. :class:`ChargeMatrix` computes both and finds the
-first window over its bound. The ledgers that live beside a mechanism (the core's
-``WindowLedger``, ``PersonalizedLedger`` and ``UserLedger``) answer the same questions slot by
-slot: they are :class:`WindowAccount` s, and every mechanism makes its own
-(:meth:`pipeline.core.base.Mechanism.new_ledger`).
+first window over its bound: it is what ``wevent audit`` checks the published records with.
+
+The ledgers that live beside a mechanism answer the same questions slot by slot: they are
+:class:`WindowAccount` s, and every mechanism makes its own, in two forms. ``new_ledger``
+(:meth:`pipeline.core.base.Mechanism.new_ledger`: the core's ``WindowLedger``,
+``PersonalizedLedger`` and ``UserLedger``) keeps every slot, for simulations and tests;
+``sliding_ledger`` (:class:`SlidingLedger` and its per-model forms) keeps only the charges the
+next window needs, which a live service stores between slots (the stream layer's M2 does, in its
+table). The per-model charge arithmetic lives in those classes and nowhere else.
 
 :class:`Budget` is a stream's budget once its parts are settled: what the host mechanism may
 spend in a window, and what a query index on raw counts (the decayed structure of Sun et al.
@@ -29,6 +34,14 @@ Examples
 [[0.25, 0.5], [0.75, 1.0], [0.75, 2.0]]
 >>> charges.first_overspend()
 WindowSpend(spend=2.0, bound=1.5, group=1, first=0, last=2, user=None)
+
+A live service charges the same slots one at a time, keeping only the last window:
+
+>>> live = SlidingLedger([2, 3], [1.0, 1.5])
+>>> for slot, row in enumerate(charges.shared, start=1):
+...     spend = live.record_charges(slot, row)
+>>> spend.tolist(), live.tightest() == charges.first_overspend()
+([0.75, 2.0], True)
 """
 
 from __future__ import annotations
@@ -41,7 +54,7 @@ import numpy as np
 
 from .validation import check_epsilon, check_window
 
-__all__ = ["TOLERANCE", "Budget", "WindowSpend", "WindowAccount", "ChargeMatrix", "window_sums",
+__all__ = ["TOLERANCE", "Budget", "WindowSpend", "WindowAccount", "SlidingLedger", "ChargeMatrix", "window_sums",
            "latest_window_spend", "slide_charges"]
 
 TOLERANCE = 1e-9
@@ -122,8 +135,9 @@ class WindowAccount(Protocol):
 
     ``record`` takes a mechanism's step result for its next slot (slots come in order) and charges
     it to the groups or users who paid; ``tightest`` is the window with the largest spend over its
-    bound so far (None before any slot). A ledger whose ``tightest().exceeds()`` recorded a
-    mechanism that broke its guarantee.
+    bound so far (None before any slot; a :class:`SlidingLedger` knows the windows ending at its
+    newest slot only). A ledger whose ``tightest().exceeds()`` recorded a mechanism that broke its
+    guarantee.
     """
 
     def record(self, result) -> object: ...
@@ -152,7 +166,7 @@ def window_sums(per_slot: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
-def latest_window_spend(recent: np.ndarray, windows: Sequence[int]) -> np.ndarray:
+def latest_window_spend(recent: np.ndarray, windows: Sequence[int] | np.ndarray) -> np.ndarray:
     """Every group's spend over its own window ending at the newest row of ``recent`` (slots, groups).
 
     Added oldest first, as :func:`window_sums` adds them (``np.cumsum`` accumulates in order), so a
@@ -179,6 +193,93 @@ def slide_charges(recent: np.ndarray, charges: np.ndarray, keep: int) -> tuple[n
     charges = np.asarray(charges, dtype=float)
     window = np.vstack([np.asarray(recent, dtype=float).reshape(-1, charges.size), charges[None, :]])[-keep:]
     return window, (window[1:] if len(window) == keep else window)
+
+
+class SlidingLedger:
+    """A mechanism's ledger as a live service keeps it: only the charges its next window needs.
+
+    A :class:`WindowAccount` of bounded size. :meth:`record` charges a slot (slots come in order)
+    and returns every group's spend over its own window ending there, summed oldest first as
+    :func:`window_sums` sums it, so a service and a simulation of the same stream agree to the bit.
+    :meth:`state` is what the service stores between slots, the charges of the slots the next
+    window still needs (one row each, one column per charge :meth:`charges` makes); a ledger made
+    with that state continues where this one stopped. Older windows are forgotten, so
+    :meth:`tightest` is the group closest to its bound in the window ending at the newest slot.
+
+    This class charges every user of a group alike: with one group (the central model), every
+    user pays each slot's ``eps1 + eps2``. The personalized and local models charge differently
+    and derive their own; every mechanism makes the one that fits it
+    (:meth:`pipeline.core.base.Mechanism.sliding_ledger`).
+
+    Parameters
+    ----------
+    windows : sequence of int
+        Every group's window ``w_k``.
+    bounds : sequence of float
+        Every group's budget over its own window.
+    state : numpy.ndarray, optional
+        ``(slots, columns)``: the :meth:`state` of the ledger this one continues (nothing is
+        charged yet when omitted).
+
+    Examples
+    --------
+    >>> from pipeline.core.ledger import BudgetEntry
+    >>> ledger = SlidingLedger([3], [1.0])
+    >>> [ledger.record(BudgetEntry(t, 0.125, eps2)).tolist() for t, eps2 in enumerate([0.25, 0.0, 0.25, 0.125], 1)]
+    [[0.375], [0.5], [0.875], [0.75]]
+    >>> ledger.tightest()
+    WindowSpend(spend=0.75, bound=1.0, group=0, first=1, last=3, user=None)
+    >>> SlidingLedger([3], [1.0], ledger.state()).state().tolist()  # the two slots the next window needs
+    [[0.375], [0.25]]
+
+    References
+    ----------
+    G. Kellaris, S. Papadopoulos, X. Xiao, D. Papadias. Differentially Private Event Sequences
+    over Infinite Streams. PVLDB 7(12), 2014: Theorem 3 (sliding-window composition).
+    """
+
+    def __init__(self, windows, bounds, state: np.ndarray | None = None) -> None:
+        self.windows = np.asarray(windows, dtype=np.int64)
+        self.bounds = np.asarray(bounds, dtype=float)
+        self.keep = int(self.windows.max())  # the rows of the longest window
+        self.recent = np.zeros((0, self.columns)) if state is None else np.asarray(state, dtype=float)
+        self._spend: np.ndarray | None = None  # every group's window ending at the newest slot
+        self._newest = -1  # 0-based, as WindowSpend counts slots
+
+    @property
+    def columns(self) -> int:
+        """The charges a slot makes: one per group."""
+        return int(self.windows.size)
+
+    def charges(self, result) -> np.ndarray:
+        """What ``result``'s slot charged, one number per column: every user ``eps1 + eps2``."""
+        return np.array([result.eps1 + result.eps2])
+
+    def window_spend(self, window: np.ndarray) -> np.ndarray:
+        """Every group's spend over its own window, from the rows of the longest one (oldest first)."""
+        return latest_window_spend(window, self.windows)
+
+    def record(self, result) -> np.ndarray:
+        """Charge ``result``'s slot; every group's spend over its own window ending there."""
+        return self.record_charges(result.slot, self.charges(result))
+
+    def record_charges(self, slot: int, charges) -> np.ndarray:
+        """Charge 1-based ``slot`` (the one after the last charged) ``charges``, one per column."""
+        window, self.recent = slide_charges(self.recent, charges, self.keep)
+        self._spend, self._newest = self.window_spend(window), int(slot) - 1
+        return self._spend
+
+    def tightest(self) -> WindowSpend | None:
+        """The group whose window ending at the newest slot comes closest to its bound (None before any)."""
+        if self._spend is None:
+            return None
+        group = int(np.argmax(self._spend / self.bounds))
+        return WindowSpend(float(self._spend[group]), float(self.bounds[group]), group,
+                           max(0, self._newest - int(self.windows[group]) + 1), self._newest)
+
+    def state(self) -> np.ndarray:
+        """The charges of the slots the next window still needs (``(slots, columns)``, oldest first)."""
+        return self.recent
 
 
 class ChargeMatrix:

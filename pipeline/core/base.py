@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 import numpy as np
 
-from . import state as state_codec
+from . import packing
+from .accounting import SlidingLedger
 from .ledger import BudgetEntry, WindowLedger
 from .randomness import DerivedRandomness, SecretKey
 from .registry import REGISTRY, register
@@ -111,6 +112,11 @@ class Mechanism(abc.ABC):
         every slot's ``eps1 + eps2`` (a mechanism whose users pay differently makes its own)."""
         return WindowLedger(self.window, self.epsilon)
 
+    def sliding_ledger(self, state: np.ndarray | None = None) -> SlidingLedger:
+        """The same account as :meth:`new_ledger`, keeping only what the next window needs: what a
+        live service stores between slots (:meth:`SlidingLedger.state`), continued from ``state``."""
+        return SlidingLedger([self.window], [self.epsilon], state)
+
     def run(self, stream: Iterable) -> list[StepResult]:
         """``step`` over every slot of a finite stream (rows of a matrix, or any iterable)."""
         return [self.step(row) for row in stream]
@@ -154,14 +160,14 @@ class Mechanism(abc.ABC):
         return mechanism
 
     def to_bytes(self) -> bytes:
-        return state_codec.pack(self.state_dict())
+        return packing.pack(self.state_dict())
 
     def to_parts(self) -> tuple[bytes, dict[str, bytes]]:
-        """:meth:`to_bytes` as a small head plus its large values by key (:func:`~.state.pack_split`)."""
-        return state_codec.pack_split(self.state_dict())
+        """:meth:`to_bytes` as a small head plus its large values by key (:func:`~.packing.pack_split`)."""
+        return packing.pack_split(self.state_dict())
 
     def to_json(self) -> str:
-        return state_codec.to_json(self.state_dict())
+        return packing.to_json(self.state_dict())
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
@@ -174,7 +180,7 @@ def restore(data: bytes | str, randomness: DerivedRandomness, *, parts=None, **h
     if parts is not None:
         if isinstance(data, str):
             raise ParameterError("a state split in parts has a bytes head (Mechanism.to_parts), not JSON")
-        state = state_codec.unpack_split(data, parts)
+        state = packing.unpack_split(data, parts)
     else:
-        state = state_codec.from_json(data) if isinstance(data, str) else state_codec.unpack(data)
+        state = packing.from_json(data) if isinstance(data, str) else packing.unpack(data)
     return Mechanism.from_state(state, randomness, **hooks)

@@ -28,6 +28,36 @@ __all__ = ["SimulationRun", "simulate"]
 
 @dataclass
 class SimulationRun:
+    """A mechanism's run over a finite stream: its releases against the truth, and its ledger.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism after the run (its parameters and window bound go in the summary).
+    results : list of StepResult
+        Every slot's outcome, in order.
+    truth : numpy.ndarray
+        ``(T, d)``: what each release estimates.
+    charged : WindowAccount, optional
+        The mechanism's ledger, already charged with every result (:meth:`ledger` charges one
+        when omitted).
+
+    Examples
+    --------
+    >>> from pipeline.core.central import Uniform
+    >>> from pipeline.core.randomness import DerivedRandomness, SecretKey
+    >>> m = Uniform(1.0, 5, 2, randomness=DerivedRandomness(SecretKey.from_seed(0)))
+    >>> run = simulate(m, np.full((20, 2), 100.0))
+    >>> run.releases.shape, run.summary(mre_floor=1.0)["max_window_epsilon"] <= 1.0
+    ((20, 2), True)
+
+    References
+    ----------
+    G. Kellaris, S. Papadopoulos, X. Xiao, D. Papadias. Differentially Private Event Sequences
+    over Infinite Streams. PVLDB 7(12), 2014: Theorem 3 (a window's spend is the sum of its slots'),
+    which the summary's ``max_window_epsilon`` checks.
+    """
+
     mechanism: Mechanism
     results: list[StepResult]
     truth: np.ndarray  # (T, d): what each release estimates

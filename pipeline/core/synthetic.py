@@ -64,6 +64,28 @@ class LNS(StreamModel):
 
 @dataclass(frozen=True)
 class Sin(StreamModel):
+    """A sine wave: ``p_t = A sin(b t) + h``, clipped to [0, 1].
+
+    Parameters
+    ----------
+    amplitude : float, default 0.05
+        ``A``.
+    frequency : float, default 0.01
+        ``b``, in radians per slot.
+    offset : float, default 0.075
+        ``h``.
+
+    Examples
+    --------
+    >>> Sin().probabilities(3, None).round(6).tolist()
+    [0.0755, 0.076, 0.0765]
+
+    References
+    ----------
+    X. Ren, L. Shi, W. Yu, S. Yang, C. Zhao, Z. Xu. LDP-IDS: Local Differential Privacy for
+    Infinite Data Streams. SIGMOD 2022: Section 7.1.1 of the SIGMOD version (the Sin dataset).
+    """
+
     amplitude: float = 0.05
     frequency: float = 0.01
     offset: float = 0.075
@@ -76,6 +98,26 @@ class Sin(StreamModel):
 
 @dataclass(frozen=True)
 class Log(StreamModel):
+    """A logistic curve: ``p_t = A / (1 + exp(-b t))``, clipped to [0, 1].
+
+    Parameters
+    ----------
+    amplitude : float, default 0.25
+        ``A``, the value the curve approaches.
+    rate : float, default 0.01
+        ``b``, its growth per slot.
+
+    Examples
+    --------
+    >>> Log().probabilities(3, None).round(6).tolist()
+    [0.125625, 0.12625, 0.126875]
+
+    References
+    ----------
+    X. Ren, L. Shi, W. Yu, S. Yang, C. Zhao, Z. Xu. LDP-IDS: Local Differential Privacy for
+    Infinite Data Streams. SIGMOD 2022: Section 7.1.1 of the SIGMOD version (the Log dataset).
+    """
+
     amplitude: float = 0.25
     rate: float = 0.01
     name: str = field(default="log", init=False)

@@ -47,7 +47,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from ..core import state as packing
+from ..core import packing
 from ..core.central.dissimilarity import Dissimilarity
 from ..core.local.protocol import LocalDissimilarity, Request
 from ..core.randomness import SecretKey

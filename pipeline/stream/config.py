@@ -106,7 +106,7 @@ class StreamConfig:
     @property
     def block_size(self) -> int:
         """Users per device block (local model)."""
-        from ..core.local.devices import DEFAULT_BLOCK_SIZE
+        from ..core.local.device_reports import DEFAULT_BLOCK_SIZE
 
         return self.options.get("block_size", DEFAULT_BLOCK_SIZE)
 

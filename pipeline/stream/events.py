@@ -1,9 +1,11 @@
-"""What a processor saw of one input, for the worker to export as metrics.
+"""What a processor saw of one input, or a device fleet of one request, for export as metrics.
 
 The processors count what happened (reports accepted and rejected, dead letters, forged messages,
 closed slots, releases) in an :class:`Events` they return beside their outputs and state updates;
-they never touch a metrics library. The worker turns each input's events into Prometheus updates
-with :func:`pipeline.stream.prometheus.export`, the one place that maps events to metrics.
+they never touch a metrics library. A device fleet does the same with its refusals and the forged
+requests it reads (:mod:`producers.device_fleet`). The worker and the fleet turn each input's
+events into Prometheus updates with :func:`pipeline.stream.prometheus.export`, the one place that
+maps events to metrics.
 """
 
 from __future__ import annotations
@@ -50,3 +52,5 @@ class Events:
     slots_closed: Counter[str] = field(default_factory=Counter)  # by stream
     missing_reports: Counter[str] = field(default_factory=Counter)  # by stream: asked users who never answered
     releases: list[Released] = field(default_factory=list)
+    device_refusals: Counter[str] = field(default_factory=Counter)  # by stream: reports a device fleet refused
+    device_requests_refused: Counter[tuple[str, str]] = field(default_factory=Counter)  # by (stream, reason)

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..core import state as state_codec
-from ..core.accounting import latest_window_spend
+from ..core import packing
+from ..core.accounting import WindowSpend
 from ..core.base import Mechanism, StepResult
 from ..core.validation import ParameterError
 from ..core.central import CentralMechanism, Dissimilarity
@@ -32,8 +32,11 @@ class StreamLogic:
 
     Users fall in *groups* that are charged alike at every slot: one group in the central model,
     one per requirement type in the personalized model. A slot's input is a (groups, d) count
-    matrix, and M2 accounts every group's window of its own ``w_k`` against its own bound: the
-    host's share of the stream's :class:`~pipeline.core.accounting.Budget`, or ``eps_k``.
+    matrix. M2 accounts through the mechanism's own sliding ledger
+    (:meth:`~pipeline.core.base.Mechanism.sliding_ledger`), which knows how the model charges
+    users and bounds every group's window by the host's share of the stream's
+    :class:`~pipeline.core.accounting.Budget`, or by ``eps_k``; the logic only says what a
+    window's spend shows operators and the public record.
     """
 
     groups = 1
@@ -47,38 +50,18 @@ class StreamLogic:
         """Row of each user in the count matrix (None: a single row)."""
         return None
 
-    @property
-    def group_windows(self) -> np.ndarray:
-        return np.array([self.stream.window])
-
-    @property
-    def group_epsilons(self) -> np.ndarray:
-        """What each group's host mechanism may spend in a window (a query index's share left out)."""
-        return np.array([self.stream.budget.host])
-
-    def charges(self, result: StepResult) -> np.ndarray:
-        """What the slot charged, one column per group (what M2 keeps for ``max(group_windows)`` slots)."""
-        return np.array([result.eps1 + result.eps2])
-
-    @property
-    def charge_columns(self) -> int:
-        return self.groups
-
-    def window_spend(self, history: np.ndarray) -> np.ndarray:
-        """Every group's spend over its own window ending at the newest row of ``history``."""
-        return latest_window_spend(history, self.group_windows)
-
-    def budget_gauges(self, group_spend: np.ndarray) -> tuple[float, float, float]:
-        """What the window ending at a release shows operators, for the group closest to its bound:
-        the host's spend, the share a query index reserves, and the total the two must stay within."""
-        k = int(np.argmax(group_spend / self.group_epsilons))
+    def budget_gauges(self, tightest: WindowSpend) -> tuple[float, float, float]:
+        """What the window ending at a release shows operators, for the group closest to its bound
+        (``tightest``, the host's window): the host's spend, the share a query index reserves, and
+        the total the two must stay within (the stream's :class:`~pipeline.core.accounting.Budget`)."""
         budget = self.stream.budget
-        return float(group_spend[k]), budget.reserved, budget.total
+        return tightest.spend, budget.reserved, budget.total
 
-    def released(self, mechanism: Mechanism, result: StepResult, group_window_spend: np.ndarray, now: float,
+    def released(self, mechanism: Mechanism, result: StepResult, tightest: WindowSpend, now: float,
                  closed_at: float) -> Released:
-        """What operators see of a release at wall time ``now`` of a slot closed at ``closed_at``."""
-        spent, reserved, total = self.budget_gauges(group_window_spend)
+        """What operators see of a release at wall time ``now`` of a slot closed at ``closed_at``;
+        ``tightest`` is the window ending there closest to its bound (the sliding ledger's)."""
+        spent, reserved, total = self.budget_gauges(tightest)
         return Released(self.stream.name, result.slot, result.strategy.value, now, max(0.0, now - closed_at),
                         spent, reserved, total)
 
@@ -106,7 +89,7 @@ class StreamLogic:
         parameters are fixed for its lifetime (a new configuration needs a new stream name).
         """
         template = self._template
-        configured, stored = state_codec.to_json(template.params()), state_codec.to_json(mechanism.params())
+        configured, stored = packing.to_json(template.params()), packing.to_json(mechanism.params())
         if configured == stored and type(mechanism) is type(template):
             return None
         return f"the config says {configured}, the stream's state holds {stored}"
@@ -189,23 +172,11 @@ class PersonalizedLogic(CentralLogic):
     def group_of_users(self):
         return self.requirements.user_types
 
-    @property
-    def group_windows(self):
-        return self.requirements.types.windows
-
-    @property
-    def group_epsilons(self):
-        return self.requirements.types.epsilons
-
-    def budget_gauges(self, group_spend):
-        k = int(np.argmax(group_spend / self.group_epsilons))  # the type closest to its own eps_k
-        return float(group_spend[k]), 0.0, float(self.group_epsilons[k])
+    def budget_gauges(self, tightest):
+        return tightest.spend, 0.0, tightest.bound  # the type closest to its own eps_k, nothing reserved
 
     def _input(self, counts):
         return np.asarray(counts, dtype=np.int64)  # (types, d): SM thins each type's histogram
-
-    def charges(self, result):
-        return result.type_eps1 + result.type_eps2
 
     def record(self, mechanism, result, group_window_spend, slot_start=0.0, slot_end=0.0):
         return personalized_release_record(self.stream.name, mechanism, result, group_window_spend, slot_start,
@@ -217,7 +188,7 @@ class PersonalizedLogic(CentralLogic):
             stream=self.stream.name, slot=result.slot, mechanism=mechanism.name, epsilon=mechanism.epsilon,
             window=mechanism.window, eps1=float(result.eps1), eps2=float(result.eps2),
             types=[[int(w), float(e), int(n)] for w, e, n in zip(types.windows, types.epsilons, types.sizes)],
-            charges=self.charges(result).tolist(),
+            charges=result.type_charges.tolist(),
         )
 
 
@@ -256,28 +227,13 @@ class LocalLogic(StreamLogic):
 
         return dissimilarity_of(request, support, n, np.asarray(last_release, dtype=float), self._template.var_mode)
 
-    # Budgets charged to every user add up over a window; a listed user (population division) is
-    # asked at most once per window, so listed users' window spend is the largest listed budget.
-    # The audit re-checks every user exactly.
-    charge_columns = 2
-
-    def charges(self, result):
-        everyone = sum(e for users, e in ((result.users1, result.eps1), (result.users2, result.eps2)) if users is None)
-        listed = max([e for users, e in ((result.users1, result.eps1), (result.users2, result.eps2)) if users is not None],
-                     default=0.0)
-        return np.array([everyone, listed])
-
-    def window_spend(self, history):
-        window = history[-self.stream.window:]
-        return np.array([window[:, 0].sum() + window[:, 1].max()])
-
     def record(self, mechanism, result, group_window_spend, slot_start=0.0, slot_end=0.0):
         return local_release_record(self.stream.name, mechanism, result, float(group_window_spend.max()), slot_start,
                                     slot_end)
 
-    def released(self, mechanism, result, group_window_spend, now, closed_at):
+    def released(self, mechanism, result, tightest, now, closed_at):
         ledger = getattr(mechanism, "ledger", None)  # population division: who may be asked
-        return replace(super().released(mechanism, result, group_window_spend, now, closed_at),
+        return replace(super().released(mechanism, result, tightest, now, closed_at),
                        communication_bits=result.bits, available_population=None if ledger is None else ledger.available)
 
     def audit(self, mechanism, result):

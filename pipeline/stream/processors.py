@@ -44,8 +44,7 @@ from typing import Any, Callable, NamedTuple, Protocol, Self, TypeVar
 
 import numpy as np
 
-from ..core import state as packing
-from ..core.accounting import slide_charges
+from ..core import packing
 from ..core.base import StepResult
 from ..core.local.protocol import Request
 from .codecs import (
@@ -199,7 +198,7 @@ class ServerKeys:
 
 class TableValue:
     """A value of a processor's table: a dataclass whose fields, in order, are the keys of the dict
-    it is packed as (:mod:`pipeline.core.state`). :meth:`pack` writes, and :meth:`unpack` reads, the
+    it is packed as (:mod:`pipeline.core.packing`). :meth:`pack` writes, and :meth:`unpack` reads, the
     layout the processors stored, so that a changelog written before restores."""
 
     def to_fields(self) -> dict[str, Any]:
@@ -285,7 +284,7 @@ class SideKeys:
 
 
 class MechanismParts:
-    """The parts of M2's mechanism state (:func:`~pipeline.core.state.pack_split`), each in the side
+    """The parts of M2's mechanism state (:func:`~pipeline.core.packing.pack_split`), each in the side
     key ``<stream>/part/<digest>``, as the mapping :func:`~pipeline.core.base.restore` reads."""
 
     def __init__(self, side: SideKeys, stream: str) -> None:
@@ -713,18 +712,18 @@ RECENT_RELEASES = 8  # releases kept for identical re-emission after a crash
 
 @dataclass(eq=False)
 class PublicationState(HeadState):
-    """M2's state of one stream: its mechanism, the window's charges, and which outputs it keeps."""
+    """M2's state of one stream: its mechanism, its ledger, and which outputs it keeps."""
 
     mechanism: bytes  # the head of the mechanism's state; its large parts are side keys (MechanismPart)
     recent: list[int]  # slots whose release is kept (ReleaseKey)
     steps: list[str]  # local-model steps applied, whose output is kept (StepKey, StepOutputKey)
-    spend: np.ndarray  # (slots of the longest window, charge columns): what each slot charged
+    spend: np.ndarray  # the mechanism's sliding ledger (Mechanism.sliding_ledger): the last window's charges
     closed_at: float  # when the slot in progress closed
 
 
 @dataclass
 class MechanismPart(TableValue):
-    """A large value of M2's mechanism state, under its digest (:func:`~pipeline.core.state.pack_split`)."""
+    """A large value of M2's mechanism state, under its digest (:func:`~pipeline.core.packing.pack_split`)."""
 
     data: bytes
 
@@ -779,8 +778,8 @@ class PublicationProcessor(Processor):
         return (None, None, refused) if refused else (name, message, [])
 
     def initial(self, key):
-        logic = self.logics[key]
-        return PublicationState(logic.new_mechanism().to_bytes(), [], [], np.zeros((0, logic.charge_columns)), 0.0)
+        mechanism = self.logics[key].new_mechanism()
+        return PublicationState(mechanism.to_bytes(), [], [], mechanism.sliding_ledger().state(), 0.0)
 
     def max_release_bytes(self, stream) -> int:
         """The largest release record of ``stream``: every value, and every number, at its longest."""
@@ -792,8 +791,8 @@ class PublicationProcessor(Processor):
     def max_head_bytes(self, stream) -> int:
         """The size of the stream's state once its window's charges are full, with the mechanism as it
         starts (a local mechanism's ledger holds a number per user: its population counts here)."""
-        logic = self.logics[stream.name]
-        full = np.zeros((int(logic.group_windows.max()), logic.charge_columns))
+        ledger = self.logics[stream.name].new_mechanism().sliding_ledger()
+        full = np.zeros((ledger.keep, ledger.columns))
         recent, steps = [2**31] * RECENT_RELEASES, [StepKey(2**31, "dissimilarity", 2).encode()] * (3 * RECENT_RELEASES)
         return len(replace(self.initial(stream.name), spend=full, recent=recent, steps=steps).pack())
 
@@ -876,14 +875,14 @@ class PublicationProcessor(Processor):
                  events: Events) -> dict[str, bytes]:
         """The release and audit record of a finished slot; keeps the window accounting."""
         name, slot = logic.stream.name, result.slot
-        # The charges of the slots of the longest window, and every group's spend over its own.
-        window, state.spend = slide_charges(state.spend, logic.charges(result), int(logic.group_windows.max()))
-        group_spend = logic.window_spend(window)
+        ledger = mechanism.sliding_ledger(state.spend)
+        group_spend = ledger.record(result)  # every group's spend over its own window ending here
+        state.spend = ledger.state()
         record = logic.record(mechanism, result, group_spend, logic.stream.slot_start(slot), logic.stream.slot_end(slot))
         audit = logic.audit(mechanism, result)
         outputs = {RELEASES: record.to_bytes(), AUDIT: audit.to_bytes()}
         state.recent = self._keep(side, [*state.recent, slot], lambda k: ReleaseKey(name, k), outputs, slot)
-        events.releases.append(logic.released(mechanism, result, group_spend, now, float(state.closed_at)))
+        events.releases.append(logic.released(mechanism, result, ledger.tightest(), now, float(state.closed_at)))
         return outputs
 
 

@@ -93,7 +93,8 @@ forged_messages = Counter(
 
 
 #: The gauges of one stream, set by the worker that publishes it.
-STREAM_GAUGES = (last_released_slot, release_time, window_spent, window_budget, available_population, release_error)
+STREAM_GAUGES = (last_released_slot, release_time, window_spent, window_reserved, window_budget, available_population,
+                 release_error)
 
 
 def forget_stream(name: str) -> None:
@@ -106,10 +107,12 @@ def forget_stream(name: str) -> None:
 
 
 def export(events: Events) -> None:
-    """Add what a processor saw of one input to the metrics: the worker's and the tests' one way."""
+    """Add what a processor or a device fleet saw of one input to the metrics: the one way for the
+    workers, the fleets and the tests."""
     counted = ((reports_accepted, events.reports_accepted), (reports_rejected, events.reports_rejected),
                (dead_letters, events.dead_letters), (forged_messages, events.forged_messages),
-               (slots_closed, events.slots_closed), (ldp_missing_reports, events.missing_reports))
+               (slots_closed, events.slots_closed), (ldp_missing_reports, events.missing_reports),
+               (device_refusals, events.device_refusals), (device_requests_refused, events.device_requests_refused))
     for metric, counts in counted:
         for labels, count in counts.items():
             metric.labels(*(labels if isinstance(labels, tuple) else (labels,))).inc(count)

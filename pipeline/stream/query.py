@@ -32,10 +32,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core import state as packing
+from ..core import packing
 from ..core.decayed import RTPDMM, CombinedIndex, ReleaseIndex, check_decay
 from ..core.noise import noise_variance
-from ..core.local.adaptive import make_oracle
+from ..core.local.oracles import make_oracle
 from ..core.randomness import DerivedRandomness
 from ..core.registry import mechanisms
 from ..core.validation import ParameterError, check_epsilon, check_positive_int

@@ -36,6 +36,14 @@ reads, so that a worker taking over a partition recovers exactly that partition'
 ``assembler`` (``reports``), ``dissimilarity-state`` (M1: ``slots``, ``releases``),
 ``publication-state`` (M2: ``dissimilarity``), ``collector-state`` (``ldp.requests``,
 ``ldp.reports``) and ``query-log`` (``releases``, ``dissimilarity``).
+
+``MEASUREMENTS`` keeps the wire name ``dissimilarity``, older than the counts and supports it also
+carries: the constant says what the topic holds, and the name stays because it is part of every
+deployment's state. M2's table values record the offsets they applied under it
+(``dissimilarity:<partition>``), each message's MAC is bound to it, and deployments create and
+grant it by name (the compose file's topic creation, the README's ACL grants, operators' own). A
+new name would leave a restarted M2 without its resume positions and the messages in flight
+unverifiable.
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ __all__ = ["REPORTS", "SLOTS", "MEASUREMENTS", "RELEASES", "AUDIT", "LDP_REQUEST
 
 REPORTS = "reports"
 SLOTS = "slots"
-MEASUREMENTS = "dissimilarity"  # the wire name is older than the local model's counts and supports
+MEASUREMENTS = "dissimilarity"  # a stable wire name for M2's inputs (see above)
 RELEASES = "releases"
 AUDIT = "audit"
 LDP_REQUESTS = "ldp.requests"

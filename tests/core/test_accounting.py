@@ -115,22 +115,46 @@ MECHANISMS = [*(central(c) for c in (Uniform, Sample, BudgetDistribution, Budget
               *(local(n) for n in sorted(LOCAL))]
 
 
+def slot_data(mechanism, rng, slot):
+    if hasattr(mechanism, "population"):
+        return rng.integers(0, 3, mechanism.population)
+    if hasattr(mechanism, "types"):
+        return np.stack([rng.multinomial(int(n), [1 / 3] * 3) for n in mechanism.types.sizes])
+    return rng.poisson(200.0 * (1 + (slot // 10) % 2), 3).astype(float)
+
+
 @pytest.mark.parametrize("mechanism", MECHANISMS, ids=lambda m: m.name)
 def test_every_mechanism_makes_a_ledger_that_holds_it_to_its_budget(mechanism):
     ledger = mechanism.new_ledger()
     assert isinstance(ledger, WindowAccount) and ledger.tightest() is None
     rng = np.random.default_rng(5)
     for slot in range(1, 41):
-        if hasattr(mechanism, "population"):
-            data = rng.integers(0, 3, mechanism.population)
-        elif hasattr(mechanism, "types"):
-            data = np.stack([rng.multinomial(int(n), [1 / 3] * 3) for n in mechanism.types.sizes])
-        else:
-            data = rng.poisson(200.0 * (1 + (slot // 10) % 2), 3).astype(float)
-        ledger.record(mechanism.step(data))
+        ledger.record(mechanism.step(slot_data(mechanism, rng, slot)))
     worst = ledger.tightest()
     assert worst.spend > 0 and not worst.exceeds() and worst.ratio <= 1 + 1e-12
     assert worst.last - worst.first < mechanism.window
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS, ids=lambda m: m.name)
+def test_a_sliding_ledger_restored_at_every_slot_keeps_the_mechanisms_account(mechanism):
+    # What M2 does: a sliding ledger made from the state the previous slot left, one slot each.
+    full, state = mechanism.new_ledger(), mechanism.sliding_ledger().state()
+    rng = np.random.default_rng(5)
+    for slot in range(1, 41):
+        result = mechanism.step(slot_data(mechanism, rng, slot))
+        ledger = mechanism.sliding_ledger(state)
+        spend = ledger.record(result)
+        charged = full.record(result)
+        state = ledger.state()
+        assert len(state) < ledger.keep and state.shape[1] == ledger.columns
+        worst = ledger.tightest()
+        assert worst.last == result.slot - 1 and not worst.exceeds()
+        if mechanism.model == "central":
+            assert spend.tolist() == [full.window_spend()[-1]]  # to the bit
+        elif mechanism.model == "personalized":
+            assert spend.tolist() == full.type_window_spend()[-1].tolist()
+        else:  # a bound on every user's window: at least what the fullest user's window holds
+            assert spend[0] >= charged[0] * (1 - 1e-12)
 
 
 def test_a_simulation_reports_its_mechanisms_ledger():

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pipeline.core import state
+from pipeline.core import packing
 from pipeline.core.ledger import BudgetEntry, WindowLedger, window_sums
 
 
@@ -22,16 +22,16 @@ def test_ledger_requires_consecutive_slots():
 
 def test_state_roundtrip_bytes_and_json():
     s = {"a": 1, "b": [1.5, None, True], "arr": np.arange(6, dtype=np.int32).reshape(2, 3), "nested": {"x": np.zeros(0)}}
-    for back in (state.unpack(state.pack(s)), state.from_json(state.to_json(s))):
+    for back in (packing.unpack(packing.pack(s)), packing.from_json(packing.to_json(s))):
         assert back["a"] == 1 and back["b"] == [1.5, None, True]
         assert back["arr"].dtype == np.int32 and back["arr"].tolist() == [[0, 1, 2], [3, 4, 5]]
         assert back["nested"]["x"].shape == (0,)
 
 
 def test_state_rejects_garbage():
-    with pytest.raises(state.StateError):
-        state.unpack(b"nonsense")
-    with pytest.raises(state.StateError):
-        state.unpack(state.pack({"a": np.zeros(3)})[:-4])
-    with pytest.raises(state.StateError):
-        state.from_json("{not json")
+    with pytest.raises(packing.StateError):
+        packing.unpack(b"nonsense")
+    with pytest.raises(packing.StateError):
+        packing.unpack(packing.pack({"a": np.zeros(3)})[:-4])
+    with pytest.raises(packing.StateError):
+        packing.from_json("{not json")

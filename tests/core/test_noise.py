@@ -188,9 +188,9 @@ def test_a_stream_cannot_silently_switch_noise_kinds():
     # a state written before noise kinds existed holds Laplace draws: it restores as Laplace
     state = m.state_dict()
     del state["params"]["noise"]
-    from pipeline.core import state as state_codec
+    from pipeline.core import packing
 
-    old = restore(state_codec.pack(state), derived(5))
+    old = restore(packing.pack(state), derived(5))
     assert old.noise == "laplace"
     assert old.state_dict()["params"] != BudgetAbsorption(1.0, 4, 3, randomness=derived(5)).state_dict()["params"]
 

@@ -7,9 +7,9 @@ import pytest
 
 from pipeline.core.base import restore
 from pipeline.core.local import Devices
+from pipeline.core.packing import from_json, to_json
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.core.registry import mechanisms
-from pipeline.core.state import from_json, to_json
 from pipeline.core.validation import ParameterError
 
 MECHANISMS = sorted(mechanisms().items())

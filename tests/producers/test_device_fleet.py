@@ -8,10 +8,10 @@ import pytest
 from pipeline.core.data import UserValues
 from pipeline.core.local import Devices, Request
 from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey
-from pipeline.core.state import StateError, unpack
+from pipeline.core.packing import StateError, unpack
 from pipeline.stream import prometheus as metrics
 from pipeline.stream.config import parse_config
-from producers.devices import DeviceFleet, DeviceLedger
+from producers.device_fleet import DeviceFleet, DeviceLedger
 
 USERS, DOMAIN, WINDOW, SLOTS, BLOCK, START = 64, 4, 5, 30, 8, 1_201_910_400.0
 VALUES = np.random.default_rng(7).integers(0, DOMAIN, (SLOTS, USERS))
@@ -53,6 +53,25 @@ def test_a_second_request_at_a_charged_slot_and_phase_is_refused_whatever_its_bu
     before = refusals("conflict")
     devices.answer(ask(1, [3, 9], epsilon=0.002))
     assert refusals("conflict") == before + 1
+
+
+def test_a_fleet_returns_what_it_refused_and_the_metrics_follow_only_when_exported():
+    devices = fleet()
+    before = refusals("bad_epsilon")
+    answer = devices.respond(ask(1, [3, 9], epsilon=50.0))
+    assert answer.reports == [] and refusals("bad_epsilon") == before  # nothing exported yet
+    assert answer.events.device_requests_refused == {("s", "bad_epsilon"): 1}
+    metrics.export(answer.events)
+    assert refusals("bad_epsilon") == before + 1
+
+
+def test_the_device_ledger_names_its_fullest_user_window():
+    ledger = DeviceLedger(USERS, WINDOW, 1.0)
+    assert ledger.tightest() is None
+    ledger.admit(ask(1, [0, 1], epsilon=0.25), np.array([0, 1]))
+    ledger.admit(ask(3, [1], epsilon=0.5), np.array([1]))
+    fullest = ledger.tightest()
+    assert (fullest.user, fullest.spend, fullest.bound, fullest.last) == (1, 0.75, 1.0, 2) and not fullest.exceeds()
 
 
 def test_asking_again_with_other_block_companions_gets_no_fresh_report():
@@ -191,7 +210,7 @@ def test_another_sharding_of_the_same_ledger_directory_is_refused(tmp_path):
 
 
 def test_the_digest_follows_every_field_and_not_the_users_dtype():
-    from producers.devices import request_digest
+    from producers.device_fleet import request_digest
 
     base = ask(4, [1, 2, 3], epsilon=0.5)
     assert request_digest(base) == request_digest(ask(4, np.array([1, 2, 3], dtype=np.int32), epsilon=0.5))

@@ -11,8 +11,8 @@ import numpy as np
 
 from pipeline.core.local import Request
 from pipeline.core.randomness import Phase
-from pipeline.core.state import pack
-from producers.devices import BITSET_LEDGER_FORMAT, DIGEST_BYTES, DeviceLedger, request_digest
+from pipeline.core.packing import pack
+from producers.device_fleet import BITSET_LEDGER_FORMAT, DIGEST_BYTES, DeviceLedger, request_digest
 
 POPULATION, WINDOW, ASKED = 100_000, 20, 1_000
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from pipeline.core.local import Request
 from pipeline.core.randomness import Phase
-from producers.devices import DeviceLedger
+from producers.device_fleet import DeviceLedger
 
 POPULATION, WINDOW = 200_000, 20
 

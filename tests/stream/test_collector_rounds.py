@@ -10,7 +10,7 @@ import numpy as np
 
 from pipeline.core.local import Request
 from pipeline.core.randomness import Phase
-from pipeline.core.state import pack, unpack
+from pipeline.core.packing import pack, unpack
 from pipeline.stream.codecs import DeadLetter, ReportsMessage, RequestMessage, SupportMessage, report_seal, seal
 from pipeline.stream.config import parse_config
 from pipeline.stream.processors import MAX_MESSAGE_BYTES, Out, Processors

@@ -11,7 +11,7 @@ from prometheus_client import REGISTRY
 
 from pipeline.core.synthetic import synthetic
 from pipeline.stream.codecs import ReportsMessage
-from producers.devices import signed_reports
+from producers.device_fleet import signed_reports
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_local_pipeline import SLOTS, USERS, local_config, run_pipeline
 

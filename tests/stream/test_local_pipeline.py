@@ -8,13 +8,13 @@ import pytest
 
 from pipeline.core.data import UserValues
 from pipeline.core.local import MECHANISMS
-from pipeline.core.local.devices import Devices
+from pipeline.core.local.device_reports import Devices
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.core.synthetic import synthetic
 from pipeline.stream.audit import verify
 from pipeline.stream.codecs import DeadLetter, ReportsMessage, TickMessage, decode_message, report_seal, seal
 from pipeline.stream.config import parse_config
-from producers.devices import DeviceFleet
+from producers.device_fleet import DeviceFleet
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START
 

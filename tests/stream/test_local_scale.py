@@ -5,13 +5,13 @@ of its mechanism's state that its head names, and the releases equal the simulat
 
 import numpy as np
 
-from pipeline.core import state as packing
+from pipeline.core import packing
 from pipeline.core.data import UserValues
 from pipeline.core.local import LPA
-from pipeline.core.local.devices import Devices
+from pipeline.core.local.device_reports import Devices
 from pipeline.core.randomness import DerivedRandomness, SecretKey
 from pipeline.stream.config import parse_config
-from producers.devices import DeviceFleet
+from producers.device_fleet import DeviceFleet
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START
 

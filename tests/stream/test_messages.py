@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pipeline.core import state as packing
+from pipeline.core import packing
 from pipeline.core.central.dissimilarity import Dissimilarity
 from pipeline.core.local import Request
 from pipeline.core.local.protocol import LocalDissimilarity

@@ -150,7 +150,7 @@ def served_slots(config, values, slots, **mechanism_options):
     """Runs the stream's mechanism on its devices, sends each slot's release line (as M2 writes it)
     to the query service, and queries that slot alone: (record, answer, standard error) per slot."""
     from pipeline.core.local import MECHANISMS
-    from pipeline.core.local.devices import Devices
+    from pipeline.core.local.device_reports import Devices
     from pipeline.stream.logic import logic_for
 
     stream = config.stream("l")
@@ -171,7 +171,7 @@ def served_slots(config, values, slots, **mechanism_options):
 
 
 def oracle_variance(record):
-    from pipeline.core.local.adaptive import make_oracle
+    from pipeline.core.local.oracles import make_oracle
 
     return make_oracle(record.extras["oracle2"], record.eps2, len(record.release)).variance(record.extras["n2"])
 
@@ -225,7 +225,7 @@ def test_lp_rescuedp_streams_refuse_range_queries_with_the_reason():
     """A config asking for it is refused at load; the service refuses it too, should one get through."""
     from dataclasses import replace
 
-    from pipeline.core.local.devices import Devices
+    from pipeline.core.local.device_reports import Devices
     from pipeline.core.local.lp_rescue import LPRescueDP
     from pipeline.stream.logic import logic_for
 
@@ -251,9 +251,9 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
     """Half the devices never answer: a publication's estimate rests on the n2 reports that came,
     not on the N users asked (what LBD's decision threshold V(eps_2, N) assumes)."""
     from pipeline.core.data import UserValues
-    from pipeline.core.local.adaptive import make_oracle
-    from pipeline.core.local.devices import Devices
-    from producers.devices import DeviceFleet
+    from pipeline.core.local.oracles import make_oracle
+    from pipeline.core.local.device_reports import Devices
+    from producers.device_fleet import DeviceFleet
     from pipeline.stream.codecs import TickMessage
     from tests.stream.test_local_pipeline import BLOCK, SLOTS, USERS, W
 

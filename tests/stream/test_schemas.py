@@ -12,7 +12,7 @@ from pipeline.stream import schemas
 from pipeline.stream.codecs import (AuditRecord, DeadLetter, DecodeError, ReleaseRecord, TickMessage, Watermark,
                                     decode_report_message, json_report, pack_message, request_seal, seal, unseal)
 from pipeline.stream.config import parse_config
-from producers.devices import SignedRequests
+from producers.device_fleet import SignedRequests
 from tests.stream import test_local_pipeline as local
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, config_for, feed

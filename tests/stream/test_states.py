@@ -4,7 +4,7 @@ that a changelog written before restores, and reads it back."""
 import numpy as np
 import pytest
 
-from pipeline.core import state as packing
+from pipeline.core import packing
 from pipeline.core.local import Request
 from pipeline.core.randomness import Phase
 from pipeline.stream.codecs import ReportsMessage

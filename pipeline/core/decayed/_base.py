@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import state as state_codec
+from .. import packing
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError, check_counts, check_domain, check_positive_int
 from .tree import check_block_size, default_block_size
@@ -158,15 +158,15 @@ class DecayedRangeIndex(abc.ABC):
         return {"index": self.name, "params": self._params(), "dynamic": self._dynamic()}
 
     def to_bytes(self) -> bytes:
-        return state_codec.pack(self.state_dict())
+        return packing.pack(self.state_dict())
 
     def to_json(self) -> str:
-        return state_codec.to_json(self.state_dict())
+        return packing.to_json(self.state_dict())
 
 
 def restore_index(data: bytes | str, randomness: DerivedRandomness | None = None) -> DecayedRangeIndex:
     """Rebuild an index from ``to_bytes``/``to_json`` output; a private index needs its stream's randomness."""
-    state = state_codec.from_json(data) if isinstance(data, str) else state_codec.unpack(data)
+    state = packing.from_json(data) if isinstance(data, str) else packing.unpack(data)
     cls = INDEXES.get(str(state.get("index")))
     if cls is None:
         raise ParameterError(f"state is for unknown index {state.get('index')!r}")

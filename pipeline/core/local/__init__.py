@@ -8,9 +8,9 @@ budget and splits the users. LB-DSAT_w and LB-RescueDP are the extensions' budge
 """
 
 from ._base import AdaptiveMechanism, BudgetDivision, LocalMechanism, PopulationDivision
-from .adaptive import ORACLE_NAMES, choose, make_oracle
+from .adaptive import choose
 from .clipping import ClippingThreshold
-from .devices import DEFAULT_BLOCK_SIZE, MODES, Devices, block_reports
+from .device_reports import DEFAULT_BLOCK_SIZE, MODES, Devices, block_reports
 from .grr import GRR
 from .hybrid import HybridMechanism
 from .lb_dsat import LBDSAT
@@ -25,6 +25,7 @@ from .lpd import LPD
 from .lpu import LPU
 from .lsp import LSP
 from .oracle import VAR_MODES, LocalOracle
+from .oracles import ORACLE_NAMES, make_oracle
 from .oue import OUE
 from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request

@@ -30,13 +30,13 @@ import numpy as np
 from ..base import Mechanism, Strategy
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_domain, check_epsilon, check_positive_int
-from .adaptive import ORACLE_NAMES, make_oracle
-from .devices import Devices
+from .device_reports import Devices
 from .oracle import VAR_MODES
+from .oracles import ORACLE_NAMES, make_oracle
 from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request
 from .schedules import Absorption, Distribution
-from .user_ledger import UserLedger
+from .user_ledger import SlidingUserLedger, UserLedger
 
 __all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision", "Populated", "Scheduled",
            "Absorbing"]
@@ -266,6 +266,10 @@ class LocalMechanism(Mechanism):
     def new_ledger(self) -> UserLedger:
         """A ledger per user: each user pays the phases that asked them, against ``epsilon``."""
         return UserLedger(self.population, self.window, self.epsilon)
+
+    def sliding_ledger(self, state: np.ndarray | None = None) -> SlidingUserLedger:
+        """A bound on every user's window without a number per user, continued from ``state``."""
+        return SlidingUserLedger([self.window], [self.epsilon], state)
 
     # --- state -------------------------------------------------------------------------------
     def _params(self) -> dict[str, Any]:

@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from ..validation import ParameterError, check_epsilon, check_positive_int
-from .adaptive import ORACLE_NAMES, make_oracle
 from .hybrid import HybridMechanism
+from .oracles import ORACLE_NAMES, make_oracle
 
 __all__ = ["ClippingThreshold", "norm_sub"]
 

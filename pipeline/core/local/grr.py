@@ -43,6 +43,39 @@ __all__ = ["GRR"]
 
 
 class GRR(FrequencyOracle):
+    """Generalized randomized response: a device reports its own value with probability ``p`` and
+    each other value with probability ``q``, ``p / q = e^eps``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget of one report, > 0.
+    domain_size : int
+        ``d``, the values a device may hold (``0..d-1``), >= 2.
+    var_mode : {"exact_avg", "paper_literal", "approx"}, default "exact_avg"
+        The form of :meth:`variance` (:data:`~.oracle.VAR_MODES`).
+
+    Attributes
+    ----------
+    p, q : float
+        ``e^eps / (e^eps + d - 1)`` and ``1 / (e^eps + d - 1)``.
+
+    Examples
+    --------
+    >>> grr = GRR(epsilon=1.0, domain_size=4)
+    >>> round(grr.p, 6), round(grr.q, 6), grr.bits_per_report
+    (0.475367, 0.174878, 2)
+    >>> f"{grr.variance(1000):.4e}"  # (d-2+e)/(n (e-1)^2) + (d-2)/(d n (e-1))
+    '1.8891e-03'
+
+    References
+    ----------
+    T. Wang, J. Blocki, N. Li, S. Jha. Locally Differentially Private Protocols for Frequency
+    Estimation. USENIX Security 2017: Section 4.1, Direct Encoding (GRR under another
+    name). X. Ren, L. Shi, W. Yu, S. Yang, C. Zhao, Z. Xu. LDP-IDS: Local Differential Privacy for
+    Infinite Data Streams. SIGMOD 2022: Section 2.4 of the SIGMOD version, which uses it.
+    """
+
     name = "grr"
 
     def __init__(self, epsilon: float, domain_size: int, var_mode: str = "exact_avg") -> None:

@@ -66,6 +66,43 @@ def component_variance(component: str, epsilon: float, x) -> np.ndarray:
 
 
 class HybridMechanism(LocalOracle):
+    """The Hybrid Mechanism for means over ``[0, bound]``: above ``eps* = 0.61`` a device answers with
+    the Piecewise Mechanism with probability ``1 - e^(-eps/2)`` and otherwise with stochastic
+    rounding; at or below ``eps*`` always with stochastic rounding.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget of one report, > 0.
+    bound : float, default 1.0
+        ``B``: values are clipped into ``[0, B]``, and the release is a mean in it.
+    var_mode : {"exact_avg", "paper_literal", "approx"}, default "exact_avg"
+        The form of :attr:`worst_case_variance`: ``paper_literal`` squares ``(a - 1)`` as the
+        printed formula does.
+
+    Attributes
+    ----------
+    pm_share : float
+        The probability of answering with the Piecewise Mechanism.
+
+    Examples
+    --------
+    >>> hm = HybridMechanism(epsilon=2.0, bound=10.0)
+    >>> round(hm.pm_share, 6), HybridMechanism(0.5).pm_share, hm.bits_per_report
+    (0.632121, 0.0, 64)
+    >>> f"{hm.variance(1000):.4f}"  # (B/2)^2 Var*(eps) / n
+    '0.0261'
+
+    References
+    ----------
+    N. Wang, X. Xiao, Y. Yang, J. Zhao, S. C. Hui, H. Shin, J. Shin, G. Yu. Collecting and
+    Analyzing Multidimensional Data with Local Differential Privacy. ICDE 2019: Section III
+    (Duchi et al.'s stochastic rounding, the Piecewise Mechanism and the Hybrid Mechanism for one
+    numeric attribute). X. Ren, L. Shi, W. Yu, S. Yang, C. Zhao, Z. Xu. LDP-IDS: Local Differential
+    Privacy for Infinite Data Streams. SIGMOD 2022: Section 6.1.1 of the SIGMOD version, which
+    uses it for mean estimation.
+    """
+
     name = "hm"
 
     def __init__(self, epsilon: float, bound: float = 1.0, var_mode: str = "exact_avg") -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..randomness import DerivedRandomness
 from ._base import BudgetDivision, DecisionOverride
-from .devices import Devices
+from .device_reports import Devices
 from .dsat import RateControlled
 from .protocol import Request
 
@@ -75,7 +75,7 @@ class LBDSAT(RateControlled, BudgetDivision):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.devices import Devices
+    >>> from pipeline.core.local.device_reports import Devices
     >>> m = LBDSAT(1.0, 4, 2, population=400, devices=Devices.from_seed(0), decision_override=lambda t: True)
     >>> results = m.run(np.zeros((6, 400), dtype=int))
     >>> m.cutoff, m.eps2, [r.n1 for r in results], [r.strategy.value[0] for r in results]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..randomness import DerivedRandomness
 from ._base import Absorbing, BudgetDivision, DecisionOverride
-from .devices import Devices
+from .device_reports import Devices
 from .schedules import Absorption
 
 __all__ = ["LBA"]
@@ -66,7 +66,7 @@ class LBA(Absorbing, BudgetDivision):
     A worked ledger (w = 3; P at t = 1, A at 3, P at 4 and 6; u = eps/6):
 
     >>> import numpy as np
-    >>> from pipeline.core.local.devices import Devices
+    >>> from pipeline.core.local.device_reports import Devices
     >>> script = {1: True, 3: False, 4: True, 6: True}
     >>> m = LBA(1.0, 3, 2, population=50, devices=Devices.from_seed(0), decision_override=script.get)
     >>> results = m.run(np.zeros((6, 50), dtype=int))

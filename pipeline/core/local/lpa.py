@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError
 from ._base import Absorbing, DecisionOverride, PopulationDivision
-from .devices import Devices
+from .device_reports import Devices
 from .schedules import Absorption
 
 __all__ = ["LPA"]
@@ -63,7 +63,7 @@ class LPA(Absorbing, PopulationDivision):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.devices import Devices
+    >>> from pipeline.core.local.device_reports import Devices
     >>> script = {1: True, 3: False, 4: True, 6: True}
     >>> m = LPA(1.0, 3, 2, population=60, devices=Devices.from_seed(0), decision_override=script.get)
     >>> results = m.run(np.zeros((6, 60), dtype=int))

@@ -10,7 +10,7 @@ from ..base import Strategy
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError
 from ._base import DecisionOverride, LocalMechanism
-from .devices import Devices
+from .device_reports import Devices
 from .protocol import LocalDissimilarity, Request
 
 __all__ = ["LPU"]
@@ -56,7 +56,7 @@ class LPU(LocalMechanism):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.devices import Devices
+    >>> from pipeline.core.local.device_reports import Devices
     >>> m = LPU(1.0, 3, 2, population=10, devices=Devices.from_seed(0))
     >>> results = m.run(np.zeros((4, 10), dtype=int))
     >>> [r.n2 for r in results]

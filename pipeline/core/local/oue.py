@@ -50,6 +50,37 @@ _WORD = 8  # lanes per 64-bit word
 
 
 class OUE(FrequencyOracle):
+    """Optimized unary encoding: a device sends ``d`` bits, its value's bit kept at 1 with
+    probability ``1/2`` and every other bit set with probability ``q = 1 / (e^eps + 1)``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget of one report, > 0.
+    domain_size : int
+        ``d``, the values a device may hold (``0..d-1``) and the bits of a report.
+    var_mode : {"exact_avg", "paper_literal", "approx"}, default "exact_avg"
+        The form of :meth:`variance` (:data:`~.oracle.VAR_MODES`).
+
+    Attributes
+    ----------
+    p, q : float
+        ``1/2`` and ``1 / (e^eps + 1)``.
+
+    Examples
+    --------
+    >>> oue = OUE(epsilon=1.0, domain_size=4)
+    >>> oue.p, round(oue.q, 6), oue.bits_per_report
+    (0.5, 0.268941, 4)
+
+    References
+    ----------
+    T. Wang, J. Blocki, N. Li, S. Jha. Locally Differentially Private Protocols for Frequency
+    Estimation. USENIX Security 2017: Section 4.3, Unary Encoding (OUE). X. Ren, L. Shi,
+    W. Yu, S. Yang, C. Zhao, Z. Xu. LDP-IDS: Local Differential Privacy for Infinite Data Streams.
+    SIGMOD 2022: Section 2.4 of the SIGMOD version, which uses it.
+    """
+
     name = "oue"
 
     def __init__(self, epsilon: float, domain_size: int, var_mode: str = "exact_avg") -> None:

@@ -22,8 +22,8 @@ import numpy as np
 
 from ..base import StepResult
 from ..randomness import Phase
-from .adaptive import make_oracle
 from .oracle import LocalOracle
+from .oracles import make_oracle
 from .user_sets import pack_users, unpack_users
 
 __all__ = ["Request", "LocalDissimilarity", "LocalStepResult"]

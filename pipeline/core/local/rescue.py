@@ -11,7 +11,7 @@ from ..base import Strategy
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError, check_epsilon, check_positive_int
 from ._base import DecisionOverride, LocalMechanism
-from .devices import Devices
+from .device_reports import Devices
 from .protocol import LocalDissimilarity, Request
 
 __all__ = ["KalmanSampling"]

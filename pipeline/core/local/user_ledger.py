@@ -21,6 +21,13 @@ It is an auditor, not mechanism state: ``O(N)`` memory, ``O(users asked)`` per s
 >>> _ = ledger.record(slot(5, [3], 1.0))  # user 3 again, one slot after its last report
 >>> ledger.max_window_reports
 2
+
+A live service cannot keep a number per user between slots; :class:`SlidingUserLedger` bounds
+every user's window from two numbers per slot instead:
+
+>>> live = SlidingUserLedger([2], [1.0])
+>>> [live.record(slot(t, users, 0.5)).tolist() for t, users in enumerate([[0, 1], [2], [3]], start=1)]
+[[0.5], [0.5], [0.5]]
 """
 
 from __future__ import annotations
@@ -30,11 +37,11 @@ from collections import deque
 
 import numpy as np
 
-from ..accounting import WindowSpend
+from ..accounting import SlidingLedger, WindowSpend
 from ..validation import check_positive_int, check_window
 from .protocol import LocalStepResult
 
-__all__ = ["UserLedger"]
+__all__ = ["UserLedger", "SlidingUserLedger"]
 
 
 class UserLedger:
@@ -95,3 +102,41 @@ class UserLedger:
             self._spend[users] += sign * eps  # ids within one phase are distinct
             self._reports[users] += sign
             self._individual += sign
+
+
+class SlidingUserLedger(SlidingLedger):
+    """The local model's account as a live service keeps it: a bound on every user's window from
+    two charges per slot, with no number per user.
+
+    A slot's first column is what the phases that asked every user charged (every user paid
+    their sum); its second is the largest budget a phase charged to listed users only. A window's
+    spend is the first column's sum plus the second's largest: population division asks a listed
+    user at most once per window (Theorem 6.2 of the arXiv version), so no user paid more.
+    :class:`UserLedger` keeps the exact per-user account in simulation, and ``wevent audit``
+    re-checks every user from the published records.
+
+    Parameters
+    ----------
+    windows : sequence of int
+        ``[w]``.
+    bounds : sequence of float
+        ``[epsilon]``: every user's budget over a window.
+    state : numpy.ndarray, optional
+        The :meth:`state` of the ledger this one continues.
+    """
+
+    def __init__(self, windows, bounds, state: np.ndarray | None = None) -> None:
+        super().__init__(windows, bounds, state)
+
+    @property
+    def columns(self) -> int:
+        return 2  # charges to every user, the largest charge to listed users
+
+    def charges(self, result: LocalStepResult) -> np.ndarray:
+        phases = ((result.users1, result.eps1), (result.users2, result.eps2))
+        everyone = sum(eps for users, eps in phases if users is None)
+        listed = max([eps for users, eps in phases if users is not None], default=0.0)
+        return np.array([everyone, listed])
+
+    def window_spend(self, window: np.ndarray) -> np.ndarray:
+        return np.array([window[:, 0].sum() + window[:, 1].max()])

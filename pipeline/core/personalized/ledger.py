@@ -16,16 +16,24 @@ and slot t).
 (1.3333333333333333, [(1, 3, 4.0, 3.0)])
 >>> ledger.user_charges(np.array([1, 0, 1]), user=1).tolist()
 [0.75, 0.25, 0.5]
+
+A live service keeps the last window of each type only, and finds the same spend:
+
+>>> live = SlidingPersonalizedLedger(windows=[2, 3], epsilons=[1.0, 3.0])
+>>> for slot, charges in enumerate(ledger.charges(), start=1):
+...     spend = live.record_charges(slot, charges)
+>>> spend.tolist() == ledger.type_window_spend()[-1].tolist(), live.tightest().group
+(True, 1)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..accounting import ChargeMatrix, WindowSpend
+from ..accounting import ChargeMatrix, SlidingLedger, WindowSpend
 from ..validation import ParameterError
 
-__all__ = ["PersonalizedLedger"]
+__all__ = ["PersonalizedLedger", "SlidingPersonalizedLedger"]
 
 
 class PersonalizedLedger:
@@ -117,3 +125,22 @@ class PersonalizedLedger:
         """User ``user``'s charge at every slot (``user_types`` maps users to types)."""
         return self.charges()[:, int(user_types[user])]
 
+
+class SlidingPersonalizedLedger(SlidingLedger):
+    """:class:`PersonalizedLedger`'s account as a live service keeps it: each type's charges over
+    the longest window only, one column per type (:class:`~pipeline.core.accounting.SlidingLedger`).
+
+    Parameters
+    ----------
+    windows, epsilons : sequence
+        Every requirement type's ``w_k`` and ``eps_k``.
+    state : numpy.ndarray, optional
+        The :meth:`state` of the ledger this one continues.
+    """
+
+    def __init__(self, windows, epsilons, state: np.ndarray | None = None) -> None:
+        super().__init__(windows, epsilons, state)
+
+    def charges(self, result) -> np.ndarray:
+        """Every type's charge at ``result``'s slot (a :class:`.pwsm.PersonalizedStepResult`)."""
+        return result.type_charges

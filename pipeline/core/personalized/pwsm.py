@@ -49,7 +49,7 @@ from ..central.dissimilarity import Dissimilarity
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError
 from .dissimilarity import DissimilarityCalculation
-from .ledger import PersonalizedLedger
+from .ledger import PersonalizedLedger, SlidingPersonalizedLedger
 from .obs import BudgetSelection, obs
 from .requirements import RequirementTypes
 from .sampling import keep_probabilities, sample_counts
@@ -77,6 +77,11 @@ class PersonalizedStepResult(StepResult):
     type_eps1: np.ndarray
     type_eps2: np.ndarray
     theta: float | None = None
+
+    @property
+    def type_charges(self) -> np.ndarray:
+        """What each user of every type paid at this slot: ``type_eps1 + type_eps2``."""
+        return self.type_eps1 + self.type_eps2
 
 
 class PersonalizedMechanism(CentralMechanism):
@@ -146,6 +151,10 @@ class PersonalizedMechanism(CentralMechanism):
     def new_ledger(self) -> PersonalizedLedger:
         """A ledger per requirement type: each type's windows against its own ``(w_k, eps_k)``."""
         return PersonalizedLedger.for_mechanism(self)
+
+    def sliding_ledger(self, state: np.ndarray | None = None) -> SlidingPersonalizedLedger:
+        """:meth:`new_ledger`'s account over the longest window only, continued from ``state``."""
+        return SlidingPersonalizedLedger(self.types.windows, self.types.epsilons, state)
 
     # --- one slot ------------------------------------------------------------------------------
     def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> PersonalizedStepResult:

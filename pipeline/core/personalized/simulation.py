@@ -35,6 +35,38 @@ _TABLE_LIMIT = 64
 
 @dataclass
 class PersonalizedRun(SimulationRun):
+    """A personalized mechanism's run: :class:`~pipeline.core.simulation.SimulationRun` whose
+    summary checks every user's window against their own ``(w_i, eps_i)`` instead of one budget.
+
+    Parameters
+    ----------
+    mechanism : PersonalizedMechanism
+        The mechanism after the run (its requirement types go in the summary).
+    results : list of PersonalizedStepResult
+        Every slot's outcome, in order.
+    truth : numpy.ndarray
+        ``(T, d)``: the histogram of all users at every slot.
+    charged : PersonalizedLedger, optional
+        The mechanism's ledger, already charged with every result.
+
+    Examples
+    --------
+    >>> from pipeline.core.personalized import PersonalizedBudgetDistribution
+    >>> from pipeline.core.randomness import DerivedRandomness, SecretKey
+    >>> m = PersonalizedBudgetDistribution([2, 4], [1.0, 1.0], [30, 50], 2,
+    ...                                    randomness=DerivedRandomness(SecretKey.from_seed(0)))
+    >>> run = simulate_personalized(m, [np.array([[30, 0], [50, 0]])] * 8)
+    >>> s = run.summary(mre_floor=1.0)
+    >>> s["slots"], s["requirements"]["types"], s["max_user_window_spend_ratio"] <= 1.0
+    (8, 2, True)
+
+    References
+    ----------
+    X. Du et al. Personalized w-Event Privacy Protection for Infinite Data Streams.
+    PVLDB 18(6), 2025: Definition 5 (every user's spend over their own window), the check of the
+    summary.
+    """
+
     mechanism: PersonalizedMechanism
 
     def summary(self, mre_floor: float) -> dict:

@@ -8,8 +8,8 @@ import pytest
 from pipeline.core.base import Strategy
 from pipeline.core.local import Devices, PopulationLedger, Request, UserLedger, block_reports
 from pipeline.core.local.protocol import LocalStepResult
+from pipeline.core.packing import pack, unpack
 from pipeline.core.randomness import Phase
-from pipeline.core.state import pack, unpack
 from pipeline.core.validation import ParameterError
 
 SE = 4

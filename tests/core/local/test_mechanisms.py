@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.core import state as packing
+from pipeline.core import packing
 from pipeline.core.base import Strategy, restore
 from pipeline.core.local import LPA, MECHANISMS, HybridMechanism, Request
 from pipeline.core.local.measures import bits_per_user_per_slot, cfpu

@@ -9,7 +9,7 @@ comes near the broker's 1 MiB default, and the bytes new in a slot stay under 25
 import numpy as np
 import pytest
 
-from pipeline.core import state as codec
+from pipeline.core import packing as codec
 from pipeline.core.base import restore
 from pipeline.core.local import LPA, Devices, Request
 from pipeline.core.local.population import PopulationLedger

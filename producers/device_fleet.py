@@ -3,7 +3,7 @@
 A fleet process holds the true values of the users of its shard (whole device blocks: block b
 belongs to shard ``b mod shards``), reads the server's requests from ``ldp.requests``, perturbs
 the values of the asked users with the library's device-side code and the **devices'** key
-(:func:`pipeline.core.local.devices.block_reports`; the server never has that key), and sends only
+(:func:`pipeline.core.local.device_reports.block_reports`; the server never has that key), and sends only
 the perturbed reports to ``ldp.reports``. Raw values never leave this process.
 
 Each user's own ledger (:class:`DeviceLedger`) refuses a report that would take the user over
@@ -20,6 +20,11 @@ A fleet acts only on requests signed by the server (:class:`SignedRequests`, che
 server's public key: the devices hold no server secret) and signs its report batches with a key
 derived from the devices' key, so no one else can spend a user's budget or answer in their name.
 
+Like the workers' processors, the fleet's logic returns what happened with each request (its
+refusals, a forged request, in :class:`~pipeline.stream.events.Events`) instead of touching
+metrics; :meth:`DeviceFleet.answer` and :meth:`SignedRequests.read` hand those events to
+:func:`pipeline.stream.prometheus.export`, the one mapping from events to metrics.
+
 >>> from pipeline.core.randomness import Phase
 >>> def ask(slot, users, epsilon=1.0):
 ...     return Request(slot, Phase.PUBLICATION, epsilon, "grr", 2, 4, np.array(users))
@@ -33,7 +38,7 @@ derived from the devices' key, so no one else can spend a user's budget or answe
 >>> ledger.admit(ask(2, [1, 2], epsilon=0.5), np.array([1, 2]))  # another request, same (slot, phase)
 Traceback (most recent call last):
 ...
-producers.devices.RequestRefused: slot 2 phase 2 was charged for another request
+producers.device_fleet.RequestRefused: slot 2 phase 2 was charged for another request
 >>> ledger.admit(ask(4, [1]), np.array([1])).tolist()  # slot 1 left the window
 [True]
 """
@@ -46,18 +51,21 @@ import logging
 import math
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
+from pipeline.core.accounting import WindowSpend
 from pipeline.core.data import ABSENT, UserValues
 from pipeline.core.local import Request
-from pipeline.core.local.devices import Devices, block_reports
+from pipeline.core.local.device_reports import Devices, block_reports
 from pipeline.core.local.user_sets import pack_users, unpack_users
-from pipeline.core.state import StateError, pack, unpack
+from pipeline.core.packing import StateError, pack, unpack
 from pipeline.core.validation import ParameterError
 from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS
 from pipeline.stream.codecs import (AuthenticationError, DecodeError, ReportsMessage, RequestMessage, SignatureSeal,
                                     check_seal, decode_message, seal, unseal)
+from pipeline.stream.events import Events
 
 log = logging.getLogger("wevent.devices")
 
@@ -103,6 +111,15 @@ class RequestRefused(Exception):
 
 class DeviceLedger:
     """Every user's budget spent in the last ``window`` slots, as their own device keeps it.
+
+    It answers the question every ledger of :mod:`pipeline.core.accounting` answers, which user
+    window comes closest to its bound (:meth:`tightest`, a core
+    :class:`~pipeline.core.accounting.WindowSpend`), but it charges in its own way, because it
+    guards the users rather than accounting for a mechanism: it *admits* a request before any
+    report exists, refusing each user it would take over ``epsilon``, where a core ledger records
+    a step result after the release; it charges a request once by its digest, whatever the
+    server sends again; and it keeps the users of every charge as a packed set on disk, read back
+    at start. ``wevent audit`` checks the server's own records with the core's ledgers.
 
     Parameters
     ----------
@@ -201,6 +218,14 @@ class DeviceLedger:
         self._charged[(slot, phase)] = (digest, epsilon, packed)
         self.spend[users] += epsilon
 
+    def tightest(self) -> WindowSpend | None:
+        """The fullest user window, the one ending at :attr:`newest` (None while nothing is charged)."""
+        if not self._charged:
+            return None
+        user = int(np.argmax(self.spend))
+        last = self.newest - 1  # 0-based, as WindowSpend counts slots
+        return WindowSpend(float(self.spend[user]), self.epsilon, 0, max(0, last - self.window + 1), last, user)
+
     # --- on disk -------------------------------------------------------------------------------
     def _state(self) -> dict:
         return {"format": LEDGER_FORMAT, "owner": self.owner, "population": self.population, "window": self.window,
@@ -270,6 +295,13 @@ class DeviceLedger:
         self.newest = newest
 
 
+class Answer(NamedTuple):
+    """What a fleet does with one request: the report batches to send, and what it saw."""
+
+    reports: list[ReportsMessage]
+    events: Events
+
+
 class DeviceFleet:
     """The devices of one shard of users: answers requests with perturbed reports.
 
@@ -327,21 +359,29 @@ class DeviceFleet:
         return row
 
     def answer(self, request: Request) -> list[ReportsMessage]:
-        """The report batches this shard sends for ``request`` (users admitted by their ledgers)."""
+        """:meth:`respond`, its events exported as metrics: what ``wevent devices`` does with a request."""
+        from pipeline.stream import prometheus
+
+        answer = self.respond(request)
+        prometheus.export(answer.events)
+        return answer.reports
+
+    def respond(self, request: Request) -> Answer:
+        """The report batches this shard sends for ``request`` (users admitted by their ledgers),
+        and the refusals it counted."""
+        events = Events()
         try:
             self._check(request)
         except RequestRefused as refusal:  # nothing about the request can be trusted, not even its users
-            self._refuse(0, request, refusal.reason, str(refusal))
-            return []
+            return Answer([], self._refuse(events, 0, request, refusal.reason, str(refusal)))
         blocks = [(block, np.arange(users.start, users.stop) if isinstance(users, slice) else users)
                   for block, users in self.devices.blocks(request) if block % self.shards == self.shard]
         if not blocks:
-            return []
+            return Answer([], events)
         asked = np.concatenate([users for _, users in blocks])
         values = self.values_at(request.slot)
         if values is None:
-            self._refuse(asked.size, request, "no_value", f"no value for slot {request.slot}")
-            return []
+            return Answer([], self._refuse(events, asked.size, request, "no_value", f"no value for slot {request.slot}"))
         held = values[asked]
         present = held != ABSENT
         admitted = np.zeros(asked.size, dtype=bool)
@@ -350,10 +390,9 @@ class DeviceFleet:
             # before any report of this request leaves.
             admitted[present] = self.ledger.admit(request, asked[present])
         except RequestRefused as refusal:
-            self._refuse(asked.size, request, refusal.reason, str(refusal))
-            return []
+            return Answer([], self._refuse(events, asked.size, request, refusal.reason, str(refusal)))
         if not admitted.all():
-            self._refuse(int((~admitted).sum()), request, None, "over budget or absent")
+            self._refuse(events, int((~admitted).sum()), request, None, "over budget or absent")
         batches = []
         oracle = request.make_oracle()
         start = 0
@@ -374,7 +413,7 @@ class DeviceFleet:
                 batches.append(ReportsMessage(self.stream.name, request.slot, int(request.phase), users[kept],
                                               reports[kept]))
                 self.answered += kept.size
-        return batches
+        return Answer(batches, events)
 
     def _check(self, request: Request) -> None:
         """The request is one this stream's devices can answer: its population, users, domain and oracle."""
@@ -392,16 +431,16 @@ class DeviceFleet:
         except ParameterError as exc:
             raise RequestRefused("malformed", str(exc)) from None
 
-    def _refuse(self, count: int, request: Request, reason: str | None, message: str) -> None:
-        """Count ``count`` refused reports and, for a whole refused request, its ``reason``; one log line."""
-        from pipeline.stream import prometheus as metrics
-
+    def _refuse(self, events: Events, count: int, request: Request, reason: str | None, message: str) -> Events:
+        """Count ``count`` refused reports and, for a whole refused request, its ``reason`` in
+        ``events`` (returned); one log line."""
         self.refused += count
-        metrics.device_refusals.labels(self.stream.name).inc(count)
+        events.device_refusals[self.stream.name] += count
         if reason is not None:
-            metrics.device_requests_refused.labels(self.stream.name, reason).inc()
+            events.device_requests_refused[self.stream.name, reason] += 1
         log.warning("stream %s slot %s phase %s: %d device(s) refused (%s)", self.stream.name, request.slot,
                     request.phase, count, message)
+        return events
 
 
 class SignedRequests:
@@ -417,25 +456,33 @@ class SignedRequests:
         self.forged = 0
 
     def read(self, raw: bytes) -> Request | None:
-        """The request in ``raw`` if it is a request of this stream signed by the server, else None."""
+        """:meth:`check`, a forged request counted in the metrics."""
+        from pipeline.stream import prometheus
+
+        request, events = self.check(raw)
+        prometheus.export(events)
+        return request
+
+    def check(self, raw: bytes) -> tuple[Request | None, Events]:
+        """The request in ``raw`` if it is a request of this stream signed by the server, else None;
+        and the events (a forged request) it caused."""
+        events = Events()
         body, tag = unseal(raw)
         try:
             message = decode_message(body)
         except DecodeError:
-            return None
+            return None, events
         if not isinstance(message, RequestMessage) or message.stream != self.stream:
-            return None
+            return None, events
         try:
             check_seal(self.server, LDP_REQUESTS, self.stream, body, tag)
         except AuthenticationError as exc:
-            from pipeline.stream import prometheus as metrics
-
             self.forged += 1
-            metrics.forged_messages.labels(LDP_REQUESTS, "unauthenticated").inc()
+            events.forged_messages[LDP_REQUESTS, "unauthenticated"] += 1
             log.warning("stream %s: refused a request of slot %s phase %s: %s", self.stream, message.request.slot,
                         int(message.request.phase), exc)
-            return None
-        return message.request
+            return None, events
+        return message.request, events
 
 
 def signed_reports(batches: list[ReportsMessage], devices: SignatureSeal) -> list[bytes]:

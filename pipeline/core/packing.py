@@ -1,4 +1,5 @@
-"""(De)serialisation of mechanism state: plain dicts of scalars, lists and numpy arrays.
+"""The codec of every stored state (mechanisms, table values, device ledgers): plain dicts of
+scalars, lists and numpy arrays, packed to bytes or JSON and back.
 
 Two encodings of the same dict:
 
