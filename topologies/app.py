@@ -265,12 +265,8 @@ class StatePositionedApp(faust.App):
         held: set[TP] = set()  # stateful sources Faust resumed before they were sought
 
         def resume_once_sought(tps) -> None:
-            # Faust resumes the stream partitions and only then seeks them (its recovery's last
-            # step). Its pause is a filter over what aiokafka fetched meanwhile from the committed
-            # offsets, so the first fetch after the resume could hand the agents records past
-            # their states' positions before the seek below moves back: applied first, they made
-            # the inputs in between look applied already (skipped, a partition's reports lost).
-            # So a stateful source stays paused until it has been sought.
+            # Faust resumes before it seeks: records past a state's position must not reach an
+            # agent first (see the class docstring). seek_to_state resumes these.
             tps = set(tps)
             stateful = {tp for tp in tps if self.reads_state(tp.topic)}
             held.update(stateful)
