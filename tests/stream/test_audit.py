@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from pipeline.stream.audit import MalformedRecord, verify
+from pipeline.stream.broker import free_port
 
 
 def record(slot, phases=None, epsilon=1.0, window=2, **fields):
@@ -192,19 +193,13 @@ def test_cli_refuses_unreadable_input_in_one_line(tmp_path, content, reason):
     one_line_error(audit(str(path), "--stream", "s"), reason)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("bootstrap, reason", [
     ("not a::host", "HOST:PORT"),
     ("127.0.0.1:99999", "HOST:PORT"),
-    (f"127.0.0.1:{free_port()}", "cannot reach Kafka"),
+    ("127.0.0.1:{free_port}", "cannot reach Kafka"),  # the port is picked when the test runs
 ])
 def test_cli_refuses_a_bad_bootstrap_in_one_line(bootstrap, reason):
-    one_line_error(audit("--bootstrap", bootstrap), reason)
+    one_line_error(audit("--bootstrap", bootstrap.format(free_port=free_port())), reason)
 
 
 def test_cli_refuses_a_listener_that_is_not_kafka_in_one_line():
