@@ -47,15 +47,21 @@ kafka-jars: $(VENV)/.installed
 run: setup
 	$(VENV)/bin/wevent run
 
+# The suite mostly waits on brokers and child processes (one pytest used 76% of a core), so two
+# pytest-xdist processes run it, a test file each at a time: a file's tests share its fixtures
+# (one Apache Kafka per process). TEST_PROCESSES=0 runs it in one process.
+TEST_PROCESSES ?= 2
+PYTEST := $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile
+
 test: setup deploy-tools kafka-jars
-	$(PY) -m pytest
+	$(PYTEST)
 
 test-quick: setup deploy-tools kafka-jars
-	$(PY) -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # Every integration test on Apache Kafka alone (`make test` runs them too).
 test-kafka: setup kafka-jars
-	$(PY) -m pytest tests/integration -k kafka
+	$(PYTEST) tests/integration -k kafka
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
