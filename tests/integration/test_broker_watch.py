@@ -39,7 +39,7 @@ def reasons(problems) -> list[str]:
 def test_stalled_consumer_and_stalled_stream_then_progress(broker):
     # A stream name per broker: the gauge the watch reads lives as long as this process, and the
     # run on the other broker must not find it set already.
-    name = "watched-tansu" if broker.tansu_compat else "watched-kafka"
+    name = f"watched-{broker.kind}"
     cfg = config(name)
     create_topics(broker.bootstrap, cfg.topics())
     clock = Clock()
