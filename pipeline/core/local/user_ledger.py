@@ -125,9 +125,6 @@ class SlidingUserLedger(SlidingLedger):
         The :meth:`state` of the ledger this one continues.
     """
 
-    def __init__(self, windows, bounds, state: np.ndarray | None = None) -> None:
-        super().__init__(windows, bounds, state)
-
     @property
     def columns(self) -> int:
         return 2  # charges to every user, the largest charge to listed users
