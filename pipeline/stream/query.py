@@ -175,7 +175,7 @@ class QueryService:
         settings = self.settings(message.stream)
         if not isinstance(message, MeasuredMessage) or settings is None or settings.mode == "A":
             return None
-        counts = np.asarray(message.counts).sum(axis=0)  # all groups together: the raw histogram
+        counts = message.counts.sum(axis=0)  # all groups together: the raw histogram
         return message.stream, message.slot, {"counts": counts}
 
     def ingest(self, raw: bytes, topic: str, load, store, delete) -> None:
