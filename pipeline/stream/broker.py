@@ -17,6 +17,7 @@ broker's disk instead.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -29,10 +30,39 @@ BOOTSTRAP_ENV = "WEVENT_BOOTSTRAP"
 MEMORY_LIMIT_ENV = "WEVENT_BROKER_MEMORY_MB"
 
 
+LOWEST_PORT = 10000  # below: the well-known and commonly configured service ports
+
+
+def ephemeral_ports() -> tuple[int, int]:
+    """The kernel's range of local ports for outgoing connections (Linux's default if unreadable)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            low, high = map(int, ports.read().split())
+            return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback TCP port nothing listens on now, for a broker or child process to listen on.
+
+    The port is picked at random below the kernel's ephemeral range, never from it (as binding
+    port 0 would): the process that listens on it binds it seconds later, and in between a port of
+    that range can become the local end of any outgoing connection on the machine, after which the
+    listener fails with "address already in use". At random, so that concurrent test processes
+    rarely try the same port; each candidate is checked by binding it.
+    """
+    ephemeral_low, ephemeral_high = ephemeral_ports()
+    low, high = max([(LOWEST_PORT, ephemeral_low - 1), (ephemeral_high + 1, 65535)], key=lambda r: r[1] - r[0])
+    for _ in range(200 if high >= low else 0):
+        port = low + secrets.randbelow(high - low + 1)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise UsageError(f"no free local port between {low} and {high}")
 
 
 def wait_for_port(host: str, port: int, timeout: float = 30.0) -> None:
