@@ -52,6 +52,7 @@ class TrialResult:
     short: list[int] = field(default_factory=list)
     differing: list[int] = field(default_factory=list)
     conflicts: list[int] = field(default_factory=list)
+    exits: list[str] = field(default_factory=list)
     seconds: float = 0.0
     logs: str = ""
     positions: dict = field(default_factory=dict)
@@ -80,7 +81,9 @@ class TrialResult:
         else:
             verdict = (f"DIFFERENT: released {self.released}/{self.slots} (missing {self.missing[:10]}), differing "
                        f"slots {self.differing[:10]}, conflicting slots {self.conflicts[:10]}")
-        return f"{self.model} trial seed {self.seed}: {len(self.kills)} kill(s) [{'; '.join(self.kills)}] in {self.seconds:.0f} s: {verdict}"
+        exits = f"; exited by themselves: {'; '.join(self.exits)}" if self.exits else ""
+        return (f"{self.model} trial seed {self.seed}: {len(self.kills)} kill(s) [{'; '.join(self.kills)}] in "
+                f"{self.seconds:.0f} s: {verdict}{exits}")
 
 
 def sample_values(slots: int):
@@ -194,6 +197,7 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
         start("replay")
         pending = list(schedule.events)
         restarts: list[tuple[float, str]] = []
+        killed: set = set()  # the processes the schedule killed; any other that ends early is a finding
         got: dict[int, dict] = {}
         try:
             with Releases(broker.bootstrap, streams=[STREAM]) as releases:
@@ -206,12 +210,19 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
                         if not processes[target][-1].alive:
                             continue  # a replay that already finished, or a kill still waiting for its restart
                         processes[target][-1].kill()
+                        killed.add(processes[target][-1])
                         result.kills.append(f"{target} at {at:.1f} s, back after {delay:.1f} s")
                         restarts.append((now + delay, target))
                     for item in [r for r in restarts if r[0] <= now]:
                         restarts.remove(item)
                         # every slot up to the last release reached every partition before it
                         start(item[1], from_slot=min(max(got, default=0) + 1, slots))
+                    for process in [group[-1] for group in processes.values()]:
+                        code = process.process.poll()
+                        if code not in (None, 0) and process not in killed:
+                            killed.add(process)
+                            last = process.log_tail(1).strip()
+                            result.exits.append(f"{process.log_path.stem} at {now:.1f} s, exit code {code}: {last}")
                 result.conflicts = sorted(slot for _, slot in releases.conflicts)
             if len(got) < len(expected) or any(not _same(got[s], expected[s]) for s in got):
                 result.positions = positions(broker.bootstrap, config)
@@ -296,15 +307,24 @@ def handle(args) -> int:
     return 0 if verdicts["identical"] + verdicts["short"] == args.trials else 1
 
 
-def positions(bootstrap: str, config) -> dict[str, dict]:
+def positions(bootstrap: str, config) -> dict[str, object]:
     """Where a failed trial stands: the group's committed offset of each partition and its high
-    watermark, and the offset each table state records as applied (from the last changelog
-    record of each key)."""
+    watermark, the offset each table state records as applied (from the last changelog record of
+    each key) and the broker's consumer groups. A part the broker cannot answer (it may be what
+    stalled the trial) says so in its place instead of hiding the trial's own verdict."""
+    found: dict[str, object] = {}
+    for name, read in (("committed", _committed), ("states", _states), ("groups", _groups)):
+        try:
+            found[name] = read(bootstrap, config)
+        except Exception as exc:  # noqa: BLE001 - a diagnostic: show what could not be read
+            found[name] = f"unavailable: {type(exc).__name__}: {exc}"
+    return found
+
+
+def _committed(bootstrap: str, config) -> dict[str, str]:
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..core import packing
     from ..stream.kafka import consumer_config
-    from ..stream.topics import changelog
 
     committed = {}
     consumer = Consumer(consumer_config(bootstrap) | {"group.id": config.app})
@@ -315,7 +335,14 @@ def positions(bootstrap: str, config) -> dict[str, dict]:
             committed[f"{tp.topic}:{tp.partition}"] = f"{tp.offset} of {high}"  # a stall, or data never sent?
     finally:
         consumer.close()
-    states = {}
+    return committed
+
+
+def _states(bootstrap: str, config) -> dict[str, object]:
+    from ..core import packing
+    from ..stream.topics import changelog
+
+    states: dict[str, object] = {}
     for table in ("assembler", "dissimilarity-state"):
         last = {}
         for key, value in _keyed(bootstrap, changelog(config.app, table)):
@@ -325,12 +352,15 @@ def positions(bootstrap: str, config) -> dict[str, dict]:
                 states[f"{table} {key}"] = packing.unpack(value)["offsets"]
             except Exception as exc:  # noqa: BLE001 - a diagnostic: show what could not be read
                 states[f"{table} {key}"] = f"unreadable: {exc}"
+    return states
+
+
+def _groups(bootstrap: str, config) -> list[str]:
     from confluent_kafka.admin import AdminClient
 
     from ..stream.kafka import client_config
 
-    groups = [g.group_id for g in AdminClient(client_config(bootstrap)).list_consumer_groups().result(30).valid]
-    return {"committed": committed, "states": states, "groups": groups}
+    return [g.group_id for g in AdminClient(client_config(bootstrap)).list_consumer_groups().result(30).valid]
 
 
 def _keyed(bootstrap: str, topic: str) -> list[tuple[str, bytes]]:

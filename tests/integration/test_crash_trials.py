@@ -102,3 +102,27 @@ def test_random_kills_of_worker_replay_and_devices_change_no_release(tmp_path):
     failed = [result for result in results if not result.correct]
     report = "\n".join(f"{result.summary()}\n  positions: {result.positions}" for result in failed)
     assert not failed, f"{len(failed)} of {len(results)} trials changed a release:\n{report}\n{failed[0].logs}"
+
+
+def test_a_trial_whose_worker_cannot_start_says_why(tmp_path, monkeypatch):
+    """A trial that stalls for a reason outside the stream (here its worker's web port is taken)
+    reports the process that exited and where the group stands, not an error of its own."""
+    import socket
+
+    import pipeline.stream.child_processes as child_processes
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+
+    class WorkerOnTakenPort(child_processes.WorkerProcess):
+        def __init__(self, config_path, bootstrap, web_port, log_path, **options):
+            super().__init__(config_path, bootstrap, taken.getsockname()[1], log_path, **options)
+
+    monkeypatch.setattr(child_processes, "WorkerProcess", WorkerOnTakenPort)
+    with taken:
+        [result] = run_trials([(FIRST_SEED, "central")], tmp_path, slots=4, horizon=1.0, timeout=15.0)
+    assert result.verdict == "stalled" and result.released == 0, result.summary()
+    assert any(exit.startswith("worker-0 at") and "Address already in use" in exit for exit in result.exits), result.exits
+    assert "exited by themselves: worker-0" in result.summary()
+    assert set(result.positions) == {"committed", "states", "groups"}, result.positions
