@@ -224,6 +224,8 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
                             last = process.log_tail(1).strip()
                             result.exits.append(f"{process.log_path.stem} at {now:.1f} s, exit code {code}: {last}")
                 result.conflicts = sorted(slot for _, slot in releases.conflicts)
+            if not broker.alive:
+                result.exits.append(f"the embedded broker, {broker.describe_exit()}")
             if len(got) < len(expected) or any(not _same(got[s], expected[s]) for s in got):
                 result.positions = positions(broker.bootstrap, config)
         finally:
