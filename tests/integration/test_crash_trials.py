@@ -123,6 +123,7 @@ def test_a_trial_whose_worker_cannot_start_says_why(tmp_path, monkeypatch):
     with taken:
         [result] = run_trials([(FIRST_SEED, "central")], tmp_path, slots=4, horizon=1.0, timeout=15.0)
     assert result.verdict == "stalled" and result.released == 0, result.summary()
-    assert any(exit.startswith("worker-0 at") and "Address already in use" in exit for exit in result.exits), result.exits
-    assert "exited by themselves: worker-0" in result.summary()
+    # the schedule's kill at 1 s may find the first worker still starting: then its restart exits
+    assert any(exit.startswith("worker-") and "Address already in use" in exit for exit in result.exits), result.exits
+    assert "exited by themselves: worker-" in result.summary()
     assert set(result.positions) == {"committed", "states", "groups"}, result.positions
