@@ -135,6 +135,17 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
     return app
 
 
+def changelog_partitions(app: faust.App) -> dict[str, int]:
+    """Each table's changelog topic with its partition count.
+
+    A worker creates them (compacted) before Faust starts, and waits until Kafka serves them:
+    Faust would create them itself, then compare their partitions with their source topics'
+    from a metadata snapshot that a real Kafka may not have updated yet, and its agent would
+    crash on the mismatch (0 partitions) while the worker ran on without it.
+    """
+    return {table.changelog_topic.get_topic_name(): table.partitions for table in app.tables.values()}
+
+
 def _forget_lost_streams(app: faust.App, config: AppConfig) -> None:
     """After a rebalance, a worker serves the gauges only of the streams whose partition it still
     has: stale ones would sit beside the new owner's on a dashboard summing over workers."""

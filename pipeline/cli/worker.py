@@ -42,9 +42,11 @@ def handle(args) -> int:
     check_listen(args.web_host, args.web_port)
     bootstrap = reachable_kafka(args.bootstrap)
     create_topics(bootstrap, config.topics(), replication=config.replication_factor)
-    from topologies.app import build_app, run_worker
+    from topologies.app import build_app, changelog_partitions, run_worker
 
     app = build_app(config, bootstrap, web_port=args.web_port, web_bind=args.web_host, tansu_compat=args.tansu_compat,
                     datadir=args.datadir, stall_seconds=args.stall_seconds, session_seconds=args.session_seconds)
+    create_topics(bootstrap, changelog_partitions(app), replication=config.replication_factor,
+                  settings={"cleanup.policy": "compact"})
     run_worker(app, args.loglevel)
     return 0

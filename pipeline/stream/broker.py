@@ -207,9 +207,10 @@ def resolve_bootstrap(explicit: str | None) -> str | None:
     return explicit or os.environ.get(BOOTSTRAP_ENV) or None
 
 
-def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0, replication: int = 1) -> None:
-    """Create missing topics with their partition counts (and ``replication`` copies of each);
-    existing ones must already match."""
+def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0, replication: int = 1,
+                  settings: dict[str, str] | None = None) -> None:
+    """Create missing topics with their partition counts (and ``replication`` copies of each, and
+    the topic ``settings`` given, e.g. ``cleanup.policy``); existing ones must already match."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from .kafka import client_config
@@ -222,7 +223,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
     for name, partitions in topics.items():
         if name in existing and len(existing[name].partitions) != partitions:
             raise UsageError(f"topic {name!r} has {len(existing[name].partitions)} partitions, the config needs {partitions}")
-    missing = [NewTopic(n, p, replication) for n, p in topics.items() if n not in existing]
+    missing = [NewTopic(n, p, replication, config=settings or {}) for n, p in topics.items() if n not in existing]
     for name, future in admin.create_topics(missing).items() if missing else []:
         try:
             future.result(timeout)
