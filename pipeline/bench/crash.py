@@ -197,7 +197,7 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
         start("replay")
         pending = list(schedule.events)
         restarts: list[tuple[float, str]] = []
-        killed: set = set()  # the processes the schedule killed; any other that ends early is a finding
+        ended: set = set()  # processes whose end is accounted for: killed by the schedule, or reported
         got: dict[int, dict] = {}
         try:
             with Releases(broker.bootstrap, streams=[STREAM]) as releases:
@@ -210,7 +210,7 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
                         if not processes[target][-1].alive:
                             continue  # a replay that already finished, or a kill still waiting for its restart
                         processes[target][-1].kill()
-                        killed.add(processes[target][-1])
+                        ended.add(processes[target][-1])
                         result.kills.append(f"{target} at {at:.1f} s, back after {delay:.1f} s")
                         restarts.append((now + delay, target))
                     for item in [r for r in restarts if r[0] <= now]:
@@ -219,8 +219,8 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
                         start(item[1], from_slot=min(max(got, default=0) + 1, slots))
                     for process in [group[-1] for group in processes.values()]:
                         code = process.process.poll()
-                        if code not in (None, 0) and process not in killed:
-                            killed.add(process)
+                        if code not in (None, 0) and process not in ended:  # it exited by itself: a finding
+                            ended.add(process)
                             last = process.log_tail(1).strip()
                             result.exits.append(f"{process.log_path.stem} at {now:.1f} s, exit code {code}: {last}")
                 result.conflicts = sorted(slot for _, slot in releases.conflicts)
