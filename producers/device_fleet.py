@@ -3,7 +3,7 @@
 A fleet process holds the true values of the users of its shard (whole device blocks: block b
 belongs to shard ``b mod shards``), reads the server's requests from ``ldp.requests``, perturbs
 the values of the asked users with the library's device-side code and the **devices'** key
-(:func:`pipeline.core.local.device_reports.block_reports`; the server never has that key), and sends only
+(:func:`wevent.core.local.device_reports.block_reports`; the server never has that key), and sends only
 the perturbed reports to ``ldp.reports``. Raw values never leave this process.
 
 Each user's own ledger (:class:`DeviceLedger`) refuses a report that would take the user over
@@ -21,11 +21,11 @@ server's public key: the devices hold no server secret) and signs its report bat
 derived from the devices' key, so no one else can spend a user's budget or answer in their name.
 
 Like the workers' processors, the fleet's logic returns what happened with each request (its
-refusals, a forged request, in :class:`~pipeline.stream.events.Events`) instead of touching
+refusals, a forged request, in :class:`~wevent.stream.events.Events`) instead of touching
 metrics; :meth:`DeviceFleet.answer` and :meth:`SignedRequests.read` hand those events to
-:func:`pipeline.stream.prometheus.export`, the one mapping from events to metrics.
+:func:`wevent.stream.prometheus.export`, the one mapping from events to metrics.
 
->>> from pipeline.core.randomness import Phase
+>>> from wevent.core.randomness import Phase
 >>> def ask(slot, users, epsilon=1.0):
 ...     return Request(slot, Phase.PUBLICATION, epsilon, "grr", 2, 4, np.array(users))
 >>> ledger = DeviceLedger(population=4, window=3, epsilon=1.0)
@@ -38,7 +38,7 @@ metrics; :meth:`DeviceFleet.answer` and :meth:`SignedRequests.read` hand those e
 >>> ledger.admit(ask(2, [1, 2], epsilon=0.5), np.array([1, 2]))  # another request, same (slot, phase)
 Traceback (most recent call last):
 ...
-producers.device_fleet.RequestRefused: slot 2 phase 2 was charged for another request
+wevent.producers.device_fleet.RequestRefused: slot 2 phase 2 was charged for another request
 >>> ledger.admit(ask(4, [1]), np.array([1])).tolist()  # slot 1 left the window
 [True]
 """
@@ -55,17 +55,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pipeline.core.accounting import WindowSpend
-from pipeline.core.data import ABSENT, UserValues
-from pipeline.core.local import Request
-from pipeline.core.local.device_reports import Devices, block_reports
-from pipeline.core.local.user_sets import pack_users, unpack_users
-from pipeline.core.packing import StateError, pack, unpack
-from pipeline.core.validation import ParameterError
-from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS
-from pipeline.stream.codecs import (AuthenticationError, DecodeError, ReportsMessage, RequestMessage, SignatureSeal,
+from wevent.core.accounting import WindowSpend
+from wevent.core.data import ABSENT, UserValues
+from wevent.core.local import Request
+from wevent.core.local.device_reports import Devices, block_reports
+from wevent.core.local.user_sets import pack_users, unpack_users
+from wevent.core.packing import StateError, pack, unpack
+from wevent.core.validation import ParameterError
+from wevent.stream.topics import LDP_REPORTS, LDP_REQUESTS
+from wevent.stream.codecs import (AuthenticationError, DecodeError, ReportsMessage, RequestMessage, SignatureSeal,
                                     check_seal, decode_message, seal, unseal)
-from pipeline.stream.events import Events
+from wevent.stream.events import Events
 
 log = logging.getLogger("wevent.devices")
 
@@ -112,9 +112,9 @@ class RequestRefused(Exception):
 class DeviceLedger:
     """Every user's budget spent in the last ``window`` slots, as their own device keeps it.
 
-    It answers the question every ledger of :mod:`pipeline.core.accounting` answers, which user
+    It answers the question every ledger of :mod:`wevent.core.accounting` answers, which user
     window comes closest to its bound (:meth:`tightest`, a core
-    :class:`~pipeline.core.accounting.WindowSpend`), but it charges in its own way, because it
+    :class:`~wevent.core.accounting.WindowSpend`), but it charges in its own way, because it
     guards the users rather than accounting for a mechanism: it *admits* a request before any
     report exists, refusing each user it would take over ``epsilon``, where a core ledger records
     a step result after the release; it charges a request once by its digest, whatever the
@@ -312,7 +312,7 @@ class DeviceFleet:
 
     def __init__(self, stream, values: UserValues, devices: Devices, shard: int = 0, shards: int = 1, *,
                  ledger_dir: str | os.PathLike | None = None, max_ahead: int | None = None) -> None:
-        from pipeline.stream.kafka import check_feed_fits
+        from wevent.stream.kafka import check_feed_fits
 
         if not 0 <= shard < shards:
             raise ParameterError(f"shard must be in 0..{shards - 1}, got {shard}")
@@ -360,7 +360,7 @@ class DeviceFleet:
 
     def answer(self, request: Request) -> list[ReportsMessage]:
         """:meth:`respond`, its events exported as metrics: what ``wevent devices`` does with a request."""
-        from pipeline.stream import prometheus
+        from wevent.stream import prometheus
 
         answer = self.respond(request)
         prometheus.export(answer.events)
@@ -457,7 +457,7 @@ class SignedRequests:
 
     def read(self, raw: bytes) -> Request | None:
         """:meth:`check`, a forged request counted in the metrics."""
-        from pipeline.stream import prometheus
+        from wevent.stream import prometheus
 
         request, events = self.check(raw)
         prometheus.export(events)

@@ -10,9 +10,9 @@
   venue, category id, category name, latitude, longitude, offset, UTC time). The domain is the set
   of category names in the file, sorted by their bytes. The files are Latin-1 in places.
 
-Times are UTC; slots, the latest check-in rule and carry-forward are :mod:`producers.preprocess`'s.
+Times are UTC; slots, the latest check-in rule and carry-forward are :mod:`wevent.producers.preprocess`'s.
 A user sample keeps each user with probability ``sample_rate``, decided by a keyed hash of
-(seed, user id) (:func:`~producers.preprocess.keyed_uniform`), so the same users are kept on every
+(seed, user id) (:func:`~wevent.producers.preprocess.keyed_uniform`), so the same users are kept on every
 run and whatever the block boundaries.
 
 Profiles (every setting can be overridden):
@@ -25,7 +25,7 @@ Profiles (every setting can be overridden):
 * ``tsmc2014``: TSMC2014 with venue categories as the domain (not in the papers): 100-minute slots
   like the Foursquare setting above, every user, carry-forward.
 
->>> from producers.fixtures import TIST_CHECKINS
+>>> from wevent.producers.fixtures import TIST_CHECKINS
 >>> data = read_foursquare(TIST_CHECKINS, "personalized", sample_rate=1.0)
 >>> data.values.labels[:3], data.values.slot_seconds
 (['BR', 'GB', 'ID'], 6000.0)
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.core.validation import ParameterError
+from wevent.core.validation import ParameterError
 
 from .preprocess import Interner, Observations, Preprocessed, keyed_uniform, user_values
 from .profiles import SlotSettings, resolve, setting

@@ -38,8 +38,8 @@ from typing import Sequence
 
 import numpy as np
 
-from pipeline.core.data import ABSENT, UserValues
-from pipeline.core.validation import ParameterError
+from wevent.core.data import ABSENT, UserValues
+from wevent.core.validation import ParameterError
 
 from .textio import SkippedLines, decode_label
 

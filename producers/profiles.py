@@ -5,7 +5,7 @@ default, a help text, and how to read the value from a command-line string); ``w
 turns each into an option. :func:`resolve` picks a named profile and applies overrides; the
 dataclass's ``__post_init__`` validates the result.
 
->>> from producers.tdrive import PROFILES
+>>> from wevent.producers.tdrive import PROFILES
 >>> resolve(PROFILES, "personalized", slot_seconds=600).slot_seconds
 600
 >>> resolve(PROFILES, "personalized", slot_seconds=None).slot_seconds  # None: keep the profile's
@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Mapping, TypeVar
 
-from pipeline.core.validation import ParameterError
+from wevent.core.validation import ParameterError
 
 from .preprocess import ABSENT_POLICIES, check_absent, check_slot_seconds
 

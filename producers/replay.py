@@ -1,7 +1,7 @@
 """Replay a feed slot by slot, in event-time order, into a sink.
 
 A **feed** holds every user's value at every slot (:class:`Feed`: a preprocessed dataset as a
-:class:`MatrixFeed`, or a generated stream, :class:`producers.synthetic.SyntheticFeed`). The
+:class:`MatrixFeed`, or a generated stream, :class:`wevent.producers.synthetic.SyntheticFeed`). The
 **replay loop** (:func:`replay`) walks slots ``from_slot..T`` in order and hands each slot's batch to
 a **sink**: ``send_slot(slot, start, end, users, values)`` with the 1-based slot number, the slot's
 ``[start, end)`` in epoch seconds, the users present (``int64`` indices into ``feed.user_ids``,
@@ -13,10 +13,10 @@ Speed: ``speed = 0`` sends as fast as the sink takes it; ``speed = s > 0`` sends
 ``(end_k - start_first) / s`` seconds of wall-clock time have passed since the replay began, i.e.
 ``s`` times real time, each slot when it has closed.
 
-:class:`DumpSink` writes what it receives as a :class:`pipeline.core.data.UserValues` ``.npz``
+:class:`DumpSink` writes what it receives as a :class:`wevent.core.data.UserValues` ``.npz``
 (``wevent replay --dump``), which ``wevent simulate --input`` reads.
 
->>> from pipeline.core.data import UserValues
+>>> from wevent.core.data import UserValues
 >>> feed = MatrixFeed(UserValues(np.array([[0, 1], [-1, 1]]), domain_size=2, slot_seconds=60))
 >>> class Printer:
 ...     def send_slot(self, slot, start, end, users, values): print(slot, start, end, users, values)
@@ -37,8 +37,8 @@ from typing import Callable, Iterable, Protocol
 
 import numpy as np
 
-from pipeline.core.data import ABSENT, UserValues
-from pipeline.core.validation import ParameterError
+from wevent.core.data import ABSENT, UserValues
+from wevent.core.validation import ParameterError
 
 from .preprocess import MAX_MATRIX_VALUES, value_dtype
 

@@ -1,6 +1,6 @@
 """Synthetic feeds: every user's 0/1 value per slot from the core's LNS, Sin and Log generators.
 
-The values come from :func:`pipeline.core.synthetic.synthetic` (round(p_t N) users hold 1 at slot
+The values come from :func:`wevent.core.synthetic.synthetic` (round(p_t N) users hold 1 at slot
 t), generated slot by slot on demand, so a replay of a million users never holds the whole matrix
 and a resumed replay (``--from-slot``) sends exactly the values a full one would.
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.core.synthetic import MODELS, SyntheticStream, synthetic
+from wevent.core.synthetic import MODELS, SyntheticStream, synthetic
 
 from .preprocess import check_slot_seconds
 from .profiles import positive_int, resolve, setting
@@ -52,7 +52,7 @@ PROFILES = {
 
 
 class SyntheticFeed:
-    """A :class:`producers.replay.Feed` over a generated binary stream."""
+    """A :class:`wevent.producers.replay.Feed` over a generated binary stream."""
 
     domain_size = 2
     labels = ["0", "1"]

@@ -4,7 +4,7 @@ The sample's layout is one text file per taxi (``release/taxi_log_2008_by_id/1.t
 ``taxi_id,YYYY-MM-DD HH:MM:SS,longitude,latitude`` in Beijing local time (UTC+8). Points outside
 the profile's bounding box are skipped (counted, like malformed lines); the box is cut into a
 ``rows x cols`` grid whose cells are the domain; slots, the latest-point rule and carry-forward are
-:mod:`producers.preprocess`'s.
+:mod:`wevent.producers.preprocess`'s.
 
 Profiles (every setting can be overridden):
 
@@ -18,7 +18,7 @@ Profiles (every setting can be overridden):
 
 On the full sample the personalized profile gives 10,357 taxis x 8,889 slots (as Du et al. 2025 report: T = 8,889).
 
->>> from producers.fixtures import FIXTURES
+>>> from wevent.producers.fixtures import FIXTURES
 >>> data = read_tdrive([FIXTURES / "tdrive"])
 >>> data.values.domain_size, data.values.slot_seconds, data.values.users > 100
 (100, 60.0, True)
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from pipeline.core.validation import ParameterError
+from wevent.core.validation import ParameterError
 
 from .preprocess import BoundingBox, Grid, Observations, Preprocessed, parse_grid, user_values
 from .profiles import SlotSettings, resolve, setting

@@ -32,7 +32,7 @@ from typing import Iterator, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from pipeline.core.validation import ParameterError
+from wevent.core.validation import ParameterError
 
 __all__ = [
     "BLOCK_BYTES", "MAX_FIELD_BYTES", "BAD_COLUMNS", "BAD_FIELD", "BAD_TIME", "BAD_NUMBER",

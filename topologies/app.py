@@ -7,7 +7,7 @@ Topology::
     releases ───────────────────────────────────────────────┘                                                        │
                                                                                                   (M1 learns r_t) ◄──┘
 
-Every agent is a thin loop around a processor of :mod:`pipeline.stream.processors`; its state
+Every agent is a thin loop around a processor of :mod:`wevent.stream.processors`; its state
 lives in a Faust table backed by a changelog topic, keyed by ``stream/partition`` (assembler) or
 ``stream`` (M1, M2). A table's changelog partitions match its source topics (co-partitioning), so
 a worker that takes over a partition recovers exactly that partition's state.
@@ -27,17 +27,17 @@ from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
 from faust.types import TP
 
-from pipeline.core.randomness import DerivedRandomness
-from pipeline.errors import UsageError
-from pipeline.stream import prometheus as metrics
-from pipeline.stream.codecs import AuthenticationError, TickMessage, check_seal, unseal
-from pipeline.stream.config import AppConfig
-from pipeline.stream.health import BrokerWatch, rate_limit_client_logs
-from pipeline.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials
-from pipeline.stream.failures import ErrorLog, internal_error
-from pipeline.stream.processors import Processor, Processors
-from pipeline.stream.query import QueryService
-from pipeline.stream.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
+from wevent.core.randomness import DerivedRandomness
+from wevent.errors import UsageError
+from wevent.stream import prometheus as metrics
+from wevent.stream.codecs import AuthenticationError, TickMessage, check_seal, unseal
+from wevent.stream.config import AppConfig
+from wevent.stream.health import BrokerWatch, rate_limit_client_logs
+from wevent.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials
+from wevent.stream.failures import ErrorLog, internal_error
+from wevent.stream.processors import Processor, Processors
+from wevent.stream.query import QueryService
+from wevent.stream.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
 
 log = logging.getLogger("wevent.worker")
 errors = ErrorLog(log)  # one line per agent and exception type per minute; tracebacks at debug level

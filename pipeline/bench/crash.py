@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-SAMPLE_TDRIVE = Path(__file__).resolve().parents[2] / "producers" / "fixtures" / "tdrive"
+from ..producers.fixtures import TDRIVE as SAMPLE_TDRIVE
+
 STREAM = "taxi"
 SLOT_SECONDS = 300.0
 GRID = "4x4"
@@ -88,7 +89,7 @@ class TrialResult:
 
 def sample_values(slots: int):
     """The bundled sample on a 4x4 grid in 5-minute slots (as ``wevent run`` shows it), first ``slots``."""
-    from producers.tdrive import read_tdrive
+    from wevent.producers.tdrive import read_tdrive
 
     return read_tdrive([SAMPLE_TDRIVE], "personalized", grid=(4, 4), slot_seconds=SLOT_SECONDS,
                        max_slots=slots).values
@@ -120,7 +121,7 @@ def clean_releases(config, values, workdir: Path | None = None) -> dict[int, dic
         return {r.slot: {"release": r.release.tolist()} for r in mechanism.run(values.counts().astype(float))}
     dump, log = Path(workdir) / "values.npz", Path(workdir) / "simulated.jsonl"
     values.save(dump)
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", stream.mechanism, "--input", str(dump),
+    subprocess.run([sys.executable, "-m", "wevent.cli", "simulate", "-m", stream.mechanism, "--input", str(dump),
                     "-e", str(stream.epsilon), "-w", str(stream.window), "--seed", str(config.seed), "--stream", STREAM,
                     "--block-size", str(LOCAL_BLOCK), "--releases", str(log), "--json", "--no-progress"],
                    check=True, capture_output=True, timeout=300)

@@ -1,7 +1,7 @@
 """``wevent bench ingest``: central-model reports per second through a real broker and worker.
 
 Three measurements in one run, against the embedded broker, a local Apache Kafka
-(``--apache-kafka``: one KRaft node started for the run, :mod:`pipeline.stream.apache_kafka`) or
+(``--apache-kafka``: one KRaft node started for the run, :mod:`wevent.stream.apache_kafka`) or
 any Kafka (``--bootstrap``):
 
 1. batched binary: every slot's reports packed into report batches (up to 65,536 reports per

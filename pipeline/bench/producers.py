@@ -2,8 +2,8 @@
 and reports per second from the files into a broker.
 
 The input is T-Drive-format files written to a temporary directory by the fixture generator
-(:func:`producers.fixtures.generate.tdrive_sample`, gaps of 170 s like the real data's ~177 s,
-its malformed lines included). The vectorised reader (:func:`producers.tdrive.read_tdrive`) reads
+(:func:`wevent.producers.fixtures.generate.tdrive_sample`, gaps of 170 s like the real data's ~177 s,
+its malformed lines included). The vectorised reader (:func:`wevent.producers.tdrive.read_tdrive`) reads
 all of it; the baseline (:func:`csv_baseline`: ``csv.reader``, ``datetime.strptime``, ``float``
 and dictionaries, one line at a time) reads the first files up to ``--baseline-lines``. Both build
 the same (slot x taxi) matrix and skip the same lines; the benchmark checks that on the baseline's
@@ -47,7 +47,7 @@ def register(sub) -> None:
 def reference_matrix(records: list[tuple[str, int, int]], labels: list[str], slot_seconds: float, absent: str,
                      max_slots: int | None = None, name: str = "data") -> UserValues:
     """The preprocessing rules written out with Python loops: ``records`` are (user id, epoch s, value) in
-    read order. See :mod:`producers.preprocess` for the rules."""
+    read order. See :mod:`wevent.producers.preprocess` for the rules."""
     start = min(t for _, t, _ in records)
     slots = int((max(t for _, t, _ in records) - start) // slot_seconds) + 1
     if max_slots is not None:
@@ -122,8 +122,8 @@ def _baseline_line(row: list[str], profile, box, rows: int, cols: int):
 
 
 def handle(args) -> int:
-    from producers.fixtures.generate import tdrive_sample, write
-    from producers.tdrive import PROFILES, read_tdrive, tdrive_files
+    from wevent.producers.fixtures.generate import tdrive_sample, write
+    from wevent.producers.tdrive import PROFILES, read_tdrive, tdrive_files
 
     if args.bootstrap:
         reachable_kafka(args.bootstrap)  # fail now, not after the preprocessing runs
@@ -166,7 +166,7 @@ def handle(args) -> int:
 
 def to_broker(values: UserValues, partitions: int, bootstrap: str | None) -> tuple[int, float]:
     """Replay ``values`` into ``reports`` as fast as possible: (reports sent, seconds until all acknowledged)."""
-    from producers.replay import MatrixFeed, replay
+    from wevent.producers.replay import MatrixFeed, replay
 
     from ..stream.broker import EmbeddedBroker, create_topics
     from ..stream.kafka import KafkaReportSink

@@ -2,7 +2,7 @@
 
 Every user-facing failure (bad parameter, unreadable input, unreachable broker, too little memory)
 is one line on stderr and exit status 2, never a traceback. Options are checked by type and range
-while parsing (:mod:`pipeline.cli._common`), before any work starts. Anything else is a bug: one
+while parsing (:mod:`wevent.cli._common`), before any work starts. Anything else is a bug: one
 line and exit status 1, with the traceback only when ``WEVENT_DEBUG=1``.
 """
 
@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 
+from .. import __version__
 from ..core.packing import StateError
 from ..core.validation import ParameterError
 from ._common import OneLineParser, UsageError
@@ -30,6 +31,7 @@ SUBCOMMAND_DESTS = ("command", "feed", "benchmark")  # how errors name the comma
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="wevent", description="w-event differentially private stream statistics")
+    parser.add_argument("--version", action="version", version=f"wevent {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-# Benchmark modules under pipeline.bench, each with register(subparsers).
+# Benchmark modules under wevent.bench, each with register(subparsers).
 BENCHMARKS = ("central", "local", "ingest", "producers", "decayed", "soak", "crash", "stream")
 
 
@@ -12,4 +12,4 @@ def register(sub) -> None:
     p = sub.add_parser("bench", help="benchmarks (speed ratios against a baseline run alongside)")
     bench_sub = p.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK", parser_class=type(p))
     for name in BENCHMARKS:
-        importlib.import_module(f"pipeline.bench.{name}").register(bench_sub)
+        importlib.import_module(f"wevent.bench.{name}").register(bench_sub)

@@ -48,14 +48,14 @@ def register(sub) -> None:
 def handle(args) -> int:
     from confluent_kafka import Consumer, Producer  # first: without the stream extra, say so before anything else
 
-    from pipeline.core.data import UserValues
-    from pipeline.core.local.device_reports import Devices
-    from pipeline.core.randomness import DerivedRandomness
-    from pipeline.stream.codecs import report_seal
-    from pipeline.stream.config import load_config
-    from pipeline.stream.kafka import consumer_config, producer_config
-    from pipeline.stream.logic import device_block_size
-    from producers.device_fleet import DeviceFleet, SignedRequests, signed_reports
+    from wevent.core.data import UserValues
+    from wevent.core.local.device_reports import Devices
+    from wevent.core.randomness import DerivedRandomness
+    from wevent.stream.codecs import report_seal
+    from wevent.stream.config import load_config
+    from wevent.stream.kafka import consumer_config, producer_config
+    from wevent.stream.logic import device_block_size
+    from wevent.producers.device_fleet import DeviceFleet, SignedRequests, signed_reports
 
     config = load_config(args.config)
     names = args.stream or [config.streams[0].name]
@@ -86,7 +86,7 @@ def handle(args) -> int:
     bootstrap = reachable_kafka(args.bootstrap)
     if args.metrics_port:
         serve_metrics(args.metrics_port, args.metrics_host)
-    from pipeline.stream.health import log_client_errors
+    from wevent.stream.health import log_client_errors
 
     log_client_errors()  # a broker that goes away: one line per 30 s in the fleet's log, not one per retry
     # Offsets are committed by hand, each after its request's answer is delivered (see answer_requests).
@@ -167,8 +167,8 @@ def deliver(producer, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
 def server_public_key(text: str | None, config):
     """The key requests are checked with: the given public key, else the public half of the
     server's own key where the devices run beside the server (its key or seed at hand)."""
-    from pipeline.stream.codecs import SignatureSeal, request_seal
-    from pipeline.stream.config import ConfigError
+    from wevent.stream.codecs import SignatureSeal, request_seal
+    from wevent.stream.config import ConfigError
 
     if text:
         try:

@@ -21,8 +21,8 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from pipeline.stream.codecs import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
-    from pipeline.stream.config import DEVICE_KEY_ENV, NOISE_KEY_ENV, AppConfig, load_config
+    from wevent.stream.codecs import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
+    from wevent.stream.config import DEVICE_KEY_ENV, NOISE_KEY_ENV, AppConfig, load_config
 
     config = load_config(args.config) if args.config else AppConfig(streams=())
     lines = []

@@ -1,7 +1,7 @@
 """``wevent replay tdrive|foursquare|synthetic``: preprocess a feed and replay it slot by slot.
 
 Each feed has named profiles (the papers' settings); every profile setting is also an option that
-overrides it. The replay loop (:func:`producers.replay.replay`) hands every slot's batch to a sink:
+overrides it. The replay loop (:func:`wevent.producers.replay.replay`) hands every slot's batch to a sink:
 ``--dump FILE`` writes the (slot x user) matrix as a ``.npz`` that ``wevent simulate --input FILE``
 reads.
 """
@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Callable, Mapping
 
-from producers import foursquare, synthetic, tdrive
-from producers.preprocess import Preprocessed, parse_grid
-from producers.profiles import resolve, settings_of
-from producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
+from wevent.producers import foursquare, synthetic, tdrive
+from wevent.producers.preprocess import Preprocessed, parse_grid
+from wevent.producers.profiles import resolve, settings_of
+from wevent.producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
 
 from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, listen_port, progress, reachable_kafka,
                       readable_file, real, seed, serve_metrics, slot_count, user_count, writable_file)

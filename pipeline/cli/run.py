@@ -1,7 +1,7 @@
 """``wevent run``: the whole system on one machine, with live releases in the terminal.
 
 Parses the options, builds the config (one stream over the feed by default) and hands the run to
-:class:`~pipeline.stream.local_run.LocalRun`, which starts the embedded broker (unless a Kafka is
+:class:`~wevent.stream.local_run.LocalRun`, which starts the embedded broker (unless a Kafka is
 configured), the topics, a worker, the devices of a local-model stream and the feed's replay (the
 bundled sample by default), and stops them all and deletes its working directory on every exit.
 This handler prints every release as it arrives; with ``--slots N --release-log FILE`` it stops
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from pathlib import Path
 
 from ..core.registry import mechanism_class
+from ..producers.fixtures import TDRIVE as SAMPLE_TDRIVE
 from ._common import (
     LOOPBACK,
     UsageError,
@@ -62,14 +62,13 @@ def register(sub) -> None:
     p.set_defaults(handler=handle)
 
 
-SAMPLE_TDRIVE = Path(__file__).resolve().parents[2] / "producers" / "fixtures" / "tdrive"
 
 
 def demo_feed():
     """The bundled sample: a day of a few hundred Beijing taxis (T-Drive format), counted on a 4x4
     grid over the papers' bounding box in 5-minute slots (d = 16, about 15 taxis per cell)."""
-    from producers.replay import MatrixFeed
-    from producers.tdrive import read_tdrive
+    from wevent.producers.replay import MatrixFeed
+    from wevent.producers.tdrive import read_tdrive
 
     data = read_tdrive([SAMPLE_TDRIVE], "personalized", grid=(4, 4), slot_seconds=300.0).values
     data.name = "taxi"
@@ -98,7 +97,7 @@ def describe(stream, feed, slots: int) -> str:
 
 
 def handle(args) -> int:
-    from producers.replay import MatrixFeed
+    from wevent.producers.replay import MatrixFeed
     from ..core.data import UserValues
     from ..stream.broker import free_port, resolve_bootstrap
     from ..stream.config import load_config

@@ -2,7 +2,7 @@
 
 Each model family (central; the local model and personalized families add theirs) is a module
 of its own contributing its mechanism names, its own options and a runner
-(:class:`~pipeline.cli.simulate_family.Family`); this front end owns the shared options and the
+(:class:`~wevent.cli.simulate_family.Family`); this front end owns the shared options and the
 output, and dispatches to them.
 """
 

@@ -1,6 +1,6 @@
 """What every model family of ``wevent simulate`` provides, and what its runner returns.
 
-The front end (:mod:`pipeline.cli.simulate`) dispatches to the per-model modules
+The front end (:mod:`wevent.cli.simulate`) dispatches to the per-model modules
 (``simulate_central``, ``simulate_local``, ``simulate_personalized``); they import this module,
 never the front end.
 """

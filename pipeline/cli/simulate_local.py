@@ -5,7 +5,7 @@ versions with ``--task mean``) or a ``.npz`` dump of user values; devices pertur
 the users each request asks and the mechanism sees only the reports' sums. In sufficient mode on a
 synthetic binary stream, whose ones sit on uniformly random users, devices draw how many asked
 users hold 1 instead of reading N values a slot (exact in distribution:
-:class:`~pipeline.core.local.exchangeable.ExchangeableBinarySlot`). The summary adds the
+:class:`~wevent.core.local.exchangeable.ExchangeableBinarySlot`). The summary adds the
 communication (CFPU, bits per user per slot), the largest per-user window spend and report
 count, and with ``--roc`` the event-monitoring ROC curve and its area (LDP-IDS, Section 7.1.4 of the SIGMOD version).
 """

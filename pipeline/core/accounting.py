@@ -17,7 +17,7 @@ first window over its bound: it is what ``wevent audit`` checks the published re
 
 The ledgers that live beside a mechanism answer the same questions slot by slot: they are
 :class:`WindowAccount` s, and every mechanism makes its own, in two forms. ``new_ledger``
-(:meth:`pipeline.core.base.Mechanism.new_ledger`: the core's ``WindowLedger``,
+(:meth:`wevent.core.base.Mechanism.new_ledger`: the core's ``WindowLedger``,
 ``PersonalizedLedger`` and ``UserLedger``) keeps every slot, for simulations and tests;
 ``sliding_ledger`` (:class:`SlidingLedger` and its per-model forms) keeps only the charges the
 next window needs, which a live service stores between slots (the stream layer's M2 does, in its
@@ -209,7 +209,7 @@ class SlidingLedger:
     This class charges every user of a group alike: with one group (the central model), every
     user pays each slot's ``eps1 + eps2``. The personalized and local models charge differently
     and derive their own; every mechanism makes the one that fits it
-    (:meth:`pipeline.core.base.Mechanism.sliding_ledger`).
+    (:meth:`wevent.core.base.Mechanism.sliding_ledger`).
 
     Parameters
     ----------
@@ -223,7 +223,7 @@ class SlidingLedger:
 
     Examples
     --------
-    >>> from pipeline.core.ledger import BudgetEntry
+    >>> from wevent.core.ledger import BudgetEntry
     >>> ledger = SlidingLedger([3], [1.0])
     >>> [ledger.record(BudgetEntry(t, 0.125, eps2)).tolist() for t, eps2 in enumerate([0.25, 0.0, 0.25, 0.125], 1)]
     [[0.375], [0.5], [0.875], [0.75]]

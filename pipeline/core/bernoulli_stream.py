@@ -1,6 +1,6 @@
 """Binary streams where each user holds 1 with probability p_t (Du et al., PVLDB 2025, Section 5.1).
 
-LDP-IDS's generator (:mod:`pipeline.core.synthetic`) gives exactly ``round(p_t N)`` users value 1
+LDP-IDS's generator (:mod:`wevent.core.synthetic`) gives exactly ``round(p_t N)`` users value 1
 at slot t; the personalized paper draws every user's value independently, 1 with probability
 ``p_t``, so the count of 1s is Binomial(N, p_t) and varies around ``p_t N`` from slot to slot.
 The ``p_t`` sequences (TLNS, Sin, Log) are the same models.

@@ -1,6 +1,6 @@
 """The one registry of mechanisms: every class that names itself is found here by that name.
 
-A subclass of :class:`~pipeline.core.base.Mechanism` that sets ``name`` registers itself when its
+A subclass of :class:`~wevent.core.base.Mechanism` that sets ``name`` registers itself when its
 module is imported; :func:`mechanisms` imports every model package first, so it always answers
 with the whole catalogue. Each class says its model (``central``, ``local`` or ``personalized``)
 in its ``model`` attribute, so nothing needs to test class hierarchies to find it.
@@ -12,7 +12,7 @@ in its ``model`` attribute, so nothing needs to test class hierarchies to find i
 >>> mechanism_class("nope")
 Traceback (most recent call last):
 ...
-pipeline.core.validation.ParameterError: unknown mechanism 'nope'; choose one of ba, bd, lb-dsat, lb-rescuedp, lba, lbd, lbu, lp-dsat, lp-rescuedp, lpa, lpd, lpu, lsp, pba, pbd, sample, uniform
+wevent.core.validation.ParameterError: unknown mechanism 'nope'; choose one of ba, bd, lb-dsat, lb-rescuedp, lba, lbd, lbu, lp-dsat, lp-rescuedp, lpa, lpd, lpu, lsp, pba, pbd, sample, uniform
 """
 
 from __future__ import annotations

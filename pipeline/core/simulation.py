@@ -1,8 +1,8 @@
 """Batch simulation: run a mechanism over a finite stream and summarise its error and spend.
 
->>> from pipeline.core.central import BudgetAbsorption
->>> from pipeline.core.randomness import DerivedRandomness, SecretKey
->>> from pipeline.core.synthetic import synthetic
+>>> from wevent.core.central import BudgetAbsorption
+>>> from wevent.core.randomness import DerivedRandomness, SecretKey
+>>> from wevent.core.synthetic import synthetic
 >>> data = synthetic("log", users=10_000, slots=50, seed=3)
 >>> m = BudgetAbsorption(1.0, 10, 2, randomness=DerivedRandomness(SecretKey.from_seed(3)))
 >>> run = simulate(m, data.counts)
@@ -44,8 +44,8 @@ class SimulationRun:
 
     Examples
     --------
-    >>> from pipeline.core.central import Uniform
-    >>> from pipeline.core.randomness import DerivedRandomness, SecretKey
+    >>> from wevent.core.central import Uniform
+    >>> from wevent.core.randomness import DerivedRandomness, SecretKey
     >>> m = Uniform(1.0, 5, 2, randomness=DerivedRandomness(SecretKey.from_seed(0)))
     >>> run = simulate(m, np.full((20, 2), 100.0))
     >>> run.releases.shape, run.summary(mre_floor=1.0)["max_window_epsilon"] <= 1.0

@@ -1,8 +1,8 @@
 """``wevent reproduce``: the tables and figures of the four papers, as CSV, PNG and an index.
 
-One module per paper declares its figures as data (:class:`~pipeline.reproduce.figures.Figure`)
-and how a cell (dataset, x, method, run) is computed; :mod:`~pipeline.reproduce.runner` computes
-the cells in parallel and caches each one, and :mod:`~pipeline.reproduce.outputs` writes the files.
+One module per paper declares its figures as data (:class:`~wevent.reproduce.figures.Figure`)
+and how a cell (dataset, x, method, run) is computed; :mod:`~wevent.reproduce.runner` computes
+the cells in parallel and caches each one, and :mod:`~wevent.reproduce.outputs` writes the files.
 """
 
 from . import du, kellaris, ldp_ids, sun

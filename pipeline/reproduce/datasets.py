@@ -8,7 +8,7 @@ the bundled samples by ``DIR/tdrive`` (one ``N.txt`` per taxi, searched recursiv
 only when present.
 
 Du et al.'s synthetic streams draw every user's value independently, 1 with probability p_t
-(:func:`pipeline.core.bernoulli_stream.bernoulli_values`, seed 0): ``wevent simulate --dataset``
+(:func:`wevent.core.bernoulli_stream.bernoulli_values`, seed 0): ``wevent simulate --dataset``
 sets exact counts instead, so they go to the mechanisms as dumps too.
 
 The Foursquare sample spans 10 days: at LDP-IDS's 102,800 s slots it has 9 slots, fewer than one
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 
-from producers import foursquare, tdrive
-from producers.fixtures import TDRIVE, TIST_CHECKINS, TIST_POIS
-from producers.profiles import resolve
+from wevent.producers import foursquare, tdrive
+from wevent.producers.fixtures import TDRIVE, TIST_CHECKINS, TIST_POIS
+from wevent.producers.profiles import resolve
 
 from ..core.bernoulli_stream import bernoulli_values
 from ..core.data import UserValues

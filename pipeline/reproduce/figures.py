@@ -4,7 +4,7 @@ A :class:`Figure` names the paper's x-axis and its points, the methods drawn, th
 panel row each), the datasets (one panel column each) and, where the paper prints numbers, those
 numbers. A *cell* is one (dataset, x, method, run): the unit that is computed, cached and reused.
 How a cell is computed is the paper module's ``cell_command`` (a ``wevent simulate`` command
-line) or ``compute_cell`` (anything else); see :mod:`pipeline.reproduce.cells`.
+line) or ``compute_cell`` (anything else); see :mod:`wevent.reproduce.cells`.
 
 >>> f = Figure("fig3", "MRE vs epsilon", "epsilon", (0.5, 1.0, 1.5, 2.0, 2.5), ("lbu", "lpa"), ("mre",), ("lns",))
 >>> f.points(QUICK), f.points(TINY)

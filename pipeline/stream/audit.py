@@ -13,10 +13,10 @@ false against any budget and hide an overspend, and a negative charge would pay 
   phase charges its budget to every user (``users`` None) or to the users it lists; a user's
   window spend adds both kinds, whichever slots they fall in.
 
-The three are one check (:class:`~pipeline.core.accounting.ChargeMatrix`): the records become a
+The three are one check (:class:`~wevent.core.accounting.ChargeMatrix`): the records become a
 charge matrix of groups (one; one per type; the phases that ask everyone) plus, in the local
 model, the charges of listed users, and every window of every group or user is summed against its
-bound, up to :data:`~pipeline.core.accounting.TOLERANCE`.
+bound, up to :data:`~wevent.core.accounting.TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -307,7 +307,7 @@ def _is_integer(value) -> bool:
 
 def _user_indices(users, where: str) -> np.ndarray:
     """A phase's listed users as indices (one conversion per phase, no loop per user): a list, or
-    the packed text the pipeline writes (:func:`~pipeline.core.local.user_sets.users_to_text`)."""
+    the packed text the pipeline writes (:func:`~wevent.core.local.user_sets.users_to_text`)."""
     if isinstance(users, str):
         try:
             return users_from_text(users)

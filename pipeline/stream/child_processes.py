@@ -23,7 +23,7 @@ class ChildProcess:
     """A `wevent ...` child process with its own log file, stopped as a process group."""
 
     def __init__(self, arguments: list[str], log_path: Path, env: dict | None = None) -> None:
-        self.command = [sys.executable, "-m", "pipeline.cli", *arguments]
+        self.command = [sys.executable, "-m", "wevent.cli", *arguments]
         self.log_path = Path(log_path)
         self.env = {**os.environ, **(env or {})}
         self.process: subprocess.Popen | None = None

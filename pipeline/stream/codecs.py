@@ -15,7 +15,7 @@ Imported by producers, workers, devices and the CLI alike; it needs only numpy.
 Every message a writer sends carries ``version`` (:data:`FORMAT_VERSION`); a reader takes a
 message without one as version 1, refuses a version it does not know (a change of meaning bumps
 it), and ignores fields it does not know (adding a field does not). The JSON Schemas of the public
-messages ship in :mod:`pipeline.stream.schemas`.
+messages ship in :mod:`wevent.stream.schemas`.
 
 Anyone who can write to the broker can write to any topic, so the messages a worker or a device
 acts on are sealed (:func:`seal`), one tag per message whatever the number of reports in it,
@@ -805,7 +805,7 @@ def seal(topic: str, stream: str, value: bytes, by: MacSeal | SignatureSeal) -> 
     >>> check_seal(mac, "releases", "other", *unseal(sealed))
     Traceback (most recent call last):
     ...
-    pipeline.stream.codecs.AuthenticationError: invalid MAC or signature for releases of stream 'other'
+    wevent.stream.codecs.AuthenticationError: invalid MAC or signature for releases of stream 'other'
     """
     tag = by.tag(topic, stream, value)
     if value[:1] == b"{":

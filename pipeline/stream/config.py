@@ -27,7 +27,7 @@ epsilon and w: ``options.requirements`` is a CSV file of ``user,w,epsilon`` line
 stream's user indices) or a table of generation settings, e.g.
 ``{ mix = "groups", epsilon = 0.6, window = 120, seed = 1 }`` (the generation of Du et al. 2025, Section 5.2).
 
-Options are the mechanism's own, typed and per mechanism (:mod:`pipeline.stream.config_schema`
+Options are the mechanism's own, typed and per mechanism (:mod:`wevent.stream.config_schema`
 lists them): ``budget_shift = "false"`` is an error, not a true value, and an option the mechanism
 does not take is an error, not ignored. Every problem is reported as one :class:`ConfigError`
 line naming the stream and the field, when the config is loaded.
@@ -95,7 +95,7 @@ class StreamConfig:
     oracle: str = "ada"
     options: dict[str, Any] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
-    query: dict[str, Any] | None = None  # decayed range queries (pipeline.stream.query)
+    query: dict[str, Any] | None = None  # decayed range queries (wevent.stream.query)
 
     @property
     def mechanism_options(self) -> dict[str, Any]:

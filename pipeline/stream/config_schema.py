@@ -1,11 +1,11 @@
 """The one definition of what a stream configuration may say: typed fields, per mechanism.
 
 Every setting is a :class:`Field` of a kind (boolean, integer, number, text, choice, table, ...)
-with its range. The config loader (:mod:`pipeline.stream.config`) checks a config against these
+with its range. The config loader (:mod:`wevent.stream.config`) checks a config against these
 tables, and the Helm chart's ``values.schema.json`` is generated from the same tables, so the two
 cannot say different things::
 
-    python -m pipeline.stream.config_schema helm/wevent/values.schema.json
+    python -m wevent.stream.config_schema helm/wevent/values.schema.json
 
 rewrites the ``config`` part of the chart's schema in place, and the parts of the chart's own values
 defined here (``kafka``: the protocol, SASL and TLS settings; the extra env and volumes); the rest
@@ -21,7 +21,7 @@ the collector's ``deadline_seconds`` and a personalized stream's ``requirements`
 >>> BOOLEAN.check("false", "options.budget_shift")
 Traceback (most recent call last):
 ...
-pipeline.stream.config_schema.SchemaError: options.budget_shift must be a boolean (true or false), got 'false'
+wevent.stream.config_schema.SchemaError: options.budget_shift must be a boolean (true or false), got 'false'
 """
 
 from __future__ import annotations
@@ -625,5 +625,5 @@ def write_helm_schema(path: str | Path) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m pipeline.stream.config_schema helm/wevent/values.schema.json")
+        sys.exit("usage: python -m wevent.stream.config_schema helm/wevent/values.schema.json")
     write_helm_schema(sys.argv[1])

@@ -173,7 +173,7 @@ class ReplayThread:
         self.thread = threading.Thread(target=self._replay, args=(feed, sink, speed), daemon=True, name="replay")
 
     def _replay(self, feed, sink, speed: float) -> None:
-        from producers.replay import replay
+        from wevent.producers.replay import replay
 
         from .kafka import DeliveryError
 
@@ -210,7 +210,7 @@ class LocalRun:
     stream
         The stream of ``config`` the feed is replayed into, and whose releases are followed.
     feed
-        The feed (:class:`producers.replay.MatrixFeed`); its first ``slots`` slots are replayed.
+        The feed (:class:`wevent.producers.replay.MatrixFeed`); its first ``slots`` slots are replayed.
     slots
         How many slots to replay and release.
     keys
@@ -294,7 +294,7 @@ class LocalRun:
         self.replay = self._start(ReplayThread(self.replayed, sink, self.speed))
 
     def releases(self) -> Iterator:
-        """The stream's releases (:class:`~pipeline.stream.codecs.ReleaseRecord`), each once, until
+        """The stream's releases (:class:`~wevent.stream.codecs.ReleaseRecord`), each once, until
         ``slots`` are released. Raises :class:`Failed` when the broker dies or the replay fails, and
         a usage error naming the process when the worker or the devices stop."""
         from .prometheus import export_release_error
@@ -359,7 +359,7 @@ class LocalRun:
 
 def first_slots(feed, slots: int):
     """The feed cut to its first ``slots`` slots."""
-    from producers.replay import MatrixFeed
+    from wevent.producers.replay import MatrixFeed
 
     from ..core.data import UserValues
 

@@ -33,9 +33,9 @@ class StreamLogic:
     Users fall in *groups* that are charged alike at every slot: one group in the central model,
     one per requirement type in the personalized model. A slot's input is a (groups, d) count
     matrix. M2 accounts through the mechanism's own sliding ledger
-    (:meth:`~pipeline.core.base.Mechanism.sliding_ledger`), which knows how the model charges
+    (:meth:`~wevent.core.base.Mechanism.sliding_ledger`), which knows how the model charges
     users and bounds every group's window by the host's share of the stream's
-    :class:`~pipeline.core.accounting.Budget`, or by ``eps_k``; the logic only says what a
+    :class:`~wevent.core.accounting.Budget`, or by ``eps_k``; the logic only says what a
     window's spend shows operators and the public record.
     """
 
@@ -53,7 +53,7 @@ class StreamLogic:
     def budget_gauges(self, tightest: WindowSpend) -> tuple[float, float, float]:
         """What the window ending at a release shows operators, for the group closest to its bound
         (``tightest``, the host's window): the host's spend, the share a query index reserves, and
-        the total the two must stay within (the stream's :class:`~pipeline.core.accounting.Budget`)."""
+        the total the two must stay within (the stream's :class:`~wevent.core.accounting.Budget`)."""
         budget = self.stream.budget
         return tightest.spend, budget.reserved, budget.total
 

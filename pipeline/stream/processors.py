@@ -1,7 +1,7 @@
 """The stream processors as plain classes, independent of Faust.
 
 Each processor turns (its state for a key, one input message) into a new state, a list of
-output messages and the :class:`~pipeline.stream.events.Events` it saw (:class:`Processed`). The
+output messages and the :class:`~wevent.stream.events.Events` it saw (:class:`Processed`). The
 Faust agents in ``topologies/`` only load and store the state in a table, send the outputs and
 export the events as metrics; the logic here is unit-testable without a broker or a metrics library.
 Every table value is a dataclass (:class:`TableValue`) that packs to the dict layout the
@@ -198,7 +198,7 @@ class ServerKeys:
 
 class TableValue:
     """A value of a processor's table: a dataclass whose fields, in order, are the keys of the dict
-    it is packed as (:mod:`pipeline.core.packing`). :meth:`pack` writes, and :meth:`unpack` reads, the
+    it is packed as (:mod:`wevent.core.packing`). :meth:`pack` writes, and :meth:`unpack` reads, the
     layout the processors stored, so that a changelog written before restores."""
 
     def to_fields(self) -> dict[str, Any]:
@@ -284,8 +284,8 @@ class SideKeys:
 
 
 class MechanismParts:
-    """The parts of M2's mechanism state (:func:`~pipeline.core.packing.pack_split`), each in the side
-    key ``<stream>/part/<digest>``, as the mapping :func:`~pipeline.core.base.restore` reads."""
+    """The parts of M2's mechanism state (:func:`~wevent.core.packing.pack_split`), each in the side
+    key ``<stream>/part/<digest>``, as the mapping :func:`~wevent.core.base.restore` reads."""
 
     def __init__(self, side: SideKeys, stream: str) -> None:
         self._side, self._stream = side, stream
@@ -446,7 +446,7 @@ class OpenSlot(TableValue):
 def slots_ahead(stream) -> int:
     """The assembler's horizon for ``stream``: a report may be for at most this many slots past the
     closed ones (its lateness in slots plus ``max_slots_ahead``, by default
-    :data:`~pipeline.stream.config.DEFAULT_MAX_SLOTS_AHEAD`); so many keys at most are open."""
+    :data:`~wevent.stream.config.DEFAULT_MAX_SLOTS_AHEAD`); so many keys at most are open."""
     return stream.max_slots_ahead + math.ceil(stream.lateness_seconds / stream.slot_seconds)
 
 
@@ -457,7 +457,7 @@ class Assembler(Processor):
     the partition's clock and the numbers of its open slots; each open slot's histogram and seen
     users are a key of their own, ``stream/partition/slot``, bounded by one slot. A report may be
     for at most :func:`slots_ahead` slots past the closed ones, which bounds the open slots.
-    It counts only the users its partition owns (:func:`~pipeline.stream.codecs.report_partition`),
+    It counts only the users its partition owns (:func:`~wevent.stream.codecs.report_partition`),
     so that no user is counted twice in a slot across partitions. A slot closes when the
     partition's watermark passes its end plus the allowed lateness; the assembler then emits the
     slot's partial histogram (zeros if nothing arrived) to ``slots``. A watermark that would close
@@ -723,7 +723,7 @@ class PublicationState(HeadState):
 
 @dataclass
 class MechanismPart(TableValue):
-    """A large value of M2's mechanism state, under its digest (:func:`~pipeline.core.packing.pack_split`)."""
+    """A large value of M2's mechanism state, under its digest (:func:`~wevent.core.packing.pack_split`)."""
 
     data: bytes
 

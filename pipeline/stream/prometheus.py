@@ -2,7 +2,7 @@
 
 Labels are streams, strategies and reasons: never users. Faust's own sensors are served on the
 same ``/metrics`` page under the ``wevent_faust_`` prefix. The processors count what they see in
-:class:`~pipeline.stream.events.Events`; :func:`export` turns those into the metrics below.
+:class:`~wevent.stream.events.Events`; :func:`export` turns those into the metrics below.
 """
 
 from __future__ import annotations
@@ -132,6 +132,6 @@ def export(events: Events) -> None:
 
 
 def export_release_error(stream: str, error: float | None) -> None:
-    """Show a replay's running error against its truth (:class:`~pipeline.stream.truth.TruthMonitor`)."""
+    """Show a replay's running error against its truth (:class:`~wevent.stream.truth.TruthMonitor`)."""
     if error is not None:
         release_error.labels(stream).set(error)

@@ -27,7 +27,7 @@ constant           wire name              partitions, key             carries
 Stream-keyed topics are partitioned by Kafka's default partitioner on the stream name
 (:func:`key_partition`), so that every message of a stream reaches the same M1, M2 and
 collector. ``reports`` is partitioned by the producers themselves
-(:func:`~pipeline.stream.codecs.report_partition`), so that each assembler owns a fixed share of
+(:func:`~wevent.stream.codecs.report_partition`), so that each assembler owns a fixed share of
 the users.
 
 The workers' state lives in tables, each backed by the compacted internal topic

@@ -17,7 +17,7 @@ FIGURE = r"([\d,]+(?:\.\d+)?)"
 
 def wevent(*args, timeout=300):
     env = {k: v for k, v in os.environ.items() if k != "WEVENT_BOOTSTRAP"}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "wevent.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

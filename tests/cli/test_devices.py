@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from pipeline.core.data import UserValues
-from pipeline.stream.config import dump_config, parse_config
+from wevent.core.data import UserValues
+from wevent.stream.config import dump_config, parse_config
 
 USERS, DOMAIN, START = 40, 5, 1_201_910_400.0
 
@@ -17,7 +17,7 @@ USERS, DOMAIN, START = 40, 5, 1_201_910_400.0
 def wevent(*args, cwd=None):
     """No Kafka is configured: a fleet that passes its checks stops when it looks for one."""
     env = {k: v for k, v in os.environ.items() if k != "WEVENT_BOOTSTRAP"}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "wevent.cli", *args], capture_output=True, text=True, timeout=120,
                           cwd=cwd, env=env)
 
 

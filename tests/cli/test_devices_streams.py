@@ -3,7 +3,7 @@ anything connects, and a misuse of --stream and --values is one line, exit 2."""
 
 import json
 
-from pipeline.stream.config import dump_config, parse_config
+from wevent.stream.config import dump_config, parse_config
 from tests.cli.test_devices import DOMAIN, START, USERS, dump, wevent
 
 

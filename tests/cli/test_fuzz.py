@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.cli import describe, main
-from pipeline.cli._common import LIMITS
-from pipeline.core.data import UserValues, is_dump
+from wevent.cli import describe, main
+from wevent.cli._common import LIMITS
+from wevent.core.data import UserValues, is_dump
 
 ROOT = Path(__file__).resolve().parents[2]
 TDRIVE = ROOT / "producers" / "fixtures" / "tdrive"
@@ -291,7 +291,7 @@ def test_an_unexpected_error_is_one_line_with_exit_status_1():
 
 
 def test_wevent_debug_shows_the_traceback(files):
-    argv = [sys.executable, "-m", "pipeline.cli", "simulate", "--input", bad_file(files["root"], "binary", b"", 0)]
+    argv = [sys.executable, "-m", "wevent.cli", "simulate", "--input", bad_file(files["root"], "binary", b"", 0)]
     quiet = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT,
                            env={**os.environ, "PYTHONPATH": str(ROOT)})
     debug = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT,
@@ -307,7 +307,7 @@ class Blocker:
         if name.partition(".")[0] in ("faust", "confluent_kafka", "aiokafka", "prometheus_client", "yaml", "mode"):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 sys.meta_path.insert(0, Blocker())
-from pipeline.cli import main
+from wevent.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -344,7 +344,7 @@ def test_without_the_stream_extra_simulate_still_runs(files):
 def test_an_unreachable_address_fails_at_once_in_one_line(files, argv):
     argv = fill(argv, files)
     began = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "wevent.cli", *argv], capture_output=True, text=True,
                           timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert_refused(argv, proc.returncode, proc.stderr, time.monotonic() - began, limit=15)
 
@@ -357,6 +357,6 @@ def test_a_listener_that_is_not_kafka_fails_within_the_probe_timeout(command):
         silent.listen()
         argv = [command, "-b", f"127.0.0.1:{silent.getsockname()[1]}"]
         began = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-m", "wevent.cli", *argv], capture_output=True, text=True,
                               timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert_refused(argv, proc.returncode, proc.stderr, time.monotonic() - began, limit=25)

@@ -4,10 +4,10 @@ import secrets
 
 import numpy as np
 
-from pipeline.cli import main
-from pipeline.core.data import UserValues
-from pipeline.core.randomness import SecretKey
-from pipeline.stream.codecs import SignatureSeal, report_seal, request_seal
+from wevent.cli import main
+from wevent.core.data import UserValues
+from wevent.core.randomness import SecretKey
+from wevent.stream.codecs import SignatureSeal, report_seal, request_seal
 
 
 def test_keys_prints_the_public_halves_of_the_derived_signing_keys(monkeypatch, capsys):

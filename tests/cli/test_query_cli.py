@@ -9,7 +9,7 @@ import pytest
 
 
 def query(url):
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--url", url, "--stream", "s", "--from", "1",
+    return subprocess.run([sys.executable, "-m", "wevent.cli", "query", "--url", url, "--stream", "s", "--from", "1",
                            "--to", "2"], capture_output=True, text=True, timeout=60)
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.reproduce import PAPERS
-from pipeline.reproduce.figures import TINY
-from pipeline.reproduce.runner import cell_path, shown
+from wevent.cli import main
+from wevent.reproduce import PAPERS
+from wevent.reproduce.figures import TINY
+from wevent.reproduce.runner import cell_path, shown
 
 pytestmark = pytest.mark.slow  # about a minute on two shared cores: 670 cells and 37 files
 
@@ -32,7 +32,7 @@ EXPECTED = {
 
 def wevent(*args, check=True):
     env = {**os.environ, "WEVENT_REPRODUCE_SCALE": "tiny"}
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, timeout=900,
+    proc = subprocess.run([sys.executable, "-m", "wevent.cli", *args], capture_output=True, text=True, timeout=900,
                           env=env)
     if check:
         assert proc.returncode == 0, proc.stderr

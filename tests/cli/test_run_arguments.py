@@ -30,7 +30,7 @@ BAD = [
 
 def run(arguments, tmp_path, **env):
     environment = {k: v for k, v in os.environ.items() if not k.startswith("WEVENT_")} | {"TMPDIR": str(tmp_path)}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", "run", *arguments], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "wevent.cli", "run", *arguments], capture_output=True, text=True,
                           env=environment | env, cwd=tmp_path, timeout=60)
 
 

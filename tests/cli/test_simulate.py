@@ -7,14 +7,14 @@ import sys
 import numpy as np
 import pytest
 
-from pipeline.core.central import BudgetAbsorption
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import ReleaseRecord
+from wevent.core.central import BudgetAbsorption
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.core.synthetic import synthetic
+from wevent.stream.codecs import ReleaseRecord
 
 
 def wevent(*args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "wevent.cli", *args], capture_output=True, text=True, timeout=120)
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc

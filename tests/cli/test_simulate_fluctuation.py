@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.cli import main
-from pipeline.core.local import GRR
-from pipeline.core.synthetic import synthetic
+from wevent.cli import main
+from wevent.core.local import GRR
+from wevent.core.synthetic import synthetic
 
 SE = 4
 USERS, SLOTS = 20_000, 100

@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.cli import main
-from pipeline.core.data import ABSENT, UserValues
-from pipeline.core.local import MECHANISMS
+from wevent.cli import main
+from wevent.core.data import ABSENT, UserValues
+from wevent.core.local import MECHANISMS
 
 SMALL = ["--users", "2000", "--slots", "40", "--window", "5"]
 

@@ -4,8 +4,8 @@ import argparse
 
 import numpy as np
 
-from pipeline.cli.simulate_local import FAMILY
-from pipeline.core.synthetic import synthetic
+from wevent.cli.simulate_local import FAMILY
+from wevent.core.synthetic import synthetic
 
 
 def test_mean_task_truth_is_the_mean_before_clipping():

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.cli import main
-from pipeline.core.data import UserValues
-from pipeline.core.personalized import Requirements
-from pipeline.stream.codecs import ReleaseRecord
+from wevent.cli import main
+from wevent.core.data import UserValues
+from wevent.core.personalized import Requirements
+from wevent.stream.codecs import ReleaseRecord
 
 SMALL = ["--users", "400", "--slots", "60", "--strict-window", "20", "--no-progress"]
 

@@ -4,9 +4,9 @@ import json
 
 import numpy as np
 
-from pipeline.cli import main
-from pipeline.core.data import UserValues
-from pipeline.core.synthetic import synthetic
+from wevent.cli import main
+from wevent.core.data import UserValues
+from wevent.core.synthetic import synthetic
 
 
 def roc_summary(capsys, *extra):

@@ -2,7 +2,7 @@
 
 import json
 
-from pipeline.cli import main
+from wevent.cli import main
 
 ARGS = ["-m", "lpu", "--task", "mean", "--users", "20000", "--slots", "40", "-w", "5", "--json"]
 

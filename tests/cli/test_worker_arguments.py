@@ -17,7 +17,7 @@ CONFIG = {"seed": 1, "report_partitions": 1, "stream_partitions": 1, "streams": 
 def worker(tmp_path, *arguments: str) -> subprocess.CompletedProcess:
     config = tmp_path / "streams.json"
     config.write_text(json.dumps(CONFIG))
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", "worker", "--config", str(config), "--bootstrap",
+    return subprocess.run([sys.executable, "-m", "wevent.cli", "worker", "--config", str(config), "--bootstrap",
                            "127.0.0.1:1", *arguments], capture_output=True, text=True, timeout=60)
 
 

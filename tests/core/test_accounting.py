@@ -4,7 +4,8 @@ own ledger, and the Budget's shares."""
 import numpy as np
 import pytest
 
-from pipeline.core.accounting import (
+from tests.conftest import derived
+from wevent.core.accounting import (
     TOLERANCE,
     Budget,
     ChargeMatrix,
@@ -13,14 +14,13 @@ from pipeline.core.accounting import (
     slide_charges,
     window_sums,
 )
-from pipeline.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
-from pipeline.core.local import MECHANISMS as LOCAL
-from pipeline.core.local import Devices
-from pipeline.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, grouped
-from pipeline.core.simulation import simulate
-from pipeline.core.synthetic import synthetic
-from pipeline.core.validation import ParameterError
-from tests.conftest import derived
+from wevent.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
+from wevent.core.local import MECHANISMS as LOCAL
+from wevent.core.local import Devices
+from wevent.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, grouped
+from wevent.core.simulation import simulate
+from wevent.core.synthetic import synthetic
+from wevent.core.validation import ParameterError
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from pipeline.core.bernoulli_stream import bernoulli_values
-from pipeline.core.synthetic import synthetic
+from wevent.core.bernoulli_stream import bernoulli_values
+from wevent.core.synthetic import synthetic
 
 
 def test_counts_are_binomial_around_p_t_n():
@@ -31,5 +31,5 @@ def test_the_same_seed_gives_the_same_stream_and_blocks_do_not_change_it(monkeyp
     first = bernoulli_values("lns", 300, 50, seed=9)
     assert np.array_equal(first, bernoulli_values("lns", 300, 50, seed=9))
     assert not np.array_equal(first, bernoulli_values("lns", 300, 50, seed=10))
-    monkeypatch.setattr("pipeline.core.bernoulli_stream._DRAWS_PER_BLOCK", 700)  # blocks of 2 slots
+    monkeypatch.setattr("wevent.core.bernoulli_stream._DRAWS_PER_BLOCK", 700)  # blocks of 2 slots
     assert np.array_equal(first, bernoulli_values("lns", 300, 50, seed=9))

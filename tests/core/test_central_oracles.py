@@ -5,18 +5,18 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pipeline.core.base import Strategy, restore
-from pipeline.core.central import (
+from tests.conftest import CountingNoise, derived, random_counts, scripted
+from wevent.core.base import Strategy, restore
+from wevent.core.central import (
     BudgetAbsorption,
     BudgetDistribution,
     DissimilarityMeasure,
     Sample,
     Uniform,
 )
-from pipeline.core.ledger import WindowLedger
-from pipeline.core.randomness import SecretKey
-from pipeline.core.validation import ParameterError
-from tests.conftest import CountingNoise, derived, random_counts, scripted
+from wevent.core.ledger import WindowLedger
+from wevent.core.randomness import SecretKey
+from wevent.core.validation import ParameterError
 
 ALL = (Uniform, Sample, BudgetDistribution, BudgetAbsorption)
 TOL = 1e-12

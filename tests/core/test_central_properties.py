@@ -5,11 +5,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.base import restore
-from pipeline.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
-from pipeline.core.ledger import WindowLedger
-from pipeline.core.simulation import simulate
 from tests.conftest import derived
+from wevent.core.base import restore
+from wevent.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
+from wevent.core.ledger import WindowLedger
+from wevent.core.simulation import simulate
 
 MECHANISMS = st.sampled_from([Uniform, Sample, BudgetDistribution, BudgetAbsorption])
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,9 +7,9 @@ noise="laplace" here; the discrete default has its own laws in tests/core/test_n
 import numpy as np
 import pytest
 
-from pipeline.core.central import BudgetAbsorption, BudgetDistribution, DissimilarityMeasure, Sample, Uniform
-from pipeline.core.randomness import Phase
 from tests.conftest import derived
+from wevent.core.central import BudgetAbsorption, BudgetDistribution, DissimilarityMeasure, Sample, Uniform
+from wevent.core.randomness import Phase
 
 
 def test_uniform_mae_is_w_over_epsilon():

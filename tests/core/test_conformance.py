@@ -15,11 +15,11 @@ Adding a mechanism to the registry adds it here, with no change to this file.
 import numpy as np
 import pytest
 
-from pipeline.core.base import restore
-from pipeline.core.local import Devices, UserLedger
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.core.registry import mechanisms
 from tests.conftest import scripted
+from wevent.core.base import restore
+from wevent.core.local import Devices, UserLedger
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.core.registry import mechanisms
 
 NAMES = sorted(mechanisms())
 SEEDS = (0, 1, 2)

@@ -9,12 +9,12 @@ FORBIDDEN = ("faust", "kafka", "aiokafka", "confluent_kafka", "prometheus_client
 
 PROBE = """
 import importlib, pkgutil, sys
-import pipeline.core
-for module in pkgutil.walk_packages(pipeline.core.__path__, "pipeline.core."):
+import wevent.core
+for module in pkgutil.walk_packages(wevent.core.__path__, "wevent.core."):
     importlib.import_module(module.name)
 roots = {name.split(".")[0] for name in sys.modules}
 print(" ".join(sorted(roots & set(sys.argv[1:]))))
-print(sum(1 for name in sys.modules if name.startswith("pipeline.core")))
+print(sum(1 for name in sys.modules if name.startswith("wevent.core")))
 """
 
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from pipeline.core.data import ABSENT, UserValues, histograms, load_dump, load_input
-from pipeline.core.synthetic import synthetic
-from pipeline.core.validation import ParameterError
+from wevent.core.data import ABSENT, UserValues, histograms, load_dump, load_input
+from wevent.core.synthetic import synthetic
+from wevent.core.validation import ParameterError
 
 
 @pytest.mark.parametrize("name", ["lns", "sin", "log"])

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import jensenshannon
 
-from pipeline.core.divergence import ajsd, jensen_shannon
-from pipeline.core.validation import ParameterError
+from wevent.core.divergence import ajsd, jensen_shannon
+from wevent.core.validation import ParameterError
 
 
 def test_equals_scipy_on_distributions():

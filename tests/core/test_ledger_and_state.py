@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from pipeline.core import packing
-from pipeline.core.ledger import BudgetEntry, WindowLedger, window_sums
+from wevent.core import packing
+from wevent.core.ledger import BudgetEntry, WindowLedger, window_sums
 
 
 def test_window_sums_match_brute_force():

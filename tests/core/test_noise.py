@@ -13,22 +13,22 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipeline.core.base import restore
-from pipeline.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
-from pipeline.core.decayed import RTPDMM, restore_index
-from pipeline.core.decayed.lambdas import lambda_table
-from pipeline.core.decayed.sensitivity import rounding_weights, window_sensitivity
-from pipeline.core.noise import (
+from tests.conftest import derived
+from wevent.core.base import restore
+from wevent.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
+from wevent.core.decayed import RTPDMM, restore_index
+from wevent.core.decayed.lambdas import lambda_table
+from wevent.core.decayed.sensitivity import rounding_weights, window_sensitivity
+from wevent.core.noise import (
     Expansion,
     discrete_laplace_variance,
     geometric_table,
     noise_variance,
     two_sided_geometric,
 )
-from pipeline.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, grouped
-from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey
-from pipeline.core.validation import ParameterError
-from tests.conftest import derived
+from wevent.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, grouped
+from wevent.core.randomness import DerivedRandomness, Phase, SecretKey
+from wevent.core.validation import ParameterError
 
 
 def two_sided_pmf(x: np.ndarray, epsilon: float) -> np.ndarray:
@@ -188,7 +188,7 @@ def test_a_stream_cannot_silently_switch_noise_kinds():
     # a state written before noise kinds existed holds Laplace draws: it restores as Laplace
     state = m.state_dict()
     del state["params"]["noise"]
-    from pipeline.core import packing
+    from wevent.core import packing
 
     old = restore(packing.pack(state), derived(5))
     assert old.noise == "laplace"

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.core.randomness import DerivedRandomness, KeyStream, Phase, SecretKey, ZeroNoise
+from wevent.core.randomness import DerivedRandomness, KeyStream, Phase, SecretKey, ZeroNoise
 
 
 def test_same_coordinates_same_draws_across_instances():

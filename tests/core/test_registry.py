@@ -2,9 +2,9 @@
 
 import pytest
 
-from pipeline.core.base import Mechanism
-from pipeline.core.registry import MODELS, REGISTRY, mechanism_class, mechanisms
-from pipeline.core.validation import ParameterError
+from wevent.core.base import Mechanism
+from wevent.core.registry import MODELS, REGISTRY, mechanism_class, mechanisms
+from wevent.core.validation import ParameterError
 
 
 def test_every_mechanism_says_its_model_and_lives_in_that_models_package():
@@ -13,7 +13,7 @@ def test_every_mechanism_says_its_model_and_lives_in_that_models_package():
     for name, cls in catalogue.items():
         assert issubclass(cls, Mechanism) and cls.name == name
         assert cls.model in MODELS, name
-        assert cls.__module__.startswith(f"pipeline.core.{cls.model}."), (name, cls.__module__)
+        assert cls.__module__.startswith(f"wevent.core.{cls.model}."), (name, cls.__module__)
 
 
 def test_an_unknown_name_is_one_clear_error():

@@ -5,12 +5,12 @@ import re
 
 import pytest
 
-from pipeline.core.base import restore
-from pipeline.core.local import Devices
-from pipeline.core.packing import from_json, to_json
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.core.registry import mechanisms
-from pipeline.core.validation import ParameterError
+from wevent.core.base import restore
+from wevent.core.local import Devices
+from wevent.core.packing import from_json, to_json
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.core.registry import mechanisms
+from wevent.core.validation import ParameterError
 
 MECHANISMS = sorted(mechanisms().items())
 SECTIONS = ("Parameters\n    ----------", "Spend\n    -----", "Examples\n    --------", "References\n    ----------")

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pipeline.core.ledger import window_sums
+from wevent.core.ledger import window_sums
 
 
 def test_window_sums_equal_a_live_ledgers_left_to_right_sum():

@@ -55,8 +55,8 @@ def helm_binary() -> str:
 def keys_env() -> dict[str, str]:
     """The environment with fresh secret keys and their public keys (`wevent keys`), as an operator
     sets them before `docker compose up`."""
-    from pipeline.core.randomness import SecretKey
-    from pipeline.stream.codecs import report_seal, request_seal
+    from wevent.core.randomness import SecretKey
+    from wevent.stream.codecs import report_seal, request_seal
 
     noise, device = SecretKey.generate(), SecretKey.generate()
     return {**os.environ, "WEVENT_NOISE_KEY": noise.hex(), "WEVENT_DEVICE_KEY": device.hex(),

@@ -13,10 +13,10 @@ import re
 import pytest
 import yaml
 
-from pipeline.cli import build_parser
-from pipeline.cli._common import directory, listen_port, readable_file, writable_file
-from pipeline.stream.config import AppConfig, load_config
-from pipeline.stream.processors import Processors
+from wevent.cli import build_parser
+from wevent.cli._common import directory, listen_port, readable_file, writable_file
+from wevent.stream.config import AppConfig, load_config
+from wevent.stream.processors import Processors
 
 from .conftest import (COMPOSE_FILE, DASHBOARDS, DOCKER, PROMETHEUS_CONFIG, STREAMS_FILE, compose_config, host_file,
                        keys_env, source_of)

@@ -33,12 +33,12 @@ import numpy as np
 import pytest
 import yaml
 
-from pipeline.stream import prometheus as metrics
-from pipeline.stream.broker import free_port, wait_for_port
-from pipeline.stream.codecs import ReportBatch
-from pipeline.stream.config import ConfigError, parse_config
-from pipeline.stream.kafka import producer_config
-from pipeline.stream.logic import logic_for
+from wevent.stream import prometheus as metrics
+from wevent.stream.broker import free_port, wait_for_port
+from wevent.stream.codecs import ReportBatch
+from wevent.stream.config import ConfigError, parse_config
+from wevent.stream.kafka import producer_config
+from wevent.stream.logic import logic_for
 
 from .conftest import ALERT_RULES, DASHBOARDS, DOCKER, keys_env, source_of, tool
 
@@ -153,7 +153,7 @@ def send_bad_input(bootstrap: str, stream: dict) -> None:
 
 def wevent_process(argv: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
     """Run in the log's directory, as a container in its own: a device fleet keeps its ledger there."""
-    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", *argv], stdout=subprocess.DEVNULL,
+    return subprocess.Popen([sys.executable, "-m", "wevent.cli", *argv], stdout=subprocess.DEVNULL,
                             stderr=open(log, "ab"), start_new_session=True, env={**os.environ, **(env or {})},
                             cwd=log.parent)
 

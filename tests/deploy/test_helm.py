@@ -15,9 +15,9 @@ import tomllib
 import pytest
 import yaml
 
-from pipeline.core.personalized import Requirements
-from pipeline.stream.config import load_config
-from pipeline.stream.logic import logic_for
+from wevent.core.personalized import Requirements
+from wevent.stream.config import load_config
+from wevent.stream.logic import logic_for
 
 from .conftest import CHART, STREAMS_FILE, helm_binary, helm_version
 

@@ -14,8 +14,8 @@ import sys
 import pytest
 import yaml
 
-from pipeline.stream.broker import EmbeddedBroker, free_port
-from pipeline.stream.child_processes import wait_until
+from wevent.stream.broker import EmbeddedBroker, free_port
+from wevent.stream.child_processes import wait_until
 
 from .conftest import COMPOSE_FILE
 
@@ -75,13 +75,13 @@ def run_and_audit(bootstrap: str, tmp_path, env: dict | None = None) -> None:
     """`wevent run --bootstrap`: every slot released in order; then `wevent audit` of its audit topic passes.
     An external Kafka outlives the run, so the run needs a lasting key from the environment."""
     log = tmp_path / "releases.jsonl"
-    run = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--bootstrap", bootstrap, "--slots", str(SLOTS),
+    run = subprocess.run([sys.executable, "-m", "wevent.cli", "run", "--bootstrap", bootstrap, "--slots", str(SLOTS),
                           "--release-log", str(log), "--quiet"], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "WEVENT_NOISE_KEY": os.urandom(32).hex(), **(env or {})})
     assert run.returncode == 0, run.stderr[-3000:]
     slots = [json.loads(line)["slot"] for line in log.read_text().splitlines()]
     assert slots == list(range(1, SLOTS + 1))
-    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", bootstrap],
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", bootstrap],
                            capture_output=True, text=True, timeout=120)
     assert audit.returncode == 0, audit.stdout + audit.stderr
 

@@ -7,7 +7,7 @@ import subprocess
 
 import yaml
 
-from pipeline.stream.audit import TOLERANCE
+from wevent.stream.audit import TOLERANCE
 
 from .conftest import ALERT_RULES, PROMETHEUS_CONFIG, tool
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.stream.broker import EmbeddedBroker, create_topics, free_port
-from pipeline.stream.child_processes import WorkerProcess, write_config
+from wevent.stream.broker import EmbeddedBroker, create_topics, free_port
+from wevent.stream.child_processes import WorkerProcess, write_config
 
 
 class TansuBroker(EmbeddedBroker):
@@ -45,7 +45,7 @@ class KafkaBroker:
         group still has members (a SIGKILLed worker's stay until its session times out)."""
         from confluent_kafka.admin import AdminClient
 
-        from pipeline.stream.kafka import client_config
+        from wevent.stream.kafka import client_config
 
         admin = AdminClient(client_config(self.bootstrap))
         groups = [g.group_id for g in admin.list_consumer_groups().result(timeout).valid]
@@ -172,9 +172,9 @@ def assert_local_releases_equal_simulate(got: dict, dump: Path, mechanism: str, 
     import subprocess
     import sys
 
-    from pipeline.stream.codecs import ReleaseRecord
+    from wevent.stream.codecs import ReleaseRecord
 
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", mechanism, "--input", str(dump), "-e", "1",
+    subprocess.run([sys.executable, "-m", "wevent.cli", "simulate", "-m", mechanism, "--input", str(dump), "-e", "1",
                     "-w", str(window), "--seed", str(seed), "--stream", stream, "--block-size", str(block),
                     "--oracle", oracle, "--releases", str(log), "--json"], check=True, capture_output=True, timeout=300)
     simulated = [ReleaseRecord.from_json(line) for line in log.read_text().splitlines()]

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.core.data import UserValues
-from pipeline.stream.broker import create_topics
-from pipeline.stream.codecs import ReportsMessage, decode_message, pack_message, request_seal, seal
-from pipeline.stream.config import AppConfig, parse_config
-from pipeline.stream.kafka import consumer_config, producer_config
-from pipeline.stream.child_processes import ChildProcess, DevicesProcess, write_config
-from pipeline.stream.subscription import read_topic
+from wevent.core.data import UserValues
+from wevent.stream.broker import create_topics
+from wevent.stream.codecs import ReportsMessage, decode_message, pack_message, request_seal, seal
+from wevent.stream.config import AppConfig, parse_config
+from wevent.stream.kafka import consumer_config, producer_config
+from wevent.stream.child_processes import ChildProcess, DevicesProcess, write_config
+from wevent.stream.subscription import read_topic
 from tests.integration.test_central_pipeline import START, categorical_feed
 
 DOMAIN, WINDOW = 4, 10

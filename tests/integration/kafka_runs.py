@@ -11,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.bench.crash import sample_values
-from pipeline.core.central import BudgetAbsorption
-from pipeline.core.randomness import DerivedRandomness
-from pipeline.stream.broker import create_topics, free_port
-from pipeline.stream.codecs import ReleaseRecord
-from pipeline.stream.config import parse_config
-from pipeline.stream.kafka import KafkaReportSink, consumer_config
-from pipeline.stream.child_processes import WorkerProcess, write_config
+from wevent.bench.crash import sample_values
+from wevent.core.central import BudgetAbsorption
+from wevent.core.randomness import DerivedRandomness
+from wevent.stream.broker import create_topics, free_port
+from wevent.stream.codecs import ReleaseRecord
+from wevent.stream.config import parse_config
+from wevent.stream.kafka import KafkaReportSink, consumer_config
+from wevent.stream.child_processes import WorkerProcess, write_config
 
 
 class KafkaRun:

@@ -25,7 +25,7 @@ def environment(tmpdir: Path, **extra: str) -> dict:
 
 
 def wevent_run(arguments: list[str], env: dict, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", "run", *arguments], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "wevent.cli", "run", *arguments], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=timeout)
 
 
@@ -51,13 +51,13 @@ def children(pid: int) -> dict[int, list[str]]:
 
 def command_of(argv: list[str]) -> str:
     """What a child of `wevent run` is: "broker", or its wevent subcommand ("worker", "devices")."""
-    return "broker" if argv[1:2] == ["broker"] else argv[argv.index("pipeline.cli") + 1]
+    return "broker" if argv[1:2] == ["broker"] else argv[argv.index("wevent.cli") + 1]
 
 
 def start_run(arguments: list[str], env: dict, directory: Path) -> subprocess.Popen:
     """`wevent run` in the background, its output in ``directory``/stdout and stderr."""
     with open(directory / "stdout", "w") as stdout, open(directory / "stderr", "w") as stderr:
-        return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", *arguments], stdout=stdout,
+        return subprocess.Popen([sys.executable, "-m", "wevent.cli", "run", *arguments], stdout=stdout,
                                 stderr=stderr, env=env, cwd=directory)
 
 

@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from pipeline.stream.apache_kafka import KafkaCluster, default_cache, install_kafka
-from pipeline.stream.broker import create_topics
-from pipeline.stream.kafka import consumer_config, producer_config
+from wevent.stream.apache_kafka import KafkaCluster, default_cache, install_kafka
+from wevent.stream.broker import create_topics
+from wevent.stream.kafka import consumer_config, producer_config
 
 pytestmark = [pytest.mark.integration]
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.core.central import BudgetAbsorption
-from pipeline.core.data import UserValues
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.stream.codecs import ReportBatch, report_partition
-from pipeline.stream.config import parse_config
-from pipeline.stream.kafka import KafkaReportSink
-from pipeline.stream.processors import slots_ahead
-from pipeline.stream.subscription import Releases
+from wevent.core.central import BudgetAbsorption
+from wevent.core.data import UserValues
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.stream.codecs import ReportBatch, report_partition
+from wevent.stream.config import parse_config
+from wevent.stream.kafka import KafkaReportSink
+from wevent.stream.processors import slots_ahead
+from wevent.stream.subscription import Releases
 from tests.integration.conftest import compat_flags, metric_value
 
 pytestmark = [pytest.mark.integration]
@@ -123,7 +123,7 @@ def test_a_backlog_of_1000_slots_keeps_the_other_streams_releasing(cluster_facto
 
 
 def run_cli(*arguments, timeout=600):
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", *arguments], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "wevent.cli", *arguments], capture_output=True, text=True,
                           timeout=timeout)
     assert done.returncode == 0, done.stderr
     return done

@@ -11,9 +11,9 @@ import os
 import pytest
 from confluent_kafka import Producer
 
-from pipeline.errors import UsageError
-from pipeline.stream.broker import MEMORY_LIMIT_ENV, EmbeddedBroker, create_topics, default_memory_limit_mb
-from pipeline.stream.child_processes import wait_until
+from wevent.errors import UsageError
+from wevent.stream.broker import MEMORY_LIMIT_ENV, EmbeddedBroker, create_topics, default_memory_limit_mb
+from wevent.stream.child_processes import wait_until
 
 CHUNK = 10  # MiB written between two checks
 MESSAGE = os.urandom(100 * 1024)  # incompressible, so the broker holds every byte

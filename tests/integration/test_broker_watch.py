@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from pipeline.stream import prometheus as metrics
-from pipeline.stream.broker import EmbeddedBroker, create_topics
-from pipeline.stream.config import parse_config
-from pipeline.stream.health import BrokerWatch
-from pipeline.stream.kafka import consumer_config, producer_config
+from wevent.stream import prometheus as metrics
+from wevent.stream.broker import EmbeddedBroker, create_topics
+from wevent.stream.config import parse_config
+from wevent.stream.health import BrokerWatch
+from wevent.stream.kafka import consumer_config, producer_config
 
 pytestmark = [pytest.mark.integration]
 

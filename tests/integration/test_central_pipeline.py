@@ -10,13 +10,13 @@ import time
 import numpy as np
 import pytest
 
-from pipeline.core.central import BudgetAbsorption, BudgetDistribution
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.stream.audit import verify
-from pipeline.stream.codecs import DeadLetter, ReportBatch
-from pipeline.stream.config import parse_config
-from pipeline.stream.kafka import KafkaReportSink, producer_config
-from pipeline.stream.subscription import Releases
+from wevent.core.central import BudgetAbsorption, BudgetDistribution
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.stream.audit import verify
+from wevent.stream.codecs import DeadLetter, ReportBatch
+from wevent.stream.config import parse_config
+from wevent.stream.kafka import KafkaReportSink, producer_config
+from wevent.stream.subscription import Releases
 from tests.integration.conftest import metric_value
 
 pytestmark = [pytest.mark.integration]
@@ -66,8 +66,8 @@ def collect(bootstrap, streams, count, timeout, cluster):
 
 
 def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
-    from pipeline.core.data import UserValues
-    from pipeline.core.personalized import generate
+    from wevent.core.data import UserValues
+    from wevent.core.personalized import generate
 
     requirements = tmp_path / "requirements.csv"
     generate("groups", USERS, 0.6, 12, seed=3).save_csv(requirements)
@@ -117,7 +117,7 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
     dump = tmp_path / "feed.npz"
     UserValues(values, DOMAIN, user_ids=[str(u) for u in range(USERS)], slot_seconds=60, start=START).save(dump)
     simulated_log = tmp_path / "simulated.jsonl"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", "pba", "--input", str(dump),
+    subprocess.run([sys.executable, "-m", "wevent.cli", "simulate", "-m", "pba", "--input", str(dump),
                     "--requirements", str(requirements), "--seed", str(SEED), "--stream", "pba",
                     "--releases", str(simulated_log), "--json"], check=True, capture_output=True, timeout=120)
     simulated = [json.loads(line) for line in simulated_log.read_text().splitlines()]
@@ -126,7 +126,7 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
     for record in simulated:
         assert got["pba"][record["slot"]].release == record["release"]
         assert got["pba"][record["slot"]].extras == record["extras"]
-    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap],
                            capture_output=True, text=True, timeout=120)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert audit.stdout.count("PASS") == 4 and "requirement types" in audit.stdout
@@ -155,7 +155,7 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
 
 
 def _read_all(bootstrap, topic):
-    from pipeline.stream.subscription import read_topic
+    from wevent.stream.subscription import read_topic
 
     return read_topic(bootstrap, topic)
 
@@ -202,11 +202,11 @@ def test_crash_and_restart_loses_nothing_and_spends_nothing_twice(cluster_factor
 @pytest.mark.slow
 def test_wevent_run_then_audit(tmp_path):
     log = tmp_path / "releases.jsonl"
-    run = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--slots", "30", "--release-log", str(log), "--quiet"],
+    run = subprocess.run([sys.executable, "-m", "wevent.cli", "run", "--slots", "30", "--release-log", str(log), "--quiet"],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = log.read_text().splitlines()
     assert len(lines) == 30 and sorted(json.loads(l)["slot"] for l in lines) == list(range(1, 31))
-    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", str(log)], capture_output=True, text=True,
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", str(log)], capture_output=True, text=True,
                            timeout=60)
     assert audit.returncode == 0 and audit.stdout.startswith("PASS"), audit.stdout + audit.stderr

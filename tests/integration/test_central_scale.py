@@ -13,9 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from pipeline.core.data import UserValues
-from pipeline.stream.config import parse_config
-from pipeline.stream.kafka import KafkaReportSink
+from wevent.core.data import UserValues
+from wevent.stream.config import parse_config
+from wevent.stream.kafka import KafkaReportSink
 from tests.integration.test_central_pipeline import START, collect
 from tests.integration.run_helpers import record_peak_memory, window_under_test
 
@@ -63,7 +63,7 @@ def test_a_million_users_per_slot_at_d_10000_equals_simulate_and_passes_the_audi
     UserValues(values, DOMAIN, slot_seconds=60, start=START).save(dump)
     for m in MECHANISMS:
         log = tmp_path / f"simulated-{m}.jsonl"
-        subprocess.run([sys.executable, "-m", "pipeline.cli", "simulate", "-m", m, "--input", str(dump), "-e", "1",
+        subprocess.run([sys.executable, "-m", "wevent.cli", "simulate", "-m", m, "--input", str(dump), "-e", "1",
                         "-w", str(WINDOW), "--seed", str(SEED), "--stream", m, "--releases", str(log), "--json"],
                        check=True, capture_output=True, timeout=300)
         simulated = [json.loads(line) for line in log.read_text().splitlines()]
@@ -71,6 +71,6 @@ def test_a_million_users_per_slot_at_d_10000_equals_simulate_and_passes_the_audi
         for record in simulated:
             assert got[m][record["slot"]].release == record["release"], f"{m} slot {record['slot']}"
             assert got[m][record["slot"]].strategy == record["strategy"], f"{m} slot {record['slot']}"
-    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap],
                            capture_output=True, text=True, timeout=300)
     assert audit.returncode == 0 and audit.stdout.count("PASS") == len(MECHANISMS), audit.stdout + audit.stderr

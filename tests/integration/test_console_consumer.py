@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 
-from pipeline.core.central import BudgetAbsorption
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.stream import schemas
-from pipeline.stream.broker import free_port
-from pipeline.stream.config import parse_config
-from pipeline.stream.child_processes import WorkerProcess, write_config
+from wevent.core.central import BudgetAbsorption
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.stream import schemas
+from wevent.stream.broker import free_port
+from wevent.stream.config import parse_config
+from wevent.stream.child_processes import WorkerProcess, write_config
 from tests.integration.secure_kafka import PASSWORD, SCRAM_JAAS, start_secure_kafka
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # three JVMs and a worker: 15-40 s

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.stream.codecs import ReportsMessage
-from pipeline.stream.child_processes import wait_until
+from wevent.stream.codecs import ReportsMessage
+from wevent.stream.child_processes import wait_until
 from tests.integration.device_helpers import answers, committed, kept_stream
 
 pytestmark = [pytest.mark.integration]

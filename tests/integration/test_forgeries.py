@@ -7,12 +7,12 @@ import time
 import numpy as np
 import pytest
 
-from pipeline.core.central import BudgetAbsorption
-from pipeline.core.central.dissimilarity import Dissimilarity
-from pipeline.stream.codecs import DeadLetter, MeasuredMessage, ReleaseRecord
-from pipeline.stream.config import parse_config
-from pipeline.stream.kafka import KafkaReportSink, producer_config
-from pipeline.stream.subscription import Releases, read_topic
+from wevent.core.central import BudgetAbsorption
+from wevent.core.central.dissimilarity import Dissimilarity
+from wevent.stream.codecs import DeadLetter, MeasuredMessage, ReleaseRecord
+from wevent.stream.config import parse_config
+from wevent.stream.kafka import KafkaReportSink, producer_config
+from wevent.stream.subscription import Releases, read_topic
 from tests.integration.conftest import metric_value
 from tests.integration.test_central_pipeline import DOMAIN, categorical_feed, expected_releases, stream_spec
 

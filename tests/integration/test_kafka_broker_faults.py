@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from pipeline.stream.apache_kafka import KafkaCluster
-from pipeline.stream.child_processes import wait_until
+from wevent.stream.apache_kafka import KafkaCluster
+from wevent.stream.child_processes import wait_until
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -19,9 +19,9 @@ import sys
 
 import pytest
 
-from pipeline.stream.broker import EmbeddedBroker, create_topics
-from pipeline.stream.config import parse_config
-from pipeline.stream.child_processes import wait_until, write_config
+from wevent.stream.broker import EmbeddedBroker, create_topics
+from wevent.stream.config import parse_config
+from wevent.stream.child_processes import wait_until, write_config
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates
 
 pytestmark = [pytest.mark.integration]
@@ -35,7 +35,7 @@ def test_exactly_once_on_tansu_is_refused_in_one_line(tmp_path):
         "slot_seconds": 60, "start": 0}]})
     with EmbeddedBroker() as broker:
         create_topics(broker.bootstrap, config.topics())
-        done = subprocess.run([sys.executable, "-m", "pipeline.cli", "worker", "--config",
+        done = subprocess.run([sys.executable, "-m", "wevent.cli", "worker", "--config",
                                str(write_config(config, tmp_path)), "--bootstrap", broker.bootstrap, "--tansu-compat"],
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 2

@@ -2,7 +2,7 @@
 credentials and is refused outside its grants; clients without valid credentials are refused.
 
 Every client here is configured the way the app configures its own, from the WEVENT_KAFKA_*
-variables (:class:`pipeline.stream.kafka.KafkaCredentials`).
+variables (:class:`wevent.stream.kafka.KafkaCredentials`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import uuid
 import numpy as np
 import pytest
 
-from pipeline.core.central import BudgetAbsorption
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.stream.config import parse_config
-from pipeline.stream.kafka import KafkaReportSink, consumer_config, producer_config
-from pipeline.stream.child_processes import WorkerProcess, wait_until, write_config
-from pipeline.stream.broker import free_port
-from pipeline.stream.subscription import Releases
+from wevent.core.central import BudgetAbsorption
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.stream.config import parse_config
+from wevent.stream.kafka import KafkaReportSink, consumer_config, producer_config
+from wevent.stream.child_processes import WorkerProcess, wait_until, write_config
+from wevent.stream.broker import free_port
+from wevent.stream.subscription import Releases
 from tests.integration.secure_kafka import environment, start_secure_kafka
 
 pytestmark = [pytest.mark.integration]
@@ -146,7 +146,7 @@ def test_bad_settings_are_one_line_before_any_connection(kafka, tmp_path):
     with environment(env):
         import os
 
-        result = subprocess.run([sys.executable, "-m", "pipeline.cli", "subscribe", "--bootstrap",
+        result = subprocess.run([sys.executable, "-m", "wevent.cli", "subscribe", "--bootstrap",
                                  kafka.bootstrap("SASL_PLAINTEXT"), "--limit", "1"], capture_output=True, text=True,
                                 env=dict(os.environ), timeout=60)
     assert result.returncode == 2 and result.stdout == ""

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from pipeline.stream.child_processes import wait_until
+from wevent.stream.child_processes import wait_until
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates, metrics
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -34,7 +34,7 @@ def finish(run: KafkaRun) -> list:
     run.close()
     records = run.read_releases()
     check_releases(run, records)
-    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", run.bootstrap],
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", run.bootstrap],
                            capture_output=True, text=True, timeout=300)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     return records

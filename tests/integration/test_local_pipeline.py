@@ -11,9 +11,9 @@ import urllib.request
 import numpy as np
 import pytest
 
-from pipeline.core.data import UserValues
-from pipeline.stream.broker import free_port
-from pipeline.stream.codecs import (
+from wevent.core.data import UserValues
+from wevent.stream.broker import free_port
+from wevent.stream.codecs import (
     DecodeError,
     ReportBatch,
     ReportsMessage,
@@ -24,10 +24,10 @@ from pipeline.stream.codecs import (
     request_seal,
     seal,
 )
-from pipeline.stream.config import parse_config
-from pipeline.stream.kafka import KafkaReportSink, producer_config
-from pipeline.stream.child_processes import DevicesProcess
-from pipeline.stream.subscription import read_topic
+from wevent.stream.config import parse_config
+from wevent.stream.kafka import KafkaReportSink, producer_config
+from wevent.stream.child_processes import DevicesProcess
+from wevent.stream.subscription import read_topic
 from tests.integration.conftest import assert_local_releases_equal_simulate, metric_value
 from tests.integration.test_central_pipeline import START, categorical_feed, collect
 
@@ -57,8 +57,8 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     # forged answer for an asked user, ahead of their device's: refused, unsigned by the devices.
     from confluent_kafka import Producer
 
-    from pipeline.core.local import LPA
-    from pipeline.core.randomness import DerivedRandomness, SecretKey
+    from wevent.core.local import LPA
+    from wevent.core.randomness import DerivedRandomness, SecretKey
 
     asked = LPA(1.0, 10, DOMAIN, USERS, randomness=DerivedRandomness(SecretKey.from_seed(SEED), "lpa")).open_slot().users
     stranger = next(u for u in range(USERS) if u not in set(asked.tolist()))
@@ -90,7 +90,7 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     for name in ("lba", "lpa"):
         assert_local_releases_equal_simulate(got[name], dump, name, name, seed=SEED, window=10, block=BLOCK,
                                              slots=SLOTS, log=tmp_path / f"{name}.jsonl")
-    audit = subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", "--bootstrap", cluster.bootstrap],
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap],
                            capture_output=True, text=True, timeout=120)
     assert audit.returncode == 0 and audit.stdout.count("PASS") == 2, audit.stdout + audit.stderr
     text = cluster.metrics(cluster.workers[0])
@@ -139,8 +139,8 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
 
 def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(broker, tmp_path):
     """A misbehaving server: a fleet answers only what each user's own ledger allows."""
-    from pipeline.stream.broker import create_topics
-    from pipeline.stream.child_processes import write_config
+    from wevent.stream.broker import create_topics
+    from wevent.stream.child_processes import write_config
 
     config = parse_config({"seed": 2, "report_partitions": 1, "stream_partitions": 1,
                            "streams": [local_stream("guarded", "lpa")]})

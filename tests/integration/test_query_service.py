@@ -13,11 +13,11 @@ import urllib.request
 import numpy as np
 import pytest
 
-from pipeline.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.stream.config import parse_config
-from pipeline.stream.kafka import KafkaReportSink
-from pipeline.stream.query import release_variance
+from wevent.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.stream.config import parse_config
+from wevent.stream.kafka import KafkaReportSink
+from wevent.stream.query import release_variance
 from tests.integration.test_central_pipeline import START, categorical_feed, collect, counts_of
 
 pytestmark = [pytest.mark.integration]
@@ -81,10 +81,10 @@ def test_worker_answers_range_queries_over_what_it_consumed(cluster_factory):
         status, body = get(worker.web_port, **params)
         assert status == 400 and reason in body["error"], body
 
-    cli = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--url", f"http://127.0.0.1:{worker.web_port}",
+    cli = subprocess.run([sys.executable, "-m", "wevent.cli", "query", "--url", f"http://127.0.0.1:{worker.web_port}",
                           "--stream", "ba", "--from", "30", "--to", "40", "--json"], capture_output=True, text=True,
                          timeout=60)
     assert cli.returncode == 0 and json.loads(cli.stdout)["slot"] == SLOTS
-    bad = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", "--url", f"http://127.0.0.1:{worker.web_port}",
+    bad = subprocess.run([sys.executable, "-m", "wevent.cli", "query", "--url", f"http://127.0.0.1:{worker.web_port}",
                           "--stream", "ba", "--from", "40", "--to", "30"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "refused" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.core.data import UserValues
-from pipeline.stream.broker import create_topics
-from pipeline.stream.codecs import ReportBatch, Watermark, decode_report_message
-from pipeline.stream.config import parse_config
-from pipeline.stream.child_processes import write_config
-from pipeline.stream.subscription import read_topic
+from wevent.core.data import UserValues
+from wevent.stream.broker import create_topics
+from wevent.stream.codecs import ReportBatch, Watermark, decode_report_message
+from wevent.stream.config import parse_config
+from wevent.stream.child_processes import write_config
+from wevent.stream.subscription import read_topic
 from tests.integration.conftest import compat_flags
 
 pytestmark = [pytest.mark.integration]
@@ -32,7 +32,7 @@ def digest(rows) -> str:
 
 def test_replayed_reports_equal_the_dump(broker, tmp_path):
     dump = tmp_path / "taxi.npz"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "replay", "tdrive", str(TDRIVE), *PROFILE, "--dump", str(dump),
+    subprocess.run([sys.executable, "-m", "wevent.cli", "replay", "tdrive", str(TDRIVE), *PROFILE, "--dump", str(dump),
                     "--no-progress"], check=True, capture_output=True, timeout=120)
     values = UserValues.load(dump)
     config = parse_config({"seed": 1, "report_partitions": 3, "stream_partitions": 1, "streams": [{
@@ -40,7 +40,7 @@ def test_replayed_reports_equal_the_dump(broker, tmp_path):
         "domain": values.domain_size, "users": values.users, "slot_seconds": values.slot_seconds,
         "start": values.start}]})
     create_topics(broker.bootstrap, config.topics())
-    sent = subprocess.run([sys.executable, "-m", "pipeline.cli", "replay", "tdrive", str(TDRIVE), *PROFILE,
+    sent = subprocess.run([sys.executable, "-m", "wevent.cli", "replay", "tdrive", str(TDRIVE), *PROFILE,
                            "--config", str(write_config(config, tmp_path)), "--bootstrap", broker.bootstrap,
                            *compat_flags(broker), "--no-progress", "--json"], capture_output=True, text=True, timeout=300)
     assert sent.returncode == 0, sent.stderr

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.stream.broker import EmbeddedBroker, create_topics
-from pipeline.stream.config import parse_config
-from pipeline.stream.child_processes import write_config
-from pipeline.stream.subscription import read_topic
+from wevent.stream.broker import EmbeddedBroker, create_topics
+from wevent.stream.config import parse_config
+from wevent.stream.child_processes import write_config
+from wevent.stream.subscription import read_topic
 
 pytestmark = [pytest.mark.integration]
 
@@ -22,7 +22,7 @@ PROFILE = ["--grid", "4x4", "--slot-seconds", "300"]  # 288 slots of 300 s, d = 
 
 
 def replay_command(config_path: Path, bootstrap: str, *extra: str, tansu_compat: bool = True) -> list[str]:
-    return [sys.executable, "-m", "pipeline.cli", "replay", "tdrive", str(TDRIVE), *PROFILE, "--config",
+    return [sys.executable, "-m", "wevent.cli", "replay", "tdrive", str(TDRIVE), *PROFILE, "--config",
             str(config_path), "--bootstrap", bootstrap, *(["--tansu-compat"] if tansu_compat else []), "--no-progress",
             *extra]
 

@@ -47,7 +47,7 @@ def test_a_broker_at_its_memory_limit_ends_the_run_with_one_line_saying_so(tmp_p
     and the run ends with that reason in one line (before the watchdog, the run hung)."""
     env = environment(tmp_path / "tmp", WEVENT_BROKER_MEMORY_MB="60")  # an empty tansu holds about 20 MiB
     feed = tmp_path / "feed.npz"  # 5 million reports: several times what 60 MiB can hold
-    dump = subprocess.run([sys.executable, "-m", "pipeline.cli", "replay", "synthetic", "--profile", "ldp-ids",
+    dump = subprocess.run([sys.executable, "-m", "wevent.cli", "replay", "synthetic", "--profile", "ldp-ids",
                            "--model", "sin", "--users", "50000", "--slots", "100", "--dump", str(feed),
                            "--no-progress"], capture_output=True, text=True, env=env, timeout=120)
     assert dump.returncode == 0, dump.stderr

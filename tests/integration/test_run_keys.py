@@ -11,8 +11,8 @@ import signal
 
 import pytest
 
-from pipeline.core.randomness import SecretKey
-from pipeline.stream.codecs import report_seal, request_seal
+from wevent.core.randomness import SecretKey
+from wevent.stream.codecs import report_seal, request_seal
 from tests.integration.run_helpers import (children, command_of, environment, first_release, kill_leftovers,
                                            listening_addresses, non_loopback_address, process_environment, refuses,
                                            releases, start_run, started_ports, wevent_run)

@@ -7,12 +7,12 @@ import sys
 import numpy as np
 import pytest
 
-from pipeline.stream.codecs import DeadLetter, ReportBatch
-from pipeline.stream.config import parse_config
-from pipeline.stream.kafka import producer_config
-from pipeline.stream.broker import free_port
-from pipeline.stream.child_processes import WorkerProcess, wait_until
-from pipeline.stream.subscription import read_topic
+from wevent.stream.codecs import DeadLetter, ReportBatch
+from wevent.stream.config import parse_config
+from wevent.stream.kafka import producer_config
+from wevent.stream.broker import free_port
+from wevent.stream.child_processes import WorkerProcess, wait_until
+from wevent.stream.subscription import read_topic
 from tests.integration.conftest import metric_value
 from tests.integration.test_central_pipeline import START, stream_spec
 
@@ -24,13 +24,13 @@ BATCHES, PER_BATCH = 300, 5
 # The worker's assembler raises on every message it reads: a bug, injected into a real worker.
 BROKEN_WORKER = f"""
 import sys
-from pipeline.stream import processors
+from wevent.stream import processors
 
 def apply(self, *args):
     raise RuntimeError({SECRET!r})
 
 processors.Assembler.apply = apply
-from pipeline.cli import main
+from wevent.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.bench.crash import sample_values, trial_config
-from pipeline.cli import main
-from pipeline.stream.broker import free_port
-from pipeline.stream.child_processes import write_config
-from pipeline.stream.kafka import client_config
-from pipeline.stream.topics import changelog
-from topologies import app as topology
+from wevent.bench.crash import sample_values, trial_config
+from wevent.cli import main
+from wevent.stream.broker import free_port
+from wevent.stream.child_processes import write_config
+from wevent.stream.kafka import client_config
+from wevent.stream.topics import changelog
+from wevent.topologies import app as topology
 
 from .conftest import compat_flags
 

@@ -1,7 +1,7 @@
 """Shared data for the producer tests: the fixture files read once, and slow line-by-line references.
 
 The references parse with ``str.split``, ``datetime.strptime`` and ``float``/``int``, one line at
-a time, and build the matrix with :func:`pipeline.bench.producers.reference_matrix` (plain loops):
+a time, and build the matrix with :func:`wevent.bench.producers.reference_matrix` (plain loops):
 nothing is shared with the vectorised readers but the rules themselves.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from producers.fixtures import TDRIVE, TIST_CHECKINS, TIST_POIS, TSMC_NYC
-from producers.fixtures.generate import samples
-from producers.foursquare import read_foursquare
-from producers.tdrive import read_tdrive, tdrive_files
+from wevent.producers.fixtures import TDRIVE, TIST_CHECKINS, TIST_POIS, TSMC_NYC
+from wevent.producers.fixtures.generate import samples
+from wevent.producers.foursquare import read_foursquare
+from wevent.producers.tdrive import read_tdrive, tdrive_files
 
 
 @pytest.fixture(scope="session")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.core.data import UserValues
-from pipeline.core.local import Devices, Request
-from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey
-from pipeline.core.packing import StateError, unpack
-from pipeline.stream import prometheus as metrics
-from pipeline.stream.config import parse_config
-from producers.device_fleet import DeviceFleet, DeviceLedger
+from wevent.core.data import UserValues
+from wevent.core.local import Devices, Request
+from wevent.core.randomness import DerivedRandomness, Phase, SecretKey
+from wevent.core.packing import StateError, unpack
+from wevent.stream import prometheus as metrics
+from wevent.stream.config import parse_config
+from wevent.producers.device_fleet import DeviceFleet, DeviceLedger
 
 USERS, DOMAIN, WINDOW, SLOTS, BLOCK, START = 64, 4, 5, 30, 8, 1_201_910_400.0
 VALUES = np.random.default_rng(7).integers(0, DOMAIN, (SLOTS, USERS))
@@ -210,7 +210,7 @@ def test_another_sharding_of_the_same_ledger_directory_is_refused(tmp_path):
 
 
 def test_the_digest_follows_every_field_and_not_the_users_dtype():
-    from producers.device_fleet import request_digest
+    from wevent.producers.device_fleet import request_digest
 
     base = ask(4, [1, 2, 3], epsilon=0.5)
     assert request_digest(base) == request_digest(ask(4, np.array([1, 2, 3], dtype=np.int32), epsilon=0.5))

@@ -9,10 +9,10 @@ import hashlib
 
 import numpy as np
 
-from pipeline.core.local import Request
-from pipeline.core.randomness import Phase
-from pipeline.core.packing import pack
-from producers.device_fleet import BITSET_LEDGER_FORMAT, DIGEST_BYTES, DeviceLedger, request_digest
+from wevent.core.local import Request
+from wevent.core.randomness import Phase
+from wevent.core.packing import pack
+from wevent.producers.device_fleet import BITSET_LEDGER_FORMAT, DIGEST_BYTES, DeviceLedger, request_digest
 
 POPULATION, WINDOW, ASKED = 100_000, 20, 1_000
 

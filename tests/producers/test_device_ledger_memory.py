@@ -7,9 +7,9 @@ import tracemalloc
 
 import numpy as np
 
-from pipeline.core.local import Request
-from pipeline.core.randomness import Phase
-from producers.device_fleet import DeviceLedger
+from wevent.core.local import Request
+from wevent.core.randomness import Phase
+from wevent.producers.device_fleet import DeviceLedger
 
 POPULATION, WINDOW = 200_000, 20
 

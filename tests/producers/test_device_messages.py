@@ -2,12 +2,12 @@
 
 import numpy as np
 
-from pipeline.core.data import UserValues
-from pipeline.core.local import Devices, Request
-from pipeline.core.randomness import Phase, SecretKey
-from pipeline.stream.codecs import ReportsMessage, report_seal
-from pipeline.stream.config import parse_config
-from producers.device_fleet import DeviceFleet, signed_reports
+from wevent.core.data import UserValues
+from wevent.core.local import Devices, Request
+from wevent.core.randomness import Phase, SecretKey
+from wevent.stream.codecs import ReportsMessage, report_seal
+from wevent.stream.config import parse_config
+from wevent.producers.device_fleet import DeviceFleet, signed_reports
 
 KAFKA_DEFAULT_MAX_MESSAGE = 1_048_588  # bytes: a broker's message.max.bytes unless raised
 USERS, DOMAIN, START = 600, 2**15, 1_201_910_400.0

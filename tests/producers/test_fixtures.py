@@ -7,8 +7,8 @@ import importlib
 
 import pytest
 
-from producers.fixtures import FIXTURES
-from producers.fixtures.generate import main, samples
+from wevent.producers.fixtures import FIXTURES
+from wevent.producers.fixtures.generate import main, samples
 
 
 def test_committed_files_are_the_generators_output(generated):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.bench.producers import reference_matrix
-from pipeline.core.validation import ParameterError
-from producers.fixtures import FIXTURES, TIST_CHECKINS, TIST_POIS, TSMC_NYC
-from producers.foursquare import read_foursquare
-from producers.preprocess import keyed_uniform
+from wevent.bench.producers import reference_matrix
+from wevent.core.validation import ParameterError
+from wevent.producers.fixtures import FIXTURES, TIST_CHECKINS, TIST_POIS, TSMC_NYC
+from wevent.producers.foursquare import read_foursquare
+from wevent.producers.preprocess import keyed_uniform
 
 from .conftest import expected_first, reference_tist, reference_tsmc
 

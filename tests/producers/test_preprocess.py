@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.bench.producers import reference_matrix
-from pipeline.core.validation import ParameterError
-from producers.preprocess import Interner, Observations, keyed_uniform, user_values
+from wevent.bench.producers import reference_matrix
+from wevent.core.validation import ParameterError
+from wevent.producers.preprocess import Interner, Observations, keyed_uniform, user_values
 
 record = st.tuples(st.sampled_from(["3", "10", "7", "200", "0"]), st.integers(0, 2_000), st.integers(0, 4))
 

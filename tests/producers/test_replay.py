@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.cli import main
-from pipeline.core.data import ABSENT, UserValues
-from pipeline.core.synthetic import synthetic
-from producers.fixtures import TDRIVE, TSMC_NYC
-from producers.foursquare import read_foursquare
-from producers.replay import MatrixFeed, replay
-from producers.synthetic import synthetic_feed
+from wevent.cli import main
+from wevent.core.data import ABSENT, UserValues
+from wevent.core.synthetic import synthetic
+from wevent.producers.fixtures import TDRIVE, TSMC_NYC
+from wevent.producers.foursquare import read_foursquare
+from wevent.producers.replay import MatrixFeed, replay
+from wevent.producers.synthetic import synthetic_feed
 
 
 def _run(capsys, *argv) -> tuple[int, str, str]:

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.bench.producers import csv_baseline
-from pipeline.core.data import ABSENT
-from pipeline.core.validation import ParameterError
-from producers.fixtures import TDRIVE
-from producers.preprocess import BoundingBox
-from producers.profiles import resolve
-from producers.tdrive import PROFILES, read_tdrive
+from wevent.bench.producers import csv_baseline
+from wevent.core.data import ABSENT
+from wevent.core.validation import ParameterError
+from wevent.producers.fixtures import TDRIVE
+from wevent.producers.preprocess import BoundingBox
+from wevent.producers.profiles import resolve
+from wevent.producers.tdrive import PROFILES, read_tdrive
 
 from .conftest import expected_first, local_epoch
 
@@ -187,8 +187,8 @@ def test_grid_cells_follow_the_personalized_grid():
     quotient that is exactly whole; there the reader's cell is the mathematically right one."""
     from decimal import Decimal
 
-    from producers.tdrive import BEIJING
-    from producers.preprocess import Grid
+    from wevent.producers.tdrive import BEIJING
+    from wevent.producers.preprocess import Grid
 
     rng = np.random.default_rng(12)
     lon = np.round(rng.uniform(116.0, 116.8, 200_000), 5)

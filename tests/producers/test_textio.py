@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producers.textio import (ISO_SECONDS, TWITTER_UTC, SkippedLines, block_of_bytes, parse_decimals, parse_integers,
+from wevent.producers.textio import (ISO_SECONDS, TWITTER_UTC, SkippedLines, block_of_bytes, parse_decimals, parse_integers,
                               parse_times, read_blocks, split_fields)
 
 

@@ -13,11 +13,11 @@ from collections import defaultdict, deque
 
 import numpy as np
 
-from pipeline.stream import prometheus
-from pipeline.stream.codecs import ReleaseRecord, ReportBatch, Watermark, report_partition, report_seal, request_seal
-from pipeline.stream.config import AppConfig
-from pipeline.stream.processors import Processors
-from producers.device_fleet import SignedRequests, signed_reports
+from wevent.stream import prometheus
+from wevent.stream.codecs import ReleaseRecord, ReportBatch, Watermark, report_partition, report_seal, request_seal
+from wevent.stream.config import AppConfig
+from wevent.stream.processors import Processors
+from wevent.producers.device_fleet import SignedRequests, signed_reports
 
 
 class InProcessPipeline:
@@ -26,7 +26,7 @@ class InProcessPipeline:
         self.reports_first = reports_first  # the devices' answers reach the collector before their request
         self.processors = Processors.build(config)
         self.tables = {"assembler": {}, "m1": {}, "m2": {}, "collector": {}}
-        self.fleets = fleets or {}  # stream -> producers.device_fleet.DeviceFleet answering its requests
+        self.fleets = fleets or {}  # stream -> wevent.producers.device_fleet.DeviceFleet answering its requests
         self.requests = {name: SignedRequests(name, request_seal(config.noise_key()).public()) for name in self.fleets}
         self.device_seal = report_seal(config.device_key()) if self.fleets else None
         self.offsets = defaultdict(int)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
-from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, Watermark, pack_message,
+from wevent.core.synthetic import synthetic
+from wevent.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, Watermark, pack_message,
                                     report_partition)
-from pipeline.stream.config import parse_config
+from wevent.stream.config import parse_config
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, config_for, feed
 

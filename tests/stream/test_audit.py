@@ -10,8 +10,8 @@ import threading
 import numpy as np
 import pytest
 
-from pipeline.stream.audit import MalformedRecord, verify
-from pipeline.stream.broker import free_port
+from wevent.stream.audit import MalformedRecord, verify
+from wevent.stream.broker import free_port
 
 
 def record(slot, phases=None, epsilon=1.0, window=2, **fields):
@@ -152,7 +152,7 @@ def test_malformed_records_are_refused(records, reason):
 
 
 def audit(*args):
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", "audit", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "wevent.cli", "audit", *args], capture_output=True, text=True,
                           timeout=60)
 
 

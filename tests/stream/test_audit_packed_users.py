@@ -4,8 +4,8 @@ of sorted-id gaps): the auditor reads them as it reads lists, and refuses text t
 import numpy as np
 import pytest
 
-from pipeline.core.local.user_sets import users_to_text
-from pipeline.stream.audit import MalformedRecord, verify
+from wevent.core.local.user_sets import users_to_text
+from wevent.stream.audit import MalformedRecord, verify
 from tests.stream.test_audit import record
 
 

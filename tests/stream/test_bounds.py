@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
-from pipeline.core.synthetic import synthetic
-from pipeline.stream import processors
-from pipeline.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, TickMessage, Watermark,
+from wevent.core.synthetic import synthetic
+from wevent.stream import processors
+from wevent.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, TickMessage, Watermark,
                                     report_partition, report_seal, seal)
-from pipeline.stream.config import ConfigError, parse_config
-from pipeline.stream.events import Events
-from pipeline.stream.processors import MAX_EARLY_MESSAGES, MAX_MESSAGE_BYTES, Processors, slots_ahead
+from wevent.stream.config import ConfigError, parse_config
+from wevent.stream.events import Events
+from wevent.stream.processors import MAX_EARLY_MESSAGES, MAX_MESSAGE_BYTES, Processors, slots_ahead
 from tests.stream.harness import InProcessPipeline, store
 from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
 from tests.stream.test_local_pipeline import USERS as LOCAL_USERS

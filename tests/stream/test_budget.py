@@ -5,9 +5,9 @@ import json
 import pytest
 from prometheus_client import REGISTRY
 
-from pipeline.core.synthetic import synthetic
-from pipeline.stream.audit import verify
-from pipeline.stream.config import ConfigError, parse_config
+from wevent.core.synthetic import synthetic
+from wevent.stream.audit import verify
+from wevent.stream.config import ConfigError, parse_config
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, feed
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.core.local import Request
-from pipeline.core.randomness import Phase
-from pipeline.core.packing import pack, unpack
-from pipeline.stream.codecs import DeadLetter, ReportsMessage, RequestMessage, SupportMessage, report_seal, seal
-from pipeline.stream.config import parse_config
-from pipeline.stream.processors import MAX_MESSAGE_BYTES, Out, Processors
+from wevent.core.local import Request
+from wevent.core.randomness import Phase
+from wevent.core.packing import pack, unpack
+from wevent.stream.codecs import DeadLetter, ReportsMessage, RequestMessage, SupportMessage, report_seal, seal
+from wevent.stream.config import parse_config
+from wevent.stream.processors import MAX_MESSAGE_BYTES, Out, Processors
 from tests.stream.harness import store
 from tests.stream.test_processors import START
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.registry import mechanisms
-from pipeline.stream.config import ConfigError, dump_config, load_config, parse_config
-from pipeline.stream.config_schema import MECHANISMS, helm_schema_text
-from pipeline.stream.logic import device_block_size, logic_for
+from wevent.core.registry import mechanisms
+from wevent.stream.config import ConfigError, dump_config, load_config, parse_config
+from wevent.stream.config_schema import MECHANISMS, helm_schema_text
+from wevent.stream.logic import device_block_size, logic_for
 
 ROOT = Path(__file__).resolve().parents[2]
 HELM_SCHEMA = ROOT / "helm" / "wevent" / "values.schema.json"
@@ -294,7 +294,7 @@ def test_the_helm_values_schema_is_generated_from_the_config_schema():
     committed = HELM_SCHEMA.read_text()
     assert committed == helm_schema_text(committed), (
         "helm/wevent/values.schema.json differs from the config schema: run "
-        "`python -m pipeline.stream.config_schema helm/wevent/values.schema.json`")
+        "`python -m wevent.stream.config_schema helm/wevent/values.schema.json`")
     generated = json.loads(committed)["properties"]["config"]
     stream = generated["properties"]["streams"]["items"]
     assert stream["properties"]["mechanism"]["enum"] == list(MECHANISMS)

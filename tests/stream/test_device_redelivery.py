@@ -9,9 +9,9 @@ counted as duplicates.
 import numpy as np
 from prometheus_client import REGISTRY
 
-from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import ReportsMessage
-from producers.device_fleet import signed_reports
+from wevent.core.synthetic import synthetic
+from wevent.stream.codecs import ReportsMessage
+from wevent.producers.device_fleet import signed_reports
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_local_pipeline import SLOTS, USERS, local_config, run_pipeline
 

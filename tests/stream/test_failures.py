@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
-from pipeline.stream import prometheus
-from pipeline.stream.codecs import DeadLetter, ReportBatch, ReportsMessage, Watermark, pack_message, report_seal, seal
-from pipeline.stream.failures import ErrorLog, internal_error
+from wevent.stream import prometheus
+from wevent.stream.codecs import DeadLetter, ReportBatch, ReportsMessage, Watermark, pack_message, report_seal, seal
+from wevent.stream.failures import ErrorLog, internal_error
 from tests.stream.test_local_pipeline import local_config
 
 SECRET = "user 17 value 3 \x00\xff"  # what an exception's text may quote from its input

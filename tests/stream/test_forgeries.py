@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
-from pipeline.core.randomness import SecretKey
-from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import (
+from wevent.core.randomness import SecretKey
+from wevent.core.synthetic import synthetic
+from wevent.stream.codecs import (
     DeadLetter,
     MeasuredMessage,
     PartialMessage,

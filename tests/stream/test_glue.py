@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.stream.audit import verify
-from pipeline.stream.codecs import (DecodeError, ReportBatch, decode_message, decode_report_message, decode_users,
+from wevent.stream.audit import verify
+from wevent.stream.codecs import (DecodeError, ReportBatch, decode_message, decode_report_message, decode_users,
                                     encode_users)
-from pipeline.stream.config import ConfigError, load_config, parse_config
+from wevent.stream.config import ConfigError, load_config, parse_config
 
 STREAM = {"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 4, "users": 10,
           "slot_seconds": 60, "start": "2008-02-02T00:00:00Z"}
@@ -35,7 +35,7 @@ def config(**changes):
 def test_config_errors_name_the_stream_and_field(changes, fragment):
     with pytest.raises(ConfigError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         cfg = config(**changes)
-        from pipeline.stream.logic import logic_for
+        from wevent.stream.logic import logic_for
         logic_for(cfg, cfg.streams[0])
 
 
@@ -117,8 +117,8 @@ def test_kafka_credentials_come_from_the_environment(monkeypatch):
     """Only the mapping is testable here: tansu cannot create SCRAM users on its authenticated listener."""
     import faust
 
-    from pipeline.errors import UsageError
-    from pipeline.stream.kafka import KafkaCredentials, consumer_config, producer_config
+    from wevent.errors import UsageError
+    from wevent.stream.kafka import KafkaCredentials, consumer_config, producer_config
 
     for name in ("WEVENT_KAFKA_USERNAME", "WEVENT_KAFKA_PASSWORD", "WEVENT_KAFKA_SASL_MECHANISM",
                  "WEVENT_KAFKA_SECURITY_PROTOCOL"):
@@ -142,10 +142,10 @@ def test_kafka_credentials_come_from_the_environment(monkeypatch):
 
 
 def test_truth_monitor_scores_local_releases_as_frequencies():
-    from pipeline.core.data import ABSENT, UserValues
-    from pipeline.stream.codecs import ReleaseRecord
-    from pipeline.stream.truth import TruthMonitor
-    from producers.replay import MatrixFeed
+    from wevent.core.data import ABSENT, UserValues
+    from wevent.stream.codecs import ReleaseRecord
+    from wevent.stream.truth import TruthMonitor
+    from wevent.producers.replay import MatrixFeed
 
     feed = MatrixFeed(UserValues(np.array([[0, 1, 1, ABSENT]]), 2, start=0.0, slot_seconds=60))
     local = parse_config({"seed": 1, "streams": [{**STREAM, "model": "local", "mechanism": "lpa", "domain": 3,

@@ -6,8 +6,8 @@ The forms against a real broker are in tests/integration/test_kafka_security.py.
 import faust
 import pytest
 
-from pipeline.errors import UsageError
-from pipeline.stream.kafka import SECURITY_ENV, KafkaCredentials, client_config
+from wevent.errors import UsageError
+from wevent.stream.kafka import SECURITY_ENV, KafkaCredentials, client_config
 from tests.certificates import TestAuthority
 
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import (DeadLetter, DecodeError, MeasuredMessage, internal_seal, pack_message, report_seal,
+from wevent.core.synthetic import synthetic
+from wevent.stream.codecs import (DeadLetter, DecodeError, MeasuredMessage, internal_seal, pack_message, report_seal,
                                     seal)
-from pipeline.stream.keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark,
+from wevent.stream.keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark,
                                   OpenSlotKey, PartialKey, QueryEntryKey, QueryHeadKey, ReleaseKey, RoundKey, StepKey,
                                   StepOutputKey, stream_of)
 from tests.stream.test_forgeries import SLOTS as FORGERY_SLOTS

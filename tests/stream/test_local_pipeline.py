@@ -6,15 +6,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from pipeline.core.data import UserValues
-from pipeline.core.local import MECHANISMS
-from pipeline.core.local.device_reports import Devices
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.core.synthetic import synthetic
-from pipeline.stream.audit import verify
-from pipeline.stream.codecs import DeadLetter, ReportsMessage, TickMessage, decode_message, report_seal, seal
-from pipeline.stream.config import parse_config
-from producers.device_fleet import DeviceFleet
+from wevent.core.data import UserValues
+from wevent.core.local import MECHANISMS
+from wevent.core.local.device_reports import Devices
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.core.synthetic import synthetic
+from wevent.stream.audit import verify
+from wevent.stream.codecs import DeadLetter, ReportsMessage, TickMessage, decode_message, report_seal, seal
+from wevent.stream.config import parse_config
+from wevent.producers.device_fleet import DeviceFleet
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START
 

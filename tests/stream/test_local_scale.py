@@ -5,13 +5,13 @@ of its mechanism's state that its head names, and the releases equal the simulat
 
 import numpy as np
 
-from pipeline.core import packing
-from pipeline.core.data import UserValues
-from pipeline.core.local import LPA
-from pipeline.core.local.device_reports import Devices
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.stream.config import parse_config
-from producers.device_fleet import DeviceFleet
+from wevent.core import packing
+from wevent.core.data import UserValues
+from wevent.core.local import LPA
+from wevent.core.local.device_reports import Devices
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.stream.config import parse_config
+from wevent.producers.device_fleet import DeviceFleet
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START
 

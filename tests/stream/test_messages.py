@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from pipeline.core import packing
-from pipeline.core.central.dissimilarity import Dissimilarity
-from pipeline.core.local import Request
-from pipeline.core.local.protocol import LocalDissimilarity
-from pipeline.core.randomness import Phase
-from pipeline.stream.codecs import (DeadLetter, DecodeError, DissimilarityMessage, MeasuredMessage, PartialMessage,
+from wevent.core import packing
+from wevent.core.central.dissimilarity import Dissimilarity
+from wevent.core.local import Request
+from wevent.core.local.protocol import LocalDissimilarity
+from wevent.core.randomness import Phase
+from wevent.stream.codecs import (DeadLetter, DecodeError, DissimilarityMessage, MeasuredMessage, PartialMessage,
                                     ReadyMessage, ReportsMessage, RequestMessage, SupportMessage, TickMessage,
                                     decode_message, pack_message)
-from pipeline.stream.processors import Out, Processors
+from wevent.stream.processors import Out, Processors
 from tests.stream.test_processors import config_for
 
 REQUEST = Request(7, Phase.DISSIMILARITY, 0.5, "grr", 3, 40, np.array([2, 9, 30]))

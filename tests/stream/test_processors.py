@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.core.synthetic import synthetic
-from pipeline.stream.codecs import DeadLetter, ReleaseRecord, ReportBatch, Watermark
-from pipeline.stream.config import parse_config
+from wevent.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.core.synthetic import synthetic
+from wevent.stream.codecs import DeadLetter, ReleaseRecord, ReportBatch, Watermark
+from wevent.stream.config import parse_config
 from tests.stream.harness import InProcessPipeline
 
 START = 1_200_000_000.0
@@ -94,7 +94,7 @@ def test_duplicates_within_an_open_slot_are_rejected():
     letters = dead_letters(pipeline)
     assert [(d.reason, d.payload["count"]) for d in letters] == [("duplicate", 1), ("duplicate", 1)]
     partial = [v for v in pipeline.log["slots"]]
-    from pipeline.stream.codecs import PartialMessage
+    from wevent.stream.codecs import PartialMessage
     counts = PartialMessage.decode(partial[0]).counts
     assert counts.tolist() == [[1, 1]]  # user 1 -> value 0 (first report), user 2 -> value 1
 
@@ -135,7 +135,7 @@ def test_lost_state_reprocessing_reemits_identical_releases():
     first = [r.to_json() for r in pipeline.releases("s")]
     # roll M2 back to slot 6 and redeliver M1's messages for slots 7..10
     pipeline.tables["m2"] = snapshot
-    from pipeline.stream.codecs import MeasuredMessage
+    from wevent.stream.codecs import MeasuredMessage
     measured = [v for v in pipeline.log["dissimilarity"] if MeasuredMessage.decode(v).slot > 6]
     before = len(pipeline.log["releases"])
     for value in measured:
@@ -187,8 +187,8 @@ def test_a_crash_between_outputs_and_state_never_loses_or_changes_a_release(seed
 
 @pytest.mark.parametrize("mechanism", ["pbd", "pba"])
 def test_personalized_stream_equals_simulation_and_audits_per_type(mechanism):
-    from pipeline.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, generate
-    from pipeline.stream.audit import verify
+    from wevent.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, generate
+    from wevent.stream.audit import verify
 
     users, slots = 1200, 60
     config = parse_config({"seed": 11, "report_partitions": 2, "stream_partitions": 1, "streams": [{
@@ -216,7 +216,7 @@ def test_personalized_stream_equals_simulation_and_audits_per_type(mechanism):
 
 
 def test_seen_users_switch_from_ids_to_a_bitset_and_agree():
-    from pipeline.stream.processors import seen_add, seen_contains
+    from wevent.stream.processors import seen_add, seen_contains
 
     rng = np.random.default_rng(0)
     population = 10_000

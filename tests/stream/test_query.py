@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from pipeline.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.core.synthetic import synthetic
-from pipeline.stream.config import ConfigError, parse_config
-from pipeline.stream.query import QueryService, release_variance
+from wevent.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.core.synthetic import synthetic
+from wevent.stream.config import ConfigError, parse_config
+from wevent.stream.query import QueryService, release_variance
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, feed
 
@@ -75,7 +75,7 @@ def test_mode_c_combines_the_releases_with_rtp_dmm_on_raw_counts():
     status, body = service.answer({"stream": "s", "from": "40", "to": "48"}, table.get)
     assert status == 200
     assert np.allclose(body["answer"], expected[0]) and np.allclose(body["standard_error"], expected[1])
-    from pipeline.stream.audit import verify
+    from wevent.stream.audit import verify
     import json
     audit = [json.loads(v) for v in pipeline.log["audit"]]
     assert audit[0]["reserved"] == 0.25 and verify(audit)[0].ok
@@ -149,9 +149,9 @@ def local_query_config(mechanism, oracle="ada", domain=LOCAL_D, **options):
 def served_slots(config, values, slots, **mechanism_options):
     """Runs the stream's mechanism on its devices, sends each slot's release line (as M2 writes it)
     to the query service, and queries that slot alone: (record, answer, standard error) per slot."""
-    from pipeline.core.local import MECHANISMS
-    from pipeline.core.local.device_reports import Devices
-    from pipeline.stream.logic import logic_for
+    from wevent.core.local import MECHANISMS
+    from wevent.core.local.device_reports import Devices
+    from wevent.stream.logic import logic_for
 
     stream = config.stream("l")
     logic = logic_for(config, stream)
@@ -171,7 +171,7 @@ def served_slots(config, values, slots, **mechanism_options):
 
 
 def oracle_variance(record):
-    from pipeline.core.local.oracles import make_oracle
+    from wevent.core.local.oracles import make_oracle
 
     return make_oracle(record.extras["oracle2"], record.eps2, len(record.release)).variance(record.extras["n2"])
 
@@ -198,7 +198,7 @@ def test_local_standard_errors_are_the_oracles_and_match_the_spread_of_the_relea
 
 
 def test_lbu_standard_error_of_a_range_is_the_decayed_sum_of_the_oracle_variance():
-    from pipeline.core.local.grr import GRR
+    from wevent.core.local.grr import GRR
 
     values = np.repeat(np.arange(LOCAL_D), (FREQUENCIES * LOCAL_USERS).astype(int))
     served, service, table = served_slots(local_query_config("lbu"), values, 30)
@@ -213,7 +213,7 @@ def test_mean_estimates_get_the_hybrid_mechanisms_worst_case_variance():
     config = local_query_config("lbu", oracle="hm", domain=1, bound=10.0)
     values = np.linspace(0, 10, LOCAL_USERS)
     served, _, _ = served_slots(config, values, 100)
-    from pipeline.core.local.hybrid import HybridMechanism
+    from wevent.core.local.hybrid import HybridMechanism
 
     variance = HybridMechanism(1.0 / LOCAL_W, 10.0).variance(LOCAL_USERS)
     assert all(np.allclose(error, np.sqrt(variance), rtol=1e-12) for _, _, error in served)
@@ -225,9 +225,9 @@ def test_lp_rescuedp_streams_refuse_range_queries_with_the_reason():
     """A config asking for it is refused at load; the service refuses it too, should one get through."""
     from dataclasses import replace
 
-    from pipeline.core.local.device_reports import Devices
-    from pipeline.core.local.lp_rescue import LPRescueDP
-    from pipeline.stream.logic import logic_for
+    from wevent.core.local.device_reports import Devices
+    from wevent.core.local.lp_rescue import LPRescueDP
+    from wevent.stream.logic import logic_for
 
     with pytest.raises(ConfigError, match="Kalman"):
         local_query_config("lp-rescuedp")
@@ -250,11 +250,11 @@ def test_lp_rescuedp_streams_refuse_range_queries_with_the_reason():
 def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_that_came():
     """Half the devices never answer: a publication's estimate rests on the n2 reports that came,
     not on the N users asked (what LBD's decision threshold V(eps_2, N) assumes)."""
-    from pipeline.core.data import UserValues
-    from pipeline.core.local.oracles import make_oracle
-    from pipeline.core.local.device_reports import Devices
-    from producers.device_fleet import DeviceFleet
-    from pipeline.stream.codecs import TickMessage
+    from wevent.core.data import UserValues
+    from wevent.core.local.oracles import make_oracle
+    from wevent.core.local.device_reports import Devices
+    from wevent.producers.device_fleet import DeviceFleet
+    from wevent.stream.codecs import TickMessage
     from tests.stream.test_local_pipeline import BLOCK, SLOTS, USERS, W
 
     config = parse_config({"seed": 13, "report_partitions": 2, "stream_partitions": 1, "streams": [{
@@ -291,7 +291,7 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
 def test_central_releases_get_the_variance_of_the_streams_noise_kind(noise):
     """Discrete Laplace (the default) has variance 1 / (2 sinh^2(eps/2)); continuous 2 / eps^2.
     Mode C's RTP_DMM draws the stream's noise kind too, so a rebuilt index repeats its draws."""
-    from pipeline.core.noise import discrete_laplace_variance, laplace_variance
+    from wevent.core.noise import discrete_laplace_variance, laplace_variance
 
     config = build("C", epsilon=0.2)
     if noise is not None:

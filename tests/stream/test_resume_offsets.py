@@ -8,9 +8,9 @@ import zlib
 
 import numpy as np
 
-from pipeline.stream.codecs import ReleaseRecord, ReportBatch, Watermark, decode_message, unseal
-from pipeline.stream.config import parse_config
-from pipeline.stream.processors import Processors
+from wevent.stream.codecs import ReleaseRecord, ReportBatch, Watermark, decode_message, unseal
+from wevent.stream.config import parse_config
+from wevent.stream.processors import Processors
 from tests.stream.harness import InProcessPipeline
 
 START = 1_201_910_400.0

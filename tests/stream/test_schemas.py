@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 
-from pipeline.core.synthetic import synthetic
-from pipeline.stream import schemas
-from pipeline.stream.codecs import (AuditRecord, DeadLetter, DecodeError, ReleaseRecord, TickMessage, Watermark,
+from wevent.core.synthetic import synthetic
+from wevent.stream import schemas
+from wevent.stream.codecs import (AuditRecord, DeadLetter, DecodeError, ReleaseRecord, TickMessage, Watermark,
                                     decode_report_message, json_report, pack_message, request_seal, seal, unseal)
-from pipeline.stream.config import parse_config
-from producers.device_fleet import SignedRequests
+from wevent.stream.config import parse_config
+from wevent.producers.device_fleet import SignedRequests
 from tests.stream import test_local_pipeline as local
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, config_for, feed

@@ -4,11 +4,11 @@ that a changelog written before restores, and reads it back."""
 import numpy as np
 import pytest
 
-from pipeline.core import packing
-from pipeline.core.local import Request
-from pipeline.core.randomness import Phase
-from pipeline.stream.codecs import ReportsMessage
-from pipeline.stream.processors import (AssemblerState, CollectorState, DissimilarityState, KeptOutputs,
+from wevent.core import packing
+from wevent.core.local import Request
+from wevent.core.randomness import Phase
+from wevent.stream.codecs import ReportsMessage
+from wevent.stream.processors import (AssemblerState, CollectorState, DissimilarityState, KeptOutputs,
                                         MechanismPart, OpenSlot, PendingPartial, PublicationState, Round,
                                         RoundRequest, SideKeys)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.stream import topics
-from pipeline.stream.config import parse_config
+from wevent.stream import topics
+from wevent.stream.config import parse_config
 
 WIRE_NAMES = [t.name for t in topics.TOPICS]
 

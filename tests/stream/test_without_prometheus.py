@@ -22,9 +22,9 @@ sys.meta_path.insert(0, NoPrometheus())
 
 import numpy as np
 
-from pipeline.stream.codecs import ReportBatch, Watermark
-from pipeline.stream.config import parse_config
-from pipeline.stream.processors import Processors
+from wevent.stream.codecs import ReportBatch, Watermark
+from wevent.stream.config import parse_config
+from wevent.stream.processors import Processors
 
 config = parse_config({"seed": 1, "report_partitions": 1, "stream_partitions": 1, "streams": [{
     "name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 2, "users": 4,

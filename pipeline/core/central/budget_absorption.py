@@ -70,7 +70,7 @@ class BudgetAbsorption(AdaptiveCentralMechanism):
     The paper's example (w = 3; decisions P, S, P, ·, P, S, consulted only at non-nullified
     slots):
 
-    >>> from pipeline.core.randomness import SecretKey, ZeroNoise
+    >>> from wevent.core.randomness import SecretKey, ZeroNoise
     >>> script = {1: True, 2: False, 3: True, 5: True, 6: False}
     >>> m = BudgetAbsorption(1.0, 3, 2, randomness=ZeroNoise(SecretKey.from_seed(0)),
     ...                      decision_override=script.get)

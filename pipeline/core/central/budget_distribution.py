@@ -68,7 +68,7 @@ class BudgetDistribution(AdaptiveCentralMechanism):
     --------
     The paper's worked ledger (w = 3, scripted decisions P, S, P, P, S, S):
 
-    >>> from pipeline.core.randomness import SecretKey, ZeroNoise
+    >>> from wevent.core.randomness import SecretKey, ZeroNoise
     >>> script = {1: True, 2: False, 3: True, 4: True, 5: False, 6: False}
     >>> m = BudgetDistribution(1.0, 3, 2, randomness=ZeroNoise(SecretKey.from_seed(0)),
     ...                        decision_override=script.get)

@@ -17,7 +17,7 @@ carry integer noise), so the L1 distance ``S = d * dis`` is an integer query of 
 post-processing). Its noise has the same scale in ``dis`` units as ``Lap(lambda_1)`` and variance
 ``2a/(1-a)^2 / d^2``, ``a = exp(-eps_1)``. With ``noise="laplace"`` it is ``dis + Lap(lambda_1)``.
 
->>> from pipeline.core.randomness import ZeroNoise, SecretKey
+>>> from wevent.core.randomness import ZeroNoise, SecretKey
 >>> m = DissimilarityMeasure(epsilon=1.0, window=2, domain_size=4)
 >>> m.eps1, m.publication_pool
 (0.25, 0.5)

@@ -41,7 +41,7 @@ class Sample(CentralMechanism):
 
     Examples
     --------
-    >>> from pipeline.core.randomness import SecretKey, DerivedRandomness
+    >>> from wevent.core.randomness import SecretKey, DerivedRandomness
     >>> m = Sample(epsilon=1.0, window=3, domain_size=2, randomness=DerivedRandomness(SecretKey.from_seed(1)))
     >>> [r.strategy.value for r in m.run([[5, 5]] * 4)]
     ['publish', 'not_sampled', 'not_sampled', 'publish']

@@ -39,7 +39,7 @@ class Uniform(CentralMechanism):
 
     Examples
     --------
-    >>> from pipeline.core.randomness import SecretKey, DerivedRandomness
+    >>> from wevent.core.randomness import SecretKey, DerivedRandomness
     >>> m = Uniform(epsilon=1.0, window=4, domain_size=3, randomness=DerivedRandomness(SecretKey.from_seed(1)))
     >>> r = m.step([10, 20, 30])
     >>> r.strategy.value, r.eps2, r.release.shape

@@ -1,4 +1,4 @@
-"""Mode C (:mod:`pipeline.core.decayed`): inverse-variance combination of Modes A and B.
+"""Mode C (:mod:`wevent.core.decayed`): inverse-variance combination of Modes A and B.
 
 The release index (Mode A, noise of the w-event histograms) and RTP_DMM on the raw counts
 (Mode B, its own independent noise) estimate the same decayed aggregate. Weighting each by the

@@ -1,4 +1,4 @@
-"""Mode A (:mod:`pipeline.core.decayed`): a decayed index over already released histograms.
+"""Mode A (:mod:`wevent.core.decayed`): a decayed index over already released histograms.
 
 Each slot's release ``ĥ_t`` (d bins) enters a noise-free decayed Fenwick store (Algorithm 1 with
 noise off; Λ has no role), so any in-window range answer costs O(1) and no budget.

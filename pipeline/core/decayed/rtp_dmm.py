@@ -12,7 +12,7 @@ Options (the defaults are our readings of Algorithms 2-3, each stated below):
 * ``noise_mode``: ``"exact"`` (default, ``Δ`` computed exactly for the chosen Λ: keeping ``H/ε`` as the
   base scale on the Λ-scaled nodes is private but adds needless noise) or
   ``"paper_literal"`` (``H`` per event as printed; refused when it would not be private, p < 1/H).
-* ``privacy_window`` w: 1 is the paper's event-level ε-DP; w > 1 is Mode B (:mod:`pipeline.core.decayed`), noise
+* ``privacy_window`` w: 1 is the paper's event-level ε-DP; w > 1 is Mode B (:mod:`wevent.core.decayed`), noise
   calibrated to the w-event sensitivity ``Δ_w`` (``paper_literal``: the crude ``w·m·c·H``).
   ``neighbours`` m = 1 (add/remove one user's per-slot event) or 2 (replacement: two bins
   change); ``contribution_bound`` c: one user changes one slot's value of a bin by at most c
@@ -42,7 +42,7 @@ PUBLICATION)`` so that it can never coincide with a host mechanism's noise on th
   about ``2^33 Δ/R``) is clamped; the rounding itself is a bias below ``g/2`` per node.
 * ``noise="laplace"``: ``S̃_k = S_k + Lap(σ_k)``, the paper's mechanism (floating point).
 
->>> from pipeline.core.randomness import SecretKey
+>>> from wevent.core.randomness import SecretKey
 >>> index = RTPDMM(epsilon=1.0, window=8, decay=0.9, randomness=DerivedRandomness(SecretKey.from_seed(1)))
 >>> for count in [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]:
 ...     _ = index.insert(count)
@@ -51,7 +51,7 @@ PUBLICATION)`` so that it can never coincide with a host mechanism's noise on th
 ((1,), 6.9203)
 >>> index.query(1, 9)
 Traceback (most recent call last):
-pipeline.core.validation.ParameterError: range 1..9 is outside the window: slots 3..10 can be queried (W = 8)
+wevent.core.validation.ParameterError: range 1..9 is outside the window: slots 3..10 can be queried (W = 8)
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Item ``j`` of a block enters the nodes of its ancestor chain ``a`` with coeffici
   ``Δ_w = c · m · max_s Σ_{j=s..s+w-1} f(local(j))``. Windows may straddle blocks; the sequence of
   column norms repeats with period L, so starts ``s`` in one period suffice.
 
->>> from pipeline.core.decayed.lambdas import lambda_table
+>>> from wevent.core.decayed.lambdas import lambda_table
 >>> f = column_norms(lambda_table(8, 1.0, "none"), 1.0)
 >>> f[1:].tolist()                       # λ ≡ 1, p = 1: the chain lengths
 [4.0, 3.0, 3.0, 2.0, 3.0, 2.0, 2.0, 1.0]
@@ -66,7 +66,7 @@ def rounding_weights(lambdas: np.ndarray) -> np.ndarray:
     ``p^x <= 1``). :class:`.RTPDMM` counts two units (grid and float rounding) and adds
     ``2 g * window_sensitivity(h, w, m)`` to its sensitivity for discrete noise.
 
-    >>> from pipeline.core.decayed.lambdas import lambda_table
+    >>> from wevent.core.decayed.lambdas import lambda_table
     >>> rounding_weights(lambda_table(4, 1.0, "none"))[1:].tolist()   # λ ≡ 1: A = chain lengths 3, 2, 2, 1
     [6.0, 3.0, 3.0, 1.0]
     """

@@ -17,7 +17,7 @@ Two simulation modes, feeding the same estimator:
 
 Examples
 --------
->>> from pipeline.core.randomness import Phase
+>>> from wevent.core.randomness import Phase
 >>> devices = Devices.from_seed(1, block_size=4)
 >>> request = Request(slot=1, phase=Phase.PUBLICATION, epsilon=1.0, oracle="grr", domain_size=3,
 ...                   population=10, users=np.array([0, 5, 6, 9]))

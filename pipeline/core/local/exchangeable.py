@@ -13,7 +13,7 @@ class ExchangeableBinarySlot:
     """The values of one slot in which ``ones`` of the ``population`` users, a uniformly random set
     drawn independently of everything else, hold 1 and the others 0.
 
-    The synthetic streams of LDP-IDS are such slots (:mod:`pipeline.core.synthetic`): at every slot
+    The synthetic streams of LDP-IDS are such slots (:mod:`wevent.core.synthetic`): at every slot
     exactly ``round(p_t N)`` users, chosen uniformly and independently of other slots, hold 1. A
     simulation drawing the reports' sufficient statistic needs of a request only how many of its
     users hold 1, and no mechanism chooses whom to ask from the values of the slot it asks about, so

@@ -16,7 +16,7 @@ Examples
 >>> grr = GRR(epsilon=1.0, domain_size=5)
 >>> round(grr.p / grr.q, 12) == round(float(np.exp(1.0)), 12)
 True
->>> from pipeline.core.randomness import KeyStream
+>>> from wevent.core.randomness import KeyStream
 >>> reports = grr.perturb(np.array([0, 0, 3, 4]), KeyStream.from_seed(0))
 >>> reports.shape, bool(((0 <= reports) & (reports < 5)).all())
 ((4,), True)

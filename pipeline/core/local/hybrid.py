@@ -22,7 +22,7 @@ Examples
 >>> hm = HybridMechanism(epsilon=1.0, bound=1.0)
 >>> f"{hm.worst_case_variance:.3f}", f"{stochastic_rounding_constant(1.0) ** 2:.3f}"
 ('4.289', '4.683')
->>> from pipeline.core.randomness import KeyStream
+>>> from wevent.core.randomness import KeyStream
 >>> reports = hm.perturb(np.full(100_000, 0.3), KeyStream.from_seed(0))
 >>> a = math.exp(0.5); bool(np.abs(reports).max() <= (a + 1) / (a - 1))  # PM's range [-C, C] is the wider
 True

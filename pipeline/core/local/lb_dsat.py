@@ -75,7 +75,7 @@ class LBDSAT(RateControlled, BudgetDivision):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> m = LBDSAT(1.0, 4, 2, population=400, devices=Devices.from_seed(0), decision_override=lambda t: True)
     >>> results = m.run(np.zeros((6, 400), dtype=int))
     >>> m.cutoff, m.eps2, [r.n1 for r in results], [r.strategy.value[0] for r in results]

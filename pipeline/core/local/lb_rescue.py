@@ -76,7 +76,7 @@ class LBRescueDP(KalmanSampling, Scheduled):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> m = LBRescueDP(1.0, 4, 2, population=1000, devices=Devices.from_seed(0))
     >>> first = m.step(np.zeros(1000, dtype=int))
     >>> bool(np.isclose(first.eps2, 0.2 * np.log(2))), first.n2, first.strategy.value

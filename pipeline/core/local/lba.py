@@ -16,7 +16,7 @@ class LBA(Absorbing, BudgetDivision):
     Every slot owns one publication unit ``u = (1-beta) eps / w`` (``eps/(2w)`` by default). M1
     runs at every slot, nullified ones included. After a publication of ``k`` units the next
     ``k - 1`` slots are NULLIFIED; otherwise a publication would absorb the units skipped since,
-    up to ``w`` (:class:`~pipeline.core.local.schedules.Absorption`), use ``eps_2 = k u`` and
+    up to ``w`` (:class:`~wevent.core.local.schedules.Absorption`), use ``eps_2 = k u`` and
     have error ``err = V(eps_2, N)``; it happens iff ``dis > err``.
 
     Parameters
@@ -66,7 +66,7 @@ class LBA(Absorbing, BudgetDivision):
     A worked ledger (w = 3; P at t = 1, A at 3, P at 4 and 6; u = eps/6):
 
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> script = {1: True, 3: False, 4: True, 6: True}
     >>> m = LBA(1.0, 3, 2, population=50, devices=Devices.from_seed(0), decision_override=script.get)
     >>> results = m.run(np.zeros((6, 50), dtype=int))

@@ -66,7 +66,7 @@ class LBD(Scheduled, BudgetDivision):
     A worked ledger (w = 3, scripted decisions P, A, P, P, A, A):
 
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> script = [True, False, True, True, False, False]
     >>> m = LBD(1.0, 3, 2, population=50, devices=Devices.from_seed(0), decision_override=lambda t: script[t - 1])
     >>> [r.eps2 for r in m.run(np.zeros((6, 50), dtype=int))]

@@ -48,7 +48,7 @@ class LBU(LocalMechanism):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> m = LBU(1.0, 4, 2, population=100, devices=Devices.from_seed(0))
     >>> results = m.run(np.zeros((3, 100), dtype=int))
     >>> [(r.strategy.value, r.eps2, r.reports, r.bits) for r in results][0]

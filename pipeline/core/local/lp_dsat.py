@@ -87,7 +87,7 @@ class LPDSAT(RateControlled, PopulationDivision):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> m = LPDSAT(1.0, 4, 2, population=400, devices=Devices.from_seed(0), decision_override=lambda t: True)
     >>> results = m.run(np.zeros((6, 400), dtype=int))
     >>> m.cutoff, m.publication_users, [r.n1 for r in results], [r.strategy.value[0] for r in results]

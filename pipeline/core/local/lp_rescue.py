@@ -87,7 +87,7 @@ class LPRescueDP(KalmanSampling, Populated):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> m = LPRescueDP(1.0, 4, 2, population=1000, devices=Devices.from_seed(0))
     >>> first = m.step(np.zeros(1000, dtype=int))
     >>> first.n2 == min(int(0.2 * np.log(2) * 1000), 1000 // 5), first.strategy.value

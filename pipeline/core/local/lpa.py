@@ -19,7 +19,7 @@ class LPA(Absorbing, PopulationDivision):
     ``k`` units the next ``k - 1`` slots are NULLIFIED; otherwise a publication would absorb the
     units skipped since, up to ``w``, ask ``N_pp = k n_u`` available users and have error
     ``err = V(eps, N_pp)``; it happens iff ``dis > err``. The unit ledger is LBA's
-    (:class:`~pipeline.core.local.schedules.Absorption`), in integer units.
+    (:class:`~wevent.core.local.schedules.Absorption`), in integer units.
 
     Parameters
     ----------
@@ -63,7 +63,7 @@ class LPA(Absorbing, PopulationDivision):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> script = {1: True, 3: False, 4: True, 6: True}
     >>> m = LPA(1.0, 3, 2, population=60, devices=Devices.from_seed(0), decision_override=script.get)
     >>> results = m.run(np.zeros((6, 60), dtype=int))

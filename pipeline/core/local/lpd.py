@@ -72,7 +72,7 @@ class LPD(Scheduled, PopulationDivision):
     Always publishing takes ``floor(N_rm/2)``: ``P/2, P/4, ...`` users, then recycled ones:
 
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> m = LPD(1.0, 4, 2, population=400, devices=Devices.from_seed(0), decision_override=lambda t: True)
     >>> [r.n2 for r in m.run(np.zeros((5, 400), dtype=int))]
     [100, 50, 25, 12, 56]

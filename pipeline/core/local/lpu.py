@@ -56,7 +56,7 @@ class LPU(LocalMechanism):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> m = LPU(1.0, 3, 2, population=10, devices=Devices.from_seed(0))
     >>> results = m.run(np.zeros((4, 10), dtype=int))
     >>> [r.n2 for r in results]

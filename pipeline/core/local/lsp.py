@@ -50,7 +50,7 @@ class LSP(LocalMechanism):
     Examples
     --------
     >>> import numpy as np
-    >>> from pipeline.core.local.device_reports import Devices
+    >>> from wevent.core.local.device_reports import Devices
     >>> m = LSP(1.0, 3, 2, population=50, devices=Devices.from_seed(0))
     >>> [r.strategy.value for r in m.run(np.zeros((4, 50), dtype=int))]
     ['publish', 'not_sampled', 'not_sampled', 'publish']

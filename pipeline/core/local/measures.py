@@ -3,7 +3,7 @@
 * **CFPU** (communication frequency per user): reports per user per slot,
   ``(1/(N T)) * total reports``; an M1 and an M2 report at the same slot count as two.
 * **Bits per user per slot**: ``(1/(N T)) * total bits`` with the accounting :mod:`._base` states (Table 2's bits),
-  which :class:`~pipeline.core.local.protocol.LocalStepResult` already carries per slot.
+  which :class:`~wevent.core.local.protocol.LocalStepResult` already carries per slot.
 * **Event monitoring ROC** (the papers' monitoring task): a scalar ``s_t`` of each histogram (the share of value 1 on
   binary data), the event ``s_t > delta`` with ``delta = 0.75 (max s - min s) + min s`` on the true
   stream, and the same scalar of the releases as the score; the ROC sweeps a cut-off over the

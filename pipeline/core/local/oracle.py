@@ -3,7 +3,7 @@
 A frequency oracle (or a mean mechanism) is an ``epsilon``-LDP randomiser that runs on each
 device, with an unbiased estimator on the server (LDP-IDS, Section 2.4 of the SIGMOD version). Its one online method is
 :meth:`LocalOracle.perturb`, vectorised over many users' values (one device is an array of one).
-Devices draw from a :class:`~pipeline.core.randomness.KeyStream` (one per block of users at a
+Devices draw from a :class:`~wevent.core.randomness.KeyStream` (one per block of users at a
 slot and phase, so a retried report is the same report). The server side is additive: the
 collector sums reports into :meth:`LocalOracle.support` (GRR: counts of reported values; OUE:
 column sums of the bit vectors; HM: the sum of outputs) and :meth:`LocalOracle.estimate` turns

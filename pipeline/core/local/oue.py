@@ -12,7 +12,7 @@ Bits per report: ``d`` (reports travel packed, ``np.packbits`` along the bin axi
 
 How the bits are drawn (exact, and fast enough for ~10^10 bits a day): each report owns a row of
 ``8 ceil(d/8)`` lanes (lane k is bin k, the rest pad the row to whole 64-bit words), and each lane
-is one byte of the batch's :class:`~pipeline.core.randomness.KeyStream`, rows in report order. A
+is one byte of the batch's :class:`~wevent.core.randomness.KeyStream`, rows in report order. A
 0-bit is set when its byte is below ``T = floor(256 q)``, which has probability ``T/256 <= q``; an
 independent sparse Bernoulli process (geometric gaps, from the words that follow the lanes in the
 same keystream) sets the missing ``(q - T/256) / (1 - T/256)``, so every 0-bit is 1 with
@@ -21,7 +21,7 @@ compared in place, so a batch costs one keystream fill, one comparison and a few
 
 Examples
 --------
->>> from pipeline.core.randomness import KeyStream
+>>> from wevent.core.randomness import KeyStream
 >>> oue = OUE(epsilon=1.0, domain_size=10)
 >>> reports = oue.perturb(np.array([0, 9, 9]), KeyStream.from_seed(0))
 >>> reports.shape, reports.dtype.name

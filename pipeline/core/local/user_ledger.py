@@ -10,7 +10,7 @@ asked in a phase is charged whether or not the report arrived (the conservative 
 It is an auditor, not mechanism state: ``O(N)`` memory, ``O(users asked)`` per slot, plus one
 ``O(N)`` maximum in slots where some user was asked individually.
 
->>> from pipeline.core.base import Strategy
+>>> from wevent.core.base import Strategy
 >>> ledger = UserLedger(population=4, window=2)
 >>> def slot(t, users, eps):
 ...     return LocalStepResult(t, np.zeros(1), Strategy.PUBLISH, 0.0, eps, users2=np.array(users))
@@ -47,7 +47,7 @@ __all__ = ["UserLedger", "SlidingUserLedger"]
 class UserLedger:
     """Largest per-user window spend and window report count over the recorded slots.
 
-    A :class:`~pipeline.core.accounting.WindowAccount` whose groups are the users: :meth:`tightest`
+    A :class:`~wevent.core.accounting.WindowAccount` whose groups are the users: :meth:`tightest`
     is the costliest window of any user, against ``epsilon`` (infinite when not given).
     """
 

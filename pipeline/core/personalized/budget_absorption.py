@@ -73,7 +73,7 @@ class PersonalizedBudgetAbsorption(PersonalizedMechanism):
     --------
     Example 4 of the paper (w = 4, 2, 3; intents release, skip, release, release, release):
 
-    >>> from pipeline.core.randomness import SecretKey, ZeroNoise
+    >>> from wevent.core.randomness import SecretKey, ZeroNoise
     >>> m = PersonalizedBudgetAbsorption([4, 2, 3], [1.0, 1.0, 1.0], [1, 1, 1], 2,
     ...                                  randomness=ZeroNoise(SecretKey.from_seed(0)),
     ...                                  decision_override={1: True, 2: False, 3: True, 4: True, 5: True}.get)

@@ -73,7 +73,7 @@ class PersonalizedBudgetDistribution(PersonalizedMechanism):
     --------
     Example 3 of the paper (one user, eps = 1, w = 4; decisions release, skip, release):
 
-    >>> from pipeline.core.randomness import SecretKey, ZeroNoise
+    >>> from wevent.core.randomness import SecretKey, ZeroNoise
     >>> m = PersonalizedBudgetDistribution([4], [1.0], [1], 2, randomness=ZeroNoise(SecretKey.from_seed(0)),
     ...                                    decision_override={1: True, 2: False, 3: True}.get)
     >>> [(float(r.type_eps1[0]), float(r.type_eps2[0])) for r in m.run([[[1, 0]]] * 3)]

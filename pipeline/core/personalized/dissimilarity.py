@@ -15,8 +15,8 @@ noise at ``(slot, DISSIMILARITY)``: with identical users this is exactly BD/BA's
 Spend: ``e1_k = eps_k / (2 w_k)`` for every user of type k, at every slot (null slots included),
 so ``w_k e1_k = eps_k / 2`` per window of that user's own ``w_k``.
 
->>> from pipeline.core.randomness import SecretKey, ZeroNoise
->>> from pipeline.core.personalized.requirements import RequirementTypes
+>>> from wevent.core.randomness import SecretKey, ZeroNoise
+>>> from wevent.core.personalized.requirements import RequirementTypes
 >>> types = RequirementTypes([4, 2], [1.0, 1.0], [3, 1])
 >>> dc = DissimilarityCalculation(types, domain_size=2)
 >>> dc.budgets.tolist(), dc.theta, dc.probabilities.round(4).tolist()  # OBS prefers sampling 3 users

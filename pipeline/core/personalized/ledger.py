@@ -39,7 +39,7 @@ __all__ = ["PersonalizedLedger", "SlidingPersonalizedLedger"]
 class PersonalizedLedger:
     """Every slot's charge to every requirement type ``(w_k, eps_k)``, with window checks.
 
-    A :class:`~pipeline.core.accounting.WindowAccount` with one group per requirement type.
+    A :class:`~wevent.core.accounting.WindowAccount` with one group per requirement type.
     """
 
     def __init__(self, windows, epsilons) -> None:
@@ -128,7 +128,7 @@ class PersonalizedLedger:
 
 class SlidingPersonalizedLedger(SlidingLedger):
     """:class:`PersonalizedLedger`'s account as a live service keeps it: each type's charges over
-    the longest window only, one column per type (:class:`~pipeline.core.accounting.SlidingLedger`).
+    the longest window only, one column per type (:class:`~wevent.core.accounting.SlidingLedger`).
 
     Parameters
     ----------

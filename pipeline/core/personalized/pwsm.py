@@ -25,8 +25,8 @@ Examples
 Two types, 30 users with (w, eps) = (2, 1) and 50 with (4, 1), everyone at value 0. Publishing
 gives every user ``eps/4`` (one OBS candidate, so nobody is sampled out); zero noise:
 
->>> from pipeline.core.personalized import PersonalizedBudgetDistribution
->>> from pipeline.core.randomness import SecretKey, ZeroNoise
+>>> from wevent.core.personalized import PersonalizedBudgetDistribution
+>>> from wevent.core.randomness import SecretKey, ZeroNoise
 >>> m = PersonalizedBudgetDistribution([2, 4], [1.0, 1.0], [30, 50], 2, randomness=ZeroNoise(SecretKey.from_seed(0)))
 >>> r = m.step([[30, 0], [50, 0]])
 >>> r.strategy.value, r.release.tolist(), r.type_eps1.tolist(), r.type_eps2.tolist(), r.theta

@@ -21,7 +21,7 @@ Spend: nothing by itself; the caller charges each user the allocated ``e_i``, no
 
 >>> keep_probabilities(np.array([0.1, 0.4, 0.8]), 0.4).round(4).tolist()
 [0.2138, 1.0, 1.0]
->>> from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey
+>>> from wevent.core.randomness import DerivedRandomness, Phase, SecretKey
 >>> rng = DerivedRandomness(SecretKey.from_seed(0))
 >>> counts = np.array([[3, 5], [7, 1]])
 >>> sample_counts(counts, np.array([1.0, 1.0]), rng, 1, Phase.SAMPLE_PUBLICATION) is counts  # no coins

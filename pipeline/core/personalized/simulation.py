@@ -4,9 +4,9 @@ The truth a release estimates is the histogram of all users, ``counts.sum(axis=0
 is ``wevent simulate``'s, with each user's window checked against their own ``(w_i, eps_i)``:
 ``max_user_window_spend_ratio`` is the largest ``spent / eps_i`` of any user's window (<= 1).
 
->>> from pipeline.core.personalized import PersonalizedBudgetAbsorption, grouped
->>> from pipeline.core.randomness import DerivedRandomness, SecretKey
->>> from pipeline.core.synthetic import synthetic
+>>> from wevent.core.personalized import PersonalizedBudgetAbsorption, grouped
+>>> from wevent.core.randomness import DerivedRandomness, SecretKey
+>>> from wevent.core.synthetic import synthetic
 >>> data = synthetic("log", users=500, slots=30, seed=3)
 >>> requirements = grouped(500, 0.6, 20, seed=3)
 >>> m = PersonalizedBudgetAbsorption.for_requirements(requirements, 2, randomness=DerivedRandomness(SecretKey.from_seed(3)))
@@ -35,7 +35,7 @@ _TABLE_LIMIT = 64
 
 @dataclass
 class PersonalizedRun(SimulationRun):
-    """A personalized mechanism's run: :class:`~pipeline.core.simulation.SimulationRun` whose
+    """A personalized mechanism's run: :class:`~wevent.core.simulation.SimulationRun` whose
     summary checks every user's window against their own ``(w_i, eps_i)`` instead of one budget.
 
     Parameters
@@ -51,8 +51,8 @@ class PersonalizedRun(SimulationRun):
 
     Examples
     --------
-    >>> from pipeline.core.personalized import PersonalizedBudgetDistribution
-    >>> from pipeline.core.randomness import DerivedRandomness, SecretKey
+    >>> from wevent.core.personalized import PersonalizedBudgetDistribution
+    >>> from wevent.core.randomness import DerivedRandomness, SecretKey
     >>> m = PersonalizedBudgetDistribution([2, 4], [1.0, 1.0], [30, 50], 2,
     ...                                    randomness=DerivedRandomness(SecretKey.from_seed(0)))
     >>> run = simulate_personalized(m, [np.array([[30, 0], [50, 0]])] * 8)

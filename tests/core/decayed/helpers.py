@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from pipeline.core.randomness import SecretKey, ZeroNoise
+from wevent.core.randomness import SecretKey, ZeroNoise
 
 
 def zero_noise(stream: str = "test") -> ZeroNoise:

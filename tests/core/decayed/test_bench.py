@@ -1,6 +1,6 @@
 """`wevent bench decayed` runs end to end on a small stream (speed is printed, never asserted)."""
 
-from pipeline.cli import main
+from wevent.cli import main
 
 
 def test_bench_decayed_smoke(capsys):

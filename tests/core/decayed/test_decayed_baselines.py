@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.core.decayed.exact_sums import ExactDecayedSums
-from pipeline.core.decayed.interval_tree import IntervalTree
-from pipeline.core.decayed.lp_answer import LPAnswer
-from pipeline.core.validation import ParameterError
+from wevent.core.decayed.exact_sums import ExactDecayedSums
+from wevent.core.decayed.interval_tree import IntervalTree
+from wevent.core.decayed.lp_answer import LPAnswer
+from wevent.core.validation import ParameterError
 
 DECAY = 0.97
 

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.decayed import RTPDMM, DecayedFenwick, ReleaseIndex
-from pipeline.core.decayed.tree import decomposition, height_of
-from pipeline.core.randomness import SecretKey
-from pipeline.core.validation import ParameterError
 from tests.conftest import CountingNoise
 from tests.core.decayed.helpers import exact_prefixes, naive_decayed, node_range, zero_noise
+from wevent.core.decayed import RTPDMM, DecayedFenwick, ReleaseIndex
+from wevent.core.decayed.tree import decomposition, height_of
+from wevent.core.randomness import SecretKey
+from wevent.core.validation import ParameterError
 
 EXACT_DECAYS = {1.0: Fraction(1), 0.5: Fraction(1, 2)}
 

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex, host_epsilon, restore_index
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.core.validation import ParameterError
 from tests.core.decayed.helpers import zero_noise
+from wevent.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex, host_epsilon, restore_index
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.core.validation import ParameterError
 
 
 def private(**overrides):

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from pipeline.core.decayed import RTPDMM, column_norms, get_lambda, lambda_table, window_sensitivity
-from pipeline.core.decayed.lambdas import cai_factors, paper_deltas
-from pipeline.core.decayed.tree import ancestors, height_of, level
 from tests.core.decayed.helpers import reconstruction_matrix, strategy_matrix, workload, zero_noise
+from wevent.core.decayed import RTPDMM, column_norms, get_lambda, lambda_table, window_sensitivity
+from wevent.core.decayed.lambdas import cai_factors, paper_deltas
+from wevent.core.decayed.tree import ancestors, height_of, level
 
 TOL = 1e-12
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pipeline.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex
-from pipeline.core.randomness import DerivedRandomness, SecretKey
-from pipeline.core.validation import ParameterError
 from tests.core.decayed.helpers import zero_noise
+from wevent.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex
+from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.core.validation import ParameterError
 
 REPEATS = 100_000
 TOL = 0.03  # > 4.2 standard deviations of a sample variance from 1e5 draws (module docstring)

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from pipeline.core.local import MECHANISMS, Devices, UserLedger
 from tests.conftest import derived
+from wevent.core.local import MECHANISMS, Devices, UserLedger
 
 
 def make(name, epsilon=1.0, window=3, domain=2, population=60, seed=0, mode="sufficient", **options):

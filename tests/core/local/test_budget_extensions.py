@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.core.base import Strategy
-from pipeline.core.local import GRR
 from tests.core.local.conftest import audit, make, run
+from wevent.core.base import Strategy
+from wevent.core.local import GRR
 
 SE = 4
 

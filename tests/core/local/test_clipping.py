@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.core.local import ClippingThreshold, HybridMechanism
-from pipeline.core.validation import ParameterError
+from wevent.core.local import ClippingThreshold, HybridMechanism
+from wevent.core.validation import ParameterError
 
 SE = 4
 

@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.core.base import Strategy
-from pipeline.core.local import Devices, PopulationLedger, Request, UserLedger, block_reports
-from pipeline.core.local.protocol import LocalStepResult
-from pipeline.core.packing import pack, unpack
-from pipeline.core.randomness import Phase
-from pipeline.core.validation import ParameterError
+from wevent.core.base import Strategy
+from wevent.core.local import Devices, PopulationLedger, Request, UserLedger, block_reports
+from wevent.core.local.protocol import LocalStepResult
+from wevent.core.packing import pack, unpack
+from wevent.core.randomness import Phase
+from wevent.core.validation import ParameterError
 
 SE = 4
 

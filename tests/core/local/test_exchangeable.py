@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.core.local.exchangeable import ExchangeableBinarySlot
-from pipeline.core.metrics import FREQUENCY_MRE_FLOOR, mre
-from pipeline.core.synthetic import synthetic
-from pipeline.core.validation import ParameterError
 from tests.core.local.conftest import make
+from wevent.core.local.exchangeable import ExchangeableBinarySlot
+from wevent.core.metrics import FREQUENCY_MRE_FLOOR, mre
+from wevent.core.synthetic import synthetic
+from wevent.core.validation import ParameterError
 
 SE = 4
 

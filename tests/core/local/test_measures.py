@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from pipeline.core.local.measures import monitored_scalar, monitoring_events, roc_auc, roc_curve
-from pipeline.core.validation import ParameterError
+from wevent.core.local.measures import monitored_scalar, monitoring_events, roc_auc, roc_curve
+from wevent.core.validation import ParameterError
 
 
 def test_auc_counts_ties_as_half_and_matches_pairwise_definition():

@@ -6,13 +6,13 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.core import packing
-from pipeline.core.base import Strategy, restore
-from pipeline.core.local import LPA, MECHANISMS, HybridMechanism, Request
-from pipeline.core.local.measures import bits_per_user_per_slot, cfpu
-from pipeline.core.validation import ParameterError
 from tests.conftest import derived, scripted
 from tests.core.local.conftest import audit, make, run
+from wevent.core import packing
+from wevent.core.base import Strategy, restore
+from wevent.core.local import LPA, MECHANISMS, HybridMechanism, Request
+from wevent.core.local.measures import bits_per_user_per_slot, cfpu
+from wevent.core.validation import ParameterError
 
 TOL = 1e-12
 ALL = tuple(MECHANISMS)

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from pipeline.core.local import GRR, OUE, HybridMechanism, choose, make_oracle
-from pipeline.core.local import oue as oue_module
-from pipeline.core.local.hybrid import EPS_STAR, component_variance, stochastic_rounding_constant
-from pipeline.core.randomness import KeyStream
-from pipeline.core.validation import ParameterError
+from wevent.core.local import GRR, OUE, HybridMechanism, choose, make_oracle
+from wevent.core.local import oue as oue_module
+from wevent.core.local.hybrid import EPS_STAR, component_variance, stochastic_rounding_constant
+from wevent.core.randomness import KeyStream
+from wevent.core.validation import ParameterError
 
 SE = 4  # tolerance in standard errors
 

@@ -8,9 +8,9 @@ import math
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.validation import ParameterError
 from tests.conftest import scripted
 from tests.core.local.conftest import audit, make, run
+from wevent.core.validation import ParameterError
 
 ADAPTIVE = ("lbd", "lba", "lpd", "lpa", "lp-dsat")
 

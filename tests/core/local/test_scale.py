@@ -9,12 +9,12 @@ comes near the broker's 1 MiB default, and the bytes new in a slot stay under 25
 import numpy as np
 import pytest
 
-from pipeline.core import packing as codec
-from pipeline.core.base import restore
-from pipeline.core.local import LPA, Devices, Request
-from pipeline.core.local.population import PopulationLedger
-from pipeline.core.local.user_sets import UserSetError, count_users, pack_users, unpack_users
 from tests.conftest import derived
+from wevent.core import packing as codec
+from wevent.core.base import restore
+from wevent.core.local import LPA, Devices, Request
+from wevent.core.local.population import PopulationLedger
+from wevent.core.local.user_sets import UserSetError, count_users, pack_users, unpack_users
 
 TAOBAO_USERS, TAOBAO_DOMAIN, WINDOW = 1_023_154, 117, 20
 SET_BOUND = TAOBAO_USERS // 8 + 2  # a bitset of N bits and its kind byte
@@ -129,7 +129,7 @@ def test_taobao_scale_state_and_requests_stay_bounded_and_restore_identically():
 def test_restores_do_no_work_in_n_until_a_take_or_publication_needs_it():
     """M2 restores its mechanism for every message: LPU's groups and a ledger's available set are
     built only when a slot asks users, not for a restore that only measures or publishes."""
-    from pipeline.core.local import LPU
+    from wevent.core.local import LPU
 
     lpu = LPU(1.0, WINDOW, TAOBAO_DOMAIN, TAOBAO_USERS, oracle="oue", randomness=derived(0))
     assert "groups" not in vars(restore(lpu.to_bytes(), derived(0)))

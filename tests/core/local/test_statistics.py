@@ -6,11 +6,11 @@ import warnings
 import numpy as np
 import pytest
 
-from pipeline.core.base import restore
-from pipeline.core.local import GRR, Devices
-from pipeline.core.metrics import FREQUENCY_MRE_FLOOR, mre
-from pipeline.core.synthetic import synthetic
 from tests.core.local.conftest import audit, make, run
+from wevent.core.base import restore
+from wevent.core.local import GRR, Devices
+from wevent.core.metrics import FREQUENCY_MRE_FLOOR, mre
+from wevent.core.synthetic import synthetic
 
 SE = 4
 

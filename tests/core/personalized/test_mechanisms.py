@@ -7,16 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.base import Strategy, restore
-from pipeline.core.central import BudgetAbsorption, BudgetDistribution
-from pipeline.core.data import ABSENT
-from pipeline.core.personalized import (
+from tests.conftest import derived, random_counts, scripted
+from wevent.core.base import Strategy, restore
+from wevent.core.central import BudgetAbsorption, BudgetDistribution
+from wevent.core.data import ABSENT
+from wevent.core.personalized import (
     PersonalizedBudgetAbsorption as PBA,
 )
-from pipeline.core.personalized import (
+from wevent.core.personalized import (
     PersonalizedBudgetDistribution as PBD,
 )
-from pipeline.core.personalized import (
+from wevent.core.personalized import (
     PersonalizedLedger,
     Requirements,
     grouped,
@@ -24,9 +25,8 @@ from pipeline.core.personalized import (
     obs,
     type_histogram,
 )
-from pipeline.core.randomness import DerivedRandomness, Phase, SecretKey, ZeroNoise
-from pipeline.core.validation import ParameterError
-from tests.conftest import derived, random_counts, scripted
+from wevent.core.randomness import DerivedRandomness, Phase, SecretKey, ZeroNoise
+from wevent.core.validation import ParameterError
 
 TOL = 1e-12
 

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pipeline.core.personalized import RequirementTypes, candidate_errors, keep_probabilities, obs, sample_counts
-from pipeline.core.personalized.dissimilarity import DissimilarityCalculation
-from pipeline.core.personalized.sampling import log_expm1
-from pipeline.core.randomness import Phase
 from tests.conftest import derived
+from wevent.core.personalized import RequirementTypes, candidate_errors, keep_probabilities, obs, sample_counts
+from wevent.core.personalized.dissimilarity import DissimilarityCalculation
+from wevent.core.personalized.sampling import log_expm1
+from wevent.core.randomness import Phase
 
 
 def naive_errors(budgets, sizes, sensitivity=1.0):
@@ -188,7 +188,7 @@ def laplace_moments_ok(samples, b):
 
 
 def test_publication_noise_has_variance_2_over_theta_squared():
-    from pipeline.core.personalized import PersonalizedBudgetAbsorption
+    from wevent.core.personalized import PersonalizedBudgetAbsorption
 
     # One type with w = 1: every slot publishes one share, theta = eps/2; sampling keeps everyone.
     eps, d, slots = 0.8, 5, 4000

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.core.personalized.plbu import PersonalizedLBU
-from pipeline.core.validation import ParameterError
+from wevent.core.personalized.plbu import PersonalizedLBU
+from wevent.core.validation import ParameterError
 
 
 def test_every_window_of_a_user_spends_their_epsilon():

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from pipeline.core.data import ABSENT
-from pipeline.core.personalized import Requirements, RequirementTypes, generate, grouped, two_type
-from pipeline.core.personalized.requirements import epsilon_candidates, window_candidates
-from pipeline.core.validation import ParameterError
+from wevent.core.data import ABSENT
+from wevent.core.personalized import Requirements, RequirementTypes, generate, grouped, two_type
+from wevent.core.personalized.requirements import epsilon_candidates, window_candidates
+from wevent.core.validation import ParameterError
 
 
 def test_candidate_lists():

@@ -11,10 +11,10 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from pipeline.core.central import BudgetDistribution
-from pipeline.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, grouped
-from pipeline.core.synthetic import synthetic
 from tests.conftest import derived
+from wevent.core.central import BudgetDistribution
+from wevent.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, grouped
+from wevent.core.synthetic import synthetic
 
 USERS, SLOTS, SEEDS = 2000, 500, range(10)
 
