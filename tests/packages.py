@@ -8,6 +8,8 @@ through this mapping, read from pyproject.toml itself.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -31,3 +33,17 @@ def source_files() -> list[Path]:
 def package_folders() -> dict[str, Path]:
     """Every package (a folder with an ``__init__.py``) by its installed name."""
     return {module_name(path): path.parent for path in source_files() if path.name == "__init__.py"}
+
+
+def build_wheel(tmp_path: Path) -> Path:
+    """A wheel of the checkout's tracked files, built in a copy (a build writes into its source tree)."""
+    source = tmp_path / "source"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        target = source / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((ROOT / name).read_bytes())
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                    "--disable-pip-version-check", "-w", str(tmp_path / "dist"), str(source)],
+                   check=True, capture_output=True, timeout=300)
+    return next((tmp_path / "dist").glob("wevent-*.whl"))

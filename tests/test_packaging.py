@@ -5,27 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
-from tests.packages import ROOT, SETUPTOOLS, package_folders
+from tests.packages import SETUPTOOLS, build_wheel, package_folders
 
 
 def test_pyproject_lists_every_package_of_the_three_folders():
     assert sorted(SETUPTOOLS["packages"]) == sorted(package_folders())
-
-
-def build_wheel(tmp_path: Path) -> Path:
-    """A wheel of the checkout's tracked files, built in a copy (a build writes into its source tree)."""
-    source = tmp_path / "source"
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    for name in filter(None, tracked.decode().split("\0")):
-        target = source / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((ROOT / name).read_bytes())
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--disable-pip-version-check", "-w", str(tmp_path / "dist"), str(source)],
-                   check=True, capture_output=True, timeout=300)
-    return next((tmp_path / "dist").glob("wevent-*.whl"))
 
 
 def test_a_clean_install_gives_import_wevent_and_no_generic_top_level_name(tmp_path):

