@@ -29,7 +29,7 @@ def register(sub) -> None:
     p.add_argument("--window", type=window_length, default=65_536, help="query window W (default: 65536)")
     p.add_argument("--decay", type=probability(open_low=True), default=0.9995, help="decay p (default: 0.9995)")
     p.add_argument("--epsilon", type=epsilon_value, default=1.0)
-    p.add_argument("--bins", type=bin_count, default=1, help="bins d per slot (default: 1)")
+    p.add_argument("--bins", type=bin_count, default=100, help="bins d per slot (default: 100, as README reports)")
     p.add_argument("--slots", type=slot_count, default=None, help="slots ingested (default: 2W)")
     p.add_argument("--queries", type=user_count, default=20_000, help="queries for the indexes (default: 20000)")
     p.add_argument("--naive-queries", type=user_count, default=500,
