@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..data import ABSENT
+from ..exact import divide, grid
 from ..validation import ParameterError, check_epsilon, check_positive_int
 
 __all__ = [
@@ -106,13 +107,21 @@ class RequirementTypes:
         return int(self.windows.size)
 
     @property
+    def grids(self) -> np.ndarray:
+        """Every type's grid: every budget charged to a type is a multiple of it
+        (:func:`~wevent.core.exact.grid` of ``eps_k``), so its sums within ``eps_k`` are exact."""
+        return grid(self.epsilons)
+
+    @property
     def dissimilarity_budgets(self) -> np.ndarray:
-        """``e1_k = eps_k / (2 w_k)``: what DC charges every slot (Alg. 4-5, line 2)."""
-        return self.epsilons / (2 * self.windows)
+        """``e1_k = eps_k / (2 w_k)``, rounded down onto the type's grid: what DC charges every slot
+        (Alg. 4-5, line 2)."""
+        return divide(self.epsilons, 2 * self.windows)
 
     @property
     def publication_pools(self) -> np.ndarray:
-        """What every window leaves for publications: ``eps_k - w_k e1_k`` (= ``eps_k / 2``).
+        """What every window leaves for publications: ``eps_k - w_k e1_k`` (``eps_k / 2`` up to the
+        rounding of ``e1_k``), exact.
 
         Computed as BD/BA compute theirs so that identical users reproduce them bit for bit.
         """
