@@ -93,13 +93,15 @@ class DissimilarityMeasure:
         share = divide(self.epsilon, 2 * self.window)
         # Shifting only ever lowers eps1, so the pool for publications only grows.
         self.eps1 = min(divide(self.epsilon, self.domain_size), share) if self.budget_shift else share
+        # Half of epsilon (w eps1 is at most the other half), or what the shifted eps1 leaves
+        self._pool = divide(self.epsilon, 2) if self.eps1 == share else self.epsilon - self.window * self.eps1
         self.scale = (1.0 / self.domain_size) / self.eps1
 
     @property
     def publication_pool(self) -> float:
-        """What every window leaves for publications: ``epsilon - w * eps_1`` (exact: both are
-        multiples of epsilon's grid)."""
-        return self.epsilon - self.window * self.eps1
+        """What every window leaves for publications: ``epsilon / 2``, or with a shifted ``eps_1``
+        ``epsilon - w * eps_1`` (exact: both are multiples of epsilon's grid)."""
+        return self._pool
 
     def distance(self, counts: np.ndarray, last_release: np.ndarray) -> float:
         """The exact (non-private) dissimilarity; the divisor is d even where bins are zero."""

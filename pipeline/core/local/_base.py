@@ -354,10 +354,9 @@ class BudgetDivision(AdaptiveMechanism):
 
     M1 asks everyone with ``eps_1 = beta * eps / w`` at every slot; publications share the
     window pool ``(1 - beta) * eps``. Nobody is instructed for M1 (users report on a clock); M2
-    reports are requested, one instruction bit each. ``eps_1`` is rounded down onto epsilon's
-    grid (:func:`~wevent.core.exact.share`) and the pool is what it leaves, ``eps - w eps_1``,
-    exactly; every budget the publications take of the pool is a multiple of the grid too
-    (:attr:`grid`), so every window's spend adds up exactly.
+    reports are requested, one instruction bit each. ``eps_1`` and the pool are rounded down
+    onto epsilon's grid (:func:`~wevent.core.exact.share`), and so is every budget the
+    publications take of the pool (:attr:`grid`), so every window's spend adds up exactly.
     """
 
     instructs = (False, True)
@@ -382,7 +381,7 @@ class BudgetDivision(AdaptiveMechanism):
                          var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
                          decision_override=decision_override)
         self.eps1 = share(self.epsilon, Fraction(self.beta) / self.window)
-        self.pool = self.epsilon - self.window * self.eps1  # exact: multiples of the grid up to epsilon
+        self.pool = share(self.epsilon, 1 - Fraction(self.beta))  # w eps1 + pool <= eps, exactly
 
     @property
     def grid(self) -> float:
