@@ -347,7 +347,9 @@ class ChargeMatrix:
         if self._exact is None:
             budgets = [budget for row in self.listed or () for _, budget in row]
             exponent = unit_exponent(*self.parts, self.bounds, [self.reserved], budgets)
-            charges = sum(as_integers(part, exponent) for part in self.parts)
+            charges = as_integers(self.parts[0], exponent)
+            for part in self.parts[1:]:
+                charges = charges + as_integers(part, exponent)
             spend = np.empty(charges.shape, dtype=object)
             for k, w in enumerate(self.windows.tolist()):  # a window longer than the ledger holds all of it
                 spend[:, k] = window_integer_sums(charges[:, k], min(w, max(self.slots, 1)))

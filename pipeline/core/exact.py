@@ -74,7 +74,7 @@ def _plain(values: np.ndarray):
     return float(values) if values.ndim == 0 else values
 
 
-def share(total: float, fraction: float, unit: float | None = None) -> float:
+def share(total: float, fraction: float | Fraction, unit: float | None = None) -> float:
     """The largest multiple of ``unit`` (default ``grid(total)``) at most ``fraction * total``, exactly.
 
     >>> share(1.0, 0.1) <= Fraction(1.0) * Fraction(0.1) < share(1.0, 0.1) + grid(1.0)

@@ -12,6 +12,7 @@ from wevent.core.accounting import (
     Budget,
     ChargeMatrix,
     SlidingLedger,
+    UserCharges,
     WindowAccount,
     latest_window_spend,
     slide_charges,
@@ -200,3 +201,30 @@ def test_a_budget_gives_the_host_what_the_reserved_share_leaves():
     for total, window, reserved in ((0.9, 10, 0.9), (0.9, 10, -0.1), (0.0, 10, 0.0), (0.9, 0, 0.0), (0.9, 10, np.nan)):
         with pytest.raises(ParameterError):
             Budget(total, window, reserved)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_user_charges_find_the_fullest_user_and_who_fits_exactly(seed):
+    # the per-user account a device ledger admits requests with: against a brute force in fractions
+    rng = np.random.default_rng(seed)
+    population = int(rng.integers(1, 12))
+    budgets = rng.choice([0.1, 0.2, 0.3, 1 / 3, 0.7, 0.05], size=4)
+    charges, paid = UserCharges(population), [Fraction(0)] * population
+    history = []
+    for _ in range(int(rng.integers(1, 25))):
+        users, budget = rng.integers(0, population, int(rng.integers(0, population + 2))), float(rng.choice(budgets))
+        charges.charge(users, budget)
+        history.append((users, budget))
+        for user in users.tolist():  # a user listed twice pays twice
+            paid[user] += Fraction(budget)
+        if len(history) > 3:  # the oldest charge leaves the window
+            gone, spent = history.pop(0)
+            charges.charge(gone, spent, -1)
+            for user in gone.tolist():
+                paid[user] -= Fraction(spent)
+        user, spend = charges.fullest()
+        assert spend == max(paid) and paid[user] == spend and user == paid.index(max(paid))
+        budget, everyone = float(rng.choice(budgets)), np.arange(population)
+        bound = float(max(paid) + Fraction(budget)) if rng.random() < 0.5 else float(rng.uniform(0.1, 2.0))
+        assert charges.within(everyone, budget, bound).tolist() == [p + Fraction(budget) <= Fraction(bound)
+                                                                   for p in paid]
