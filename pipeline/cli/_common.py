@@ -18,6 +18,7 @@ import sys
 import urllib.parse
 from typing import Callable, Iterable, TypeVar
 
+from ..core.validation import MIN_EPSILON
 from ..errors import UsageError
 
 __all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
@@ -131,7 +132,8 @@ slot_count = integer(1, LIMITS["slots"])
 window_length = integer(1, LIMITS["window"])
 bin_count = integer(1, LIMITS["domain"])
 partition_count = integer(1, LIMITS["partitions"])
-epsilon_value = real(above=0, maximum=LIMITS["epsilon"])
+# The smallest budget is the core's (wevent.core.validation.MIN_EPSILON): below it noise scales overflow.
+epsilon_value = real(MIN_EPSILON, LIMITS["epsilon"])
 
 
 def listen_port(text: str) -> int:

@@ -2,26 +2,56 @@
 
 from __future__ import annotations
 
+import argparse
+
 from ..stream.topics import AUDIT
-from ._common import UsageError, bootstrap_servers, reachable_kafka, readable_file
+from ._common import UsageError, bootstrap_servers, integer, reachable_kafka, readable_file
 
 READ_TIMEOUT = 15.0  # seconds for the topic's metadata and offsets
 
+DESCRIPTION = """\
+Re-verify the w-event guarantee of every stream from its audit records (or a central stream's
+release log) and exit 1 naming the first window that overspends.
+
+How it compares: every recorded budget is a float, and a float is an exact rational. A window is
+the w consecutive slots ending at a slot (the slots before the first count as spending nothing),
+and it passes when the exact sum of its charges is at most its bound: eps1 + eps2 of every slot
+plus the share a query index reserves, against epsilon (central); every requirement type's
+charges against its own eps_k over its own w_k (personalized); every user's charges, from the
+phases that asked everyone and those that listed them, against epsilon (local). The sums are
+exact rational sums: there is no tolerance, and an overspend of one ulp fails.
+
+What it refuses (FAIL): records that do not start at the stream's first slot (1) or that miss a
+slot, unless --from-slot/--to-slot name the range to audit (that range must then be complete, and
+a window reaching before it is checked on its slots in the range); two records of one slot that
+disagree (two audit copies, two release copies, or a release record and the audit record of its
+slot, on the mechanism, window, eps1, eps2, per-type charges, or epsilon where nothing is
+reserved), naming the slot and the field; a budget or charge that is NaN, infinite or negative;
+records that disagree on the stream's budget or window; a slot whose record does not say who paid.
+A record of a message version this reader does not know is refused in one line (exit 2)."""
+
 
 def register(sub) -> None:
-    p = sub.add_parser("audit", help="re-verify every window's budget from audit records or a release log")
+    p = sub.add_parser("audit", help="re-verify every window's budget from audit records or a release log",
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", nargs="?", type=readable_file,
                    help="JSON lines of release or audit records (default: read the audit topic)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                    help="Kafka bootstrap servers for the audit topic (default: $WEVENT_BOOTSTRAP)")
     p.add_argument("--topic", default=AUDIT, help=f"topic to read (default: {AUDIT})")
     p.add_argument("--stream", "-s", action="append", help="only these streams (repeatable)")
+    p.add_argument("--from-slot", type=integer(1), metavar="SLOT",
+                   help="audit from this slot on (default: the stream's first slot, 1, which the records must hold)")
+    p.add_argument("--to-slot", type=integer(1), metavar="SLOT",
+                   help="audit up to this slot (default: the last one recorded)")
     p.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
     from ..stream.audit import read_jsonl, verify
 
+    if args.from_slot is not None and args.to_slot is not None and args.to_slot < args.from_slot:
+        raise UsageError(f"--to-slot must be >= --from-slot ({args.from_slot}), got {args.to_slot}")
     if args.file:
         try:
             records = read_jsonl(args.file)
@@ -34,7 +64,7 @@ def handle(args) -> int:
     else:
         records = _read_topic(args)
     try:
-        findings = verify(records, args.stream)
+        findings = verify(records, args.stream, first=args.from_slot, last=args.to_slot)
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"not release or audit records: {exc}") from None
     if not findings:

@@ -3,7 +3,8 @@
 Theorem 3 of Kellaris et al. (sliding-window composition): a stream mechanism whose slot ``i``
 is ``eps_i``-DP is w-event ``epsilon``-DP iff every window of ``w`` consecutive slots spends at
 most ``epsilon``. Each slot's spend is ``eps_{i,1}`` (dissimilarity, M1) plus ``eps_{i,2}``
-(publication, M2). The ledger keeps both and reports the largest window sum.
+(publication, M2). The ledger keeps both and reports the largest window sum, exact and rounded up
+(:class:`~.accounting.ChargeMatrix`).
 
 Examples
 --------
@@ -75,9 +76,12 @@ class WindowLedger:
     def eps2(self) -> np.ndarray:
         return np.asarray(self._eps2)
 
+    def _charges(self) -> ChargeMatrix:
+        return ChargeMatrix((self.eps1, self.eps2), [self.window], [self.epsilon])
+
     def window_spend(self) -> np.ndarray:
-        """Total spend of the window ending at each recorded slot."""
-        return window_sums(self.eps1 + self.eps2, self.window)
+        """Total spend of the window ending at each recorded slot (exact, rounded up)."""
+        return self._charges().window_spend()[:, 0]
 
     def max_window_spend(self) -> float:
         spend = self.window_spend()
@@ -94,4 +98,4 @@ class WindowLedger:
 
     def tightest(self) -> WindowSpend | None:
         """The most expensive window, against ``epsilon`` (None while empty)."""
-        return ChargeMatrix((self.eps1 + self.eps2)[:, None], [self.window], [self.epsilon]).tightest()
+        return self._charges().tightest()

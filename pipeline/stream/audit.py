@@ -1,9 +1,15 @@
 """Offline re-verification of the w-event guarantee from audit records or release logs.
 
-Per stream, slots must be contiguous from the first one seen (a missing slot cannot be verified)
-and each slot recorded once (identical re-emissions are fine). Every record must declare the
-stream's budget and window, and every charge must be a finite number >= 0: a NaN would compare
-false against any budget and hide an overspend, and a negative charge would pay one back. Then:
+Per stream, the slots audited must be contiguous and start at the stream's first slot, 1 (a
+missing slot cannot be verified, and a ledger whose first slots are gone would hide the windows
+they hold), unless a range is named (``first``/``last``): then exactly that range is audited,
+and a window reaching before its first slot is checked on the slots from there on. Every record
+must declare the stream's budget and window, and every charge must be a finite number >= 0: a
+NaN would compare false against any budget and hide an overspend, and a negative charge would
+pay one back. Two records of one slot must agree (identical re-emissions are fine): two audit
+copies, two release copies, or a release record and the audit record of its slot, on the fields
+both carry (mechanism, window, eps1 and eps2, per-type charges, and epsilon where nothing is
+reserved). Then:
 
 * central: ``eps1 + eps2`` summed over every window of ``w`` slots, plus the share ``reserved``
   of every window taken by a query index, is at most epsilon;
@@ -16,7 +22,7 @@ false against any budget and hide an overspend, and a negative charge would pay 
 The three are one check (:class:`~wevent.core.accounting.ChargeMatrix`): the records become a
 charge matrix of groups (one; one per type; the phases that ask everyone) plus, in the local
 model, the charges of listed users, and every window of every group or user is summed against its
-bound, up to :data:`~wevent.core.accounting.TOLERANCE`.
+bound exactly: the recorded floats are exact rationals, summed as such, with no tolerance.
 """
 
 from __future__ import annotations
@@ -29,11 +35,16 @@ from typing import Iterable
 
 import numpy as np
 
-from ..core.accounting import TOLERANCE, ChargeMatrix, WindowSpend
+from ..core.accounting import ChargeMatrix, WindowSpend
 from ..core.local.user_sets import UserSetError, users_from_text
 from .codecs import DecodeError, check_version
 
-__all__ = ["Finding", "MalformedRecord", "TOLERANCE", "read_jsonl", "verify"]
+__all__ = ["Finding", "MalformedRecord", "read_jsonl", "verify"]
+
+FIRST_SLOT = 1  # every stream's slots count from 1
+
+# What a release record and the audit record of its slot both say, with the same meaning.
+_SHARED_FIELDS = ("mechanism", "window", "eps1", "eps2")
 
 
 @dataclass(frozen=True)
@@ -47,12 +58,13 @@ class MalformedRecord(ValueError):
     """A record that is not a release or audit record: a missing field, or a field of the wrong type."""
 
 
-def verify(records: Iterable[dict], streams: Iterable[str] | None = None) -> list[Finding]:
-    """One finding per stream (only ``streams`` if given), plus one per slot recorded twice differently."""
+def verify(records: Iterable[dict], streams: Iterable[str] | None = None, *, first: int | None = None,
+           last: int | None = None) -> list[Finding]:
+    """One finding per stream (only ``streams`` if given), over slots ``first..last`` (default:
+    from the stream's first slot to its last record)."""
     wanted = set(streams) if streams is not None else None
-    by_stream: dict[str, dict[int, dict]] = {}
-    findings: list[Finding] = []
-    conflicts: set[str] = set()
+    by_stream: dict[str, dict[int, dict[str, dict]]] = {}
+    conflicts: dict[str, dict[int, str]] = {}
     for number, record in enumerate(records, start=1):
         if not isinstance(record, dict):
             raise MalformedRecord(f"record {number} is not a JSON object")
@@ -67,26 +79,87 @@ def verify(records: Iterable[dict], streams: Iterable[str] | None = None) -> lis
             raise MalformedRecord(f"record {number} has no stream name and whole slot number")
         if wanted is not None and stream not in wanted:
             continue
-        slots = by_stream.setdefault(stream, {})
-        slot = int(slot)
-        if slot in slots and slots[slot] != record:
-            if slots[slot].get("record") == record.get("record"):
-                conflicts.add(f"{stream}: two different records for slot {slot}")
-            elif record.get("record") == "audit":
-                slots[slot] = record  # an audit record says more than a release record
-            continue
-        slots[slot] = record
-    findings += [Finding(c.split(":")[0], False, c) for c in sorted(conflicts)]
+        kind = "audit" if record.get("record") == "audit" else "release"
+        copies = by_stream.setdefault(stream, {}).setdefault(int(slot), {})
+        if kind not in copies:
+            copies[kind] = record
+        elif copies[kind] != record:
+            field = _first_difference(copies[kind], record, sorted(set(copies[kind]) | set(record)))
+            conflicts.setdefault(stream, {}).setdefault(int(slot), f"two {kind} records disagree on {field}")
+    findings = []
     for stream, slots in sorted(by_stream.items()):
-        findings.append(_verify_stream(stream, slots))
+        for slot, copies in slots.items():
+            if slot not in conflicts.get(stream, {}):
+                disagreement = _release_against_audit(copies.get("release"), copies.get("audit"))
+                if disagreement:
+                    conflicts.setdefault(stream, {})[slot] = disagreement
+        if stream in conflicts:
+            slot = min(conflicts[stream])
+            findings.append(Finding(stream, False, f"{stream}: slot {slot}: {conflicts[stream][slot]}"))
+            continue
+        # an audit record says more than a release record: who was charged, and the reserved share
+        findings.append(_verify_stream(stream, {s: c.get("audit", c.get("release")) for s, c in slots.items()},
+                                       first, last))
     return findings
 
 
-def _verify_stream(stream: str, records: dict[int, dict]) -> Finding:
-    slots = np.array(sorted(records))
+def _first_difference(one: dict, other: dict, fields) -> str:
+    """The first of ``fields`` on which two records differ, with both values."""
+    for field in fields:
+        if one.get(field, _MISSING) != other.get(field, _MISSING):
+            return f"{field} ({_shown(one.get(field, _MISSING))} against {_shown(other.get(field, _MISSING))})"
+    return "nothing"
+
+
+_MISSING = object()
+
+
+def _shown(value) -> str:
+    text = "nothing" if value is _MISSING else json.dumps(value) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _release_against_audit(release: dict | None, audit: dict | None) -> str | None:
+    """Where a release record disagrees with the audit record of its slot (None: nowhere, or not both).
+
+    Both carry the mechanism, the window and the slot's ``eps1`` and ``eps2``; a personalized
+    release carries every type's two charges, whose sums the audit record holds. A release's
+    epsilon is the mechanism's, the total less what a query index reserves: compared where the
+    audit record reserves nothing.
+    """
+    if release is None or audit is None:
+        return None
+    fields = [*_SHARED_FIELDS, *(("epsilon",) if not audit.get("reserved") else ())]
+    if any(release.get(f, _MISSING) != audit.get(f, _MISSING) for f in fields):
+        return f"the release and the audit record disagree on {_first_difference(release, audit, fields)}"
+    extras = release.get("extras") if isinstance(release.get("extras"), dict) else {}
+    parts, charges = (extras.get("type_eps1"), extras.get("type_eps2")), audit.get("charges")
+    if all(isinstance(p, list) for p in parts) and isinstance(charges, list):
+        try:
+            sums = (np.asarray(parts[0], dtype=float) + np.asarray(parts[1], dtype=float)).tolist()
+        except (TypeError, ValueError):
+            sums = None
+        if sums != charges:
+            return (f"the release and the audit record disagree on charges ({_shown(sums)} from type_eps1 + "
+                    f"type_eps2 against {_shown(charges)})")
+    return None
+
+
+def _verify_stream(stream: str, records: dict[int, dict], first: int | None, last: int | None) -> Finding:
+    start = FIRST_SLOT if first is None else first
+    slots = np.array(sorted(s for s in records if s >= start and (last is None or s <= last)), dtype=np.int64)
+    named = "" if first is None and last is None else f" (slots {start}..{'' if last is None else last} as asked)"
+    if not slots.size:
+        return Finding(stream, False, f"{stream}: no records in slots {start}..{'' if last is None else last}")
+    if slots[0] != start:
+        how = ("the stream's first slot: its windows cannot be verified without it; name the slots to audit "
+               "with --from-slot" if first is None else "the first slot asked for")
+        return Finding(stream, False, f"{stream}: the records start at slot {slots[0]}, not at slot {start}, {how}")
     gaps = np.flatnonzero(np.diff(slots) != 1)
     if gaps.size:
         return Finding(stream, False, f"{stream}: slot {slots[gaps[0]] + 1} is missing (cannot verify its windows)")
+    if last is not None and slots[-1] != last:
+        return Finding(stream, False, f"{stream}: slot {slots[-1] + 1} is missing (the records end before slot {last})")
     ordered = [records[s] for s in slots]
     kind = _kind(ordered[0])
     if kind == "release":
@@ -96,15 +169,18 @@ def _verify_stream(stream: str, records: dict[int, dict]) -> Finding:
     try:
         epsilon, w, reserved = _declared(ordered, slots)
         _same_kind(ordered, slots, kind)
-        totals = _slot_totals(ordered, slots)  # checked in every kind of record: what the slot says it spent
+        eps1, eps2 = _slot_charges(ordered, slots)  # checked in every kind of record: what the slot says it spent
         charges, describe = {"central": _central_charges, "types": _type_charges, "phases": _user_charges}[kind](
-            ordered, slots, totals, epsilon, w, reserved)
+            ordered, slots, (eps1, eps2), epsilon, w, reserved)
         over = charges.first_overspend()
         if over is not None:
             raise _Violation(describe(over))
-        return Finding(stream, True, f"{stream}: {describe(charges.tightest())}")
+        tightest = charges.tightest()
+        if first is not None and first > FIRST_SLOT:
+            named += f"; windows reaching before slot {start} are checked on their slots from {start} on"
+        return Finding(stream, True, f"{stream}: {describe(tightest)}{named}")
     except _Violation as exc:
-        return Finding(stream, False, f"{stream}: {exc}")
+        return Finding(stream, False, f"{stream}: {exc}{named}")
 
 
 class _Violation(Exception):
@@ -159,26 +235,26 @@ def _same_kind(ordered: list[dict], slots: np.ndarray, kind: str) -> None:
                          f"({_kind(ordered[other])} against {kind})")
 
 
-def _slot_totals(ordered, slots) -> np.ndarray:
-    """``eps1 + eps2`` of every slot, each finite and >= 0."""
+def _slot_charges(ordered, slots) -> tuple[np.ndarray, np.ndarray]:
+    """``eps1`` and ``eps2`` of every slot, each finite and >= 0 (two parts of its charge, added exactly)."""
     eps1, eps2 = _column(ordered, slots, "eps1"), _column(ordered, slots, "eps2")
     _check_charges(slots, "eps1", eps1)
     _check_charges(slots, "eps2", eps2)
-    return eps1 + eps2
+    return eps1, eps2
 
 
-def _central_charges(ordered, slots, totals, epsilon, w, reserved):
+def _central_charges(ordered, slots, parts, epsilon, w, reserved):
     """Every user pays every slot's ``eps1 + eps2``: one group."""
     def describe(worst: WindowSpend) -> str:
         if worst.exceeds():
-            return f"{_window(worst, slots)} spend {worst.spend:.12g} > epsilon {epsilon:g}"
+            return f"{_window(worst, slots)} spend {_number(worst.spend)} > epsilon {_number(epsilon)}"
         return (f"{len(slots)} slots ({slots[0]}..{slots[-1]}), max window spend {worst.spend:.6g} "
                 f"<= epsilon {epsilon:g} (w = {w})")
 
-    return ChargeMatrix(totals[:, None], [w], [epsilon], reserved=reserved), describe
+    return ChargeMatrix(parts, [w], [epsilon], reserved=reserved), describe
 
 
-def _type_charges(ordered, slots, totals, epsilon, w, reserved):
+def _type_charges(ordered, slots, parts, epsilon, w, reserved):
     """The users of requirement type k pay its charge: one group per type, of its own (w_k, eps_k)."""
     types = ordered[0]["types"]  # [[w_k, eps_k, users], ...]
     if not isinstance(types, list) or not all(isinstance(t, list) and len(t) == 3 for t in types):
@@ -199,49 +275,54 @@ def _type_charges(ordered, slots, totals, epsilon, w, reserved):
         if worst.exceeds():
             w_k = int(windows[0, worst.group])
             return (f"users of type {worst.group} (w = {w_k}, epsilon = {worst.bound:g}): "
-                    f"{_window(worst, slots)} spend {worst.spend:.12g} > {worst.bound:g}")
-        return (f"{len(slots)} slots, {len(types)} requirement types, "
+                    f"{_window(worst, slots)} spend {_number(worst.spend)} > {_number(worst.bound)}")
+        return (f"{len(slots)} slots ({slots[0]}..{slots[-1]}), {len(types)} requirement types, "
                 f"max per-user window spend ratio {worst.ratio:.6g} <= 1")
 
     return ChargeMatrix(charges.reshape(len(slots), len(types)), windows[0].astype(np.int64), budgets[0],
                         reserved=reserved), describe
 
 
-def _user_charges(ordered, slots, totals, epsilon, w, reserved):
+def _user_charges(ordered, slots, parts, epsilon, w, reserved):
     """Every user's spend: the phases that asked everyone (one group) plus those that listed them."""
     everyone, listed = _phase_charges(ordered, slots)
     listed, names = _positions(listed)
-    charges = ChargeMatrix(everyone[:, None], [w], [epsilon], reserved=reserved, listed=listed,
+    charges = ChargeMatrix(tuple(everyone.T), [w], [epsilon], reserved=reserved, listed=listed,
                            population=names.size)
 
     def describe(worst: WindowSpend) -> str:
         if worst.exceeds():
             who = "every user" if worst.user is None else f"user {names[worst.user]}"
-            return f"{who} spends {worst.spend:.12g} > epsilon {epsilon:g} in {_window(worst, slots)}"
-        return (f"{len(slots)} slots, {charges.listed_users} users asked, "
+            return f"{who} spends {_number(worst.spend)} > epsilon {_number(epsilon)} in {_window(worst, slots)}"
+        return (f"{len(slots)} slots ({slots[0]}..{slots[-1]}), {charges.listed_users} users asked, "
                 f"max per-user window spend {worst.spend:.6g} <= epsilon {epsilon:g} (w = {w})")
 
     return charges, describe
 
 
 def _phase_charges(ordered, slots) -> tuple[np.ndarray, list[list[tuple[np.ndarray, float]]]]:
-    """The charge to everyone at each slot, and each slot's listed charges as (users, epsilon) pairs."""
-    everyone = np.zeros(len(ordered))
+    """The charges to everyone at each slot (``(slots, phases)``: the parts of one charge), and each
+    slot's listed charges as (users, epsilon) pairs."""
+    everyone: list[list[float]] = []
     listed = []
     for row, record in enumerate(ordered):
         phases = record["phases"]
         if not isinstance(phases, list) or not all(isinstance(p, dict) for p in phases):
             raise MalformedRecord(f"slot {slots[row]}: phases must be a list of objects")
-        charges = []
+        charges, shared = [], []
         for phase in phases:
             budget = _as_number(phase.get("epsilon"), f"slot {slots[row]}: a phase's epsilon")
             _check_charges(slots[row : row + 1], "a phase's epsilon", np.array([budget]))
             if phase.get("users") is None:
-                everyone[row] += budget
+                shared.append(budget)
             else:
                 charges.append((_user_indices(phase["users"], f"slot {slots[row]}"), budget))
+        everyone.append(shared)
         listed.append(charges)
-    return everyone, listed
+    parts = np.zeros((len(ordered), max(1, max(map(len, everyone), default=1))))
+    for row, shared in enumerate(everyone):
+        parts[row, : len(shared)] = shared
+    return parts, listed
 
 
 def _positions(listed):
@@ -262,6 +343,11 @@ def _positions(listed):
 def _whole(windows: np.ndarray) -> np.ndarray:
     """Which windows are whole numbers of slots >= 1."""
     return np.isfinite(windows) & (windows >= 1) & (windows == np.floor(windows))
+
+
+def _number(value: float) -> str:
+    """A float as its shortest exact form (an overspend of one ulp shows), without a trailing .0."""
+    return repr(float(value)).removesuffix(".0")
 
 
 def _window(worst: WindowSpend, slots: np.ndarray) -> str:

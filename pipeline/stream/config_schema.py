@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.validation import ParameterError
+from ..core.validation import MIN_EPSILON, ParameterError
 
 __all__ = ["SchemaError", "Field", "Option", "MechanismSchema", "MECHANISMS", "MODELS", "STREAM_FIELDS", "APP_FIELDS",
            "show", "check_table", "config_json_schema", "helm_values_json_schema", "write_helm_schema",
@@ -372,7 +372,7 @@ ADAPTIVE_CENTRAL = {
 }
 REQUIREMENT_SETTINGS = Table({
     "mix": Field(Choice(("groups", "per-user", "two-type-epsilon", "two-type-window")), "the papers' requirement mix"),
-    "epsilon": Field(Number(0, 100, open_low=True), "the strictest epsilon the mix is tied to"),
+    "epsilon": Field(Number(MIN_EPSILON, 100), "the strictest epsilon the mix is tied to"),
     "window": Field(Integer(1, 2**20), "the strictest window the mix is tied to"),
     "groups": Field(Integer(1, 2**20), "groups of users drawing alike (mix groups)"),
     "share": Field(Number(0, 1), "share of relaxed users (two-type mixes)"),
@@ -470,7 +470,7 @@ QUERY = Table({
     "mode": Field(Choice(("A", "B", "C")), "A: over the releases; B: RTP_DMM on raw counts; C: both"),
     "window": Field(Integer(1, 2**24), "the sliding window of the range queries, in slots"),
     "decay": Field(Number(0, 1, open_low=True), "the decay factor in (0, 1]"),
-    "epsilon": Field(Number(0, 100, open_low=True), "RTP_DMM's budget (modes B and C), taken out of the stream's"),
+    "epsilon": Field(Number(MIN_EPSILON, 100), "RTP_DMM's budget (modes B and C), taken out of the stream's"),
     "lambda_variant": Field(Choice(("none", "paper", "cai")), "the matrix mechanism's lambda variant"),
 })
 STREAM_FIELDS: dict[str, Field] = {
@@ -478,7 +478,7 @@ STREAM_FIELDS: dict[str, Field] = {
     "model": Field(Choice(MODELS), "central, local or personalized", required=True),
     "mechanism": Field(Choice(tuple(MECHANISMS), catalogue=True), "the mechanism (its model must be the stream's)",
                        required=True),
-    "epsilon": Field(Number(0, 100, open_low=True), "the budget of every window (not for personalized streams)"),
+    "epsilon": Field(Number(MIN_EPSILON, 100), "the budget of every window (not for personalized streams)"),
     "window": Field(Integer(1, 2**20), "w, in slots (not for personalized streams)"),
     "domain": Field(Integer(1, 2**20), "d: values are 0..d-1", required=True),
     "users": Field(Integer(1, 2**32), "the population: user indices are 0..users-1", required=True),

@@ -88,7 +88,7 @@ def test_dump_input_with_user_ids_and_a_requirements_file(capsys, tmp_path):
         (["--input", "counts.csv"], "need every user's value per slot"),
         (["--requirements", "req.csv"], "have no privacy requirement"),
         (["--requirements", "missing.csv"], "not found"),
-        (["--strict-epsilon", "0"], "--strict-epsilon must be a finite number > 0"),
+        (["--strict-epsilon", "0"], "--strict-epsilon must be a finite number >= 1e-290"),
         (["--artifact-segment-len-nonprivate", "0"], "--artifact-segment-len-nonprivate must be an integer >= 1"),
     ],
 )

@@ -1,20 +1,25 @@
 """The one accounting path: window sums per group, the charge matrix's checks, every mechanism's
 own ledger, and the Budget's shares."""
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
 from tests.conftest import derived
 from wevent.core.accounting import (
-    TOLERANCE,
     Budget,
     ChargeMatrix,
+    SlidingLedger,
+    UserCharges,
     WindowAccount,
     latest_window_spend,
     slide_charges,
     window_sums,
 )
 from wevent.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
+from wevent.core.ledger import BudgetEntry, WindowLedger
 from wevent.core.local import MECHANISMS as LOCAL
 from wevent.core.local import Devices
 from wevent.core.personalized import PersonalizedBudgetAbsorption, PersonalizedBudgetDistribution, grouped
@@ -23,17 +28,39 @@ from wevent.core.synthetic import synthetic
 from wevent.core.validation import ParameterError
 
 
+def exact_up(values) -> float:
+    """The smallest float at least the exact sum of ``values``, by fractions."""
+    exact = sum(map(Fraction, values), Fraction(0))
+    nearest = float(exact)
+    return math.nextafter(nearest, math.inf) if Fraction(nearest) < exact else nearest
+
+
 @pytest.mark.parametrize("seed", range(20))
-def test_the_live_window_spend_is_the_old_oldest_first_sum_to_the_bit(seed):
-    # M2 summed each group's window as sum(list): releases and simulations must not move by an ulp
+def test_the_live_window_spend_is_the_exact_sum_rounded_up_as_the_whole_ledgers_is(seed):
+    # releases and simulations agree to the bit, and neither rounds a window below its exact spend
     rng = np.random.default_rng(seed)
     rows, groups = int(rng.integers(1, 40)), int(rng.integers(1, 5))
     history = rng.uniform(0, 0.3, (rows, groups)) / rng.integers(1, 7, (rows, groups))
     windows = rng.integers(1, 50, groups)
-    old = np.array([sum(history[-w:, k].tolist()) for k, w in enumerate(windows)], dtype=float)
-    assert latest_window_spend(history, windows).tobytes() == old.tobytes()
+    exact = np.array([exact_up(history[-w:, k]) for k, w in enumerate(windows)])
+    assert latest_window_spend(history, windows).tobytes() == exact.tobytes()
     whole = np.array([window_sums(history[:, k], int(w))[-1] for k, w in enumerate(windows)])
     assert latest_window_spend(history, windows).tobytes() == whole.tobytes()
+
+
+def test_ten_tenths_overspend_an_epsilon_of_one_whatever_a_float_sum_says():
+    # 0.1 is above one tenth: ten of them exceed 1, though their float sum rounds to 0.9999999999999999
+    tenths = np.full(10, 0.1)
+    assert sum(tenths.tolist()) < 1.0 and sum(map(Fraction, tenths.tolist())) > 1
+    assert ChargeMatrix(tenths, [10], [1.0]).first_overspend().last == 9
+    live = SlidingLedger([10], [1.0])
+    for slot in range(1, 11):
+        live.record_charges(slot, [0.1])
+    assert live.tightest().exceeds()
+    ledger = WindowLedger(10, 1.0)
+    for slot in range(1, 11):
+        ledger.record(BudgetEntry(slot, 0.05, 0.05))  # two parts of one charge add exactly
+    assert ledger.tightest().exceeds() == (2 * 10 * Fraction(0.05) > 1)
 
 
 def test_window_sums_of_a_matrix_are_the_sums_of_its_columns():
@@ -89,7 +116,7 @@ def test_the_charge_matrix_finds_what_a_brute_force_count_finds(seed):
     lowered[-1] -= 1e-6
     over = ChargeMatrix(shared, windows, lowered, reserved=reserved, listed=listed,
                         population=population).first_overspend()
-    first = next(k for k in range(groups) if spend[:, k].max() > lowered[k] + TOLERANCE)
+    first = next(k for k in range(groups) if spend[:, k].max() > lowered[k])
     assert over.group == first and over.spend == spend[:, first].max() and over.last == np.argmax(spend[:, first])
     assert over.first == max(0, over.last - int(windows[first]) + 1)
     if over.user is not None:  # the user named paid that much in that window
@@ -154,7 +181,7 @@ def test_a_sliding_ledger_restored_at_every_slot_keeps_the_mechanisms_account(me
         elif mechanism.model == "personalized":
             assert spend.tolist() == full.type_window_spend()[-1].tolist()
         else:  # a bound on every user's window: at least what the fullest user's window holds
-            assert spend[0] >= charged[0] * (1 - 1e-12)
+            assert spend[0] >= charged[0]
 
 
 def test_a_simulation_reports_its_mechanisms_ledger():
@@ -167,7 +194,37 @@ def test_a_simulation_reports_its_mechanisms_ledger():
 def test_a_budget_gives_the_host_what_the_reserved_share_leaves():
     budget = Budget(0.9, 10, reserved=0.3)
     assert (budget.total, budget.reserved, budget.window) == (0.9, 0.3, 10)
-    assert budget.host == pytest.approx(0.6) and Budget(0.9, 10).host == 0.9
+    assert Budget(0.9, 10).host == 0.9
+    # the largest float whose exact sum with the reserved share stays within the total
+    host = Fraction(budget.host)
+    assert host + Fraction(0.3) <= Fraction(0.9) < Fraction(math.nextafter(budget.host, 1)) + Fraction(0.3)
     for total, window, reserved in ((0.9, 10, 0.9), (0.9, 10, -0.1), (0.0, 10, 0.0), (0.9, 0, 0.0), (0.9, 10, np.nan)):
         with pytest.raises(ParameterError):
             Budget(total, window, reserved)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_user_charges_find_the_fullest_user_and_who_fits_exactly(seed):
+    # the per-user account a device ledger admits requests with: against a brute force in fractions
+    rng = np.random.default_rng(seed)
+    population = int(rng.integers(1, 12))
+    budgets = rng.choice([0.1, 0.2, 0.3, 1 / 3, 0.7, 0.05], size=4)
+    charges, paid = UserCharges(population), [Fraction(0)] * population
+    history = []
+    for _ in range(int(rng.integers(1, 25))):
+        users, budget = rng.integers(0, population, int(rng.integers(0, population + 2))), float(rng.choice(budgets))
+        charges.charge(users, budget)
+        history.append((users, budget))
+        for user in users.tolist():  # a user listed twice pays twice
+            paid[user] += Fraction(budget)
+        if len(history) > 3:  # the oldest charge leaves the window
+            gone, spent = history.pop(0)
+            charges.charge(gone, spent, -1)
+            for user in gone.tolist():
+                paid[user] -= Fraction(spent)
+        user, spend = charges.fullest()
+        assert spend == max(paid) and paid[user] == spend and user == paid.index(max(paid))
+        budget, everyone = float(rng.choice(budgets)), np.arange(population)
+        bound = float(max(paid) + Fraction(budget)) if rng.random() < 0.5 else float(rng.uniform(0.1, 2.0))
+        assert charges.within(everyone, budget, bound).tolist() == [p + Fraction(budget) <= Fraction(bound)
+                                                                   for p in paid]

@@ -3,11 +3,12 @@ rules` shows each alert firing on the series it is for and staying silent on hea
 
 from __future__ import annotations
 
+import math
 import subprocess
 
 import yaml
 
-from wevent.stream.audit import TOLERANCE
+from wevent.core.decayed import host_epsilon
 
 from .conftest import ALERT_RULES, PROMETHEUS_CONFIG, tool
 
@@ -49,10 +50,17 @@ def test_each_alert_fires_on_its_condition_only(tmp_path):
         for rule in group["rules"]:
             rule.pop("annotations", None)
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules))
-    spend = {"exact": budget, "rounding": budget + TOLERANCE / 2, "over": budget + 2 * TOLERANCE}
-    # A query index reserves 0.25 of every window: the host may spend 0.75. Spending 0.8 is an
-    # overspend smaller than the reserved share, which a host-spend-against-total rule misses.
-    reserved, shared = 0.25, {"shared_exact": 0.75, "shared_over": 0.8}
+    # The worker exports a window's exact spend rounded up: a spend of exactly the budget, and one
+    # ulp over it.
+    spend = {"exact": budget, "one_ulp": math.nextafter(budget, 2.0)}
+    # A query index reserves a share of every window. Reserving 0.25, the host may spend 0.75:
+    # spending 0.8 is an overspend smaller than the reserved share, which a host-spend-against-
+    # total rule misses, and spending one ulp more than 0.75 is 1 + 2^-53 in all, which a float
+    # sum rounds to exactly 1. Reserving 0.1, the host's share is the largest float that fits,
+    # 0.8999999999999999; 0.9 (1 - 0.1 rounded to nearest) is over by 2.8e-17.
+    shared = {"shared_exact": (0.75, 0.25), "shared_over": (0.8, 0.25),
+              "shared_ulp": (math.nextafter(0.75, 1.0), 0.25),
+              "shared_tenth_exact": (host_epsilon(budget, 0.1), 0.1), "shared_tenth_over": (1 - 0.1, 0.1)}
     tests = {
         "rule_files": ["rules.yml"],
         "evaluation_interval": "1m",
@@ -62,12 +70,17 @@ def test_each_alert_fires_on_its_condition_only(tmp_path):
                 *(series("wevent_window_epsilon_spent", f"{value!r}x30", stream=s) for s, value in spend.items()),
                 *(series("wevent_window_epsilon_reserved", "0x30", stream=s) for s in spend),
                 *(series("wevent_window_epsilon_budget", f"{budget!r}x30", stream=s) for s in spend),
-                *(series("wevent_window_epsilon_spent", f"{value!r}x30", stream=s) for s, value in shared.items()),
-                *(series("wevent_window_epsilon_reserved", f"{reserved!r}x30", stream=s) for s in shared),
+                *(series("wevent_window_epsilon_spent", f"{value!r}x30", stream=s) for s, (value, _) in shared.items()),
+                *(series("wevent_window_epsilon_reserved", f"{reserved!r}x30", stream=s)
+                  for s, (_, reserved) in shared.items()),
                 *(series("wevent_window_epsilon_budget", f"{budget!r}x30", stream=s) for s in shared),
                 # a worker that exports no reserved share (one from before it) is still checked
                 series("wevent_window_epsilon_spent", f"{budget + 0.5!r}x30", stream="unshared_over"),
                 series("wevent_window_epsilon_budget", f"{budget!r}x30", stream="unshared_over"),
+                series("wevent_window_epsilon_spent", f"{math.nextafter(budget, 2.0)!r}x30", stream="unshared_ulp"),
+                series("wevent_window_epsilon_budget", f"{budget!r}x30", stream="unshared_ulp"),
+                series("wevent_window_epsilon_spent", f"{budget!r}x30", stream="unshared_exact"),
+                series("wevent_window_epsilon_budget", f"{budget!r}x30", stream="unshared_exact"),
                 # last release at t = 0 and never again, versus one release a minute
                 series("wevent_last_release_timestamp_seconds", "0x30", stream="stalled"),
                 series("wevent_last_release_timestamp_seconds", "0+60x30", stream="flowing"),
@@ -80,7 +93,8 @@ def test_each_alert_fires_on_its_condition_only(tmp_path):
             ],
             "alert_rule_test": [
                 alert("WeventWindowSpendAboveBudget", "10m", *({"severity": "critical", "stream": s}
-                                                               for s in ("over", "shared_over", "unshared_over"))),
+                                                               for s in ("one_ulp", "shared_over", "shared_tenth_over",
+                                                                         "shared_ulp", "unshared_over", "unshared_ulp"))),
                 alert("WeventReleasesStalled", "10m"),
                 alert("WeventReleasesStalled", "20m", {"severity": "warning", "stream": "stalled"}),
                 alert("WeventDeadLettersRising", "5m"),

@@ -148,7 +148,7 @@ def test_personalized_streams_take_requirements_not_a_pair(changes, fragment):
     ({"window": 2.0}, "window must be an integer, got 2.0"),
     ({"window": True}, "window must be an integer, got True"),
     ({"epsilon": "1"}, "epsilon must be a number, got '1'"),
-    ({"epsilon": 1e300}, "epsilon must be > 0 and <= 100"),
+    ({"epsilon": 1e300}, "epsilon must be >= 1e-290 and <= 100"),
     ({"users": 10**400}, "users must be >= 1 and <= 4294967296"),
     ({"slot_seconds": 10**400}, "slot_seconds must be a finite number"),
     ({"domain": 2**40}, "domain must be >= 1 and <= 1048576"),
@@ -161,6 +161,18 @@ def test_personalized_streams_take_requirements_not_a_pair(changes, fragment):
 ])
 def test_stream_fields_are_typed(changes, fragment):
     assert fragment in refused({**CENTRAL, **changes})
+
+
+@pytest.mark.parametrize("stream, fragment", [
+    ({**CENTRAL, "epsilon": 1e-320}, "epsilon must be >= 1e-290 and <= 100, got 9.99989e-321"),
+    ({**CENTRAL, "query": {"mode": "B", "window": 16, "decay": 0.9, "epsilon": 1e-320}},
+     "query.epsilon must be >= 1e-290 and <= 100, got 9.99989e-321"),
+    ({**PERSONALIZED, "options": {"requirements": {"mix": "groups", "epsilon": 1e-320, "window": 12}}},
+     "epsilon must be >= 1e-290 and <= 100, got 9.99989e-321"),
+])
+def test_a_denormal_budget_is_refused_naming_the_smallest_one(stream, fragment):
+    # a budget whose noise scale overflows: refused when the config loads, not left to release nothing
+    assert fragment in refused(stream)
 
 
 @pytest.mark.parametrize("top, fragment", [

@@ -20,7 +20,7 @@ def config(**changes):
 
 
 @pytest.mark.parametrize("changes, fragment", [
-    ({"epsilon": 0}, "epsilon must be > 0"),
+    ({"epsilon": 0}, "epsilon must be >= 1e-290"),
     ({"epsilon": "x"}, "epsilon must be a number"),
     ({"window": 0}, "window must be >= 1"),
     ({"window": 2.5}, "window must be an integer"),

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..base import StepResult, Strategy
+from ..exact import divide, grid
 from ..randomness import DerivedRandomness
 from ._base import AdaptiveCentralMechanism, DecisionOverride
 from .dissimilarity import Dissimilarity
@@ -17,7 +18,8 @@ __all__ = ["BudgetAbsorption"]
 class BudgetAbsorption(AdaptiveCentralMechanism):
     """Budget Absorption: a publication absorbs the budget of the slots that skipped before it.
 
-    Every slot owns one publication unit ``u = pool / w`` (``epsilon/(2w)`` by default). A slot
+    Every slot owns one publication unit ``u = pool / w`` (``epsilon/(2w)`` by default), rounded
+    down onto epsilon's grid (:func:`~wevent.core.exact.divide`), so ``k u`` is exact. A slot
     that does not publish leaves its unit for a later publication to absorb; a publication that
     absorbs ``k - 1`` units (``k <= w``) nullifies the next ``k - 1`` slots, so every window still
     averages at most one unit per slot. The publication rule is ``dis > 1/eps_2`` (strict).
@@ -104,7 +106,7 @@ class BudgetAbsorption(AdaptiveCentralMechanism):
         super().__init__(epsilon, window, domain_size, budget_shift=budget_shift,
                          force_first_publish=force_first_publish, randomness=randomness, clamp_round=clamp_round,
                          noise=noise, decision_override=decision_override)
-        self.unit = self.dissimilarity_measure.publication_pool / self.window
+        self.unit = divide(self.dissimilarity_measure.publication_pool, self.window, grid(self.epsilon))
         self.last_publication = 0  # l: the virtual release r_0 at slot 0 ...
         self.last_units = 1  # ... used one unit, so nothing is nullified after it
 

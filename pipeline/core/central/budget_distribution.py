@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..base import StepResult, Strategy
+from ..exact import divide, grid
 from ..randomness import DerivedRandomness
 from ._base import AdaptiveCentralMechanism, DecisionOverride
 from .dissimilarity import Dissimilarity
@@ -61,8 +62,10 @@ class BudgetDistribution(AdaptiveCentralMechanism):
     -----
     The slots before the first, ``t <= 0``, spent nothing (as the paper states), and slot 1
     compares its counts with the virtual release ``r_0 = 0``. ``eps_rm`` is summed afresh every
-    slot from a ring of the last ``w - 1`` budgets, so no running total drifts, and a remaining
-    budget too small for a finite noise scale skips the slot.
+    slot from a ring of the last ``w - 1`` budgets, and its half is rounded down onto epsilon's
+    grid (:func:`~wevent.core.exact.divide`): every budget is a multiple of it, so every sum of
+    them within epsilon is exact. A remaining budget too small for a finite noise scale skips the
+    slot.
 
     Examples
     --------
@@ -113,7 +116,7 @@ class BudgetDistribution(AdaptiveCentralMechanism):
         return self.dissimilarity_measure.publication_pool - float(self._recent.sum())
 
     def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> StepResult:
-        eps2 = self.remaining_budget() / 2.0
+        eps2 = divide(self.remaining_budget(), 2, grid(self.epsilon))
         threshold = 1.0 / eps2 if eps2 > _TINY_BUDGET else float("inf")
         publish = threshold != float("inf") and (
             (self.force_first_publish and slot == 1) or self._decide(slot, dissimilarity, threshold)

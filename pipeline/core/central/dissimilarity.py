@@ -9,6 +9,8 @@ checks for nullification: every window spends ``w * eps_1`` on it.
 Spend: ``eps_1 = epsilon / (2w)`` per slot; with ``budget_shift`` (the optimisation of Section
 4.5), ``eps_1 = epsilon / d`` and the publication pool grows to ``epsilon - w * eps_1``. The
 shift applies only when ``d > 2w``: otherwise it would leave the publications less than half.
+Both quotients are rounded down onto epsilon's grid (:func:`~wevent.core.exact.divide`), so the
+pool, and every budget a publication takes of it, is exact.
 
 Noise. With ``noise="discrete"`` the counts and the last release are whole numbers (releases
 carry integer noise), so the L1 distance ``S = d * dis`` is an integer query of sensitivity 1:
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..exact import divide
 from ..noise import check_noise
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_domain, check_epsilon, check_window
@@ -87,15 +90,18 @@ class DissimilarityMeasure:
         self.window = check_window(window)
         self.domain_size = check_domain(domain_size)
         self.budget_shift = bool(budget_shift)
-        share = self.epsilon / (2 * self.window)
+        share = divide(self.epsilon, 2 * self.window)
         # Shifting only ever lowers eps1, so the pool for publications only grows.
-        self.eps1 = min(self.epsilon / self.domain_size, share) if self.budget_shift else share
+        self.eps1 = min(divide(self.epsilon, self.domain_size), share) if self.budget_shift else share
+        # Half of epsilon (w eps1 is at most the other half), or what the shifted eps1 leaves
+        self._pool = divide(self.epsilon, 2) if self.eps1 == share else self.epsilon - self.window * self.eps1
         self.scale = (1.0 / self.domain_size) / self.eps1
 
     @property
     def publication_pool(self) -> float:
-        """What every window leaves for publications: ``epsilon - w * eps_1``."""
-        return self.epsilon - self.window * self.eps1
+        """What every window leaves for publications: ``epsilon / 2``, or with a shifted ``eps_1``
+        ``epsilon - w * eps_1`` (exact: both are multiples of epsilon's grid)."""
+        return self._pool
 
     def distance(self, counts: np.ndarray, last_release: np.ndarray) -> float:
         """The exact (non-private) dissimilarity; the divisor is d even where bins are zero."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import StepResult, Strategy
+from ..exact import divide
 from ._base import CentralMechanism
 
 __all__ = ["Uniform"]
@@ -13,8 +14,9 @@ __all__ = ["Uniform"]
 class Uniform(CentralMechanism):
     """Uniform: every slot publishes with ``epsilon / w``.
 
-    Every slot releases ``c_t`` plus noise of budget ``epsilon / w`` per bin; the expected mean
-    absolute error is ``w / epsilon`` per bin.
+    Every slot releases ``c_t`` plus noise of budget ``epsilon / w`` per bin, rounded down (the
+    largest multiple of epsilon's grid that ``w`` slots can spend, :func:`~wevent.core.exact.divide`);
+    the expected mean absolute error is ``w / epsilon`` per bin.
 
     Parameters
     ----------
@@ -35,7 +37,7 @@ class Uniform(CentralMechanism):
 
     Spend
     -----
-    ``epsilon / w`` per slot, so every full window spends exactly ``epsilon``.
+    ``epsilon / w`` per slot rounded down, so every full window spends at most ``epsilon``, exactly.
 
     Examples
     --------
@@ -54,9 +56,14 @@ class Uniform(CentralMechanism):
     name = "uniform"
 
     @property
+    def slot_budget(self) -> float:
+        """What every slot spends: the largest budget ``w`` slots can spend within epsilon."""
+        return divide(self.epsilon, self.window)
+
+    @property
     def window_spend_bound(self) -> float:
         return self.epsilon
 
     def _publish(self, slot: int, counts: np.ndarray, dissimilarity) -> StepResult:
-        self._fresh(slot, counts, self.epsilon / self.window)
-        return self._result(slot, Strategy.PUBLISH, self.epsilon / self.window)
+        self._fresh(slot, counts, self.slot_budget)
+        return self._result(slot, Strategy.PUBLISH, self.slot_budget)

@@ -57,13 +57,15 @@ wevent.core.validation.ParameterError: range 1..9 is outside the window: slots 3
 from __future__ import annotations
 
 import hashlib
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from ..exact import round_down
 from ..noise import check_noise, discrete_laplace_variance
 from ..randomness import DerivedRandomness, Phase, SecretKey
-from ..validation import ParameterError, check_epsilon, check_positive_int
+from ..validation import ParameterError, check_epsilon, check_positive, check_positive_int
 from ._base import DecayedRangeIndex
 from .fenwick import DecayedFenwick
 from .lambdas import lambda_table
@@ -107,7 +109,7 @@ class RTPDMM(DecayedRangeIndex):
         if neighbours not in (1, 2):
             raise ParameterError(f"neighbours must be 1 (add/remove) or 2 (replacement), got {neighbours!r}")
         self.neighbours = int(neighbours)
-        self.contribution_bound = check_epsilon(contribution_bound, "contribution bound")
+        self.contribution_bound = check_positive(contribution_bound, "contribution bound")
         if noise_mode not in NOISE_MODES:
             raise ParameterError(f"noise_mode must be one of {', '.join(NOISE_MODES)}, got {noise_mode!r}")
         self.noise_mode = noise_mode
@@ -221,14 +223,15 @@ def host_epsilon(epsilon_total: float, reserved: "float | RTPDMM") -> float:
     """The host mechanism's budget when RTP_DMM reserves its own out of a w-event total (Mode B).
 
     By sequential composition the histograms (``ε_H``) and the decayed structure (``ε_D``) are
-    jointly ``(ε_H + ε_D)`` w-event DP, so the host gets ``ε_total - ε_D``. ``reserved`` is ``ε_D``
-    or the RTP_DMM index itself.
+    jointly ``(ε_H + ε_D)`` w-event DP, so the host gets ``ε_total - ε_D``, rounded down: the
+    largest float whose exact sum with ``ε_D`` is at most ``ε_total``. ``reserved`` is ``ε_D`` or
+    the RTP_DMM index itself.
 
-    >>> host_epsilon(1.0, 0.25)
-    0.75
+    >>> host_epsilon(1.0, 0.25), host_epsilon(1.0, 0.1), 1.0 - 0.1  # 1 - 0.1 rounds up to 0.9
+    (0.75, 0.8999999999999999, 0.9)
     """
     total = check_epsilon(epsilon_total, "total epsilon")
     spent = reserved.window_spend_bound if isinstance(reserved, RTPDMM) else check_epsilon(reserved, "RTP_DMM's epsilon")
     if spent >= total:
         raise ParameterError(f"RTP_DMM's epsilon {spent:g} leaves nothing of the total {total:g}")
-    return total - spent
+    return round_down(Fraction(total) - Fraction(spent))

@@ -23,13 +23,15 @@ that user specifically (``instructs``).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 
 from ..base import Mechanism, Strategy
+from ..exact import grid, share
 from ..randomness import DerivedRandomness, Phase
-from ..validation import ParameterError, check_domain, check_epsilon, check_positive_int
+from ..validation import ParameterError, check_domain, check_positive, check_positive_int
 from .device_reports import Devices
 from .oracle import VAR_MODES
 from .oracles import ORACLE_NAMES, make_oracle
@@ -327,7 +329,7 @@ class AdaptiveMechanism(LocalMechanism):
     ) -> None:
         super().__init__(epsilon, window, domain_size, population, oracle=oracle, var_mode=var_mode, bound=bound,
                          randomness=randomness, devices=devices, decision_override=decision_override)
-        beta = check_epsilon(beta, "beta")
+        beta = check_positive(beta, "beta")
         if not beta < 1:
             raise ParameterError(f"beta must lie strictly between 0 and 1, got {beta!r}")
         self.beta = beta
@@ -352,7 +354,9 @@ class BudgetDivision(AdaptiveMechanism):
 
     M1 asks everyone with ``eps_1 = beta * eps / w`` at every slot; publications share the
     window pool ``(1 - beta) * eps``. Nobody is instructed for M1 (users report on a clock); M2
-    reports are requested, one instruction bit each.
+    reports are requested, one instruction bit each. ``eps_1`` and the pool are rounded down
+    onto epsilon's grid (:func:`~wevent.core.exact.share`), and so is every budget the
+    publications take of the pool (:attr:`grid`), so every window's spend adds up exactly.
     """
 
     instructs = (False, True)
@@ -376,8 +380,13 @@ class BudgetDivision(AdaptiveMechanism):
         super().__init__(epsilon, window, domain_size, population, beta=beta, force_first=force_first, oracle=oracle,
                          var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
                          decision_override=decision_override)
-        self.eps1 = self.beta * self.epsilon / self.window
-        self.pool = (1.0 - self.beta) * self.epsilon
+        self.eps1 = share(self.epsilon, Fraction(self.beta) / self.window)
+        self.pool = share(self.epsilon, 1 - Fraction(self.beta))  # w eps1 + pool <= eps, exactly
+
+    @property
+    def grid(self) -> float:
+        """The unit every budget of the stream is a multiple of (:func:`~wevent.core.exact.grid`)."""
+        return grid(self.epsilon)
 
     def _open(self, slot: int) -> Request | None:
         return self._request(slot, Phase.DISSIMILARITY, self.eps1, None)

@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..base import Strategy
-from ..validation import ParameterError, check_epsilon, check_positive_int
+from ..validation import ParameterError, check_positive, check_positive_int
 from ._base import AdaptiveMechanism, Scheduled
 from .protocol import LocalDissimilarity, Request
 from .schedules import Distribution
@@ -47,7 +47,7 @@ class RateControlled(Scheduled, AdaptiveMechanism):
                           gain: float | None) -> None:
         self.schedule = Distribution(pool, self.window)
         self.initial_threshold = default_threshold if threshold is None else float(threshold)
-        self.tolerance = check_epsilon(tolerance, "tolerance sigma")
+        self.tolerance = check_positive(tolerance, "tolerance sigma")
         self.gain = self.initial_threshold / 10 if gain is None else float(gain)
         self.threshold = self.initial_threshold
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..exact import divide
 from ..randomness import DerivedRandomness
 from ._base import BudgetDivision, DecisionOverride
 from .device_reports import Devices
@@ -114,7 +115,7 @@ class LBDSAT(RateControlled, BudgetDivision):
                          var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
                          decision_override=decision_override)
         self._check_cutoff(cutoff, rate_denominator)
-        self.eps2 = self.publication_amount = self.pool / self.cutoff
+        self.eps2 = self.publication_amount = divide(self.pool, self.cutoff, self.grid)
         self.unit = 1
         self._start_controller(self.cutoff, threshold, self._error(self.eps2), tolerance, gain)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..base import Strategy
+from ..exact import grid, share
 from ..randomness import DerivedRandomness, Phase
 from ._base import DecisionOverride, Scheduled
 from .device_reports import Devices
@@ -17,7 +18,8 @@ class LBRescueDP(KalmanSampling, Scheduled):
     """LB-RescueDP: RescueDP's adaptive sampling and Kalman filter, every user reporting at a sample.
 
     The budget-division twin of :class:`~.lp_rescue.LPRescueDP`: a sample asks every user with
-    ``eps_t = p * eps_rm``, ``p = min(phi ln(I + 1), p_max)`` of the window's remaining budget
+    ``eps_t = p * eps_rm`` (rounded down onto epsilon's grid, :func:`~wevent.core.exact.share`),
+    ``p = min(phi ln(I + 1), p_max)`` of the window's remaining budget
     ``eps_rm = eps - (budgets of the previous w - 1 slots)``, RescueDP's logarithmic allocation.
     The estimate ``z`` corrects a per-bin Kalman filter with ``R = V(eps_t, N)``, and the PID
     controller moves the sampling interval ``I``, exactly as in LP-RescueDP. Slots in between
@@ -125,8 +127,8 @@ class LBRescueDP(KalmanSampling, Scheduled):
                          decision_override=decision_override)
         self.schedule = Distribution(self.epsilon, self.window)
 
-    def _sample(self, slot: int, share: float) -> Request | Strategy:
-        budget = share * self.schedule.remaining()
+    def _sample(self, slot: int, fraction: float) -> Request | Strategy:
+        budget = share(self.schedule.remaining(), fraction, grid(self.epsilon))
         if not budget > 0:
             return Strategy.NOT_SAMPLED
         return self._request(slot, Phase.PUBLICATION, budget, None)

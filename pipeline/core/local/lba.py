@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..exact import divide
 from ..randomness import DerivedRandomness
 from ._base import Absorbing, BudgetDivision, DecisionOverride
 from .device_reports import Devices
@@ -13,7 +14,8 @@ __all__ = ["LBA"]
 class LBA(Absorbing, BudgetDivision):
     """LBA, LDP budget absorption: BA's units, in the local model.
 
-    Every slot owns one publication unit ``u = (1-beta) eps / w`` (``eps/(2w)`` by default). M1
+    Every slot owns one publication unit ``u = (1-beta) eps / w`` (``eps/(2w)`` by default, rounded
+    down onto epsilon's grid, :func:`~wevent.core.exact.divide`). M1
     runs at every slot, nullified ones included. After a publication of ``k`` units the next
     ``k - 1`` slots are NULLIFIED; otherwise a publication would absorb the units skipped since,
     up to ``w`` (:class:`~wevent.core.local.schedules.Absorption`), use ``eps_2 = k u`` and
@@ -101,7 +103,7 @@ class LBA(Absorbing, BudgetDivision):
         super().__init__(epsilon, window, domain_size, population, beta=beta, force_first=force_first, oracle=oracle,
                          var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
                          decision_override=decision_override)
-        self.unit = self.pool / self.window
+        self.unit = divide(self.pool, self.window, self.grid)
         self.schedule = Absorption(self.window)
 
     @property

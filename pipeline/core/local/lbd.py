@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..base import Strategy
+from ..exact import divide
 from ..randomness import DerivedRandomness
 from ._base import BudgetDivision, DecisionOverride, Scheduled
 from .device_reports import Devices
@@ -108,7 +109,7 @@ class LBD(Scheduled, BudgetDivision):
         return self.window * self.eps1 + self.pool * (1.0 - 2.0**-self.window)
 
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
-        eps2 = self.schedule.remaining() / 2.0
+        eps2 = divide(self.schedule.remaining(), 2, self.grid)
         if self._publishes(slot, dissimilarity, self._error(eps2)):
             return self._ask(slot, eps2)
         return Strategy.APPROXIMATE

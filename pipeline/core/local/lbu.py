@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..base import Strategy
+from ..exact import divide
 from ..randomness import Phase
 from ._base import LocalMechanism
 from .protocol import LocalDissimilarity, Request
@@ -11,7 +12,8 @@ __all__ = ["LBU"]
 
 
 class LBU(LocalMechanism):
-    """LBU, LDP budget uniform: every user reports at every slot with ``eps / w``.
+    """LBU, LDP budget uniform: every user reports at every slot with ``eps / w`` (rounded down,
+    :func:`~wevent.core.exact.divide`).
 
     The release is the oracle's estimate. There is no dissimilarity, no decision and no
     instruction traffic: users report on a clock.
@@ -42,7 +44,8 @@ class LBU(LocalMechanism):
 
     Spend
     -----
-    ``eps / w`` per user per slot, so every window of ``w`` slots spends exactly ``eps``.
+    ``eps / w`` per user per slot, rounded down, so every window of ``w`` slots spends at most
+    ``eps``, exactly.
     Mean squared error ``V(eps/w, N)``; every user reports at every slot.
 
     Examples
@@ -65,4 +68,4 @@ class LBU(LocalMechanism):
     instructs = (False, False)
 
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
-        return self._request(slot, Phase.PUBLICATION, self.epsilon / self.window, None)
+        return self._request(slot, Phase.PUBLICATION, divide(self.epsilon, self.window), None)

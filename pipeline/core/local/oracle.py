@@ -24,7 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..randomness import KeyStream
-from ..validation import ParameterError, check_domain, check_epsilon
+from ..validation import ParameterError, check_domain, check_positive
 
 __all__ = ["LocalOracle", "FrequencyOracle", "VAR_MODES"]
 
@@ -37,7 +37,7 @@ class LocalOracle(abc.ABC):
     name: ClassVar[str]
 
     def __init__(self, epsilon: float, domain_size: int, var_mode: str = "exact_avg") -> None:
-        self.epsilon = check_epsilon(epsilon)
+        self.epsilon = check_positive(epsilon, "epsilon")
         self.domain_size = check_domain(domain_size)
         if var_mode not in VAR_MODES:
             raise ParameterError(f"var_mode must be one of {', '.join(VAR_MODES)}, got {var_mode!r}")

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..base import Strategy
 from ..randomness import DerivedRandomness
-from ..validation import ParameterError, check_epsilon, check_positive_int
+from ..validation import ParameterError, check_positive, check_positive_int
 from ._base import DecisionOverride, LocalMechanism
 from .device_reports import Devices
 from .protocol import LocalDissimilarity, Request
@@ -63,15 +63,15 @@ class KalmanSampling(LocalMechanism):
     ) -> None:
         super().__init__(epsilon, window, domain_size, population, oracle=oracle, var_mode=var_mode, bound=bound,
                          randomness=randomness, devices=devices, decision_override=decision_override)
-        self.sample_share = check_epsilon(sample_share, "phi")
-        self.max_share = check_epsilon(max_share, "p_max")
+        self.sample_share = check_positive(sample_share, "phi")
+        self.max_share = check_positive(max_share, "p_max")
         if self.max_share > 1:
             raise ParameterError(f"p_max is a share of what is available: at most 1, got {max_share!r}")
         self.kp, self.ki, self.kd = float(kp), float(ki), float(kd)
         self.integral_window = check_positive_int(integral_window, "integral window pi_i")
         self.interval_gain = float(interval_gain)
         self.process_noise = float(process_noise)
-        self.initial_covariance = check_epsilon(initial_covariance, "P0")
+        self.initial_covariance = check_positive(initial_covariance, "P0")
         self.interval = 1.0
         self.next_sample = 1
         self.last_sample = 0  # 0: no sample yet

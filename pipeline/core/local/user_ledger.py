@@ -8,7 +8,9 @@ per-report budget) and keeps the largest per-user window spend and report count 
 asked in a phase is charged whether or not the report arrived (the conservative reading).
 
 It is an auditor, not mechanism state: ``O(N)`` memory, ``O(users asked)`` per slot, plus one
-``O(N)`` maximum in slots where some user was asked individually.
+``O(N)`` maximum in slots where some user was asked individually. Spends are exact: the charges
+to everyone add up as fractions, and the listed users' as counts of each budget
+(:class:`~wevent.core.accounting.UserCharges`).
 
 >>> from wevent.core.base import Strategy
 >>> ledger = UserLedger(population=4, window=2)
@@ -32,12 +34,13 @@ every user's window from two numbers per slot instead:
 
 from __future__ import annotations
 
-import math
 from collections import deque
+from fractions import Fraction
 
 import numpy as np
 
-from ..accounting import SlidingLedger, WindowSpend
+from ..accounting import SlidingLedger, UserCharges, WindowSpend
+from ..exact import round_up, sum_up
 from ..validation import check_positive_int, check_window
 from .protocol import LocalStepResult
 
@@ -55,8 +58,9 @@ class UserLedger:
         self.population = check_positive_int(population, "population N")
         self.window = check_window(window)
         self.epsilon = float(epsilon)
-        self._spend = np.zeros(self.population)
+        self._listed = UserCharges(self.population)
         self._reports = np.zeros(self.population, dtype=np.int32)
+        self._everyone = Fraction(0)  # the window's charges to every user, exactly
         self._everyone_reports = 0  # charges to every user, kept as a scalar
         self._individual = 0  # charges to listed users inside the window
         self._slots: deque[list[tuple[np.ndarray | None, float]]] = deque()
@@ -64,25 +68,26 @@ class UserLedger:
         self.max_window_reports = 0
         self._recorded = 0
         self._tightest: WindowSpend | None = None
+        self._most = Fraction(-1)  # the exact spend of the tightest window
 
     def record(self, result: LocalStepResult) -> tuple[float, int]:
-        """Charge one slot; the largest (spend, reports) of any user in the window ending here."""
+        """Charge one slot; the largest (spend, reports) of any user in the window ending here (the
+        spend exact and rounded up)."""
         charges = [(users, eps) for users, eps in ((result.users1, result.eps1), (result.users2, result.eps2)) if eps > 0]
         for users, eps in charges:
             self._charge(users, eps, +1)
         self._slots.append(charges)
-        # Charges to everyone are re-added from the window each slot so no running float sum drifts.
-        spend = math.fsum(eps for entries in self._slots for users, eps in entries if users is None)
-        reports = self._everyone_reports
-        user = None
+        exact, reports, user = self._everyone, self._everyone_reports, None
         if self._individual:
-            top = int(self._spend.argmax())
-            spend += float(self._spend[top])
-            user = top if self._spend[top] > 0 else None
+            top, listed = self._listed.fullest()
+            exact += listed
+            user = top if listed > 0 else None
             reports += int(self._reports.max())
-        if self._tightest is None or spend > self._tightest.spend:
+        spend = round_up(exact)
+        if exact > self._most:
             row = self._recorded
-            self._tightest = WindowSpend(spend, self.epsilon, 0, max(0, row - self.window + 1), row, user)
+            self._most, self._tightest = exact, WindowSpend(spend, self.epsilon, 0, max(0, row - self.window + 1),
+                                                            row, user)
         self._recorded += 1
         self.max_window_spend = max(self.max_window_spend, spend)
         self.max_window_reports = max(self.max_window_reports, reports)
@@ -97,10 +102,11 @@ class UserLedger:
 
     def _charge(self, users: np.ndarray | None, eps: float, sign: int) -> None:
         if users is None:
+            self._everyone += sign * Fraction(eps)  # exact: a running sum of fractions never drifts
             self._everyone_reports += sign
         else:
-            self._spend[users] += sign * eps  # ids within one phase are distinct
-            self._reports[users] += sign
+            self._listed.charge(users, eps, sign)
+            self._reports[users] += sign  # ids within one phase are distinct
             self._individual += sign
 
 
@@ -131,9 +137,9 @@ class SlidingUserLedger(SlidingLedger):
 
     def charges(self, result: LocalStepResult) -> np.ndarray:
         phases = ((result.users1, result.eps1), (result.users2, result.eps2))
-        everyone = sum(eps for users, eps in phases if users is None)
+        everyone = sum_up([eps for users, eps in phases if users is None])
         listed = max([eps for users, eps in phases if users is not None], default=0.0)
         return np.array([everyone, listed])
 
     def window_spend(self, window: np.ndarray) -> np.ndarray:
-        return np.array([window[:, 0].sum() + window[:, 1].max()])
+        return np.array([sum_up([*window[:, 0], window[:, 1].max()])])

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..exact import divide
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError
 from .pwsm import DecisionOverride, PersonalizedMechanism
@@ -16,7 +17,8 @@ __all__ = ["PersonalizedBudgetAbsorption"]
 class PersonalizedBudgetAbsorption(PersonalizedMechanism):
     """Personalized Budget Absorption: BA with every user's own shares and window.
 
-    User i's share is ``s_i = eps_i / (2 w_i)`` per slot. A publication at slot t uses
+    User i's share is ``s_i = eps_i / (2 w_i)`` per slot, rounded down onto the user's grid
+    (:func:`~wevent.core.exact.divide`), so that ``k s_i`` is exact. A publication at slot t uses
     ``k_i = min(tA_i, w_i)`` shares: the slots since the end of the user's own nullified range
     after the last publication ``l``, the current one included. It borrows the ``k_i - 1``
     slots that follow, and every user is nullified for ``max_j k_j - 1`` slots (the longest
@@ -112,7 +114,8 @@ class PersonalizedBudgetAbsorption(PersonalizedMechanism):
                          randomness=randomness, clamp_round=clamp_round, noise=noise,
                          decision_override=decision_override)
         self.artifact_compat_nonprivate = bool(artifact_compat_nonprivate)
-        self.share_budgets = self.types.publication_pools / self.types.windows  # s_k, computed as BA's unit
+        # s_k, computed as BA's unit
+        self.share_budgets = divide(self.types.publication_pools, self.types.windows, self.types.grids)
         self.last_publication = 0  # l: the virtual publication at slot 0 ...
         self.last_shares = np.ones(self.types.count, dtype=np.int64)  # ... with one share each
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..exact import divide
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError
 from .pwsm import DecisionOverride, PersonalizedMechanism
@@ -66,8 +67,9 @@ class PersonalizedBudgetDistribution(PersonalizedMechanism):
 
     Notes
     -----
-    The window sums are taken afresh every slot from a ring of the last charges per type, so no
-    running total drifts, and ``rem`` is clamped at 0 against rounding.
+    The window sums are taken afresh every slot from a ring of the last charges per type, and
+    ``rem / 2`` is rounded down onto the type's grid (:func:`~wevent.core.exact.divide`), so every
+    charge is a multiple of it and every sum of them within ``eps_k`` is exact.
 
     Examples
     --------
@@ -126,7 +128,7 @@ class PersonalizedBudgetDistribution(PersonalizedMechanism):
         return np.maximum(self.types.publication_pools - self._recent.sum(axis=1), 0.0)
 
     def publication_budgets(self, slot: int) -> np.ndarray:
-        return self.remaining_budgets() / 2.0
+        return divide(self.remaining_budgets(), 2, self.types.grids)
 
     def _commit(self, slot: int, spent: np.ndarray, published: bool) -> None:
         rows = self._ringed

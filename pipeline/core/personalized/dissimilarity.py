@@ -34,7 +34,7 @@ import numpy as np
 from ..central.dissimilarity import Dissimilarity, private_mean_distance
 from ..noise import check_noise
 from ..randomness import DerivedRandomness, Phase
-from ..validation import ParameterError, check_domain, check_epsilon
+from ..validation import ParameterError, check_domain, check_positive
 from .obs import obs
 from .requirements import RequirementTypes
 from .sampling import keep_probabilities, sample_counts
@@ -56,7 +56,7 @@ class DissimilarityCalculation:
                  sampler: Sampler = sample_counts, noise: str = "discrete") -> None:
         self.domain_size = check_domain(domain_size)
         self.noise = check_noise(noise)
-        self.obs_sensitivity = check_epsilon(obs_sensitivity, "DC's OBS sensitivity")
+        self.obs_sensitivity = check_positive(obs_sensitivity, "DC's OBS sensitivity")
         self.budgets = types.dissimilarity_budgets
         self.budgets.flags.writeable = False  # shared by every slot's result
         selection = obs(self.budgets, types.sizes, self.obs_sensitivity)

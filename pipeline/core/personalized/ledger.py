@@ -14,6 +14,15 @@ and slot t).
 [[0.75, 1.5], [1.0, 2.0], [0.75, 4.0]]
 >>> ledger.max_spend_ratio(), ledger.violations()
 (1.3333333333333333, [(1, 3, 4.0, 3.0)])
+
+Windows are summed exactly (:class:`~wevent.core.accounting.ChargeMatrix`): three charges of 0.1
+exceed 0.3, whose float is below their exact sum, though ``0.1 + 0.1 + 0.1`` rounds above it.
+
+>>> thirds = PersonalizedLedger(windows=[3], epsilons=[0.3])
+>>> for slot in (1, 2, 3):
+...     thirds.record_charges(slot, [0.0], [0.1])
+>>> thirds.violations()
+[(0, 3, 0.30000000000000004, 0.3)]
 >>> ledger.user_charges(np.array([1, 0, 1]), user=1).tolist()
 [0.75, 0.25, 0.5]
 
@@ -86,15 +95,20 @@ class PersonalizedLedger:
         return self._matrix(self._eps2)
 
     def charges(self) -> np.ndarray:
+        """``(slots, types)``: every slot's charge per type, ``eps1 + eps2`` (as floats)."""
         return self.eps1 + self.eps2
 
+    def _matrix_of(self, part: str = "total") -> ChargeMatrix:
+        parts = {"total": (self.eps1, self.eps2), "eps1": (self.eps1,), "eps2": (self.eps2,)}[part]
+        return ChargeMatrix(parts, self.windows, self.epsilons)  # one pass per type, not per user
+
     def type_window_spend(self, part: str = "total") -> np.ndarray:
-        """``(slots, types)``: each type's spend over its own window ending at each slot.
+        """``(slots, types)``: each type's spend over its own window ending at each slot, exact and
+        rounded up.
 
         ``part`` is ``"total"``, ``"eps1"`` (DC only) or ``"eps2"`` (publications only).
         """
-        per_slot = {"total": self.charges, "eps1": lambda: self.eps1, "eps2": lambda: self.eps2}[part]()
-        return ChargeMatrix(per_slot, self.windows, self.epsilons).window_spend()  # one pass per type, not per user
+        return self._matrix_of(part).window_spend()
 
     def type_max_spend_ratio(self) -> np.ndarray:
         """Per type: the largest window spend over ``eps_k`` (must be <= 1)."""
@@ -108,16 +122,18 @@ class PersonalizedLedger:
 
     def tightest(self) -> WindowSpend | None:
         """The window of the type whose spend comes closest to its ``eps_k`` (None while empty)."""
-        return ChargeMatrix(self.charges(), self.windows, self.epsilons).tightest() if self.slots else None
+        return self._matrix_of().tightest() if self.slots else None
 
     def max_window_spend(self) -> float:
         """The largest absolute spend of any user's own window."""
         return float(self.type_window_spend().max()) if self.slots else 0.0
 
-    def violations(self, tolerance: float = 1e-12) -> list[tuple[int, int, float, float]]:
-        """``(type, last slot, spend, eps)`` of every window that spends more than ``eps (1 + tolerance)``."""
-        spend = self.type_window_spend()
-        rows, types = np.nonzero(spend > self.epsilons * (1.0 + tolerance))
+    def violations(self) -> list[tuple[int, int, float, float]]:
+        """``(type, last slot, spend, eps)`` of every window that spends more than ``eps``, exactly
+        (``spend`` rounded up)."""
+        charges = self._matrix_of()
+        spend = charges.window_spend()
+        rows, types = np.nonzero(charges.overspent())
         return [(int(k), self._slots[r], float(spend[r, k]), float(self.epsilons[k])) for r, k in zip(rows, types)]
 
     # --- the per-user view ----------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..exact import divide
 from ..validation import ParameterError, check_domain
 from .requirements import RequirementTypes
 
@@ -18,8 +19,8 @@ class PersonalizedLBU:
     """Every user reports every slot by GRR at ``eps_i / w_i``; the server sums unbiased estimates.
 
     LBU (LDP-IDS, Section 4.1) with each user's own requirement: at every slot, user i reports
-    their value through generalized randomized response at ``e_i = eps_i / w_i``, so any ``w_i``
-    consecutive slots spend exactly ``eps_i``. The server adds the users' unbiased estimates of
+    their value through generalized randomized response at ``e_i = eps_i / w_i`` (rounded down,
+    :func:`~wevent.core.exact.divide`), so any ``w_i`` consecutive slots spend at most ``eps_i``. The server adds the users' unbiased estimates of
     the indicator of each bin, ``(1[y_i = j] - q_i) / (p_i - q_i)`` with
     ``p_i = e^{e_i} / (e^{e_i} + d - 1)`` and ``q_i = 1 / (e^{e_i} + d - 1)``. The paper does not
     name the oracle; GRR is LBU's with d <= 3 e^eps + 2, and the one that takes a budget per user
@@ -44,8 +45,8 @@ class PersonalizedLBU:
 
     Spend
     -----
-    ``eps_k / w_k`` per user of type k per slot, so any window of ``w_k`` slots spends exactly
-    ``eps_k``. Each bin's estimate has variance ``sum_i q_i (1 - q_i) / (p_i - q_i)^2`` for a
+    ``eps_k / w_k`` per user of type k per slot, rounded down, so any window of ``w_k`` slots
+    spends at most ``eps_k``, exactly. Each bin's estimate has variance ``sum_i q_i (1 - q_i) / (p_i - q_i)^2`` for a
     bin no user holds (:attr:`variance`); a bin user i holds adds ``p_i (1 - p_i)`` in place of
     ``q_i (1 - q_i)``.
 
@@ -72,7 +73,7 @@ class PersonalizedLBU:
         self.domain_size = check_domain(domain_size)
         if self.domain_size < 2:
             raise ParameterError("PLBU needs a domain of at least 2 values")
-        self.slot_epsilons = self.types.epsilons / self.types.windows
+        self.slot_epsilons = divide(self.types.epsilons, self.types.windows)
         e = np.exp(self.slot_epsilons)
         self._keep = e / (e + self.domain_size - 1)  # p_k
         self._other = 1.0 / (e + self.domain_size - 1)  # q_k

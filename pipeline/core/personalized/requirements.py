@@ -39,7 +39,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..data import ABSENT
-from ..validation import ParameterError, check_epsilon, check_positive_int
+from ..exact import divide, grid
+from ..validation import MIN_EPSILON, ParameterError, check_epsilon, check_positive_int
 
 __all__ = [
     "RequirementTypes",
@@ -61,7 +62,8 @@ _SEED_TAG = 3
 
 
 def _checked(values, what: str, whole: bool, labels: Sequence[str] | None = None) -> np.ndarray:
-    """A non-empty list of finite numbers > 0 (whole numbers >= 1 if ``whole``); names the first bad one."""
+    """A non-empty list of whole numbers >= 1 (``whole``) or of budgets, finite numbers >= :data:`MIN_EPSILON`;
+    names the first bad one."""
     array = np.asarray(values)
     if array.ndim != 1 or array.size == 0:
         raise ParameterError(f"{what} must be a non-empty list, got shape {array.shape}")
@@ -69,11 +71,12 @@ def _checked(values, what: str, whole: bool, labels: Sequence[str] | None = None
         raise ParameterError(f"{what} must be numbers, got {array.dtype}")
     numbers = array.astype(float)
     with np.errstate(invalid="ignore"):
-        bad = ~np.isfinite(numbers) | ((numbers < 1) | (numbers != np.floor(numbers)) if whole else (numbers <= 0))
+        bad = ~np.isfinite(numbers) | ((numbers < 1) | (numbers != np.floor(numbers)) if whole
+                                       else (numbers < MIN_EPSILON))
     if bad.any():
         i = int(np.argmax(bad))
         who = f"user {labels[i]!r}" if labels is not None else f"entry {i}"
-        rule = "whole numbers >= 1" if whole else "finite numbers > 0"
+        rule = "whole numbers >= 1" if whole else f"finite numbers >= {MIN_EPSILON:g}"
         raise ParameterError(f"{what} must be {rule}; {who} has {numbers[i]:g}")
     return numbers.astype(np.int64) if whole else numbers
 
@@ -106,17 +109,25 @@ class RequirementTypes:
         return int(self.windows.size)
 
     @property
+    def grids(self) -> np.ndarray:
+        """Every type's grid: every budget charged to a type is a multiple of it
+        (:func:`~wevent.core.exact.grid` of ``eps_k``), so its sums within ``eps_k`` are exact."""
+        return grid(self.epsilons)
+
+    @property
     def dissimilarity_budgets(self) -> np.ndarray:
-        """``e1_k = eps_k / (2 w_k)``: what DC charges every slot (Alg. 4-5, line 2)."""
-        return self.epsilons / (2 * self.windows)
+        """``e1_k = eps_k / (2 w_k)``, rounded down onto the type's grid: what DC charges every slot
+        (Alg. 4-5, line 2)."""
+        return divide(self.epsilons, 2 * self.windows)
 
     @property
     def publication_pools(self) -> np.ndarray:
-        """What every window leaves for publications: ``eps_k - w_k e1_k`` (= ``eps_k / 2``).
+        """What every window leaves for publications: ``eps_k / 2`` (``w_k e1_k`` is at most the
+        other half).
 
         Computed as BD/BA compute theirs so that identical users reproduce them bit for bit.
         """
-        return self.epsilons - self.windows * self.dissimilarity_budgets
+        return divide(self.epsilons, 2)
 
     @property
     def strictest(self) -> tuple[int, float]:
@@ -319,6 +330,8 @@ def two_type(users: int, share: float, vary: str = "epsilon", *, strict_epsilon:
     ([40, 40, 40, 120, 120, 120, 120, 120, 120, 120], [0.6])
     """
     users = check_positive_int(users, "users")
+    strict_epsilon = check_epsilon(strict_epsilon, "strictest epsilon")
+    relaxed_epsilon = check_epsilon(relaxed_epsilon, "relaxed epsilon")
     if not 0.0 <= share <= 1.0:
         raise ParameterError(f"the share of relaxed users must lie in [0, 1], got {share!r}")
     relaxed = np.arange(users) < round(share * users)

@@ -72,7 +72,7 @@ def test_obs_on_dissimilarity_budgets_of_four_types():
     candidates = candidate_errors(types.dissimilarity_budgets, types.sizes)
     assert candidates.errors == pytest.approx([320000, 183962.938492, 122637.144285, 156666.991294], abs=1e-6)
     dc = DissimilarityCalculation(types, domain_size=2)
-    assert dc.theta == 0.00625
+    assert dc.theta == types.dissimilarity_budgets[2] == pytest.approx(0.00625, rel=1e-12)
     assert obs(types.dissimilarity_budgets, types.sizes).error == pytest.approx(122637.144285, abs=1e-6)
 
 

@@ -1,5 +1,7 @@
 """Requirements: generation as in the paper's experiments (Section 5.2), the CSV format, validation, grouping into types."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -67,7 +69,10 @@ def test_types_group_identical_pairs():
     for user in range(r.users):
         k = r.user_types[user]
         assert (r.types.windows[k], r.types.epsilons[k]) == (r.windows[user], r.epsilons[user])
-    assert r.types.dissimilarity_budgets.tolist() == [0.5 / 4, 2.0 / 6, 1.0 / 8]
+    # eps / (2w), rounded down onto eps's grid: exact for 0.5 / 4 and 1 / 8, just below 2 / 6
+    budgets = r.types.dissimilarity_budgets.tolist()
+    assert budgets[0] == 0.5 / 4 and budgets[2] == 1.0 / 8
+    assert Fraction(2, 6) - Fraction(2.0**-51) < Fraction(budgets[1]) <= Fraction(2, 6)
     assert r.types.publication_pools == pytest.approx(r.types.epsilons / 2, rel=1e-15)
 
 
@@ -110,8 +115,9 @@ def test_csv_without_header_with_comments(tmp_path):
         ("user,w,epsilon\na,0,1.0\n", "line 2: w of user 'a' must be an integer >= 1, got 0"),
         ("a,2.5,1.0\n", "line 1: w of user 'a' must be an integer >= 1"),
         ("a,x,1.0\n", "line 1: w of user 'a'"),
-        ("a,3,0\n", "line 1: epsilon of user 'a' must be a finite number > 0"),
+        ("a,3,0\n", "line 1: epsilon of user 'a' must be a finite number >= 1e-290"),
         ("a,3,-1\n", "epsilon of user 'a'"),
+        ("a,3,1e-320\n", "line 1: epsilon of user 'a' must be a finite number >= 1e-290, got 1e-320"),
         ("a,3,nan\n", "epsilon of user 'a'"),
         ("a,3,inf\n", "epsilon of user 'a'"),
         ("a,3\n", "line 1: expected 3 columns"),
@@ -138,7 +144,8 @@ def test_missing_file_is_one_clear_error(tmp_path):
     [
         (([1, 0], [1.0, 1.0]), "windows w_i must be whole numbers >= 1; user '1' has 0"),
         (([1, 2.5], [1.0, 1.0], ["a", "b"]), "user 'b' has 2.5"),
-        (([1, 2], [1.0, -1.0], ["a", "b"]), "epsilons eps_i must be finite numbers > 0; user 'b' has -1"),
+        (([1, 2], [1.0, -1.0], ["a", "b"]), "epsilons eps_i must be finite numbers >= 1e-290; user 'b' has -1"),
+        (([1, 2], [1.0, 1e-320], ["a", "b"]), "epsilons eps_i must be finite numbers >= 1e-290; user 'b' has 9.99989e-321"),
         (([1, 2], [np.inf, 1.0]), "user '0' has inf"),
         (([1, 2], ["x", "y"]), "must be numbers"),
         (([1, 2], [1.0]), "2 windows but 1 epsilons"),
@@ -169,3 +176,15 @@ def test_type_counts_of_many_slots_are_each_slots_counts(domain_size):
         expected = np.zeros((requirements.types.count, domain_size), dtype=np.int64)
         np.add.at(expected, (requirements.user_types[row >= 0], row[row >= 0]), 1)
         assert (counts[slot] == expected).all() and (requirements.type_counts(row, domain_size) == expected).all()
+
+
+@pytest.mark.parametrize("mix", ["groups", "per-user", "two-type-epsilon", "two-type-window"])
+def test_generated_requirements_refuse_a_denormal_strictest_epsilon(mix):
+    with pytest.raises(ParameterError, match="epsilon must be a finite number >= 1e-290, got 1e-320"):
+        generate(mix, 10, 1e-320, 40)
+
+
+def test_requirement_types_refuse_a_denormal_budget():
+    # a mechanism built from types directly (not from Requirements) is held to the same bound
+    with pytest.raises(ParameterError, match="type epsilons must be finite numbers >= 1e-290"):
+        RequirementTypes([2, 3], [1.0, 1e-320], [1, 1])

@@ -1,0 +1,42 @@
+"""A budget below the smallest one (whose noise scale overflows) is one line and exit 2 on every
+command that takes an epsilon, naming the option and the smallest accepted value."""
+
+import subprocess
+import sys
+
+import pytest
+
+SMALLEST = "1e-290"
+
+
+def simulate(*args):
+    return subprocess.run([sys.executable, "-m", "wevent.cli", "simulate", "--slots", "5", "--users", "200", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args, option", [
+    (["-m", "ba", "-e", "1e-320"], "--epsilon"),
+    (["-m", "uniform", "-e", "1e-320"], "--epsilon"),
+    (["-m", "all", "-e", "1e-320"], "--epsilon"),
+    (["-m", "lbu", "-e", "1e-320"], "--epsilon"),
+    (["-m", "lpa", "-e", "1e-320"], "--epsilon"),
+    (["-m", "pbd", "--strict-epsilon", "1e-320"], "--strict-epsilon"),
+    (["-m", "plbu", "--strict-epsilon", "1e-320"], "--strict-epsilon"),
+])
+def test_simulate_refuses_a_denormal_budget_in_every_model(args, option):
+    run = simulate(*args)
+    assert run.returncode == 2 and run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
+    assert f"{option} must be a finite number >= {SMALLEST} and <= 1,000,000, got 1e-320" in run.stderr
+
+
+def test_simulate_refuses_a_denormal_requirement_in_a_csv(tmp_path):
+    path = tmp_path / "requirements.csv"
+    path.write_text("user,w,epsilon\n" + "".join(f"{u},4,{1e-320 if u == 7 else 0.5}\n" for u in range(200)))
+    run = simulate("-m", "pbd", "--requirements", str(path))
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert f"line 9: epsilon of user '7' must be a finite number >= {SMALLEST}, got 1e-320" in run.stderr
+
+
+def test_the_smallest_budget_itself_runs():
+    run = simulate("-m", "ba", "-e", SMALLEST)
+    assert run.returncode == 0, run.stderr
