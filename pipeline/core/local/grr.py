@@ -18,8 +18,8 @@ Examples
 True
 >>> from wevent.core.randomness import KeyStream
 >>> reports = grr.perturb(np.array([0, 0, 3, 4]), KeyStream.from_seed(0))
->>> reports.shape, bool(((0 <= reports) & (reports < 5)).all())
-((4,), True)
+>>> reports.shape, grr.possible(reports, 4).tolist()
+((4,), [True, True, True, True])
 >>> round(float(grr.estimate(grr.support(reports), 4).sum()), 12)
 1.0
 
@@ -103,6 +103,13 @@ class GRR(FrequencyOracle):
 
     def support(self, reports) -> np.ndarray:
         return np.bincount(self._categories(reports).ravel(), minlength=self.domain_size)
+
+    def possible(self, reports, n: int) -> np.ndarray:
+        """Integer reports of shape ``(n,)``; each possible when it is a value in ``0..d-1``."""
+        reports = np.asarray(reports)
+        if reports.shape != (n,) or reports.dtype.kind not in "iu":
+            return np.zeros(n, dtype=bool)
+        return (reports >= 0) & (reports < self.domain_size)
 
     def bin_variance(self, frequencies, n: int) -> np.ndarray:
         """Exact variance of each bin's estimate, given the reporters' true frequencies."""

@@ -145,6 +145,13 @@ class OUE(FrequencyOracle):
             axis=0, dtype=np.int64
         )
 
+    def possible(self, reports, n: int) -> np.ndarray:
+        """uint8 rows of ``ceil(d/8)`` bytes; each possible when its padding bits (after bin d-1) are 0."""
+        reports = np.asarray(reports)
+        if reports.dtype != np.uint8 or reports.shape != (n, -(-self.domain_size // 8)):
+            return np.zeros(n, dtype=bool)
+        padding = np.uint8((1 << (-self.domain_size % 8)) - 1)  # np.packbits fills the last byte's low bits with 0
+        return (reports[:, -1] & padding) == 0 if n else np.zeros(0, dtype=bool)
     def bin_variance(self, frequencies, n: int) -> np.ndarray:
         """Exact variance of each bin's estimate, given the reporters' true frequencies."""
         e = self.exp_eps

@@ -13,7 +13,9 @@ from scipy import optimize
 
 from wevent.core.local import GRR, OUE, HybridMechanism, choose, make_oracle
 from wevent.core.local import oue as oue_module
+from wevent.core.local.exact_draws import exp_share
 from wevent.core.local.hybrid import EPS_STAR, component_variance, stochastic_rounding_constant
+from wevent.core.local.piecewise import DiscretePiecewise
 from wevent.core.randomness import KeyStream
 from wevent.core.validation import ParameterError
 
@@ -77,15 +79,12 @@ def test_privacy_ratios():  # item 12
         o = OUE(eps, 7)
         # a bit's likelihood ratio between inputs that differ in it: p/q for a 1, (1-q)/(1-p) for a 0
         assert max(o.p / o.q, (1 - o.q) / (1 - o.p)) <= math.exp(eps) * (1 + 1e-12)
-        # SR: output +C_d has probability 1/2 + x(e-1)/(2e+2) in [1/(e+1), e/(e+1)]
-        hi, lo = 0.5 + (math.exp(eps) - 1) / (2 * math.exp(eps) + 2), 0.5 - (math.exp(eps) - 1) / (2 * math.exp(eps) + 2)
-        assert hi / lo == pytest.approx(math.exp(eps), rel=1e-12)
-        # PM: inner density (e^eps - a)/(2a + 2) ... outer density e^-eps times it: ratio e^eps
-        a = math.exp(eps / 2)
-        c = (a + 1) / (a - 1)
-        inner = (a / (a + 1)) / (c - 1)
-        outer = (1 / (a + 1)) / (c + 1)
-        assert inner / outer == pytest.approx(math.exp(eps), rel=1e-12)
+        # SR: output +C_d has probability 1/2 + x(2p-1)/2 in [1-p, p], p = K/2^64: ratio p/(1-p)
+        share = exp_share(eps)
+        assert share / (2**64 - share) == pytest.approx(math.exp(eps), rel=1e-12)
+        # PM: every output has weight R (in the window) or S (out of it): ratio R/S
+        grid = DiscretePiecewise(eps)
+        assert grid.inside / grid.outside == pytest.approx(math.exp(eps), rel=1e-9)
 
 
 def test_invalid_inputs_give_parameter_errors():
