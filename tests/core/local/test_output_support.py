@@ -16,8 +16,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from wevent.core.local import OUE, HybridMechanism, choose, make_oracle
+from wevent.core.local import GRR, OUE, HybridMechanism, choose, make_oracle
 from wevent.core.local.exact_draws import DRAW_RANGE, coins_below, exp_ratio, exp_share, uniform_below
+from wevent.core.local.grr import respond
 from wevent.core.local.hybrid import EPS_STAR, component_variance, stochastic_rounding_constant
 from wevent.core.local.piecewise import DiscretePiecewise, piecewise_grid
 from wevent.core.randomness import KeyStream
@@ -264,6 +265,28 @@ def test_hybrid_sampled_mean_and_variance_match_the_derived_formulas(epsilon, co
 
 
 # --- GRR, OUE and Ada -------------------------------------------------------------------------
+def test_grr_response_enumerated():
+    """Every draw below kept + (d - 1) moved, at every value: the value itself kept times, every
+    other value moved times, so every value is possible from every input, at odds kept/moved."""
+    kept, moved, d = 5, 2, 4
+    draws = np.arange(kept + (d - 1) * moved)
+    for v in range(d):
+        counts = np.bincount(respond(np.full(draws.size, v), draws, kept, moved, d), minlength=d)
+        assert counts.tolist() == [kept if k == v else moved for k in range(d)]
+
+
+@pytest.mark.parametrize("epsilon, domain", [(0.5, 2), (1.0, 5), (4.0, 117), (40.0, 2)])
+def test_grr_reports_at_neighbouring_values_are_possible_with_exact_odds(epsilon, domain):
+    grr = GRR(epsilon, domain)
+    assert grr.draw_range <= DRAW_RANGE and Fraction(grr.kept_weight, grr.moved_weight) <= e_to(epsilon)
+    assert grr.moved_weight >= 1  # at eps = 40 a float p rounds to 1: the value would never move
+    stream = KeyStream.from_seed(3)
+    for v in (0, 1):
+        reports = grr.perturb(np.full(DRAWS, v), stream)
+        assert grr.possible(reports, DRAWS).all()
+    assert not grr.possible(np.array([-1, domain, 0]), 3)[:2].any() and not grr.possible(np.zeros(2), 2).any()
+
+
 @pytest.mark.parametrize("epsilon, domain", [(0.5, 3), (1.0, 13), (4.0, 117)])
 def test_oue_reports_at_neighbouring_values_are_possible(epsilon, domain):
     oue = OUE(epsilon, domain)
