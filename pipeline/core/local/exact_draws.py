@@ -14,7 +14,7 @@ through a rational ``R/S <= e^eps`` (:func:`exp_ratio`), so every likelihood rat
   words spell below ``p``? The first word's first 53 bits decide unless they are the first 53
   bits of ``p`` (probability ``2^-53``); then the next bits are compared with ``p``'s next bits;
 * :func:`exp_share`: a dyadic probability ``K / 2^64`` of odds ``K / (2^64 - K) <= e^eps``: a
-  coin of it is one comparison of a word with ``K``;
+  coin of it is one comparison of a word with ``K`` (or of more bits, for ``K / 2^72``);
 * :func:`exp_ratio`: the integers ``R``, ``S = 2^s`` of the ratio, from a lower bound of ``e^eps``
   computed in decimal arithmetic (the same on every machine), as large as the draws' range allows.
 
@@ -55,7 +55,7 @@ _WORD = 64
 _MANTISSA = 53
 _LARGEST = np.uint64(2**64 - 1)
 _DIGITS = 60  # decimal digits of the lower bounds: a relative error far below what any ratio keeps
-_EXPONENT_CAP = 64  # e^64 > 2^92: a larger exponent changes no ratio of terms below 2^56 and no 64-bit share
+_EXPONENT_CAP = 64  # e^64 > 2^92: a larger exponent changes no ratio of terms below 2^56 and no 72-bit share
 
 
 def exp_lower(y: Fraction) -> Fraction:
@@ -103,15 +103,16 @@ def exp_ratio(epsilon: float, kept: int, others: int, limit: int = DRAW_RANGE) -
 
 
 @functools.lru_cache(maxsize=4096)
-def exp_share(epsilon: float) -> int:
-    """``K = floor(2^64 l / (1 + l))``, ``l = exp_lower(epsilon)``: the coin "a word is below ``K``"
-    has probability ``K / 2^64`` and odds ``K / (2^64 - K) <= e^epsilon``, as close as 64 bits allow.
+def exp_share(epsilon: float, bits: int = _WORD) -> int:
+    """``K = floor(2^bits l / (1 + l))``, ``l = exp_lower(epsilon)``: the coin "a ``bits``-bit uniform
+    is below ``K``" has probability ``K / 2^bits`` and odds ``K / (2^bits - K) <= e^epsilon``, as
+    close as ``bits`` bits allow.
 
     >>> share = exp_share(1.0); Fraction(share, 2**64 - share) <= exp_lower(Fraction(1)), share / 2**64 == math.e / (1 + math.e)
     (True, True)
     """
     lower = exp_lower(Fraction(min(epsilon, _EXPONENT_CAP)))
-    return math.floor(2**_WORD * lower / (1 + lower))
+    return math.floor(2**bits * lower / (1 + lower))
 
 
 def uniform_below(words: np.ndarray, bound, more: WordSource) -> np.ndarray:

@@ -43,7 +43,6 @@ class LocalOracle(abc.ABC):
         if var_mode not in VAR_MODES:
             raise ParameterError(f"var_mode must be one of {', '.join(VAR_MODES)}, got {var_mode!r}")
         self.var_mode = var_mode
-        self.exp_eps = float(np.exp(self.epsilon))
 
     # --- device side -------------------------------------------------------------------------
     @abc.abstractmethod

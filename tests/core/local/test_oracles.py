@@ -12,7 +12,6 @@ import pytest
 from scipy import optimize
 
 from wevent.core.local import GRR, OUE, HybridMechanism, choose, make_oracle
-from wevent.core.local import oue as oue_module
 from wevent.core.local.exact_draws import exp_share
 from wevent.core.local.hybrid import EPS_STAR, component_variance, stochastic_rounding_constant
 from wevent.core.local.piecewise import DiscretePiecewise
@@ -131,7 +130,7 @@ def test_oue_packed_reports_round_trip_and_one_hot_bit():
 
 @pytest.mark.parametrize("eps", [0.3, 1.0, 2.5, 6.0])
 def test_oue_zero_bits_are_exactly_q(eps):
-    """The byte-threshold plus sparse-correction draw gives P(0 -> 1) = q (not floor(256 q)/256)."""
+    """The byte threshold plus a word for the bytes at it gives P(0 -> 1) = q (not floor(256 q)/256)."""
     o = OUE(eps, 64)
     values = np.zeros(20_000, dtype=np.int64)
     counts = o.perturbed_support(values, KeyStream.from_seed(7))[1:]  # bins 1..63 hold no value
@@ -144,34 +143,16 @@ def test_oue_zero_bits_are_exactly_q(eps):
         assert abs(rate - coarse) > SE * se
 
 
-def test_oue_batches_are_drawn_as_if_each_were_alone(monkeypatch):
+def test_oue_batches_are_drawn_as_if_each_were_alone():
     """A fleet process holding one block draws that block's reports alone; the simulation draws all
-    blocks in one pass: both must give the same bits, also when a batch's spare words run out."""
+    blocks in one pass: both must give the same bits (each batch reads its lanes, then its ties' words)."""
     o = OUE(1.0, 13)
     values = np.random.default_rng(0).integers(0, 13, 3000)
     sizes = [1, 1200, 1799]
-
-    def draws():
-        together = o.batches_support(values, [KeyStream.from_seed(b) for b in range(3)], sizes)
-        alone = sum(o.perturbed_support(part, KeyStream.from_seed(b))
-                    for b, part in enumerate(np.split(values, np.cumsum(sizes)[:-1])))
-        return together, alone
-
-    together, alone = draws()
+    together = o.batches_support(values, [KeyStream.from_seed(b) for b in range(3)], sizes)
+    alone = sum(o.perturbed_support(part, KeyStream.from_seed(b))
+                for b, part in enumerate(np.split(values, np.cumsum(sizes)[:-1])))
     assert np.array_equal(together, alone)
-    monkeypatch.setattr(oue_module, "_spare_words", lambda lanes, rate: np.ones(lanes.size, dtype=np.int64))
-    short_together, short_alone = draws()  # every batch tops its uniforms up from its keystream
-    assert np.array_equal(short_together, short_alone)
-    # the top-up reads on where the spare words end, so the bits do not depend on how many were reserved
-    assert np.array_equal(short_together, together)
-
-
-def test_oue_zero_bits_stay_exactly_q_when_spare_words_run_out(monkeypatch):
-    monkeypatch.setattr(oue_module, "_spare_words", lambda lanes, rate: np.full(lanes.size, 3, dtype=np.int64))
-    o = OUE(1.0, 64)
-    counts = o.perturbed_support(np.zeros(20_000, dtype=np.int64), KeyStream.from_seed(8))[1:]
-    trials = 63 * 20_000
-    assert abs(counts.sum() / trials - o.q) < SE * math.sqrt(o.q * (1 - o.q) / trials)
 
 
 # --- statistics ---------------------------------------------------------------------------

@@ -287,6 +287,44 @@ def test_grr_reports_at_neighbouring_values_are_possible_with_exact_odds(epsilon
     assert not grr.possible(np.array([-1, domain, 0]), 3)[:2].any() and not grr.possible(np.zeros(2), 2).any()
 
 
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 6.0, 40.0, 800.0])
+def test_oue_bit_probabilities_are_exact_and_every_pattern_possible(epsilon):
+    """A 0-bit is set with probability q = Q/2^72, the one just above 1/(e^eps + 1); the value's own
+    bit with 1/2. Over all 2^d patterns (d = 3) every pattern is possible from every value, and the
+    largest ratio between two values is (1 - q)/q <= e^eps (at eps = 800 a float q was 0: a 0-bit
+    could never be set, so the set bits told the value)."""
+    oue = OUE(epsilon, 3)
+    q = Fraction(2**72 - exp_share(epsilon, 72), 2**72)
+    assert oue.q == float(q) and 0 < q <= Fraction(1, 2) and (1 - q) / q <= e_to(epsilon)
+    patterns = [[(pattern >> bit) & 1 for bit in range(3)] for pattern in range(8)]
+
+    def probability(bits, value):
+        return math.prod(Fraction(1, 2) if k == value else (q if bit else 1 - q) for k, bit in enumerate(bits))
+
+    table = [[probability(bits, v) for bits in patterns] for v in range(3)]
+    assert all(p > 0 for row in table for p in row)
+    assert max(a / b for row in table for other in table for a, b in zip(row, other)) == (1 - q) / q
+
+
+def test_oue_zero_bits_follow_the_keystream_bytes_and_tie_words():
+    """Replaying the keystream: lane bytes in report order, then one word per lane whose byte is
+    T = Q >> 64, each 0-bit being [byte, word as a 72-bit fraction < Q / 2^72]; own bits [byte < 128]."""
+    oue, values = OUE(1.0, 13), np.arange(13).repeat(20)
+    bits = np.unpackbits(oue.perturb(values, KeyStream.from_seed(9)), axis=1, count=13)
+    stream, width = KeyStream.from_seed(9), 16  # lanes per report: 13 bins padded to 16
+    lanes = stream.fill(np.empty(values.size * width, dtype=np.uint8)).reshape(values.size, width)
+    q_weight = 2**72 - exp_share(1.0, 72)
+    tied = np.argwhere(lanes == q_weight >> 64)
+    tie_words = dict(zip(map(tuple, tied.tolist()), stream.words(len(tied)).tolist()))
+    for (i, k), bit in np.ndenumerate(bits):
+        byte = int(lanes[i, k])
+        if k == values[i]:
+            assert bit == (byte < 128)
+        else:
+            assert bit == ((byte << 64) + tie_words.get((i, k), 0) < q_weight)
+    assert tied.size  # the ties were exercised
+
+
 @pytest.mark.parametrize("epsilon, domain", [(0.5, 3), (1.0, 13), (4.0, 117)])
 def test_oue_reports_at_neighbouring_values_are_possible(epsilon, domain):
     oue = OUE(epsilon, domain)
