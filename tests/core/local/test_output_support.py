@@ -3,8 +3,8 @@ whose ratio between any two values is at most e^eps, computed exactly.
 
 The supports and probabilities are enumerated with integers and fractions from the code's own
 draw-to-report maps; then 10^6 reports sampled at two neighbouring inputs must all lie on the
-support (``possible``). The floating-point Piecewise Mechanism failed this: its outputs at v and
-v + 2^-30 were doubles the other input could not produce (Mironov, CCS 2012, on the devices).
+support (``possible``). A Piecewise Mechanism drawn in floating point fails this: its outputs at
+v and v + 2^-30 are doubles the other input cannot produce (Mironov, CCS 2012, on the devices).
 
 Statistical tolerances are 4 standard errors of the statistic under test, derived where used.
 """
@@ -156,8 +156,8 @@ def test_piecewise_grid_at_full_resolution_matches_the_continuous_pm(epsilon):
     (100.0, 30.0, 31.0), (100.0, 30.0, 70.0), (1.0, 0.25, 0.25 + 2.0**-31), (1.0, 0.3, float(np.nextafter(0.3, 1)))])
 def test_piecewise_outputs_at_neighbouring_inputs_lie_on_one_lattice(bound, value, neighbour):
     """10^6 PM outputs at each of two inputs (x and x + 2^-30 is the third case): they all lie on
-    the lattice spanned by the smallest gap between two of them. Independent of the code's grid, so
-    it ran on the floating-point PM too, where 98% of the outputs were off it."""
+    the lattice spanned by the smallest gap between two of them. It needs nothing of the code's
+    grid, so it tells a floating-point PM apart too: its outputs are off any such lattice."""
     hm = HybridMechanism(1.0, bound=bound)
     stream = KeyStream.from_seed(11)
     outputs = np.concatenate([hm.perturb(np.full(DRAWS, v), stream, component="pm") for v in (value, neighbour)])
@@ -226,12 +226,10 @@ def test_hybrid_mixture_follows_the_grid(epsilon):
     assert hm.worst_case_variance < stochastic_rounding_constant(epsilon) ** 2
 
 
-def mixture_moments(hm: HybridMechanism, u: float, component: str) -> tuple[float, float, float]:
-    """Mean, variance and fourth central moment of one output at ``u``, summed over the grid's
-    outputs (the rounding's two input indices) and SR's two."""
+def output_distribution(hm: HybridMechanism, u: float, component: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every output's probability at ``u`` (the grid's N outputs, then SR's two) and the outputs."""
     x = 2 * u - 1
     grid = piecewise_grid(hm.epsilon)
-    values = grid.values(np.arange(grid.outputs))
     whole, f = math.floor(u * grid.steps), u * grid.steps - math.floor(u * grid.steps)
     pm = np.zeros(grid.outputs)
     for t, weight in ((whole, 1 - f), (whole + 1, f)):
@@ -242,9 +240,24 @@ def mixture_moments(hm: HybridMechanism, u: float, component: str) -> tuple[floa
     c = hm.sr_constant
     share = {"pm": 1.0, "hm": hm.pm_share}[component]
     probabilities = np.concatenate([share * pm, (1 - share) * np.array([(1 + x / c) / 2, (1 - x / c) / 2])])
-    outputs = np.concatenate([values, [c, -c]])
+    return probabilities, np.concatenate([grid.values(np.arange(grid.outputs)), [c, -c]])
+
+
+def mixture_moments(hm: HybridMechanism, u: float, component: str) -> tuple[float, float, float]:
+    """Mean, variance and fourth central moment of one output at ``u``, summed over the support."""
+    probabilities, outputs = output_distribution(hm, u, component)
     mean = float(probabilities @ outputs)
     return mean, float(probabilities @ (outputs - mean) ** 2), float(probabilities @ (outputs - mean) ** 4)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 3.0])
+def test_hybrid_output_probabilities_between_any_two_inputs_within_e_to_the_epsilon(epsilon):
+    """HM's probability of every output at the extreme inputs and between grid points: all positive,
+    ratios at most e^eps (summed in floating point here; each part's odds are exact: R/S, K/(2^64 - K))."""
+    hm = HybridMechanism(epsilon)
+    rows = [output_distribution(hm, u, "hm")[0] for u in (0.0, 0.5 + 0.5 / hm.piecewise.steps, 1.0)]
+    assert all((row > 0).all() for row in rows)
+    assert max(float((a / b).max()) for a in rows for b in rows) <= math.exp(epsilon) * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("epsilon", [1.0, 3.0])
@@ -291,8 +304,8 @@ def test_grr_reports_at_neighbouring_values_are_possible_with_exact_odds(epsilon
 def test_oue_bit_probabilities_are_exact_and_every_pattern_possible(epsilon):
     """A 0-bit is set with probability q = Q/2^72, the one just above 1/(e^eps + 1); the value's own
     bit with 1/2. Over all 2^d patterns (d = 3) every pattern is possible from every value, and the
-    largest ratio between two values is (1 - q)/q <= e^eps (at eps = 800 a float q was 0: a 0-bit
-    could never be set, so the set bits told the value)."""
+    largest ratio between two values is (1 - q)/q <= e^eps (at eps = 800 a float 1/(e^eps + 1) is
+    0: a 0-bit could never be set, and the set bits would tell the value)."""
     oue = OUE(epsilon, 3)
     q = Fraction(2**72 - exp_share(epsilon, 72), 2**72)
     assert oue.q == float(q) and 0 < q <= Fraction(1, 2) and (1 - q) / q <= e_to(epsilon)
