@@ -6,8 +6,9 @@ device, with an unbiased estimator on the server (LDP-IDS, Section 2.4 of the SI
 Devices draw from a :class:`~wevent.core.randomness.KeyStream` (one per block of users at a
 slot and phase, so a retried report is the same report), and every report comes from a finite
 set of outputs that is the same whatever the device's value (:meth:`LocalOracle.possible` tells
-them from anything else). The server side is additive: the collector sums reports into :meth:`LocalOracle.support` (GRR: counts of reported values; OUE:
-column sums of the bit vectors; HM: the sum of outputs) and :meth:`LocalOracle.estimate` turns
+them from anything else). The server side is additive: the collector sums reports into
+:meth:`LocalOracle.support` (GRR: counts of reported values; OUE: column sums of the bit
+vectors; HM: the sum of outputs) and :meth:`LocalOracle.estimate` turns
 ``(support, n)`` into the release. ``variance(n)`` is ``V(epsilon, n)``, the error an estimate
 from ``n`` reports is expected to have, in one of three forms (``var_mode``; the printed GRR average lacks ``1/d`` in its second term, so the exact average
 is the default):

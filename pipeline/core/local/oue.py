@@ -156,7 +156,8 @@ class OUE(FrequencyOracle):
         if reports.dtype != np.uint8 or reports.shape != (n, -(-self.domain_size // 8)):
             return np.zeros(n, dtype=bool)
         padding = np.uint8((1 << (-self.domain_size % 8)) - 1)  # np.packbits fills the last byte's low bits with 0
-        return (reports[:, -1] & padding) == 0 if n else np.zeros(0, dtype=bool)
+        return (reports[:, -1] & padding) == 0
+
     def bin_variance(self, frequencies, n: int) -> np.ndarray:
         """Exact variance of each bin's estimate, given the reporters' true frequencies."""
         e = self.ratio
