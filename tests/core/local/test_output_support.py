@@ -73,7 +73,7 @@ def test_coins_below_compare_the_uniform_real_of_the_words_with_p():
     cases = [([47], True), ([49], False), ([48, 2**28 - 1], True), ([48, 2**28], False), ([48, 2**28 + 1], False)]
     for given, expected in cases:
         assert coins_below(np.array(given[:1], dtype=np.uint64), np.array([p]), replay(given[1:]))[0] == expected
-    # p = 1 - 2^-53 + 0: a double whose 53rd bit decides with the last 11 bits of the word
+    # p = 1 - 2^-53: the word's first 53 bits decide (U/2^53 < p, or U/2^53 = p and U >= p)
     top = (2**53 - 1) << 11
     assert coins_below(np.array([top - 1, top], dtype=np.uint64), np.array([1 - 2.0**-53] * 2), replay([])).tolist() == [True, False]
     assert coins_below(np.array([2**64 - 1, 0], dtype=np.uint64), np.array([1.0, 0.0]), replay([])).tolist() == [True, False]
@@ -343,7 +343,7 @@ def test_oue_reports_at_neighbouring_values_are_possible(epsilon, domain):
     oue = OUE(epsilon, domain)
     stream = KeyStream.from_seed(4)
     for v in (0, 1):
-        reports = oue.perturb(np.full(DRAWS // 8, v), stream)
+        reports = oue.perturb(np.full(DRAWS, v), stream)
         assert oue.possible(reports, reports.shape[0]).all()
     padded = reports[:2].copy()
     padded[:, -1] |= 1  # a bit past the last bin: no device sets it (d = 3, 13, 117 leave padding)
@@ -356,5 +356,5 @@ def test_ada_reports_are_those_of_the_oracle_it_picks(epsilon, domain):
     assert oracle.name == choose(epsilon, domain)
     stream = KeyStream.from_seed(5)
     for v in (0, 1):
-        reports = oracle.perturb(np.full(10_000, v), stream)
-        assert oracle.possible(reports, 10_000).all()
+        reports = oracle.perturb(np.full(DRAWS, v), stream)
+        assert oracle.possible(reports, DRAWS).all()
