@@ -5,8 +5,8 @@ A floating-point draw can leak the input through the set of values it can produc
 a probability that rounding moved (Mironov, "On significance of the least significant bits for
 differential privacy", CCS 2012). The randomisers of this package avoid both: their outputs are
 chosen from a fixed finite set by uniform integers, and the irrational ``e^eps`` enters only
-through a rational ``R/S <= e^eps`` (:func:`exp_ratio`), so every likelihood ratio is at most
-``R/S`` exactly and no device spends more than its budget.
+through rationals ``R/S <= e^eps`` (:func:`exp_ratio`, :func:`exp_share`), so every likelihood
+ratio is at most ``R/S`` exactly and no device spends more than its budget.
 
 * :func:`uniform_below`: uniform integers in ``[0, bound)`` from 64-bit words (a word at or above
   the largest multiple of ``bound`` is replaced by the next word of the source, so none is favoured);
