@@ -4,9 +4,11 @@ A frequency oracle (or a mean mechanism) is an ``epsilon``-LDP randomiser that r
 device, with an unbiased estimator on the server (LDP-IDS, Section 2.4 of the SIGMOD version). Its one online method is
 :meth:`LocalOracle.perturb`, vectorised over many users' values (one device is an array of one).
 Devices draw from a :class:`~wevent.core.randomness.KeyStream` (one per block of users at a
-slot and phase, so a retried report is the same report). The server side is additive: the
-collector sums reports into :meth:`LocalOracle.support` (GRR: counts of reported values; OUE:
-column sums of the bit vectors; HM: the sum of outputs) and :meth:`LocalOracle.estimate` turns
+slot and phase, so a retried report is the same report), and every report comes from a finite
+set of outputs that is the same whatever the device's value (:meth:`LocalOracle.possible` tells
+them from anything else). The server side is additive: the collector sums reports into
+:meth:`LocalOracle.support` (GRR: counts of reported values; OUE: column sums of the bit
+vectors; HM: the sum of outputs) and :meth:`LocalOracle.estimate` turns
 ``(support, n)`` into the release. ``variance(n)`` is ``V(epsilon, n)``, the error an estimate
 from ``n`` reports is expected to have, in one of three forms (``var_mode``; the printed GRR average lacks ``1/d`` in its second term, so the exact average
 is the default):
@@ -42,7 +44,6 @@ class LocalOracle(abc.ABC):
         if var_mode not in VAR_MODES:
             raise ParameterError(f"var_mode must be one of {', '.join(VAR_MODES)}, got {var_mode!r}")
         self.var_mode = var_mode
-        self.exp_eps = float(np.exp(self.epsilon))
 
     # --- device side -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -73,6 +74,12 @@ class LocalOracle(abc.ABC):
     @abc.abstractmethod
     def support(self, reports) -> np.ndarray:
         """The additive sufficient statistic of a batch of reports (sum batches to merge them)."""
+
+    @abc.abstractmethod
+    def possible(self, reports, n: int) -> np.ndarray:
+        """Which of ``n`` reports this oracle could have produced: a bool mask, all False unless the
+        batch has the wire format's shape and dtype, then True where a report is in the oracle's
+        output support (which is the same for every input)."""
 
     @abc.abstractmethod
     def estimate(self, support, n: int) -> np.ndarray:

@@ -10,14 +10,17 @@ Variance: ``Var_k = 4 e^eps / (n (e^eps-1)^2) + f_k / n``, averaged over the bin
 
 Bits per report: ``d`` (reports travel packed, ``np.packbits`` along the bin axis).
 
-How the bits are drawn (exact, and fast enough for ~10^10 bits a day): each report owns a row of
+How the bits are drawn (exact, and fast enough for ~10^10 bits a day): ``q`` is the dyadic
+``Q / 2^72`` just above ``1 / (e^eps + 1)``, so that the odds ``(1 - q)/q`` are at most ``e^eps``
+and as close to it as 72 bits allow (:func:`~.exact_draws.exp_share`). Each report owns a row of
 ``8 ceil(d/8)`` lanes (lane k is bin k, the rest pad the row to whole 64-bit words), and each lane
 is one byte of the batch's :class:`~wevent.core.randomness.KeyStream`, rows in report order. A
-0-bit is set when its byte is below ``T = floor(256 q)``, which has probability ``T/256 <= q``; an
-independent sparse Bernoulli process (geometric gaps, from the words that follow the lanes in the
-same keystream) sets the missing ``(q - T/256) / (1 - T/256)``, so every 0-bit is 1 with
-probability exactly ``q``. A 1-bit is its byte's top bit (probability 1/2 exactly). The lanes are
-compared in place, so a batch costs one keystream fill, one comparison and a few scatters.
+1-bit is its byte's top bit (probability 1/2 exactly). A 0-bit is "the uniform real spelled by its
+byte, then by one more word, is below ``q``": set when the byte is below ``T``, ``Q``'s first 8
+bits, and when the byte is ``T`` (probability 1/256) and the next word of the batch's keystream is
+below ``Q``'s last 64 bits. Batch b reads its lanes, then one word per lane whose byte is ``T``,
+in lane order. The lanes are compared in place, so a batch costs one keystream fill, one
+comparison, a search for the ties and a few scatters.
 
 Examples
 --------
@@ -35,17 +38,19 @@ Examples
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from ..randomness import KeyStream
 from ..scratch import scratch
+from .exact_draws import exp_share
 from .oracle import FrequencyOracle
 
 __all__ = ["OUE", "column_counts"]
 
-_LANES = 256  # one random byte per bit
-_HALF = _LANES // 2
+_HALF = 128  # one random byte per bit: below this with probability 1/2
+_Q_BITS = 72  # q's bits: a byte, then a word
 _WORD = 8  # lanes per 64-bit word
 
 
@@ -65,7 +70,9 @@ class OUE(FrequencyOracle):
     Attributes
     ----------
     p, q : float
-        ``1/2`` and ``1 / (e^eps + 1)``.
+        ``1/2`` and ``Q / 2^72``, ``1 / (e^eps + 1)`` rounded up to 72 bits.
+    ratio : float
+        ``(1 - q)/q``, what the variance's ``e^eps`` is.
 
     Examples
     --------
@@ -86,10 +93,11 @@ class OUE(FrequencyOracle):
     def __init__(self, epsilon: float, domain_size: int, var_mode: str = "exact_avg") -> None:
         super().__init__(epsilon, domain_size, var_mode)
         self.p = 0.5
-        self.q = 1.0 / (self.exp_eps + 1.0)
-        self._threshold = math.floor(self.q * _LANES)
-        coarse = self._threshold / _LANES
-        self._extra_rate = (self.q - coarse) / (1.0 - coarse)
+        set_weight = 2**_Q_BITS - exp_share(self.epsilon, _Q_BITS)  # Q: (2^72 - Q)/Q <= e^eps
+        self.q = float(Fraction(set_weight, 2**_Q_BITS))
+        self.ratio = float(Fraction(2**_Q_BITS - set_weight, set_weight))
+        self._threshold = set_weight >> 64  # T <= 128, as q <= 1/2
+        self._tie_below = np.uint64(set_weight & (2**64 - 1))
         self._row = -(-self.domain_size // _WORD) * _WORD
 
     # --- device side -------------------------------------------------------------------------
@@ -97,8 +105,8 @@ class OUE(FrequencyOracle):
         """Perturbed bits of consecutive batches of reports, each batch from its own keystream.
 
         ``streams`` is one keystream (one batch of all ``values``) or a list, with ``sizes`` the
-        number of values of each batch. Batch b reads its reports' lanes, then the spare words of
-        its sparse correction, exactly as if it were perturbed alone. Returns the bool matrix
+        number of values of each batch. Batch b reads its reports' lanes, then one word per lane
+        whose byte is ``T``, exactly as if it were perturbed alone. Returns the bool matrix
         ``(n, row)``, report i in row i, bin k in column k (columns from ``d`` on are padding). The
         matrix is a scratch buffer of this thread, valid until the next call.
         """
@@ -106,21 +114,18 @@ class OUE(FrequencyOracle):
         if isinstance(streams, KeyStream):
             streams, sizes = [streams], [values.size]
         n, row = values.size, self._row
-        lane_counts = np.asarray(sizes, dtype=np.int64) * row
-        lane_bounds = np.concatenate([[0], np.cumsum(lane_counts)])
-        spare_bounds = np.concatenate([[0], np.cumsum(_spare_words(lane_counts, self._extra_rate))])
+        lane_bounds = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64) * row)]).tolist()
         lanes = scratch("lanes", n * row, np.uint8)
-        words = scratch("words", int(spare_bounds[-1]), np.uint64)
-        for stream, lane_start, lane_stop, word_start, word_stop in zip(
-                streams, lane_bounds[:-1].tolist(), lane_bounds[1:].tolist(), spare_bounds[:-1].tolist(),
-                spare_bounds[1:].tolist()):
-            stream.fill(lanes[lane_start:lane_stop])
-            stream.fill(words[word_start:word_stop])
+        ties, tie_words = [], []
+        for stream, lane_start, lane_stop in zip(streams, lane_bounds[:-1], lane_bounds[1:]):
+            tied = np.flatnonzero(stream.fill(lanes[lane_start:lane_stop]) == self._threshold)
+            ties.append(tied + lane_start)
+            tie_words.append(stream.words(tied.size))
         own = np.arange(0, n * row, row) + values
         own_bits = lanes[own] < _HALF
         bits = np.less(lanes, self._threshold, out=lanes.view(bool))  # in place: the bytes are spent
-        if self._extra_rate > 0:
-            bits[_sparse_successes(words, spare_bounds, lane_bounds, self._extra_rate, streams)] = True
+        if ties:
+            bits[np.concatenate(ties)] = np.concatenate(tie_words) < self._tie_below
         bits[own] = own_bits
         return bits.reshape(n, row)
 
@@ -145,16 +150,24 @@ class OUE(FrequencyOracle):
             axis=0, dtype=np.int64
         )
 
+    def possible(self, reports, n: int) -> np.ndarray:
+        """uint8 rows of ``ceil(d/8)`` bytes; each possible when its padding bits (after bin d-1) are 0."""
+        reports = np.asarray(reports)
+        if reports.dtype != np.uint8 or reports.shape != (n, -(-self.domain_size // 8)):
+            return np.zeros(n, dtype=bool)
+        padding = np.uint8((1 << (-self.domain_size % 8)) - 1)  # np.packbits fills the last byte's low bits with 0
+        return (reports[:, -1] & padding) == 0
+
     def bin_variance(self, frequencies, n: int) -> np.ndarray:
         """Exact variance of each bin's estimate, given the reporters' true frequencies."""
-        e = self.exp_eps
+        e = self.ratio
         return 4 * e / (n * (e - 1) ** 2) + np.asarray(frequencies, dtype=float) / n
 
     def variance(self, n: int) -> float:
         n = self._reporters(n)
         if n == 0:
             return math.inf
-        e = self.exp_eps
+        e = self.ratio
         base = 4 * e / (n * (e - 1) ** 2)
         if self.var_mode == "approx":
             return base
@@ -163,47 +176,6 @@ class OUE(FrequencyOracle):
     @property
     def bits_per_report(self) -> int:
         return self.domain_size
-
-
-def _spare_words(lanes: np.ndarray, rate: float) -> np.ndarray:
-    """Uniforms reserved per batch for its sparse correction: the expected number of successes
-    among ``lanes`` Bernoulli(``rate``) trials plus 8 standard deviations (a shortfall, rarer than
-    1e-15, is topped up from the batch's keystream)."""
-    if rate <= 0:
-        return np.zeros(lanes.size, dtype=np.int64)
-    expected = lanes * rate
-    return np.ceil(expected + 8 * np.sqrt(expected) + 16).astype(np.int64)
-
-
-def _sparse_successes(words: np.ndarray, word_bounds: np.ndarray, lane_bounds: np.ndarray, rate: float,
-                      streams) -> np.ndarray:
-    """The lanes (global indices) where independent Bernoulli(``rate``) trials succeed; batch b's
-    trials cover lanes ``lane_bounds[b]:lane_bounds[b+1]``, its gaps come from its words
-    ``word_bounds[b]:word_bounds[b+1]``.
-
-    The gaps between successes of a Bernoulli process are i.i.d. Geometric(``rate``), drawn by
-    inversion, ``ceil(log(U) / log(1 - rate))`` with ``U`` the top 53 bits of a word; cumulative
-    sums within each batch give the successes, at a cost proportional to their number.
-    """
-    counts = np.diff(word_bounds)
-    running = np.cumsum(_geometric(words, rate))
-    before = np.concatenate([[0.0], running[word_bounds[1:-1] - 1]])  # the running sum where each batch starts
-    positions = running + np.repeat(lane_bounds[:-1] - before - 1, counts)
-    ends = np.repeat(lane_bounds[1:], counts)
-    parts = [positions[positions < ends].astype(np.int64)]
-    for short in np.flatnonzero(positions[word_bounds[1:] - 1] < lane_bounds[1:]):  # spare words ran out
-        last = positions[word_bounds[short + 1] - 1]
-        while last < lane_bounds[short + 1]:
-            more = last + np.cumsum(_geometric(streams[short].words(64), rate))
-            parts.append(more[more < lane_bounds[short + 1]].astype(np.int64))
-            last = more[-1]
-    return np.concatenate(parts)
-
-
-def _geometric(words: np.ndarray, rate: float) -> np.ndarray:
-    """Geometric(``rate``) draws (trials up to the first success, >= 1) by inversion of 64-bit words."""
-    uniforms = ((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53  # in (0, 1)
-    return np.ceil(np.log(uniforms) / math.log1p(-rate))
 
 
 def column_counts(bits: np.ndarray) -> np.ndarray:

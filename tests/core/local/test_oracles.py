@@ -12,8 +12,9 @@ import pytest
 from scipy import optimize
 
 from wevent.core.local import GRR, OUE, HybridMechanism, choose, make_oracle
-from wevent.core.local import oue as oue_module
+from wevent.core.local.exact_draws import exp_share
 from wevent.core.local.hybrid import EPS_STAR, component_variance, stochastic_rounding_constant
+from wevent.core.local.piecewise import DiscretePiecewise
 from wevent.core.randomness import KeyStream
 from wevent.core.validation import ParameterError
 
@@ -77,15 +78,12 @@ def test_privacy_ratios():  # item 12
         o = OUE(eps, 7)
         # a bit's likelihood ratio between inputs that differ in it: p/q for a 1, (1-q)/(1-p) for a 0
         assert max(o.p / o.q, (1 - o.q) / (1 - o.p)) <= math.exp(eps) * (1 + 1e-12)
-        # SR: output +C_d has probability 1/2 + x(e-1)/(2e+2) in [1/(e+1), e/(e+1)]
-        hi, lo = 0.5 + (math.exp(eps) - 1) / (2 * math.exp(eps) + 2), 0.5 - (math.exp(eps) - 1) / (2 * math.exp(eps) + 2)
-        assert hi / lo == pytest.approx(math.exp(eps), rel=1e-12)
-        # PM: inner density (e^eps - a)/(2a + 2) ... outer density e^-eps times it: ratio e^eps
-        a = math.exp(eps / 2)
-        c = (a + 1) / (a - 1)
-        inner = (a / (a + 1)) / (c - 1)
-        outer = (1 / (a + 1)) / (c + 1)
-        assert inner / outer == pytest.approx(math.exp(eps), rel=1e-12)
+        # SR: output +C_d has probability 1/2 + x(2p-1)/2 in [1-p, p], p = K/2^64: ratio p/(1-p)
+        share = exp_share(eps)
+        assert share / (2**64 - share) == pytest.approx(math.exp(eps), rel=1e-12)
+        # PM: every output has weight R (in the window) or S (out of it): ratio R/S
+        grid = DiscretePiecewise(eps)
+        assert grid.inside / grid.outside == pytest.approx(math.exp(eps), rel=1e-9)
 
 
 def test_invalid_inputs_give_parameter_errors():
@@ -132,7 +130,7 @@ def test_oue_packed_reports_round_trip_and_one_hot_bit():
 
 @pytest.mark.parametrize("eps", [0.3, 1.0, 2.5, 6.0])
 def test_oue_zero_bits_are_exactly_q(eps):
-    """The byte-threshold plus sparse-correction draw gives P(0 -> 1) = q (not floor(256 q)/256)."""
+    """The byte threshold plus a word for the bytes at it gives P(0 -> 1) = q (not floor(256 q)/256)."""
     o = OUE(eps, 64)
     values = np.zeros(20_000, dtype=np.int64)
     counts = o.perturbed_support(values, KeyStream.from_seed(7))[1:]  # bins 1..63 hold no value
@@ -145,34 +143,16 @@ def test_oue_zero_bits_are_exactly_q(eps):
         assert abs(rate - coarse) > SE * se
 
 
-def test_oue_batches_are_drawn_as_if_each_were_alone(monkeypatch):
+def test_oue_batches_are_drawn_as_if_each_were_alone():
     """A fleet process holding one block draws that block's reports alone; the simulation draws all
-    blocks in one pass: both must give the same bits, also when a batch's spare words run out."""
+    blocks in one pass: both must give the same bits (each batch reads its lanes, then its ties' words)."""
     o = OUE(1.0, 13)
     values = np.random.default_rng(0).integers(0, 13, 3000)
     sizes = [1, 1200, 1799]
-
-    def draws():
-        together = o.batches_support(values, [KeyStream.from_seed(b) for b in range(3)], sizes)
-        alone = sum(o.perturbed_support(part, KeyStream.from_seed(b))
-                    for b, part in enumerate(np.split(values, np.cumsum(sizes)[:-1])))
-        return together, alone
-
-    together, alone = draws()
+    together = o.batches_support(values, [KeyStream.from_seed(b) for b in range(3)], sizes)
+    alone = sum(o.perturbed_support(part, KeyStream.from_seed(b))
+                for b, part in enumerate(np.split(values, np.cumsum(sizes)[:-1])))
     assert np.array_equal(together, alone)
-    monkeypatch.setattr(oue_module, "_spare_words", lambda lanes, rate: np.ones(lanes.size, dtype=np.int64))
-    short_together, short_alone = draws()  # every batch tops its uniforms up from its keystream
-    assert np.array_equal(short_together, short_alone)
-    # the top-up reads on where the spare words end, so the bits do not depend on how many were reserved
-    assert np.array_equal(short_together, together)
-
-
-def test_oue_zero_bits_stay_exactly_q_when_spare_words_run_out(monkeypatch):
-    monkeypatch.setattr(oue_module, "_spare_words", lambda lanes, rate: np.full(lanes.size, 3, dtype=np.int64))
-    o = OUE(1.0, 64)
-    counts = o.perturbed_support(np.zeros(20_000, dtype=np.int64), KeyStream.from_seed(8))[1:]
-    trials = 63 * 20_000
-    assert abs(counts.sum() / trials - o.q) < SE * math.sqrt(o.q * (1 - o.q) / trials)
 
 
 # --- statistics ---------------------------------------------------------------------------
