@@ -40,3 +40,13 @@ def test_simulate_refuses_a_denormal_requirement_in_a_csv(tmp_path):
 def test_the_smallest_budget_itself_runs():
     run = simulate("-m", "ba", "-e", SMALLEST)
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("mechanism", ["lbu", "lsp", "lbd", "lba", "lpu", "lpd", "lpa", "lb-dsat", "lp-dsat",
+                                       "lb-rescuedp", "lp-rescuedp"])
+def test_local_methods_refuse_a_budget_no_device_report_can_carry(mechanism):
+    """The central floor is far below what a local report can carry: a device's odds resolve e^eps only
+    to about 2^-44, so every local method refuses its stream before any slot, in one line."""
+    run = simulate("-m", mechanism, "-e", SMALLEST)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert "is below the smallest a device can draw (2^-40" in run.stderr

@@ -33,7 +33,7 @@ from ..exact import grid, share
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_domain, check_positive, check_positive_int
 from .device_reports import Devices
-from .oracle import VAR_MODES
+from .oracle import MIN_REPORT_EPSILON, VAR_MODES
 from .oracles import ORACLE_NAMES, make_oracle
 from .population import PopulationLedger
 from .protocol import LocalDissimilarity, LocalStepResult, Request
@@ -109,7 +109,7 @@ class LocalMechanism(Mechanism):
         self.oracle = oracle
         self.var_mode = var_mode
         self.bound = (1.0 if bound is None else float(bound)) if oracle == "hm" else None
-        make_oracle(oracle, self.epsilon, self.domain_size, bound=self.bound)  # fail now, not at slot 1
+        make_oracle(oracle, self.fixed_report_budget, self.domain_size, bound=self.bound)  # fail now, not at slot 1
         self.devices = devices
         self.decision_override = decision_override
         self.last_release = self._freeze(np.zeros(self.domain_size))  # r_0 = 0, as the algorithms initialise it
@@ -118,6 +118,11 @@ class LocalMechanism(Mechanism):
         self._dissimilarity: LocalDissimilarity | None = None
         self._err: float | None = None
         self.pending: Request | None = None  # the request whose reports the next call expects
+
+    @property
+    def fixed_report_budget(self) -> float:
+        """The budget of a report the method asks for whatever the data (checked when it is built)."""
+        return self.epsilon
 
     # --- the protocol ------------------------------------------------------------------------
     @property
@@ -337,6 +342,8 @@ class AdaptiveMechanism(LocalMechanism):
 
     def _publishes(self, slot: int, dissimilarity: LocalDissimilarity | None, err: float) -> bool:
         self._set_threshold(err)
+        if math.isinf(err):
+            return False  # a publication that no report could carry: not even a forced one
         if self.decision_override is not None:
             forced = self.decision_override(slot)
             if forced is not None:
@@ -382,6 +389,7 @@ class BudgetDivision(AdaptiveMechanism):
                          decision_override=decision_override)
         self.eps1 = share(self.epsilon, Fraction(self.beta) / self.window)
         self.pool = share(self.epsilon, 1 - Fraction(self.beta))  # w eps1 + pool <= eps, exactly
+        make_oracle(oracle, self.eps1, self.domain_size, bound=self.bound)  # M1's reports: fail now, not at slot 1
 
     @property
     def grid(self) -> float:
@@ -392,7 +400,10 @@ class BudgetDivision(AdaptiveMechanism):
         return self._request(slot, Phase.DISSIMILARITY, self.eps1, None)
 
     def _error(self, eps2: float) -> float:
-        """``err = V(eps_2, N)``: the error of a publication by every user at ``eps_2``."""
+        """``err = V(eps_2, N)``: the error of a publication by every user at ``eps_2``; infinite
+        below :data:`~.oracle.MIN_REPORT_EPSILON`, where no report can be drawn (the slot approximates)."""
+        if eps2 < MIN_REPORT_EPSILON:
+            return math.inf
         return make_oracle(self.oracle, eps2, self.domain_size, bound=self.bound, var_mode=self.var_mode).variance(
             self.population)
 

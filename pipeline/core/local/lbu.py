@@ -67,5 +67,9 @@ class LBU(LocalMechanism):
     name = "lbu"
     instructs = (False, False)
 
+    @property
+    def fixed_report_budget(self) -> float:
+        return divide(self.epsilon, self.window)
+
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
-        return self._request(slot, Phase.PUBLICATION, divide(self.epsilon, self.window), None)
+        return self._request(slot, Phase.PUBLICATION, self.fixed_report_budget, None)

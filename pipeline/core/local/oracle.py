@@ -28,9 +28,16 @@ import numpy as np
 from ..randomness import KeyStream
 from ..validation import ParameterError, check_domain, check_positive
 
-__all__ = ["LocalOracle", "FrequencyOracle", "VAR_MODES"]
+__all__ = ["LocalOracle", "FrequencyOracle", "VAR_MODES", "MIN_REPORT_EPSILON"]
 
 VAR_MODES = ("exact_avg", "paper_literal", "approx")
+
+MIN_REPORT_EPSILON = 2.0**-40
+"""The smallest budget of one report (about 9.1e-13). A device draws with rational odds ``R/S``
+just below ``e^epsilon`` (:func:`~.exact_draws.exp_ratio`), resolved to about ``2^-44`` for the
+largest domains; below this budget the odds are not resolved well and, further down, round to
+1, where a report carries no information and no estimator exists. Every oracle refuses a smaller
+budget, and a mechanism whose rule would spend one on a publication approximates instead."""
 
 
 class LocalOracle(abc.ABC):
@@ -40,6 +47,9 @@ class LocalOracle(abc.ABC):
 
     def __init__(self, epsilon: float, domain_size: int, var_mode: str = "exact_avg") -> None:
         self.epsilon = check_positive(epsilon, "epsilon")
+        if self.epsilon < MIN_REPORT_EPSILON:
+            raise ParameterError(f"a report budget of {self.epsilon:.6g} is below the smallest a device can draw "
+                                 f"(2^-40, about {MIN_REPORT_EPSILON:.2g}): raise epsilon or shorten the window")
         self.domain_size = check_domain(domain_size)
         if var_mode not in VAR_MODES:
             raise ParameterError(f"var_mode must be one of {', '.join(VAR_MODES)}, got {var_mode!r}")

@@ -455,3 +455,17 @@ def test_lp_rescuedp_retries_when_nobody_answers():
     m.decide()
     assert m.publish(np.zeros(2), 0).strategy is Strategy.APPROXIMATE
     assert m.next_sample == 2
+
+
+def test_a_publication_budget_no_report_can_carry_approximates_even_when_forced():
+    """LBD halves what is left at each publication: with publications forced at every slot of a long
+    window the budget falls below MIN_REPORT_EPSILON, where no oracle exists; those slots approximate."""
+    from wevent.core.local.device_reports import Devices
+    from wevent.core.local.lbd import LBD
+    from wevent.core.local.oracle import MIN_REPORT_EPSILON
+
+    m = LBD(1.0, 60, 2, population=20, devices=Devices.from_seed(0), decision_override=lambda t: True)
+    eps2 = [r.eps2 for r in m.run(np.zeros((60, 20), dtype=int))]
+    published = [e for e in eps2 if e > 0]
+    assert min(published) >= MIN_REPORT_EPSILON and len(published) < 60  # the rest approximated
+    assert all(e == 0 for e in eps2[len(published):])
