@@ -2,6 +2,8 @@
 the benchmark of Schäler et al. (PVLDB 2023): FAST_w, RescueDP, DSAT, PeGaSus, AdaPub, BD and BA with grouping."""
 
 from ._base import CentralMechanism
+from .ba_grouping import GroupedBudgetAbsorption
+from .bd_grouping import GroupedBudgetDistribution
 from .budget_absorption import BudgetAbsorption
 from .budget_distribution import BudgetDistribution
 from .dissimilarity import Dissimilarity, DissimilarityMeasure
@@ -20,6 +22,8 @@ __all__ = [
     "FASTw",
     "DSAT",
     "RescueDP",
+    "GroupedBudgetDistribution",
+    "GroupedBudgetAbsorption",
     "Dissimilarity",
     "DissimilarityMeasure",
 ]
