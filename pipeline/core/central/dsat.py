@@ -100,7 +100,7 @@ class DSAT(AdaptiveCentralMechanism):
     ----------
     H. Li, L. Xiong, X. Jiang, J. Liu. Differentially Private Histogram Publication for Dynamic
     Datasets: an Adaptive Sampling Approach. CIKM 2015: Algorithm 2 (DSAT, the adaptive-threshold
-    sampling) and Section 5 (the feedback control of the threshold). X. Ren, L. Shi, W. Yu,
+    sampling with feedback control of the threshold) and Theorem 5.4 (its budget split). X. Ren, L. Shi, W. Yu,
     S. Yang, C. Zhao, Z. Xu. LDP-IDS: Local Differential Privacy for Infinite Data Streams.
     SIGMOD 2022: Section 6.2 and Algorithm 4 (DSAT_w, its w-event form).
     """

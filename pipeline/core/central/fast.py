@@ -108,8 +108,9 @@ class FASTw(CentralMechanism):
     ----------
     L. Fan, L. Xiong. An Adaptive Approach to Real-Time Aggregate Monitoring With Differential
     Privacy. IEEE TKDE 26(9), 2014 (and Real-time aggregate monitoring with differential privacy,
-    CIKM 2012): Algorithm 3 (sampling, prediction and correction), Section 4 (Kalman filter),
-    Section 5 (PID controller and the interval adjustment). G. Kellaris, S. Papadopoulos, X. Xiao,
+    CIKM 2012): Algorithm 3 (sampling with prediction and correction by the Kalman filter),
+    Definition 4 (the feedback error), Equation 29 (the PID error) and Equation 32 (the interval
+    adjustment), numbered as the benchmark of Schäler et al. annotates them. G. Kellaris, S. Papadopoulos, X. Xiao,
     D. Papadias. Differentially Private Event Sequences over Infinite Streams. PVLDB 7(12), 2014:
     Section 3 (FAST_w, the user-level adaptation with ``epsilon / 2`` per block).
     """

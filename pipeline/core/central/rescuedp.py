@@ -130,10 +130,11 @@ class RescueDP(CentralMechanism):
     References
     ----------
     Q. Wang, Y. Zhang, X. Lu, Z. Wang, Z. Qin, K. Ren. RescueDP: Real-time Spatio-temporal
-    Crowd-sourced Data Publishing with Differential Privacy. INFOCOM 2016: Section IV (the
-    framework), IV-A dynamic grouping, IV-B adaptive sampling (the PID error and the interval
-    update), IV-C adaptive budget allocation, IV-E Kalman filtering; its journal version
-    (IEEE TDSC 15(4), 2018) as the benchmark of Schäler et al. cites it.
+    Crowd-sourced Data Publishing with Differential Privacy. INFOCOM 2016: its components dynamic
+    grouping, adaptive sampling (the PID error and the interval update), adaptive budget
+    allocation and Kalman filtering; and its journal version, Real-time and spatio-temporal
+    crowd-sourced social network data publishing with differential privacy, IEEE TDSC 15(4), 2018,
+    as the benchmark of Schäler et al. cites it (Algorithm 3 there: the filter).
     """
 
     name = "rescuedp"
