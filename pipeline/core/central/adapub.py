@@ -56,8 +56,9 @@ class AdaPub(CentralMechanism):
         ``d``, the bins of a slot's histogram of counts (sensitivity 1 per user and slot).
     grouping_share : float, default 0.2
         The share of every slot's budget the grouping in time takes, in (0, 1).
-    pivots : int, default 20
-        ``g``, the pivots that group the bins, >= 0 (0: every bin alone).
+    pivots : int, default 0
+        ``g``, the pivots that group the bins, >= 0; 0 (the default) keeps every bin alone, and the
+        paper takes 20.
     kp, ki, kd : float, default 0.9, 0.1, 0.0
         The PID controllers' gains.
     integral_window : int, default 5
@@ -91,12 +92,15 @@ class AdaPub(CentralMechanism):
     the grouping of bins off); here the tests form a sparse vector technique with one noisy
     offset per group, the deviation is measured from the median (:mod:`.time_groups`), and the
     integral term averages the last ``integral_window`` errors instead of the whole group's.
-    The shares, ``g``, the gains and ``gamma`` are the paper's as the benchmark gives them.
+    Bins grouped at a slot release the same value, so the pivots, which cannot fall between
+    equal values, keep them together from then on; the benchmark runs AdaPub without the grouping
+    of bins, and so does the default here (slot 1, with no release to group by, never groups).
+    The shares, the gains and ``gamma`` are the paper's as the benchmark gives them.
 
     Examples
     --------
     >>> from wevent.core.randomness import SecretKey, DerivedRandomness
-    >>> m = AdaPub(1.0, 10, 4, randomness=DerivedRandomness(SecretKey.from_seed(1)))
+    >>> m = AdaPub(1.0, 10, 4, pivots=20, randomness=DerivedRandomness(SecretKey.from_seed(1)))
     >>> results = m.run([[5, 6, 300, 310]] * 3)
     >>> [r.strategy.value for r in results], all(r.eps1 + r.eps2 <= 0.1 for r in results)
     (['publish', 'publish', 'publish'], True)
@@ -118,7 +122,7 @@ class AdaPub(CentralMechanism):
         domain_size: int,
         *,
         grouping_share: float = 0.2,
-        pivots: int = 20,
+        pivots: int = 0,
         kp: float = 0.9,
         ki: float = 0.1,
         kd: float = 0.0,
@@ -150,7 +154,7 @@ class AdaPub(CentralMechanism):
     def _bin_groups(self, slot: int) -> np.ndarray:
         """Every bin's group: how many of the slot's pivots lie below its last released value."""
         last = self.last_release
-        if not self.pivots:
+        if not self.pivots or slot == 1:  # no release yet to group by
             return np.arange(self.domain_size)
         low, high = math.floor(last.min()), math.floor(last.max())
         rng = self.randomness.generator(slot, Phase.SETUP)
