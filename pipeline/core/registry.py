@@ -6,13 +6,13 @@ with the whole catalogue. Each class says its model (``central``, ``local`` or `
 in its ``model`` attribute, so nothing needs to test class hierarchies to find it.
 
 >>> sorted(n for n, cls in mechanisms().items() if cls.model == "central")
-['ba', 'bd', 'sample', 'uniform']
+['adapub', 'ba', 'ba-grouped', 'bd', 'bd-grouped', 'dsat', 'fast-w', 'pegasus', 'rescuedp', 'sample', 'uniform']
 >>> mechanism_class("lpa").model
 'local'
 >>> mechanism_class("nope")
 Traceback (most recent call last):
 ...
-wevent.core.validation.ParameterError: unknown mechanism 'nope'; choose one of ba, bd, lb-dsat, lb-rescuedp, lba, lbd, lbu, lp-dsat, lp-rescuedp, lpa, lpd, lpu, lsp, pba, pbd, sample, uniform
+wevent.core.validation.ParameterError: unknown mechanism 'nope'; choose one of adapub, ba, ba-grouped, bd, bd-grouped, dsat, fast-w, lb-dsat, lb-rescuedp, lba, lbd, lbu, lp-dsat, lp-rescuedp, lpa, lpd, lpu, lsp, pba, pbd, pegasus, rescuedp, sample, uniform
 """
 
 from __future__ import annotations

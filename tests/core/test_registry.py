@@ -9,7 +9,7 @@ from wevent.core.validation import ParameterError
 
 def test_every_mechanism_says_its_model_and_lives_in_that_models_package():
     catalogue = mechanisms()
-    assert catalogue is REGISTRY and len(catalogue) == 17
+    assert catalogue is REGISTRY and len(catalogue) == 24
     for name, cls in catalogue.items():
         assert issubclass(cls, Mechanism) and cls.name == name
         assert cls.model in MODELS, name
@@ -17,7 +17,7 @@ def test_every_mechanism_says_its_model_and_lives_in_that_models_package():
 
 
 def test_an_unknown_name_is_one_clear_error():
-    with pytest.raises(ParameterError, match="unknown mechanism 'nope'; choose one of ba, bd"):
+    with pytest.raises(ParameterError, match="unknown mechanism 'nope'; choose one of adapub, ba, ba-grouped, bd"):
         mechanism_class("nope")
 
 

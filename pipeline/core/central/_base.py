@@ -115,19 +115,28 @@ class CentralMechanism(Mechanism):
         return dissimilarity is not None and dissimilarity.value > threshold
 
     def _fresh(self, slot: int, counts: np.ndarray, epsilon: float) -> np.ndarray:
-        """``c_t`` plus ``epsilon``-DP noise per bin (sensitivity 1 under add/remove-one-user), post-processed if asked.
+        """``c_t`` plus ``epsilon``-DP noise per bin, released (:meth:`_noisy`, :meth:`_release`)."""
+        return self._release(self._noisy(slot, counts, epsilon))
 
-        Discrete: ``c_t + X`` with X two-sided geometric, summed exactly in integers and rounded
-        once to float (a post-processing). Laplace: ``c_t + Lap(1/epsilon)``.
+    def _noisy(self, slot: int, values: np.ndarray, epsilon: float, phase: Phase = Phase.PUBLICATION) -> np.ndarray:
+        """``values`` plus independent ``epsilon``-DP noise each, drawn at ``(slot, phase)`` in one draw.
+
+        Each value is an integer query of sensitivity 1 (a bin's count under add/remove-one-user,
+        or any sum of disjoint bins). Discrete: ``values + X`` with X two-sided geometric, summed
+        exactly in integers and rounded once to float (a post-processing). Laplace:
+        ``values + Lap(1/epsilon)``. One call per ``(slot, phase)``: a second draw there would
+        repeat the first one's noise.
         """
         if self.noise == "discrete":
-            noise = self.randomness.discrete_laplace(slot, Phase.PUBLICATION, epsilon, self.domain_size)
-            noisy = (counts.astype(np.int64) + noise).astype(float)
-        else:
-            noisy = counts + self.randomness.laplace(slot, Phase.PUBLICATION, 1.0 / epsilon, self.domain_size)
+            noise = self.randomness.discrete_laplace(slot, phase, epsilon, values.size)
+            return (values.astype(np.int64) + noise).astype(float)
+        return values + self.randomness.laplace(slot, phase, 1.0 / epsilon, values.size)
+
+    def _release(self, values: np.ndarray) -> np.ndarray:
+        """Make ``values`` the last release, post-processed if asked (``clamp_round``)."""
         if self.clamp_round:
-            noisy = np.rint(np.maximum(noisy, 0.0))
-        self.last_release = self._freeze(noisy)
+            values = np.rint(np.maximum(values, 0.0))
+        self.last_release = self._freeze(values)
         return self.last_release
 
     def _result(self, slot, strategy, eps2, dissimilarity=None, threshold=None) -> StepResult:

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..base import Strategy
+from ..control import steer_threshold
 from ..validation import ParameterError, check_positive, check_positive_int
 from ._base import AdaptiveMechanism, Scheduled
 from .protocol import LocalDissimilarity, Request
@@ -62,8 +63,7 @@ class RateControlled(Scheduled, AdaptiveMechanism):
         count = (self.schedule.pool - self.schedule.remaining()) / self.unit  # publications, last w-1 slots
         rate = count / (min(slot, self.window) if self.rate_denominator == "window" else slot)
         target = self.cutoff / self.window
-        step = self.gain * abs(abs(rate - target) - self.tolerance) / self.tolerance
-        self.threshold = max(0.0, self.threshold - step) if rate < target else min(THRESHOLD_CAP, self.threshold + step)
+        self.threshold = steer_threshold(self.threshold, rate, target, self.tolerance, self.gain, THRESHOLD_CAP)
         if self._publishes(slot, dissimilarity, self.threshold):
             return self._ask(slot, self.publication_amount)
         return Strategy.APPROXIMATE

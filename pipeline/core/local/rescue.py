@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..base import Strategy
+from ..control import KalmanFilter, PIDController, rescue_interval
 from ..randomness import DerivedRandomness
-from ..validation import ParameterError, check_positive, check_positive_int
+from ..validation import ParameterError, check_positive
 from ._base import DecisionOverride, LocalMechanism
 from .device_reports import Devices
 from .protocol import LocalDissimilarity, Request
@@ -67,39 +68,31 @@ class KalmanSampling(LocalMechanism):
         self.max_share = check_positive(max_share, "p_max")
         if self.max_share > 1:
             raise ParameterError(f"p_max is a share of what is available: at most 1, got {max_share!r}")
-        self.kp, self.ki, self.kd = float(kp), float(ki), float(kd)
-        self.integral_window = check_positive_int(integral_window, "integral window pi_i")
+        self.pid = PIDController(kp, ki, kd, integral_window)
         self.interval_gain = float(interval_gain)
-        self.process_noise = float(process_noise)
-        self.initial_covariance = check_positive(initial_covariance, "P0")
+        self.kalman = KalmanFilter(process_noise, initial_covariance)
         self.interval = 1.0
         self.next_sample = 1
         self.last_sample = 0  # 0: no sample yet
-        self.covariance = self.initial_covariance
-        self.errors: list[float] = []  # feedback errors of the last pi_i samples (at least two kept)
 
     def _sample(self, slot: int, share: float) -> Request | Strategy:
         """The sample of ``slot`` taking ``share`` of what is available, or NOT_SAMPLED."""
         raise NotImplementedError
 
     def _decide(self, slot: int, dissimilarity: LocalDissimilarity | None) -> Request | Strategy:
-        self.covariance += self.process_noise  # Kalman predict: the prior is the last release
+        self.kalman.predict()  # the prior is the last release
         if slot != self.next_sample:
             return Strategy.NOT_SAMPLED
         return self._sample(slot, min(self.sample_share * math.log(self.interval + 1), self.max_share))
 
     def _fresh_release(self, estimate: np.ndarray, request: Request, n: int) -> np.ndarray:
         noise = request.make_oracle(self.var_mode).variance(n)
-        gain = self.covariance / (self.covariance + noise)
-        release = self.last_release + gain * (estimate - self.last_release)
-        self.covariance *= 1 - gain
+        release = self.kalman.correct(self.last_release, estimate, noise)
         slot = request.slot
         if self.last_sample:
             error = float(np.mean(np.abs(release - self.last_release)))
-            change = (error - self.errors[-1]) / (slot - self.last_sample) if self.errors else 0.0
-            self.errors = (self.errors + [error])[-max(self.integral_window, 2):]
-            delta = self.kp * error + self.ki * float(np.mean(self.errors[-self.integral_window:])) + self.kd * change
-            self.interval = max(1.0, self.interval + self.interval_gain * (1 - (delta / math.sqrt(noise)) ** 2))
+            delta = float(self.pid.update([0], [error], [slot - self.last_sample])[0])
+            self.interval = float(rescue_interval(self.interval, delta, math.sqrt(noise), self.interval_gain))
         self.last_sample, self.next_sample = slot, slot + math.floor(self.interval)
         return release
 
@@ -110,17 +103,18 @@ class KalmanSampling(LocalMechanism):
 
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "sample_share": self.sample_share, "max_share": self.max_share,
-                "kp": self.kp, "ki": self.ki, "kd": self.kd, "integral_window": self.integral_window,
-                "interval_gain": self.interval_gain, "process_noise": self.process_noise,
-                "initial_covariance": self.initial_covariance}
+                "kp": self.pid.kp, "ki": self.pid.ki, "kd": self.pid.kd, "integral_window": self.pid.integral_window,
+                "interval_gain": self.interval_gain, "process_noise": self.kalman.process_noise,
+                "initial_covariance": self.kalman.initial_covariance}
 
     def _dynamic(self) -> dict[str, Any]:
         return {**super()._dynamic(), "interval": self.interval, "next_sample": self.next_sample,
-                "last_sample": self.last_sample, "covariance": self.covariance, "errors": list(self.errors)}
+                "last_sample": self.last_sample, "covariance": float(self.kalman.covariance[0]),
+                "errors": self.pid.errors()}
 
     def _load(self, dynamic: dict[str, Any]) -> None:
         super()._load(dynamic)
         self.interval = float(dynamic["interval"])
         self.next_sample, self.last_sample = int(dynamic["next_sample"]), int(dynamic["last_sample"])
-        self.covariance = float(dynamic["covariance"])
-        self.errors = [float(e) for e in dynamic["errors"]]
+        self.kalman.covariance[0] = float(dynamic["covariance"])
+        self.pid.load_errors([float(e) for e in dynamic["errors"]])
