@@ -52,7 +52,7 @@ def _existing_directory(text: str) -> str:
 def handle(args) -> int:
     from ..reproduce import PAPERS
     from ..reproduce.figures import SCALES
-    from ..reproduce.outputs import check_matplotlib
+    from ..reproduce.style import check_matplotlib
     from ..reproduce.runner import run
     from ._common import UsageError
 

@@ -5,8 +5,9 @@ Parses the options, builds the config (one stream over the feed by default) and 
 configured), the topics, a worker, the devices of a local-model stream and the feed's replay (the
 bundled sample by default), and stops them all and deletes its working directory on every exit.
 This handler prints every release as it arrives; with ``--slots N --release-log FILE`` it stops
-after N slots and writes every release as one JSON line. Metrics are served on the worker's web
-port, and the releases' error against the feed's truth on a port of this process (loopback only).
+after N slots and writes every release as one JSON line (``--truth-log`` the slots' true
+histograms, for ``wevent plot``). Metrics are served on the worker's web port, and the releases'
+error against the feed's truth on a port of this process (loopback only).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def register(sub) -> None:
     p.add_argument("--release-log", type=writable_file, help="write every release as one JSON line to this file")
     p.add_argument("--audit-log", type=writable_file,
                    help="write every audit record (who was charged what) as one JSON line to this file")
+    p.add_argument("--truth-log", type=writable_file,
+                   help="write every released slot's true histogram from the feed as one JSON line to this file, "
+                   "for `wevent plot --truth`: the users' raw data, written only here, on this machine")
     p.add_argument("--speed", type=real(0, 1e9), default=1200.0,
                    help="replay speed as a multiple of real time; 0 = as fast as possible (default: 1200, "
                    "a 5-minute slot every 0.25 s)")
@@ -148,11 +152,14 @@ def _follow(args, run, truth_port: int) -> int:
           f"worker log {run.worker.log_path} (deleted on exit)", file=sys.stderr)
     print(describe(run.stream, run.feed, run.slots), file=sys.stderr)
     run.start_replay()
-    with open(args.release_log, "w") if args.release_log else contextlib.nullcontext() as log:
+    with (open(args.release_log, "w") if args.release_log else contextlib.nullcontext() as log,
+          open(args.truth_log, "w") if args.truth_log else contextlib.nullcontext() as truth_log):
         for record in run.releases():
             if log:
                 log.write(record.to_json() + "\n")
                 log.flush()
+            if truth_log:
+                _write_truth(truth_log, run, record)
             if not args.quiet:
                 print(format_release(record), flush=True)
     if args.audit_log:
@@ -160,3 +167,14 @@ def _follow(args, run, truth_port: int) -> int:
     print(f"{run.released} releases of stream {run.stream.name!r}; mean absolute error against the truth "
           f"{run.mean_error:.3f}" + (f"; written to {args.release_log}" if args.release_log else ""), file=sys.stderr)
     return 0
+
+
+def _write_truth(log, run, record) -> None:
+    """The slot's true histogram, as the run scores the release against it (the line `wevent plot` reads)."""
+    import json
+
+    truth = run.monitor.truth(record.slot, len(record.release))
+    if truth is not None:
+        log.write(json.dumps({"record": "truth", "stream": record.stream, "slot": record.slot,
+                              "truth": truth.tolist()}) + "\n")
+        log.flush()

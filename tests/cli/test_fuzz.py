@@ -64,7 +64,9 @@ def files(tmp_path_factory) -> dict[str, str]:
     dump = root / "values.npz"
     UserValues(np.random.default_rng(0).integers(0, 3, (6, 20)), domain_size=3).save(dump)
     (root / "dir").mkdir()
-    return {"root": str(root), "config": str(root / "config.toml"), "dump": str(dump)}
+    releases = root / "releases.jsonl"
+    assert invoke(["simulate", "--input", str(dump), "--releases", str(releases)])[0] == 0
+    return {"root": str(root), "config": str(root / "config.toml"), "dump": str(dump), "releases": str(releases)}
 
 
 def invoke(argv: list[str]) -> tuple[int, str, float]:
@@ -161,6 +163,9 @@ NUMERIC = [
     # `run`: argument-level input only (its own checks are another module's).
     (["run"], "--epsilon", TEXT), (["run"], "--window", NON_NUMERIC), (["run"], "--slots", NON_NUMERIC),
     (["run"], "--metrics-port", NON_NUMERIC), (["run"], "--speed", TEXT),
+    (["plot", "{releases}", "-o", "{root}/p.png"], "--top", counts(12)),
+    (["plot", "{releases}", "-o", "{root}/p.png"], "--bin",
+     st.one_of(TEXT, NOT_FINITE, st.integers(-10**20, -1).map(str), st.sampled_from(["1.5", "2e3"]))),
 ]
 
 
@@ -168,13 +173,37 @@ def fill(argv: list[str], files: dict[str, str]) -> list[str]:
     return [a.format(**files) for a in argv]
 
 
+def by_command(entries: list[tuple]) -> dict[str, list[tuple]]:
+    """The entries of each subcommand (the first word of their prefix), so `-k COMMAND` fuzzes one."""
+    commands: dict[str, list[tuple]] = {}
+    for entry in entries:
+        commands.setdefault(entry[0][0], []).append(entry)
+    return commands
+
+
+def fuzz(entries: list[tuple], examples: int, check) -> None:
+    """``check(data, entry)`` on ``examples`` drawn examples: as many per entry as the whole table gives each."""
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(data=st.data())
+    def run(data):
+        check(data, data.draw(st.sampled_from(entries), label="option"))
+
+    run()
+
+
+NUMERIC_BY_COMMAND = by_command(NUMERIC)
+
+
 @pytest.mark.timeout(120)
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_every_numeric_option_refuses_bad_numbers(files, data):
-    prefix, option, values = data.draw(st.sampled_from(NUMERIC), label="option")
-    argv = fill(prefix, files) + [f"{option}={data.draw(values, label='value')}"]
-    assert_refused(argv, *invoke(argv))
+@pytest.mark.parametrize("command", list(NUMERIC_BY_COMMAND))
+def test_every_numeric_option_refuses_bad_numbers(files, command):
+    def check(data, entry):
+        prefix, option, values = entry
+        argv = fill(prefix, files) + [f"{option}={data.draw(values, label='value')}"]
+        assert_refused(argv, *invoke(argv))
+
+    entries = NUMERIC_BY_COMMAND[command]
+    fuzz(entries, max(10, 500 * len(entries) // len(NUMERIC)), check)
 
 
 def test_the_limit_is_named_in_the_refusal():
@@ -237,20 +266,26 @@ FILE_OPTIONS = [
     (DEVICES[2:], "--config"), (["devices", "--config", "{config}", "-b", UNREACHABLE], "--values"),
     (["replay", "tdrive", "--dump", "{root}/t.npz"], None),
     (["replay", "foursquare", "--dump", "{root}/f.npz"], None),
+    (["plot", "-o", "{root}/p.png"], None), (["plot", "{releases}", "-o", "{root}/p.png"], "--audit-log"),
+    (["plot", "{releases}", "-o", "{root}/p.png"], "--truth"),
 ]
+FILE_OPTIONS_BY_COMMAND = by_command(FILE_OPTIONS)
 
 
 @pytest.mark.timeout(120)
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_bad_input_files_are_refused(files, data):
-    prefix, option = data.draw(st.sampled_from(FILE_OPTIONS), label="option")
-    path = bad_file(files["root"], data.draw(KINDS, label="kind"), data.draw(st.binary(max_size=300)),
-                    data.draw(st.floats(0, 1)))
-    argv = fill(prefix, files) + ([option, path] if option else [path])
-    if prefix[0] == "devices" and option == "--config":
-        argv = ["devices", "--values", files["dump"]] + argv[1:]
-    assert_refused(argv, *invoke(argv))
+@pytest.mark.parametrize("command", list(FILE_OPTIONS_BY_COMMAND))
+def test_bad_input_files_are_refused(files, command):
+    def check(data, entry):
+        prefix, option = entry
+        path = bad_file(files["root"], data.draw(KINDS, label="kind"), data.draw(st.binary(max_size=300)),
+                        data.draw(st.floats(0, 1)))
+        argv = fill(prefix, files) + ([option, path] if option else [path])
+        if prefix[0] == "devices" and option == "--config":
+            argv = ["devices", "--values", files["dump"]] + argv[1:]
+        assert_refused(argv, *invoke(argv))
+
+    entries = FILE_OPTIONS_BY_COMMAND[command]
+    fuzz(entries, max(10, 200 * len(entries) // len(FILE_OPTIONS)), check)
 
 
 @pytest.mark.parametrize("argv", [

@@ -15,8 +15,11 @@ import pytest
 
 from wevent.cli import main
 from wevent.reproduce import PAPERS
+from wevent.reproduce.datasets import prepare
 from wevent.reproduce.figures import TINY
-from wevent.reproduce.runner import cell_path, shown
+from wevent.reproduce.outputs import draw
+from wevent.reproduce.runner import aggregate, cell_path, shown
+from wevent.reproduce.style import DPI, catalogue, method_label
 
 pytestmark = pytest.mark.slow  # about a minute on two shared cores: 670 cells and 37 files
 
@@ -163,7 +166,7 @@ def test_without_matplotlib_one_line_and_status_2(monkeypatch, tmp_path, capsys)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["reproduce", "sun", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install 'wevent[reproduce]'" in err
+    assert err.count("\n") == 1 and "in the wevent checkout, pip install -e '.[reproduce]'" in err
 
 
 def test_bad_arguments_are_one_line(tmp_path):
@@ -173,3 +176,102 @@ def test_bad_arguments_are_one_line(tmp_path):
     assert proc.returncode == 2 and "--jobs must be" in proc.stderr
     proc = wevent("reproduce", "sun", "--data", str(tmp_path), "--out", str(tmp_path / "o"), check=False)
     assert proc.returncode == 2 and "neither a tdrive nor a foursquare directory" in proc.stderr
+
+
+# --- the pictures ----------------------------------------------------------------------------------
+
+def _drawn(out: Path, runs: int):
+    """Every figure of the reproduction in ``out``, drawn in this process: (paper, figure, rows, matplotlib figure)."""
+    inputs = prepare({d for p in PAPERS.values() for f in p.figures for d in f.datasets}, out, None, TINY)
+    for paper, figure in _figures():
+        if not figure.table and (out / paper.name / f"{figure.name}.png").is_file():
+            rows = aggregate(paper, figure, TINY, out, runs, inputs)
+            yield paper, figure, rows, draw(figure, rows, TINY)
+
+
+def _curves(fig) -> list:
+    """The method curves the drawing made (named by their gid), in every panel."""
+    return [line for ax in fig.axes for line in ax.get_lines() if line.get_gid() in catalogue()]
+
+
+def _hex(colour) -> str:
+    from matplotlib.colors import to_hex
+
+    return to_hex(colour)
+
+
+def _style(artist) -> tuple:
+    return _hex(artist.get_color()), artist.get_marker(), artist.get_linestyle()
+
+
+def test_a_method_has_one_style_in_every_panel_of_every_figure_and_its_legend(out):
+    import matplotlib.pyplot as plt
+
+    styles: dict[str, set] = {}
+    for paper, figure, _, fig in _drawn(out, runs=1):
+        curves = _curves(fig)
+        assert {line.get_gid() for line in curves} == set(figure.methods), (paper.name, figure.name)
+        for line in curves:
+            styles.setdefault(line.get_gid(), set()).add(_style(line))
+        colours = {_style(line)[0]: line.get_gid() for line in curves}
+        assert len(colours) == len(figure.methods), f"{paper.name} {figure.name}: two methods share a colour"
+        legends = fig.legends or [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+        for legend in legends:  # every legend entry looks like the curves of the method it names
+            for handle, text in zip(legend.legend_handles, legend.get_texts()):
+                method = next(m for m in figure.methods if text.get_text().split(":")[0] == method_label(m))
+                assert _style(handle) in styles[method], (paper.name, figure.name, method)
+        plt.close(fig)
+    assert len(styles) == len({m for p in PAPERS.values() for f in p.figures if not f.table for m in f.methods})
+    assert all(len(seen) == 1 for seen in styles.values()), {m: s for m, s in styles.items() if len(s) > 1}
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """Kellaris et al.'s figures (the cheapest paper) with two runs a cell: a spread to draw."""
+    out = tmp_path_factory.mktemp("two-runs")
+    wevent("reproduce", "kellaris", "--runs", "2", "--out", str(out), "--jobs", "1", "--no-progress")
+    return out
+
+
+def test_the_pngs_are_pictures_of_the_papers_layout(two_runs):
+    from matplotlib.image import imread
+
+    for figure in PAPERS["kellaris"].figures:
+        picture = imread(two_runs / "kellaris" / f"{figure.name}.png")
+        height, width = picture.shape[:2]
+        # DPI dots an inch of 3.2 inches a dataset column plus margins; 2.6 a metric row plus title and legend
+        assert width == round(DPI * (3.2 * len(figure.datasets) + 0.6))
+        assert height == round(DPI * (2.6 * len(figure.metrics) + 1.0))
+        assert picture[..., :3].std() > 0.05, figure.name  # not one flat colour
+
+
+def test_the_spread_over_runs_is_shaded_one_standard_deviation_either_side(two_runs):
+    import matplotlib.pyplot as plt
+
+    for paper, figure, rows, fig in _drawn(two_runs, runs=2):
+        assert "mean over 2 runs; shaded: ±1 standard deviation" in fig.legends[0].get_title().get_text()
+        for ax, (metric, dataset) in zip(fig.axes, [(m, d) for m in figure.metrics for d in figure.datasets]):
+            for method in figure.methods:
+                band = next(c for c in ax.collections if c.get_gid() == method)
+                line = next(line for line in ax.get_lines() if line.get_gid() == method)
+                assert _hex(band.get_facecolor()[0]) == _style(line)[0]
+                ys = band.get_paths()[0].vertices[:, 1]
+                series = [r for r in rows if r["dataset"] == dataset and r["method"] == method]
+                assert series and all(r["runs"] == 2 and r[f"{metric}_std"] > 0 for r in series)
+                assert ys.max() == pytest.approx(max(r[metric] + r[f"{metric}_std"] for r in series))
+                assert ys.min() == pytest.approx(min(r[metric] - r[f"{metric}_std"] for r in series))
+        plt.close(fig)
+
+
+def test_legends_lie_outside_every_panel(out):
+    import matplotlib.pyplot as plt
+
+    for paper, figure, _, fig in _drawn(out, runs=1):
+        renderer = fig.canvas.get_renderer()
+        fig.canvas.draw()
+        legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+        assert legends, (paper.name, figure.name)
+        for legend in legends:
+            box = legend.get_window_extent(renderer)
+            assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes), (paper.name, figure.name)
+        plt.close(fig)

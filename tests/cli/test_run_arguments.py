@@ -23,6 +23,7 @@ BAD = [
     (["--seed", "1.5"], "--seed must be an integer >= 0"),
     (["--release-log", "/nonexistent/r.jsonl"], "there is no directory '/nonexistent'"),
     (["--audit-log", "/nonexistent/a.jsonl"], "there is no directory '/nonexistent'"),
+    (["--truth-log", "/nonexistent/t.jsonl"], "there is no directory '/nonexistent'"),
     (["--release-log", "/"], "'/' is a directory"),
     (["-m", "nope"], "unknown mechanism 'nope'"),
     (["--stream", "nope"], "the config has no stream 'nope'"),
