@@ -421,6 +421,17 @@ RESCUE = {  # the sampling and filter of LB-RescueDP and LP-RescueDP
     "initial_covariance": Option(POSITIVE, "P0: the Kalman filter's initial covariance"),
 }
 
+PID = {  # the feedback controller FAST_w, RescueDP and AdaPub share
+    "kp": RESCUE["kp"], "ki": RESCUE["ki"], "kd": RESCUE["kd"],
+    "integral_window": Option(Integer(1, 2**20), "feedback errors in the PID's integral term"),
+}
+GROUPED = {  # BD and BA with bins grouped
+    **ADAPTIVE_CENTRAL,
+    "groups": Option(Integer(1, 10**6), "groups of bins (default: max(1, d // 500))"),
+    "period": Option(Integer(1, 2**20), "slots between two regroupings"),
+}
+SMOOTHED = {**CENTRAL, "max_group": Option(Integer(1, 2**16), "the most slots one group of releases spans")}
+
 
 @dataclass(frozen=True)
 class MechanismSchema:
@@ -437,6 +448,52 @@ MECHANISMS: dict[str, MechanismSchema] = {
         **PERSONALIZED,
         "lookback": Option(Choice(("paper", "artifact")), "slots of past publications subtracted: w-1 or w")}),
     "pba": MechanismSchema("personalized", PERSONALIZED),
+    "bd-grouped": MechanismSchema("central", GROUPED),
+    "ba-grouped": MechanismSchema("central", GROUPED),
+    "fast-w": MechanismSchema("central", {
+        **CENTRAL, **PID,
+        "sample_ratio": Option(Number(0, 1, open_low=True), "r: the share of a window's slots sampled at most"),
+        "interval_gain": Option(FINITE, "theta: how fast the sampling interval moves"),
+        "error_target": Option(POSITIVE, "xi: the feedback error the controller aims at"),
+        "process_noise": Option(Number(0), "Q: the Kalman filter's process noise"),
+        "measurement_noise": Option(POSITIVE, "R: the Kalman filter's measurement noise"),
+        "initial_covariance": Option(POSITIVE, "P0: the Kalman filter's initial covariance"),
+    }),
+    "rescuedp": MechanismSchema("central", {
+        **CENTRAL, **PID,
+        "sample_share": Option(POSITIVE, "phi: the sampling share's growth"),
+        "max_share": Option(Number(0, 1, open_low=True), "p_max: the largest share of the remaining budget"),
+        "max_budget": Option(Number(MIN_EPSILON, 100), "e_max: the largest budget of one sample (default: eps / 5)"),
+        "interval_gain": Option(FINITE, "theta: how fast the sampling interval moves"),
+        "dynamic_grouping": Option(BOOLEAN, "group bins that move together (RescueDP-MD) or not (1D per bin)"),
+        "group_limit": Option(POSITIVE, "tau: the largest noisy count a group may sum"),
+        "min_correlation": Option(Number(-1, 1), "the least correlation of two bins in one group"),
+        "max_difference": Option(Number(0), "the largest difference of two bins' releases in one group"),
+        "history": Option(Integer(2, 2**16), "kappa: releases the grouping compares"),
+        "process_noise": Option(Number(0), "Q: the Kalman filter's process noise"),
+        "initial_covariance": Option(POSITIVE, "P0: the Kalman filter's initial covariance"),
+    }),
+    "dsat": MechanismSchema("central", {
+        **ADAPTIVE_CENTRAL,
+        "cutoff": Option(Integer(1, 2**20), "C: target publications per window (default: ceil(0.15 w))"),
+        "threshold": Option(Number(0), "T: the initial threshold in counts (default: 1 / eps_2)"),
+        "tolerance": DSAT["tolerance"],
+        "gain": Option(FINITE, "theta: the controller's gain (default: T / 10)"),
+        "threshold_cap": Option(Number(0), "the largest threshold (default: 2 T)"),
+        "rate_denominator": DSAT["rate_denominator"],
+    }),
+    "pegasus": MechanismSchema("central", {
+        **SMOOTHED,
+        "grouper_share": Option(SHARE, "the share of epsilon the grouper spends"),
+        "threshold": Option(POSITIVE, "theta: the grouper's deviation threshold (default: 5 / eps_g)"),
+        "smoother": Option(Choice(("median", "mean", "shrinkage")), "how a group's releases are smoothed"),
+    }),
+    "adapub": MechanismSchema("central", {
+        **SMOOTHED, **PID,
+        "grouping_share": Option(SHARE, "the share of epsilon the grouping in time spends"),
+        "pivots": Option(Integer(0, 2**16), "g: pivots grouping the bins (0: no grouping of bins)"),
+        "error_floor": Option(POSITIVE, "gamma: the least error the feedback assumes"),
+    }),
     "lbu": MechanismSchema("local", LOCAL),
     "lsp": MechanismSchema("local", LOCAL),
     "lpu": MechanismSchema("local", LOCAL),

@@ -279,7 +279,11 @@ EXAMPLES = {"block_size": 16, "deadline_seconds": 5.0, "beta": 0.4, "pool": "res
             "rate_denominator": "slot", "sample_share": 0.3, "max_share": 0.5, "max_users": 10, "kp": 1.0,
             "ki": 0.2, "kd": 0.1, "integral_window": 2, "interval_gain": 5.0, "process_noise": 1e-4,
             "initial_covariance": 2.0, "clamp_round": True, "noise": "laplace", "budget_shift": True,
-            "force_first_publish": True, "lookback": "artifact", "dc_obs_sensitivity": 2.0}
+            "force_first_publish": True, "lookback": "artifact", "dc_obs_sensitivity": 2.0, "groups": 2,
+            "period": 3, "sample_ratio": 0.2, "error_target": 0.2, "measurement_noise": 2e6, "max_budget": 0.1,
+            "dynamic_grouping": False, "group_limit": 20.0, "min_correlation": 0.4, "max_difference": 10.0,
+            "history": 4, "threshold_cap": 40.0, "grouper_share": 0.3, "smoother": "mean", "max_group": 8,
+            "grouping_share": 0.3, "pivots": 1, "error_floor": 2.0}
 
 
 PERSONALIZED_EXAMPLES = {"threshold": "scale"}  # PBD/PBA's threshold is a rule's name, LP-DSAT's a number
