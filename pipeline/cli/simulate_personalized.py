@@ -8,13 +8,19 @@ the strictest pair ``(max w_i, min eps_i)``, the only pair that satisfies every 
 its reports from the slots' per-type counts (exact in distribution), with the devices' key.
 
 The JSON summary adds ``max_user_window_spend_ratio`` (largest ``spent / eps_i`` of any user's
-own window, <= 1), ``requirements``, ``baseline`` and ``error_reduction`` (``1 - new/baseline``).
+own window, <= 1), ``requirements``, ``baseline`` and ``error_reduction`` (``1 - new/baseline`` in
+MAE, MRE and MSE). ``--runs K`` repeats with seeds ``seed .. seed+K-1`` on the same data (drawn
+from ``--seed``): each run draws its own requirements (unless ``--requirements``) and noise; the
+errors are the runs' means, the reductions those of the means with ``error_reduction_sd`` (their
+spread from run to run), the spend ratio the largest of any run; ``requirements``, ``strategies``
+and the per-type spends are run 1's, and ``--releases``/``--save-requirements`` write run 1's.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+from functools import partial
 
 import numpy as np
 
@@ -37,6 +43,8 @@ from ._common import (UsageError, epsilon_value, probability, progress, readable
 from .simulate_family import Outcome
 
 BASELINES = {"pbd": "bd", "pba": "ba"}
+COMPARED = ("mae", "mre", "mse")  # the errors every run compares with its baseline's
+AVERAGED = (*COMPARED, "ajsd", "publications", "approximations")  # means over --runs
 
 
 @dataclasses.dataclass
@@ -97,7 +105,7 @@ class PersonalizedFamily:
                            "baseline: NOT PRIVATE. Restart every mechanism every SLOTS slots, as the authors' code "
                            "does: windows across a restart can spend up to twice their budget")
 
-    def requirements(self, args, population: Population) -> Requirements:
+    def requirements(self, args, population: Population, seed: int, save: bool) -> Requirements:
         if args.requirements:
             try:
                 requirements = Requirements.load_csv(args.requirements).for_users(population.user_ids)
@@ -106,9 +114,9 @@ class PersonalizedFamily:
                                  f"{' '.join(str(exc).split())}") from None
         else:
             drawn = generate(args.requirement_mix, len(population.user_ids), args.strict_epsilon, args.strict_window,
-                             groups=args.groups, share=args.share, seed=args.seed)
+                             groups=args.groups, share=args.share, seed=seed)
             requirements = Requirements(drawn.windows, drawn.epsilons, population.user_ids)
-        if args.save_requirements:
+        if save and args.save_requirements:
             try:
                 requirements.save_csv(args.save_requirements)
             except OSError as exc:
@@ -116,13 +124,25 @@ class PersonalizedFamily:
         return requirements
 
     def run(self, mechanism: str, args):
+        if mechanism == "plbu" and args.releases:
+            raise UsageError("plbu keeps no release log: --releases is for pbd and pba")
         population = Population.from_args(args)
-        requirements = self.requirements(args, population)
-        d = population.domain_size
-        type_counts = requirements.type_counts(population.values, d)  # (slots, types, d)
         floor = args.mre_floor if args.mre_floor is not None else COUNT_MRE_FLOOR
-        if mechanism == "plbu":
-            return self._run_plbu(args, requirements, type_counts, floor)
+        outcomes: list[Outcome] = []
+        requirements = type_counts = None
+        for run in range(args.runs):
+            seed = args.seed + run
+            if requirements is None or not args.requirements:  # a file's requirements are the same every run
+                requirements = self.requirements(args, population, seed, save=run == 0)
+                type_counts = requirements.type_counts(population.values, population.domain_size)  # (slots, types, d)
+            one = self._run_plbu if mechanism == "plbu" else partial(self._run_pwsm, mechanism)
+            outcomes.append(one(args, seed, requirements, type_counts, floor, records=run == 0 and bool(args.releases)))
+        return Outcome(averaged([o.summary for o in outcomes]), outcomes[0].records)
+
+    def _run_pwsm(self, mechanism: str, args, seed: int, requirements: Requirements, type_counts: np.ndarray,
+                  floor: float, records: bool) -> Outcome:
+        """One run of PBD or PBA (and of its baseline) with ``seed``'s noise."""
+        d = type_counts.shape[2]
         options = {"threshold": args.threshold, "force_first_publish": args.force_first_publish,
                    "dc_obs_sensitivity": args.dc_obs_sensitivity, "clamp_round": args.clamp_round, "noise": args.noise}
         if mechanism == "pbd":
@@ -132,36 +152,35 @@ class PersonalizedFamily:
         cls = REGISTRY[mechanism]
         bar = lambda it: progress(it, args.progress, total=len(type_counts), desc=mechanism)  # noqa: E731
         run = self._segmented(lambda randomness: cls.for_requirements(requirements, d, randomness=randomness, **options),
-                              args, iter(type_counts), lambda m, segment: simulate_personalized(m, segment, progress=bar))
+                              args, seed, iter(type_counts), lambda m, segment: simulate_personalized(m, segment, progress=bar))
 
         summary = run.summary(mre_floor=floor)
         if args.baseline:
-            summary.update(self._baseline(mechanism, args, requirements, d, run.truth, floor, summary))
+            summary.update(self._baseline(mechanism, args, seed, requirements, d, run.truth, floor, summary))
         if args.artifact_segment_len_nonprivate is not None:
             summary["options"]["artifact_segment_len_nonprivate"] = args.artifact_segment_len_nonprivate
-        return Outcome(summary, self._records(args.stream, run) if args.releases else [])
+        return Outcome(summary, self._records(args.stream, run) if records else [])
 
-    def _baseline(self, mechanism: str, args, requirements: Requirements, d: int, truth: np.ndarray, floor: float,
-                  summary: dict) -> dict:
+    def _baseline(self, mechanism: str, args, seed: int, requirements: Requirements, d: int, truth: np.ndarray,
+                  floor: float, summary: dict) -> dict:
         """BD (for PBD) or BA (for PBA) at the strictest pair on the same counts, and the error reduction."""
         window, epsilon = requirements.strictest
         baseline_cls = REGISTRY[BASELINES[mechanism]]
         options = {"budget_shift": args.budget_shift, "force_first_publish": args.force_first_publish,
                    "clamp_round": args.clamp_round, "noise": args.noise}
         run = self._segmented(lambda randomness: baseline_cls(epsilon, window, d, randomness=randomness, **options),
-                              args, iter(truth), lambda m, segment: simulate(m, np.array(list(segment))))
+                              args, seed, iter(truth), lambda m, segment: simulate(m, np.array(list(segment))))
         base = run.summary(mre_floor=floor)
-        return {"baseline": {k: base[k] for k in ("mechanism", "epsilon", "window", "mae", "mre", "mse", "publications",
+        return {"baseline": {k: base[k] for k in ("mechanism", "epsilon", "window", *COMPARED, "publications",
                                                   "max_window_epsilon")},
-                "error_reduction": {k: 1.0 - summary[k] / base[k] if base[k] > 0 else 0.0 for k in ("mae", "mse")}}
+                "error_reduction": error_reduction(summary, base)}
 
     @staticmethod
-    def _run_plbu(args, requirements: Requirements, type_counts: np.ndarray, floor: float) -> Outcome:
+    def _run_plbu(args, seed: int, requirements: Requirements, type_counts: np.ndarray, floor: float,
+                  records: bool) -> Outcome:
         """PLBU's reports drawn from the slots' type counts with the devices' key (no baseline: it has none)."""
-        if args.releases:
-            raise UsageError("plbu keeps no release log: --releases is for pbd and pba")
         types = requirements.types
-        rng = DerivedRandomness(SecretKey.from_seed(args.seed, purpose="devices"), args.stream).generator(
+        rng = DerivedRandomness(SecretKey.from_seed(seed, purpose="devices"), args.stream).generator(
             0, Phase.PUBLICATION)
         plbu = PersonalizedLBU(types.windows, types.epsilons, types.sizes, type_counts.shape[2], rng=rng)
         releases, truth = plbu.releases(type_counts), type_counts.sum(axis=1).astype(float)
@@ -179,9 +198,9 @@ class PersonalizedFamily:
         return Outcome(summary, [])
 
     @staticmethod
-    def _segmented(build, args, rows, simulate_one):
+    def _segmented(build, args, seed: int, rows, simulate_one):
         """One continuous run, or (NOT PRIVATE) fresh mechanisms every segment, results renumbered."""
-        randomness = DerivedRandomness(SecretKey.from_seed(args.seed), args.stream)
+        randomness = DerivedRandomness(SecretKey.from_seed(seed), args.stream)
         length = args.artifact_segment_len_nonprivate
         if length is None:
             return simulate_one(build(randomness), rows)
@@ -195,6 +214,32 @@ class PersonalizedFamily:
     def _records(stream: str, run) -> list[ReleaseRecord]:
         spend = run.ledger().type_window_spend()
         return [personalized_release_record(stream, run.mechanism, r, s) for r, s in zip(run.results, spend)]
+
+
+def error_reduction(summary: dict, baseline: dict) -> dict:
+    """``1 - new / baseline`` of every compared error (0 where the baseline's is 0)."""
+    return {k: 1.0 - summary[k] / baseline[k] if baseline[k] > 0 else 0.0 for k in COMPARED}
+
+
+def averaged(summaries: list[dict]) -> dict:
+    """Run 1's summary with the runs' mean errors, the largest spends, and the reductions of the means."""
+    first = dict(summaries[0], runs=len(summaries))
+    if len(summaries) == 1:
+        return first
+    for key in AVERAGED:
+        first[key] = float(np.mean([s[key] for s in summaries]))
+    first["max_user_window_spend_ratio"] = max(s["max_user_window_spend_ratio"] for s in summaries)
+    if "baseline" in first:
+        baselines = [s["baseline"] for s in summaries]
+        first["baseline"] = dict(first["baseline"], **{k: float(np.mean([b[k] for b in baselines]))
+                                                       for k in (*COMPARED, "publications")},
+                                 max_window_epsilon=max(b["max_window_epsilon"] for b in baselines))
+        first["error_reduction"] = error_reduction(first, first["baseline"])
+        # the sample standard deviation of one run's reduction: its mean over K runs is within
+        # about 2 sd / sqrt(K) of the expected reduction
+        first["error_reduction_sd"] = {k: float(np.std([s["error_reduction"][k] for s in summaries], ddof=1))
+                                       for k in COMPARED}
+    return first
 
 
 FAMILY = PersonalizedFamily()

@@ -8,6 +8,7 @@ import pytest
 from wevent.cli import main
 from wevent.core.data import UserValues
 from wevent.core.personalized import Requirements
+from wevent.core.synthetic import synthetic
 from wevent.stream.codecs import ReleaseRecord
 
 SMALL = ["--users", "400", "--slots", "60", "--strict-window", "20", "--no-progress"]
@@ -123,3 +124,36 @@ def test_plbu_reports_every_slot_at_each_users_share_and_keeps_no_release_log(ca
     assert s["requirements"]["users"] == 400 and s["ajsd"] > 0
     assert main(["simulate", "-m", "plbu", *SMALL, "--releases", str(tmp_path / "r.jsonl")]) == 2
     assert "plbu keeps no release log" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mechanism", ["pba", "pbd", "plbu"])
+def test_runs_average_the_runs_of_consecutive_seeds_on_the_same_data(capsys, tmp_path, mechanism):
+    dump = tmp_path / "data.npz"
+    UserValues(synthetic("sin", 400, 60, seed=5).values(), domain_size=2).save(dump)
+    argv = ["-m", mechanism, "--input", str(dump), "--strict-window", "20", "--no-progress"]
+    singles = [run_json(capsys, *argv, "--seed", str(seed), "--save-requirements", str(tmp_path / f"{seed}.csv"))
+               for seed in (3, 4, 5)]
+    saved = tmp_path / "runs.csv"
+    s = run_json(capsys, *argv, "--seed", "3", "--runs", "3", "--save-requirements", str(saved))
+    assert s["runs"] == 3 and len({r["mse"] for r in singles}) == 3  # three different runs averaged
+    for key in ("mae", "mre", "mse", "publications"):
+        assert s[key] == pytest.approx(np.mean([r[key] for r in singles]), rel=1e-12)
+    assert s["max_user_window_spend_ratio"] == max(r["max_user_window_spend_ratio"] for r in singles)
+    assert s["requirements"] == singles[0]["requirements"]  # run 1's, and run 1's are saved
+    assert saved.read_text() == (tmp_path / "3.csv").read_text() != (tmp_path / "4.csv").read_text()
+    if mechanism == "plbu":
+        return
+    for key in ("mae", "mre", "mse"):
+        assert s["baseline"][key] == pytest.approx(np.mean([r["baseline"][key] for r in singles]), rel=1e-12)
+        assert s["error_reduction"][key] == pytest.approx(1 - s[key] / s["baseline"][key])
+        per_run = [r["error_reduction"][key] for r in singles]
+        assert s["error_reduction_sd"][key] == pytest.approx(np.std(per_run, ddof=1))
+
+
+def test_releases_of_several_runs_are_run_ones(capsys, tmp_path):
+    first = run_json(capsys, "-m", "pbd", *SMALL)
+    out = tmp_path / "releases.jsonl"
+    run_json(capsys, "-m", "pbd", *SMALL, "--runs", "2", "--releases", str(out))
+    records = [ReleaseRecord.from_json(line) for line in out.read_text().splitlines()]
+    assert len(records) == 60 and sum(r.strategy == "publish" for r in records) == first["publications"]
+
