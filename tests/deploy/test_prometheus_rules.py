@@ -1,9 +1,11 @@
-"""docker/prometheus: `promtool check` accepts the rules and the scrape config, and `promtool test
-rules` shows each alert firing on the series it is for and staying silent on healthy ones."""
+"""docker/prometheus: `promtool check` accepts the rules and the scrape config, `promtool test
+rules` shows each alert firing on the series it is for and staying silent on healthy ones, and
+every alert's runbook_url names a section of the runbook in docker/README.md."""
 
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 
 import yaml
@@ -12,7 +14,8 @@ from wevent.core.decayed import host_epsilon
 
 from .conftest import ALERT_RULES, PROMETHEUS_CONFIG, tool
 
-ALERTS = ("WeventWindowSpendAboveBudget", "WeventReleasesStalled", "WeventDeadLettersRising", "WeventConsumerLagGrowing")
+ALERTS = ("WeventWindowSpendAboveBudget", "WeventReleasesStalled", "WeventDeadLettersRising", "WeventConsumerLagGrowing",
+          "WeventAllWorkersDown", "WeventWorkerDown", "WeventStreamMetricsAbsent", "WeventStreamSeriesAbsent")
 
 
 def promtool(*args: str, cwd=None) -> subprocess.CompletedProcess:
@@ -25,6 +28,23 @@ def test_promtool_accepts_the_alert_rules():
     rules = [r for g in yaml.safe_load(ALERT_RULES.read_text())["groups"] for r in g["rules"]]
     assert {r["alert"] for r in rules if "alert" in r} == set(ALERTS)
     assert f"SUCCESS: {len(rules)} rules found" in result.stdout
+
+
+def anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a document's headings: lower case, punctuation dropped, spaces as '-'."""
+    return {re.sub(r"[^a-z0-9 _-]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#+ (.+)$", markdown, flags=re.M)}
+
+
+def test_every_alert_links_a_runbook_section_that_exists():
+    readme = ALERT_RULES.parents[1] / "README.md"
+    sections = anchors(readme.read_text())
+    rules = [r for g in yaml.safe_load(ALERT_RULES.read_text())["groups"] for r in g["rules"] if "alert" in r]
+    for rule in rules:
+        path, _, anchor = rule["annotations"]["runbook_url"].partition("#")
+        assert path == "docker/README.md" and anchor in sections, f"{rule['alert']}: no section #{anchor}"
+        section = readme.read_text().split(f"### {rule['alert']}")[1].split("\n### ")[0]
+        assert all(part in section for part in ("**Means**", "**Check**", "**Do**")), rule["alert"]
 
 
 def test_promtool_accepts_the_stack_scrape_config():
@@ -90,6 +110,13 @@ def test_each_alert_fires_on_its_condition_only(tmp_path):
                 series("wevent_faust_topic_partition_offset_commited", "0+60x60", topic="reports", partition="0"),
                 series("wevent_faust_topic_partition_end_offset", "0+100x60", topic="slots", partition="0"),
                 series("wevent_faust_topic_partition_offset_commited", "0+100x60", topic="slots", partition="0"),
+                series("up", "1x60"),
+                series("up", "1x10 0x50", instance="worker-2:6066"),
+                # a stream whose series vanish at 10m; one handed from worker-1 to worker-2 at 10m
+                series("wevent_last_release_timestamp_seconds", "0+60x10 _x50", stream="gone"),
+                series("wevent_last_release_timestamp_seconds", "0+60x10 _x50", stream="handed"),
+                series("wevent_last_release_timestamp_seconds", "_x10 660+60x50", stream="handed",
+                       instance="worker-2:6066"),
             ],
             "alert_rule_test": [
                 alert("WeventWindowSpendAboveBudget", "10m", *({"severity": "critical", "stream": s}
@@ -101,6 +128,38 @@ def test_each_alert_fires_on_its_condition_only(tmp_path):
                 alert("WeventDeadLettersRising", "30m", {"severity": "warning", "reason": "late"}),
                 alert("WeventConsumerLagGrowing", "10m"),
                 alert("WeventConsumerLagGrowing", "40m", {"severity": "warning", "topic": "reports"}),
+                alert("WeventWorkerDown", "12m"),
+                {"eval_time": "20m", "alertname": "WeventWorkerDown", "exp_alerts": [{"exp_labels": {
+                    "job": "wevent-worker", "instance": "worker-2:6066", "severity": "warning"}}]},
+                {"eval_time": "30m", "alertname": "WeventAllWorkersDown", "exp_alerts": []},
+                {"eval_time": "30m", "alertname": "WeventStreamMetricsAbsent", "exp_alerts": []},
+                {"eval_time": "15m", "alertname": "WeventStreamSeriesAbsent", "exp_alerts": []},
+                {"eval_time": "30m", "alertname": "WeventStreamSeriesAbsent", "exp_alerts": [{"exp_labels": {
+                    "stream": "gone", "severity": "warning"}}]},
+            ],
+        }, {
+            "interval": "1m",  # every worker down
+            "input_series": [series("up", "0x30"), series("up", "0x30", instance="worker-2:6066")],
+            "alert_rule_test": [
+                {"eval_time": "1m", "alertname": "WeventAllWorkersDown", "exp_alerts": []},
+                {"eval_time": "5m", "alertname": "WeventAllWorkersDown", "exp_alerts": [{"exp_labels": {
+                    "severity": "critical"}}]},
+            ],
+        }, {
+            "interval": "1m",  # no worker scraped at all
+            "input_series": [series("wevent_dead_letters_total", "0x30")],
+            "alert_rule_test": [
+                {"eval_time": "5m", "alertname": "WeventAllWorkersDown", "exp_alerts": [{"exp_labels": {
+                    "job": "wevent-worker", "severity": "critical"}}]},
+                {"eval_time": "30m", "alertname": "WeventStreamMetricsAbsent", "exp_alerts": []},
+            ],
+        }, {
+            "interval": "1m",  # workers up, no stream's metrics
+            "input_series": [series("up", "1x30")],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "WeventStreamMetricsAbsent", "exp_alerts": []},
+                {"eval_time": "20m", "alertname": "WeventStreamMetricsAbsent", "exp_alerts": [{"exp_labels": {
+                    "severity": "warning"}}]},
             ],
         }],
     }
