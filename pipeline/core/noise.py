@@ -84,6 +84,8 @@ __all__ = ["NOISE_KINDS", "check_noise", "WordSource", "UniformBits", "ExactThre
            "laplace_variance", "noise_variance"]
 
 NOISE_KINDS = ("discrete", "laplace")
+# a stream config names the floating-point sampler for what it is; the core calls it "laplace"
+_NOISE_NAMES = {"discrete": "discrete", "laplace": "laplace", "laplace-fp-unsafe": "laplace"}
 
 _MASK63 = np.uint64(2**63 - 1)
 _MASK53 = np.uint64(2**53 - 1)
@@ -96,10 +98,13 @@ _OBJECT_WEIGHT = 2**40  # digit weights from here on are summed as Python ints (
 
 
 def check_noise(noise) -> str:
-    """``"discrete"`` (exact two-sided geometric on integer queries) or ``"laplace"`` (continuous, paper parity)."""
-    if noise not in NOISE_KINDS:
-        raise ParameterError(f"noise must be one of {', '.join(NOISE_KINDS)}, got {noise!r}")
-    return noise
+    """``"discrete"`` (exact two-sided geometric on integer queries) or ``"laplace"`` (continuous, paper parity).
+
+    ``"laplace-fp-unsafe"``, a stream config's name for the floating-point sampler, is ``"laplace"``.
+    """
+    if not isinstance(noise, str) or noise not in _NOISE_NAMES:
+        raise ParameterError(f"noise must be one of {', '.join(_NOISE_NAMES)}, got {noise!r}")
+    return _NOISE_NAMES[noise]
 
 
 def laplace_variance(epsilon: float) -> float:

@@ -325,6 +325,13 @@ def test_discrete_noise_refuses_fractional_counts():
         Uniform(1.0, 2, 3, noise="gaussian")
 
 
+def test_a_streams_name_for_floating_point_noise_is_the_cores_laplace():
+    assert Uniform(1.0, 2, 3, randomness=derived(4), noise="laplace-fp-unsafe").noise == "laplace"
+    assert noise_variance(0.5, "laplace-fp-unsafe") == noise_variance(0.5, "laplace") == 8.0
+    with pytest.raises(ParameterError, match="noise must be one of discrete, laplace, laplace-fp-unsafe"):
+        noise_variance(0.5, "laplace-fp")
+
+
 @pytest.mark.parametrize("cls", [PersonalizedBudgetDistribution, PersonalizedBudgetAbsorption])
 def test_personalized_releases_are_integers_and_keep_their_noise_kind(cls):
     requirements = grouped(300, 0.6, 10, seed=4)
