@@ -411,8 +411,9 @@ def discrete_laplace_table(epsilon: float) -> DiscreteLaplaceTable:
     BD's budget changes at every publication, so a table is cheap to build (tens of
     microseconds: one decimal exponential, then array arithmetic) and the last 256 are kept.
     """
-    if not (isinstance(epsilon, float) and math.isfinite(epsilon) and epsilon > 0):
-        raise ParameterError(f"discrete noise needs a finite epsilon > 0, got {epsilon!r}")
+    if not (isinstance(epsilon, float) and math.isfinite(epsilon) and epsilon > 0
+            and math.isfinite(_TAIL_EXPONENT / epsilon)):
+        raise ParameterError(f"discrete noise needs a finite epsilon >= 1.3e-307, got {epsilon!r}")
     return DiscreteLaplaceTable(epsilon)
 
 
