@@ -175,7 +175,7 @@ def _exp_minus(z: Fraction, digits: int) -> tuple[Fraction, Fraction]:
     slack = Fraction(4 * (1 + z)) / 10 ** (digits - 1)
     if slack >= Fraction(1, 2):
         return Fraction(0), Fraction(1)
-    if not e:  # below the smallest decimal (z > 10^17): far below any bit a comparison reads
+    if not e:  # below the smallest decimal (z above about 2e18): far below any bit a comparison reads
         return Fraction(0), Fraction(1, 2**40_000)
     return Fraction(e) * (1 - slack), Fraction(e) * (1 + slack)
 

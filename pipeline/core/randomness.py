@@ -11,8 +11,10 @@ counter blocks that spell (slot, phase, what the word is for, index). That is co
 structured counters: a cryptographic generator (no release helps predict another's noise, where
 a PCG64 state can be recovered from its output), one encryptor per stream, and no hashing or
 generator state per draw. Numpy generators (:meth:`DerivedRandomness.generator`) remain for the
-server's choices that are not noise: which users to ask, whose sample is published anyway, and
-the simulations' shortcuts.
+server's random choices that are not noise values: which users to ask (published anyway), the
+personalized sample's coins (never published; each slot's generator is seeded on its own by a
+keyed hash, so no output of one helps predict another), groupings of public releases, and the
+simulations' shortcuts.
 
 The same holds on devices: a retried local report is identical to the first one, because the
 device-side perturbation of block ``b`` of users at ``(stream, slot, phase)`` has its own
@@ -127,9 +129,10 @@ class DerivedRandomness:
     :class:`NoiseKeystream`: continuous Laplace (the papers' floating-point sampler, inverse CDF
     of 53-bit uniforms) or exact two-sided geometric noise (:func:`.noise.two_sided_geometric`).
     ``generator(slot, phase, block)`` returns a numpy generator whose PCG64 state is a keyed
-    BLAKE2b hash of the coordinates, for server-side choices that are not noise (which users to
-    ask: the sample is published anyway) and simulation shortcuts; never for noise, because a
-    PCG64 state can be recovered from its output. ``keystream(slot, phase, block)`` is the
+    BLAKE2b hash of the coordinates, for server-side choices that are not noise values (which
+    users to ask, the personalized sample's coins: see the module text) and simulation shortcuts;
+    never for noise, whose values are published, because a PCG64 state can be recovered from its
+    output. ``keystream(slot, phase, block)`` is the
     devices' AES-CTR keystream, keyed by another such hash. Every draw depends on its coordinates
     only, never on call order or process. Not thread-safe: one object per thread.
     """
