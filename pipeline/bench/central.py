@@ -1,22 +1,32 @@
-"""``wevent bench central``: BD and BA against a naive per-element Python implementation.
+"""``wevent bench central``: BD and BA against a naive per-element Python implementation, then the noise.
 
 Both implementations run the same mechanism on the same counts with the same derived noise, so
 the benchmark also checks that their releases agree before it prints the speed ratio. The naive
 one gets its noise from the same per-slot derivation (that cost is the mechanism's, not the
 implementation's) and does all per-bin arithmetic in Python loops. ``--noise`` picks exact
 discrete noise (the default) or the papers' continuous Laplace.
+
+The noise draws are then timed alone (:func:`draw_times`): nanoseconds per value of a d-vector
+of exact discrete noise and of floating-point Laplace noise, both from the server's keystream,
+against numpy's Laplace vector draw (``default_rng().laplace``, the floor: one C call on a
+generator already built), at d = 1, 100 and 10,000, as medians of interleaved runs in this
+process, and M1's scalar draws.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from ..core.central import BudgetAbsorption, BudgetDistribution
-from ..cli._common import bin_count, check_cells, epsilon_value, seed, slot_count, window_length
+from ..cli._common import LIMITS, bin_count, check_cells, epsilon_value, integer, seed, slot_count, window_length
 from ..core.noise import NOISE_KINDS
 from ..core.randomness import DerivedRandomness, Phase, SecretKey
+
+DRAW_SIZES = (1, 100, 10_000)
 
 
 def register(sub) -> None:
@@ -28,6 +38,10 @@ def register(sub) -> None:
     p.add_argument("--window", type=window_length, default=20)
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--noise", choices=NOISE_KINDS, default="discrete", help="noise kind (default: discrete)")
+    p.add_argument("--draw-epsilon", type=epsilon_value, default=0.0125,
+                   help="per-unit epsilon of the timed noise draws (default: 0.0125)")
+    p.add_argument("--draw-runs", type=integer(1, LIMITS["runs"]), default=15,
+                   help="interleaved runs of the noise-draw timings; medians are printed (default: 15)")
     p.set_defaults(handler=handle)
 
 
@@ -105,4 +119,43 @@ def handle(args) -> int:
         print(f"{name:<10} {fast:>15,.0f} {slow:>15,.0f} {fast / slow:>8.1f}x {published:>10,} {str(agree):>6}")
         if not agree:
             return 1
+    vectors, scalars = draw_times(args.draw_epsilon, args.draw_runs, args.seed)
+    print(f"noise draws at epsilon = {args.draw_epsilon:g}, ns per value, medians of {args.draw_runs} interleaved runs; "
+          "numpy's Laplace vector draw is the floor")
+    print(f"{'d':>8} {'numpy laplace':>14} {'discrete':>10} {'ratio':>7} {'laplace-fp-unsafe':>18} {'ratio':>7}")
+    for d in DRAW_SIZES:
+        floor, exact, floating = (vectors[kind, d] for kind in ("numpy", "discrete", "laplace"))
+        print(f"{d:>8,} {floor:>14,.1f} {exact:>10,.1f} {exact / floor:>6.2f}x {floating:>18,.1f} {floating / floor:>6.2f}x")
+    print(f"scalar draw (M1): discrete {scalars['discrete']:,.0f} ns, laplace-fp-unsafe {scalars['laplace']:,.0f} ns, "
+          f"numpy laplace {scalars['numpy']:,.0f} ns")
     return 0
+
+
+def draw_times(epsilon: float, runs: int, key_seed: int) -> tuple[dict, dict]:
+    """Nanoseconds per value of each kind of noise draw, medians of ``runs`` interleaved runs.
+
+    ``vectors[kind, d]`` for kind numpy (the floor), discrete and laplace at each of
+    :data:`DRAW_SIZES`; ``scalars[kind]`` for one value (``size=None``, M1's draw). Every call
+    draws a new slot's noise, as a stream does.
+    """
+    randomness = DerivedRandomness(SecretKey.from_seed(key_seed), "bench-draws")
+    rng = np.random.default_rng(key_seed)
+    scale = 1.0 / epsilon
+    draws: dict[tuple[str, int | None], Callable[[int], object]] = {}
+    for d in (*DRAW_SIZES, None):
+        draws["numpy", d] = lambda slot, d=d: rng.laplace(0.0, scale, d)
+        draws["discrete", d] = lambda slot, d=d: randomness.discrete_laplace(slot, Phase.PUBLICATION, epsilon, d)
+        draws["laplace", d] = lambda slot, d=d: randomness.laplace(slot, Phase.PUBLICATION, scale, d)
+    timings: dict[tuple[str, int | None], list[float]] = {key: [] for key in draws}
+    slot = 0
+    for _ in range(runs):
+        for (kind, d), draw in draws.items():
+            calls = max(2, 100_000 // ((d or 1) + 99))  # a few milliseconds per timing
+            start = time.perf_counter()
+            for _ in range(calls):
+                slot += 1
+                draw(slot)
+            timings[kind, d].append((time.perf_counter() - start) * 1e9 / (calls * (d or 1)))
+    medians = {key: statistics.median(times) for key, times in timings.items()}
+    return ({key: value for key, value in medians.items() if key[1] is not None},
+            {kind: value for (kind, d), value in medians.items() if d is None})

@@ -7,32 +7,59 @@ module samples the two-sided geometric (discrete Laplace) distribution
 
     P(X = x) = (1 - a) / (1 + a) * a^|x|,   a = exp(-epsilon),   x in Z,
 
-**exactly**: given uniform 64-bit words, the output has precisely this law, for the exact
+**exactly**: given uniform random words, the output has precisely this law, for the exact
 rational value of the float ``epsilon``. Added to an integer query of sensitivity ``Delta`` it is
 ``Delta * epsilon``-DP with no rounding excess (:func:`two_sided_geometric` is called with the
 per-unit ``epsilon = eps / Delta``). Its variance is ``2a / (1 - a)^2``
 (:func:`discrete_laplace_variance`), slightly below the continuous ``2 / epsilon^2``.
 
-How. ``X = G1 - G2`` for independent geometric variables with ``P(G >= k) = a^k``; the
-difference of two such variables is exactly two-sided geometric. The binary digits of ``G`` are
-independent: digit ``j`` is 1 with probability ``p_j = a^(2^j) / (1 + a^(2^j))``, and
-``floor(G / 2^J)`` is itself geometric with ``P(>= h) = q^h``, ``q = a^(2^J)``. The sampler draws
-digits ``0..J-1`` and the tail with ``J`` the first digit where ``q <= 2^-32``:
+The sampler, and why its law is exact
+-------------------------------------
+``|X|`` and the sign of ``X`` are independent, the sign is a fair coin, and
+``P(|X| >= k) = t_k = 2 a^k / (1 + a)`` for ``k >= 1``. Every value owns a sign bit ``S`` and
+uniform reals ``U_0, U_1, ...`` in [0, 1), each a string of random bits read from a
+:class:`WordSource` (the first 63 from one word, the next ones, 64 at a time, only when needed).
 
-* a Bernoulli(p) coin is "a uniform real in [0, 1) is below p": its first 64 bits (one word)
-  are compared with the first 64 bits of p's binary expansion; the rare tie (probability 2^-64)
-  compares the next word with the next 64 bits, and so on. The expansions of the transcendental
-  ``p_j`` and ``q`` are computed with interval arithmetic at whatever precision a word needs
-  (:class:`Expansion`), so every coin is exact, whatever its probability;
-* the tail is a run of Bernoulli(q) coins (one per lane, and more only after a success).
+1. **Level 0** is the inverse CDF of ``|X|``: ``M = #{1 <= k <= n : U_0 < t_k}``. The ``t_k``
+   decrease, so ``M = k`` exactly when ``t_{k+1} <= U_0 < t_k``, which has probability
+   ``t_k - t_{k+1} = P(|X| = k)`` (``t_0 = 1``). If ``M < n``, ``|X| = M``.
+2. **The tail.** ``M = n`` (``U_0 < t_n``) has probability ``P(|X| >= n)``, and given it,
+   ``|X| - n`` is geometric, ``P(G >= g) = a^g``: the law is memoryless.
+   ``n = ceil(33 ln 2 / epsilon)``, so ``t_n <= 2^-32``, when that is at most 4,096 (``epsilon``
+   above about 0.0056); for smaller ``epsilon``, ``n = 1`` and almost every value takes the tail.
+3. **G, digit by digit.** For a radix ``r``, ``G mod r`` and ``floor(G / r)`` are independent,
+   the first truncated geometric on ``0..r-1`` (``P(>= j) = (a^j - a^r) / (1 - a^r)``), the second
+   geometric with ratio ``a^r``. So ``G`` is drawn in radix 256 while the ratio ``b`` is so close
+   to 1 that ``b^256 > 2^-33``, each digit the inverse CDF of its own uniform; the last digit is
+   the inverse CDF over ``b, b^2, ..., b^m`` (``b^m <= 2^-33``), and its overflow
+   (``U < b^m``, again memoryless) adds ``m`` and draws that digit again from a fresh uniform.
 
-The common path is one vectorised comparison of ``2 (J + 1)`` words per value against a cached
-table of first words; ties and tail successes are resolved per lane, in a fixed order, from the
-same generator, so the same generator state always gives the same noise.
+Every digit is an exact inverse CDF of a uniform that no other digit reads, so the digits are
+independent with exactly their laws, and so is ``X``. The decomposition is fixed by ``epsilon``
+alone (through IEEE-754 divisions, the same on every machine), so the same words always give
+the same noise.
+
+**Comparing a uniform with a threshold exactly.** ``u``, the first 63 bits of ``U``, is compared
+with integer bounds ``low_k <= t_k 2^63 <= high_k`` (:class:`Thresholds`): ``u < low_k`` proves
+``U < t_k`` (``U < (u + 1) 2^-63 <= low_k 2^-63``), ``u >= high_k`` proves ``U >= t_k``. The
+bounds come from floating point with a proven relative error (see :class:`Thresholds`), so they
+are cheap to build. When ``u`` falls between them (probability below ``2^-30`` per value for
+epsilon >= 0.0056, ``2^-32`` at 0.0125), the comparison goes on with the exact binary digits of
+``t_k`` (:class:`ExactThreshold`: decimal arithmetic with bounded error, the precision doubled
+until both ends of the interval agree) and the next words of ``U``. It ends: every threshold is
+irrational. ``e^-y`` is transcendental for rational ``y > 0`` (Lindemann), and each ``t`` is a
+non-constant rational function, with rational coefficients, of such a power; were ``t``
+rational, that power would be a root of a non-zero rational polynomial, so algebraic.
+
+**Speed.** The vector path proposes ``k`` from a floating-point logarithm of ``u`` and accepts it
+only if ``u`` lies in ``k``'s proven cell ``[high_{k+1}, low_k)``: two table reads and one integer
+comparison per value, no loop. Anything else (a rounding that missed the cell, an uncertain
+window, the tail) goes to the exact count (binary search, then the digits above). The float
+arithmetic decides how fast a value is found, never which value it is.
 
 >>> import numpy as np
->>> bits = np.random.PCG64(1)
->>> x = two_sided_geometric(bits, 0.5, 100_000)
+>>> from wevent.core.randomness import DerivedRandomness, Phase, SecretKey
+>>> x = DerivedRandomness(SecretKey.from_seed(1)).discrete_laplace(1, Phase.PUBLICATION, 0.5, 100_000)
 >>> x.dtype, bool(np.all(x == np.rint(x)))
 (dtype('int64'), True)
 >>> round(float(x.var()) / discrete_laplace_variance(0.5), 2)
@@ -44,27 +71,40 @@ from __future__ import annotations
 import decimal
 import functools
 import math
+from collections.abc import Callable, Iterator
 from fractions import Fraction
-from itertools import compress
+from typing import Protocol
 
 import numpy as np
 
 from .validation import ParameterError
 
-__all__ = ["NOISE_KINDS", "check_noise", "Expansion", "GeometricTable", "geometric_table", "two_sided_geometric",
-           "discrete_laplace_variance", "laplace_variance", "noise_variance"]
+__all__ = ["NOISE_KINDS", "check_noise", "WordSource", "UniformBits", "ExactThreshold", "Thresholds", "DiscreteLaplaceTable",
+           "discrete_laplace_table", "two_sided_geometric", "continuous_laplace", "discrete_laplace_variance",
+           "laplace_variance", "noise_variance"]
 
 NOISE_KINDS = ("discrete", "laplace")
-_WORD = 64
-_MASK = (1 << _WORD) - 1
-_TAIL_LOG = 32 * math.log(2.0)  # the tail coin has probability q = a^(2^J) <= 2^-32
+# a stream config names the floating-point sampler for what it is; the core calls it "laplace"
+_NOISE_NAMES = {"discrete": "discrete", "laplace": "laplace", "laplace-fp-unsafe": "laplace"}
+
+_MASK63 = np.uint64(2**63 - 1)
+_MASK53 = np.uint64(2**53 - 1)
+_UNIT = 2.0**-53  # the unit roundoff of a double
+_TAIL_EXPONENT = 33 * 0.6931471805599453  # a table of a^1..a^m stops at m = ceil(this / y): a^m <= 2^-33
+_COMPLETE = 4096  # the largest level-0 table (epsilon >= about 0.0056); below it, values take the tail
+_RADIX = 256  # the radix of the tail's digits
+_UNIFORMS = 253  # uniforms per value after U_0 (the word source's address space); G never needs more
+_OBJECT_WEIGHT = 2**40  # digit weights from here on are summed as Python ints (beyond int64)
 
 
 def check_noise(noise) -> str:
-    """``"discrete"`` (exact two-sided geometric on integer queries) or ``"laplace"`` (continuous, paper parity)."""
-    if noise not in NOISE_KINDS:
-        raise ParameterError(f"noise must be one of {', '.join(NOISE_KINDS)}, got {noise!r}")
-    return noise
+    """``"discrete"`` (exact two-sided geometric on integer queries) or ``"laplace"`` (continuous, paper parity).
+
+    ``"laplace-fp-unsafe"``, a stream config's name for the floating-point sampler, is ``"laplace"``.
+    """
+    if not isinstance(noise, str) or noise not in _NOISE_NAMES:
+        raise ParameterError(f"noise must be one of {', '.join(_NOISE_NAMES)}, got {noise!r}")
+    return _NOISE_NAMES[noise]
 
 
 def laplace_variance(epsilon: float) -> float:
@@ -89,189 +129,395 @@ def noise_variance(epsilon: float, noise: str) -> float:
     return discrete_laplace_variance(epsilon) if check_noise(noise) == "discrete" else laplace_variance(epsilon)
 
 
-class Expansion:
-    """The binary expansion of ``1 / (1 + e^y)`` (``kind="digit"``) or ``e^-y`` (``kind="tail"``), y > 0 rational.
+class WordSource(Protocol):
+    """Uniform 64-bit words addressed by what they are for: the same address always reads the same word.
 
-    ``word(k)`` is bits ``64k+1 .. 64(k+1)`` after the binary point: ``floor(v * 2^(64(k+1))) mod 2^64``.
-    It evaluates ``e^y`` with :mod:`decimal` (correctly rounded) and bounds the two roundings, and
-    doubles the precision until both ends of the interval agree on the word. For rational y > 0
-    the value is transcendental (Lindemann), so no word sits on a boundary and this terminates.
+    ``values(size)``: one word per value (the sign bit, then the first 63 bits of ``U_0``); the
+    array may be a buffer that the next read overwrites. ``first(uniform, lanes)``: the first
+    word of uniform ``uniform >= 1`` of each of the values ``lanes``. ``words(uniform, lane)``: the
+    words of that uniform in order (for ``uniform = 0``, the words after the value's word).
+    """
 
-    >>> hex(Expansion("tail", Fraction(1)).word(0))     # e^-1 = 0.36787944117144233... = 0x0.5e2d58d8b3bcdf1a...
+    def values(self, size: int) -> np.ndarray: ...
+
+    def first(self, uniform: int, lanes: np.ndarray) -> np.ndarray: ...
+
+    def words(self, uniform: int, lane: int) -> Iterator[int]: ...
+
+
+class UniformBits:
+    """A uniform real in [0, 1): its first 63 bits ``u``, then the words of ``more``, each read once, when asked."""
+
+    __slots__ = ("u", "_read", "_more")
+
+    def __init__(self, u: int, more: Iterator[int]) -> None:
+        self.u, self._more = u, more
+        self._read: list[int] = []
+
+    def word(self, i: int) -> int:
+        """Bits ``63 + 64i + 1 .. 63 + 64(i + 1)`` of the uniform."""
+        while len(self._read) <= i:
+            try:
+                self._read.append(int(next(self._more)))
+            except StopIteration:
+                raise RuntimeError("the word source ran out (a tie this long has probability below 2^-30000)") from None
+        return self._read[i]
+
+
+def _exp_minus(z: Fraction, digits: int) -> tuple[Fraction, Fraction]:
+    """An interval containing ``e^-z`` (z > 0), from a decimal evaluation at ``digits`` significant digits."""
+    with decimal.localcontext() as context:
+        context.prec = digits
+        context.Emax, context.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        e = (-(decimal.Decimal(z.numerator) / decimal.Decimal(z.denominator))).exp()
+    # z was rounded (relative 10^(1-digits)), then exp rounded again: e^-z = e * (1 + theta),
+    # |theta| <= 4 * 10^(1-digits) * (1 + z) once that is below 1/2.
+    slack = Fraction(4 * (1 + z)) / 10 ** (digits - 1)
+    if slack >= Fraction(1, 2):
+        return Fraction(0), Fraction(1)
+    if not e:  # below the smallest decimal (z above about 2e18): far below any bit a comparison reads
+        return Fraction(0), Fraction(1, 2**40_000)
+    return Fraction(e) * (1 - slack), Fraction(e) * (1 + slack)
+
+
+class ExactThreshold:
+    """The exact binary digits of one threshold ``t`` in (0, 1), ``y > 0`` rational, ``1 <= r < n``:
+
+    * ``"two-sided"``: ``t = 2 e^(-y r) / (1 + e^-y)`` (level 0, ``P(|X| >= r)`` at ``epsilon = y``);
+    * ``"power"``: ``t = e^(-y r)`` (the last digit of the tail);
+    * ``"truncated"``: ``t = (e^(-y r) - e^(-y n)) / (1 - e^(-y n))`` (a radix-``n`` digit of the tail).
+
+    ``prefix(bits) = floor(t 2^bits)``: each is increasing in ``e^(-y r)`` and decreasing in the
+    other exponential, so intervals around those bound ``t``; the precision doubles until both
+    ends agree (``t`` is irrational, so they eventually do).
+
+    >>> hex(ExactThreshold("power", Fraction(1), 1).prefix(64))   # e^-1 = 0x0.5e2d58d8b3bcdf1a...
     '0x5e2d58d8b3bcdf1a'
     """
 
-    def __init__(self, kind: str, y: Fraction) -> None:
-        if kind not in ("digit", "tail") or y <= 0:
-            raise ValueError(f"an expansion needs kind digit|tail and y > 0, got {kind!r}, {y}")
-        self.kind, self.y = kind, Fraction(y)
-        self._words: dict[int, int] = {}
+    def __init__(self, kind: str, y: Fraction, r: int, n: int = 0) -> None:
+        if kind not in ("two-sided", "power", "truncated") or y <= 0 or r < 1 or (kind == "truncated" and n <= r):
+            raise ValueError(f"no threshold {kind!r} at y = {y}, r = {r}, n = {n}")
+        self.kind, self.y, self.r, self.n = kind, Fraction(y), r, n
+        self._prefixes: dict[int, int] = {}
 
     def _bounds(self, digits: int) -> tuple[Fraction, Fraction]:
-        with decimal.localcontext() as context:
-            context.prec = digits
-            context.Emax, context.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
-            e = (decimal.Decimal(self.y.numerator) / decimal.Decimal(self.y.denominator)).exp()
-        # y was rounded (relative 10^(1-digits)), then exp rounded again: e^y = e * (1 + theta),
-        # |theta| <= 4 * 10^(1-digits) * (1 + y) once that is below 1/2.
-        slack = Fraction(4 * (1 + self.y)) / 10 ** (digits - 1)
-        low, high = Fraction(e) * (1 - slack), Fraction(e) * (1 + slack)
-        if self.kind == "digit":
-            return 1 / (1 + high), 1 / (1 + low)
-        return 1 / high, 1 / low
+        low, high = _exp_minus(self.y * self.r, digits)
+        if self.kind == "power":
+            return low, high
+        if self.kind == "two-sided":
+            a_low, a_high = _exp_minus(self.y, digits)
+            return 2 * low / (1 + a_high), 2 * high / (1 + a_low)
+        c_low, c_high = _exp_minus(self.y * self.n, digits)
+        return (low - c_high) / (1 - c_high), (high - c_low) / (1 - c_low)
 
-    def word(self, k: int) -> int:
-        if k not in self._words:
-            shift = _WORD * (k + 1)
-            # decimal is relative precision: 64(k+1) bits are ~20(k+1) digits, plus what y's rounding costs
-            digits = 40 + 20 * (k + 1) + len(str(math.ceil(self.y))) + len(str(self.y.denominator))
+    def prefix(self, bits: int) -> int:
+        """``floor(t * 2^bits)``."""
+        if bits not in self._prefixes:
+            # decimal precision is relative: ``bits`` bits are 0.3 bits digits, plus the magnitude of the exponents
+            largest = self.y * max(self.r, self.n)
+            digits = 30 + math.ceil(0.302 * bits) + len(str(math.ceil(largest))) + len(str(self.y.denominator))
             while True:
                 low, high = self._bounds(digits)
-                first, last = math.floor(low * 2**shift), math.floor(high * 2**shift)
+                first, last = math.floor(low * 2**bits), math.floor(high * 2**bits)
                 if first == last:
-                    self._words[k] = first & _MASK
+                    self._prefixes[bits] = first
                     break
                 digits *= 2
-        return self._words[k]
+        return self._prefixes[bits]
 
-    def coin_from(self, words, start: int = 0) -> bool:
-        """Bernoulli(v) from uniform words: is the uniform real they spell below v?
-
-        ``start`` > 0 resumes a comparison whose first ``start`` words tied with v's.
-        """
-        k = start
-        for u in words:
-            w = self.word(k)
-            if u != w:
-                return u < w
-            k += 1
-        raise ValueError("the word source ran out")
+    def above(self, uniform: UniformBits) -> bool:
+        """Is the uniform real below ``t``? (Its bits and ``t``'s, compared until they differ.)"""
+        bits, prefix, i = 63, uniform.u, 0
+        while True:
+            exact = self.prefix(bits)
+            if prefix != exact:
+                return prefix < exact
+            prefix, bits, i = (prefix << 64) | uniform.word(i), bits + 64, i + 1
 
 
-class GeometricTable:
-    """The first words of the thresholds of ``G`` at one ``epsilon``: digits ``0..J-1``, then the tail.
+class Thresholds:
+    """A table ``t_1 > t_2 > ... > t_m`` in (0, 1): proven 63-bit bounds, and the exact inverse CDF.
 
-    ``words`` holds them as a uint64 vector of J + 1 (the last is the tail's ``q``), ``first`` as
-    Python ints; ``expansion(k)`` is threshold k's full expansion, built only when a tie needs it.
+    ``approx`` holds doubles ``t^_k`` with ``|t^_k / t_k - 1| <= error`` (a bound the caller
+    proves; :func:`_powers` says how). Then ``low_k = floor(t^_k 2^63 (1 - 2 error))`` and
+    ``high_k = ceil(t^_k 2^63 (1 + 2 error))``, each product rounded once more, satisfy
+    ``low_k <= t_k 2^63 <= high_k`` whenever ``error >= 8u`` (``u = 2^-53``): ``(1 + e)(1 - 2e)
+    (1 + u)^2 <= 1``. A ``t^_k`` that underflows says ``t_k 2^63 < 1``, where ``low = 0`` and
+    ``high = 1`` hold. ``exact(k)`` gives threshold ``k``'s :class:`ExactThreshold` for a tie.
+
+    The count ``#{k : U < t_k}`` is ``k`` for sure when ``u`` is in the cell
+    ``[high_{k+1}, low_k)`` (:attr:`cells`; ``high_{m+1} = 0``, ``low_0 = 2^63``).
+    ``candidate = (gamma, shift, alpha)`` proposes ``trunc(alpha log(u gamma + shift))``, the
+    count in real arithmetic; only a value whose proposal misses its cell is searched for.
+    """
+
+    def __init__(self, approx: np.ndarray, error: float, exact: Callable[[int], ExactThreshold],
+                 candidate: tuple[float, float, float]) -> None:
+        margin = 2.0 * max(error, 8 * _UNIT)
+        self.low = (approx * (2.0**63 * (1.0 - margin))).astype(np.uint64)  # floor: the values are >= 0
+        self.high = np.ceil(approx * (2.0**63 * (1.0 + margin))).astype(np.uint64)
+        if approx.size and approx[-1] * 2.0**63 < 1.0:  # underflow
+            np.maximum(self.high, np.uint64(1), out=self.high)
+        self.size = approx.size
+        self.candidate = candidate
+        self._make = exact
+        self._exact: dict[int, ExactThreshold] = {}
+
+    @functools.cached_property
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(start, width)``: count ``k`` is certain for ``u`` in ``[start_k, start_k + width_k)``."""
+        start, end = np.zeros(self.size + 1, np.uint64), np.zeros(self.size + 1, np.uint64)
+        start[:-1], end[0], end[1:] = self.high, 2**63, self.low
+        return start, np.where(end > start, end - start, np.uint64(0))
+
+    @functools.cached_property
+    def _ascending(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.low[::-1].copy(), self.high[::-1].copy()
+
+    def exact(self, k: int) -> ExactThreshold:
+        if k not in self._exact:
+            self._exact[k] = self._make(k)
+        return self._exact[k]
+
+    def count(self, u: np.ndarray, uniform: Callable[[int], UniformBits]) -> np.ndarray:
+        """``#{k : U_i < t_k}`` for each uniform ``U_i`` whose first 63 bits are ``u[i]`` (``uniform(i)``: all its bits)."""
+        gamma, shift, alpha = self.candidate
+        proposal = np.multiply(u, gamma)
+        if shift:
+            proposal += shift
+        np.log(proposal, out=proposal)
+        proposal *= alpha
+        k = np.minimum(proposal, self.size).astype(np.int64)
+        start, width = self.cells
+        missed = np.flatnonzero((u - start[k]) >= width[k])
+        if missed.size:
+            k[missed] = self.search(u[missed], lambda i: uniform(int(missed[i])))
+        return k
+
+    def search(self, u: np.ndarray, uniform: Callable[[int], UniformBits]) -> np.ndarray:
+        """:meth:`count` by binary search in the bounds, then the exact digits where they cannot tell."""
+        low_up, high_up = self._ascending
+        lower = self.size - np.searchsorted(low_up, u, side="right")  # t_k proven above U_i
+        upper = self.size - np.searchsorted(high_up, u, side="right")  # t_k possibly above U_i
+        for i in np.flatnonzero(lower != upper).tolist():  # below 2^-30 per value: exact digits
+            bits, k = uniform(i), int(lower[i])
+            while k < upper[i] and self.exact(k + 1).above(bits):
+                k += 1
+            lower[i] = k
+        return lower
+
+
+def _certain_float_exp(y: Fraction) -> float:
+    """``e^-y`` as a double within ``2u`` of the truth: ``y`` to 40 digits more than its integer
+    part, a correctly rounded decimal ``exp`` (relative error below ``(1 + y) 10^-39``), then the
+    correctly rounded conversion. (Far below the smallest double, the result is 0.)"""
+    context = decimal.Context(prec=40 + len(str(math.ceil(y))), Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+    return float(context.exp(context.minus(context.divide(decimal.Decimal(y.numerator), decimal.Decimal(y.denominator)))))
+
+
+def _powers(b: float, count: int) -> tuple[np.ndarray, float]:
+    """``b^1 .. b^count`` by a running product, and a bound on their relative errors.
+
+    With ``|b^ / b - 1| <= 2u`` and one rounding per product, ``b^k`` is within
+    ``(1 + 2u)^k (1 + u)^(k-1) - 1 <= 3.02 k u`` (for ``k u < 10^-3``) of the truth.
+    """
+    return np.cumprod(np.full(count, b)), 3.02 * _UNIT * count
+
+
+class _Level:
+    """One digit of the tail: the inverse CDF over ``thresholds``; ``radix`` its weight step. ``overflows``
+    (the last digit): a count equal to ``radix`` means ``U < b^radix``, so the digit is drawn again."""
+
+    def __init__(self, y: Fraction, radix: int, overflows: bool) -> None:
+        self.radix, self.overflows = radix, overflows
+        b = _certain_float_exp(y)
+        powers, error = _powers(b, radix)
+        alpha = -1.0 / float(y)  # U < b^r  <=>  r < log(U) / -y
+        if overflows:
+            self.thresholds = Thresholds(powers, error, functools.partial(ExactThreshold, "power", y),
+                                         (2.0**-63, 0.0, alpha))
+        else:
+            # (b^r - b^n) / (1 - b^n) = sum_{j=r}^{n-1} b^j / sum_{j=0}^{n-1} b^j: sums of positive terms,
+            # no cancellation; m sums add 1.02 m u, the quotient 2u more
+            suffix = np.cumsum(powers[radix - 2::-1])[::-1]
+            approx = suffix / (1.0 + suffix[0])
+            error = 2 * (3.02 * radix + 1.02 * radix + 2) * _UNIT
+            last = float(powers[-1])  # U < s_r  <=>  r < log(U (1 - b^n) + b^n) / -y
+            self.thresholds = Thresholds(approx, error, functools.partial(_truncated, y, radix),
+                                         (2.0**-63 * (1.0 - last), last, alpha))
+
+
+def _truncated(y: Fraction, radix: int, r: int) -> ExactThreshold:
+    return ExactThreshold("truncated", y, r, radix)
+
+
+class DiscreteLaplaceTable:
+    """Everything :func:`two_sided_geometric` needs at one ``epsilon``: level 0, the fast path's cells, the tail.
+
+    ``level0`` holds ``t_1 .. t_n``. When ``n`` reaches ``t_n <= 2^-32`` (``complete``), the cells
+    ``start``/``width`` give, for each candidate ``|X| = k``, the proven range of ``u``:
+    ``[high_{k+1}, low_k)``, empty from ``k = n`` on; they are laid out as ``0..K, K..1`` so that a
+    signed candidate indexes them directly. ``levels()`` (the tail's digits) is built on first use.
     """
 
     def __init__(self, epsilon: float) -> None:
-        self.epsilon = epsilon
-        self.exact = Fraction(epsilon)
-        self.digits = math.ceil(math.log2(_TAIL_LOG / epsilon)) if epsilon < _TAIL_LOG else 0
-        self._expansions: dict[int, Expansion] = {}
-        first = _first_words(self.exact, self.digits)
-        self.first = first or tuple(self.expansion(k).word(0) for k in range(self.digits + 1))
-        self.words = np.array(self.first, dtype=np.uint64)
-        # value weights of the J digits; the tail's column weighs 0 (it is added per lane)
-        self.weights = np.array([1 << j for j in range(self.digits)] + [0], dtype=np.int64 if self.digits < 62 else object)
-        self.weight_list = [1 << j for j in range(self.digits)]
+        self.epsilon, self.exact = epsilon, Fraction(epsilon)
+        self.complete = _TAIL_EXPONENT / epsilon <= _COMPLETE
+        size = math.ceil(_TAIL_EXPONENT / epsilon) if self.complete else 1  # t_n <= 2 * 2^-33
+        a = _certain_float_exp(Fraction(epsilon))
+        powers, error = _powers(a, size)
+        # c = 2 / (1 + a) adds 3.01u (a's error halved, the sum, the quotient), the product u more;
+        # U < c a^k  <=>  k < log(U / c) / -epsilon
+        self.alpha = -1.0 / epsilon
+        gamma = 2.0**-63 * (1.0 + a) / 2.0
+        self.level0 = Thresholds(powers * (2.0 / (1.0 + a)), error + 5 * _UNIT,
+                                 functools.partial(ExactThreshold, "two-sided", self.exact), (gamma, 0.0, self.alpha))
+        self._levels: tuple[_Level, ...] | None = None
+        self._scalar_cells: tuple[list, list] | None = None
+        if self.complete:
+            # the fast path's proposal trunc(alpha log(u) + beta) is at most beta for u >= 1: its cells
+            # reach that far (empty from the tail on), mirrored for negative proposals
+            self.beta = self.alpha * math.log(gamma)
+            top = max(size, int(self.beta) + 2)
+            start, width = self.level0.cells
+            self.start, self.width = np.empty(2 * top + 1, np.uint64), np.zeros(2 * top + 1, np.uint64)
+            self.start[:size], self.width[:size] = start[:size], width[:size]  # the tail's cell stays empty
+            self.start[-1:-size:-1], self.width[-1:-size:-1] = start[1:size], width[1:size]
 
-    def expansion(self, k: int) -> Expansion:
-        if k not in self._expansions:
-            kind = "digit" if k < self.digits else "tail"
-            self._expansions[k] = Expansion(kind, self.exact * 2**k)
-        return self._expansions[k]
+    def levels(self) -> tuple[_Level, ...]:
+        """The tail's digits: radix 256 while the ratio's 256th power exceeds 2^-33, then the last digit."""
+        if self._levels is None:
+            levels, y = [], self.exact
+            while _TAIL_EXPONENT / float(y) > _RADIX:
+                levels.append(_Level(y, _RADIX, overflows=False))
+                y *= _RADIX
+            levels.append(_Level(y, math.ceil(_TAIL_EXPONENT / float(y)), overflows=True))
+            self._levels = tuple(levels)
+        return self._levels
+
+    def scalar_cells(self) -> tuple[list, list]:
+        """The cells of ``|X|`` as Python ints (the scalar path compares Python ints)."""
+        if self._scalar_cells is None:
+            half = (self.start.size + 1) // 2
+            self._scalar_cells = self.start[:half].tolist(), self.width[:half].tolist()
+        return self._scalar_cells
 
 
-@functools.lru_cache(maxsize=4096)
-def geometric_table(epsilon: float) -> GeometricTable:
-    """The (cached) threshold table of the geometric digits at per-unit ``epsilon`` > 0."""
-    if not (isinstance(epsilon, float) and math.isfinite(epsilon) and epsilon > 0):
-        raise ParameterError(f"discrete noise needs a finite epsilon > 0, got {epsilon!r}")
-    return GeometricTable(epsilon)
+@functools.lru_cache(maxsize=256)
+def discrete_laplace_table(epsilon: float) -> DiscreteLaplaceTable:
+    """The (cached) table of :func:`two_sided_geometric` at per-unit ``epsilon`` > 0.
 
-
-_FIXED = 256  # bits of the fixed-point interval arithmetic of _first_words
-
-
-def _first_words(epsilon: Fraction, digits: int) -> tuple | None:
-    """The first words of ``p_0 .. p_{J-1}`` and ``q`` in one pass, or None when they are not certain.
-
-    ``a = e^-epsilon`` is enclosed in an interval of 256-bit fixed-point integers (one decimal
-    exp at 90 digits, its error bounded as in :class:`Expansion`); squaring the interval's ends,
-    rounded outwards, encloses ``a^(2^j)`` for every j, and ``p = q / (1 + q)`` is increasing in
-    q, so a word is certain when both ends give it. Two orders of magnitude faster than one
-    :meth:`Expansion.word` per threshold; anything uncertain (a word within ~2^-150 of a boundary,
-    or epsilon so small that ``a`` is 1 to 256 bits) falls back to the expansions.
+    BD's budget changes at every publication, so a table is cheap to build (tens of
+    microseconds: one decimal exponential, then array arithmetic) and the last 256 are kept.
     """
-    one = 1 << _FIXED
-    with decimal.localcontext() as context:
-        context.prec = 110
-        context.Emax, context.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
-        a = (-(decimal.Decimal(epsilon.numerator) / decimal.Decimal(epsilon.denominator))).exp()
-        scaled = a * one  # relative error of a: <= 4 (1 + epsilon) 10^-109, covered by the 10^-100 margin
-        low, high = int(scaled * (1 - decimal.Decimal("1e-100"))) - 1, int(scaled * (1 + decimal.Decimal("1e-100"))) + 2
-    if epsilon > 10**8 or low <= 0 or high >= one:
-        return None
-    words = []
-    for j in range(digits + 1):
-        if j < digits:
-            first, last = (low << _WORD) // (one + low), (high << _WORD) // (one + high)
-        else:
-            first, last = low >> (_FIXED - _WORD), high >> (_FIXED - _WORD)
-        if first != last:
-            return None
-        words.append(first)
-        low, high = (low * low) >> _FIXED, -((-high * high) >> _FIXED)
-    return tuple(words)
+    if not (isinstance(epsilon, float) and math.isfinite(epsilon) and epsilon > 0
+            and math.isfinite(_TAIL_EXPONENT / epsilon)):
+        raise ParameterError(f"discrete noise needs a finite epsilon >= 1.3e-307, got {epsilon!r}")
+    return DiscreteLaplaceTable(epsilon)
 
 
-def two_sided_geometric(bits: np.random.BitGenerator, epsilon: float, size: int | None = None):
-    """Exact draws of ``G1 - G2`` with ``P(G >= k) = exp(-epsilon k)``, from ``bits``' 64-bit words.
+def two_sided_geometric(source: WordSource, epsilon: float, size: int | None = None):
+    """Exact draws of ``X`` with ``P(X = x) ∝ exp(-epsilon |x|)`` from ``source``'s words (module docstring).
 
     ``size=None`` gives one Python int; otherwise an int64 array (of Python ints, dtype object,
-    in the astronomically rare case of a value beyond 2^61). Deterministic given the state of
-    ``bits``: the words of value i are words ``2(J+1)i .. 2(J+1)(i+1) - 1`` (G1's J digits and
-    tail coin, then G2's), and ties and tails read further words in a fixed order.
+    for epsilon below about 2^-35, where the tail's digits weigh 2^40 and more). Value ``i`` reads word ``i``
+    of ``source.values`` and, only in its tail or on a tie, its own uniforms: the same words always
+    give the same noise, and the scalar is value 0 of the vector.
     """
-    table = geometric_table(float(epsilon))
-    if size is None:
-        return _scalar(bits, table)
-    j = table.digits
-    words = bits.random_raw(2 * (j + 1) * size).reshape(2, size, j + 1)
-    ones = words < table.words  # digits 0..J-1, then the first tail coin
-    ties = words == table.words
-    if ties.any():
-        extra = _words(bits)
-        for g, lane, k in sorted(map(tuple, np.argwhere(ties)), key=lambda t: t[2] == j):  # digit ties first
-            ones[g, lane, k] = table.expansion(k).coin_from(extra, start=1)
-    values = ones.astype(table.weights.dtype) @ table.weights
-    success = ones[..., j]
-    if success.any():
-        highs = {(g, lane): _tail(bits, table) for g, lane in np.argwhere(success)}
-        if max(highs.values()) >= 1 << 61:
-            values = values.astype(object)  # exact Python ints: a value this large never occurs in practice
-        for (g, lane), high in highs.items():
-            values[g, lane] += high
-    return values[0] - values[1]
+    table = discrete_laplace_table(float(epsilon))
+    if size is None or size == 1:  # numpy's in-place arithmetic is slowest on one element: value 0 in Python
+        value = _scalar(table, source)
+        return value if size is None else np.array([value], np.int64 if abs(value) < 2**62 else object)
+    words = source.values(size)
+    u = words & _MASK63
+    if not table.complete:
+        return _settle(table, source, words, u, np.zeros(size, np.int64), np.arange(size))
+    candidate = np.log(u)
+    candidate *= table.alpha
+    candidate += table.beta
+    np.copysign(candidate, words.view(np.float64), out=candidate)  # the sign bit of a double is the word's top bit
+    x = candidate.astype(np.int64)
+    try:
+        missed = (u - table.start[x]) >= table.width[x]  # u outside the proven cell of |x| (wraps when below it)
+    except IndexError:  # a candidate beyond the table (u = 0): every value takes the exact count
+        return _settle(table, source, words, u, x, np.arange(size))
+    if np.count_nonzero(missed):
+        return _settle(table, source, words, u, x, np.flatnonzero(missed))
+    return x
 
 
-def _scalar(bits, table: GeometricTable) -> int:
-    """One draw with the words and the order of :func:`two_sided_geometric` at ``size=1``, in Python ints."""
-    j = table.digits
-    words = bits.random_raw(2 * (j + 1)).tolist()
-    thresholds = table.first + table.first
-    ones = list(map(int.__lt__, words, thresholds))
-    if any(map(int.__eq__, words, thresholds)):
-        extra = _words(bits)
-        tied = [i for i, (u, t) in enumerate(zip(words, thresholds)) if u == t]
-        for i in sorted(tied, key=lambda i: i % (j + 1) == j):  # digit ties first, then tail ties
-            ones[i] = table.expansion(i % (j + 1)).coin_from(extra, start=1)
-    g1 = sum(compress(table.weight_list, ones[:j])) + (_tail(bits, table) if ones[j] else 0)
-    g2 = sum(compress(table.weight_list, ones[j + 1: 2 * j + 1])) + (_tail(bits, table) if ones[2 * j + 1] else 0)
-    return g1 - g2
+def _scalar(table: DiscreteLaplaceTable, source: WordSource) -> int:
+    """Value 0 of :func:`two_sided_geometric`'s vector, in Python floats and ints (M1's hot path)."""
+    word = int(source.values(1)[0])
+    u = word & (2**63 - 1)
+    if table.complete and u:
+        k = int(table.alpha * math.log(u) + table.beta)
+        start, width = table.scalar_cells()
+        if k < len(start) and 0 <= u - start[k] < width[k]:
+            return -k if word >> 63 else k
+    words = np.array([word], np.uint64)
+    return int(_settle(table, source, words, words & _MASK63, np.zeros(1, np.int64), np.zeros(1, np.intp))[0])
 
 
-def _tail(bits, table: GeometricTable) -> int:
-    """``2^J * H`` after a successful first tail coin: H counts successes up to the first failure."""
-    tail, h = table.expansion(table.digits), 1
-    while tail.coin_from(_words(bits)):
-        h += 1
-    return h << table.digits
+def _settle(table: DiscreteLaplaceTable, source: WordSource, words: np.ndarray, u: np.ndarray, x: np.ndarray,
+            lanes: np.ndarray) -> np.ndarray:
+    """The exact values of ``lanes`` (level 0's exact count, then the tail), written into ``x``."""
+    negative = (words[lanes] >> np.uint64(63)).astype(bool)
+    first = u[lanes]
+    bits = _uniforms(source, 0, lanes, first)
+    magnitude = table.level0.search(first, bits) if table.complete else table.level0.count(first, bits)
+    tail = np.flatnonzero(magnitude == table.level0.size)
+    if tail.size:
+        extra = _geometric(table, source, lanes[tail])
+        if extra.dtype == object:
+            magnitude, x = magnitude.astype(object), x.astype(object)
+        magnitude[tail] += extra
+    x[lanes] = np.where(negative, -magnitude, magnitude)
+    return x
 
 
-def _words(bits):
-    """The generator's next words, one at a time (only ever read after a tie or a tail success)."""
-    while True:
-        yield int(bits.random_raw())
+def _geometric(table: DiscreteLaplaceTable, source: WordSource, lanes: np.ndarray) -> np.ndarray:
+    """``G`` (``P(G >= g) = a^g``) for each value in ``lanes``, from its uniforms 1, 2, ... (module docstring, step 3)."""
+    g = np.zeros(lanes.size, np.int64)
+    weight, uniform = 1, 1
+    for level in table.levels():
+        if weight >= _OBJECT_WEIGHT and g.dtype != object:
+            g = g.astype(object)
+        active = np.arange(lanes.size)
+        while active.size:
+            if uniform > _UNIFORMS:
+                raise RuntimeError("the tail needs more uniforms than a word source addresses")
+            first = source.first(uniform, lanes[active]) & _MASK63
+            digit = level.thresholds.count(first, _uniforms(source, uniform, lanes[active], first))
+            g[active] += digit * weight if g.dtype != object else digit.astype(object) * weight
+            uniform += 1
+            if not level.overflows:
+                break
+            active = active[digit == level.radix]
+        weight *= level.radix
+    return g
+
+
+def _uniforms(source: WordSource, uniform: int, lanes: np.ndarray, first: np.ndarray) -> Callable[[int], UniformBits]:
+    """``bits(i)``: uniform ``uniform`` of value ``lanes[i]``, whose first 63 bits are ``first[i]``."""
+    def bits(i: int) -> UniformBits:
+        more = source.words(uniform, int(lanes[i]))
+        if uniform:
+            next(more)  # the uniform's first word is the one its 63 bits came from
+        return UniformBits(int(first[i]), more)
+    return bits
+
+
+def continuous_laplace(words: np.ndarray, scale: float) -> np.ndarray:
+    """Continuous ``Lap(scale)`` noise in floating point from 64-bit words: the papers' sampler.
+
+    The sign is the top bit; the magnitude ``-scale * log(V)``, with ``V = (m + 1/2) 2^-53`` from
+    the low 53 bits, is exponential. Its low-order bits leak the value it is added to (module
+    docstring): a stream must call it ``laplace-fp-unsafe``.
+    """
+    magnitude = np.add(words & _MASK53, 0.5)
+    magnitude *= _UNIT
+    np.log(magnitude, out=magnitude)
+    magnitude *= -scale
+    return np.copysign(magnitude, words.view(np.float64), out=magnitude)  # the sign bit of a double is the top bit

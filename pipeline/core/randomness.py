@@ -1,29 +1,41 @@
 """Derived randomness: every random draw is a pure function of a secret key and its coordinates.
 
-A mechanism never shares one generator across slots. For each (stream, slot, phase[, block]) it
-asks for a fresh generator seeded with a keyed hash of those coordinates.
-Re-processing a slot after a crash therefore reproduces the very same noise instead of drawing a
-second, independent release; averaging two independent releases would halve the noise and leak.
+A mechanism never shares one generator across slots: each draw is addressed by
+(stream, slot, phase[, block]). Re-processing a slot after a crash therefore reproduces the very
+same noise instead of drawing a second, independent release; averaging two independent releases
+would halve the noise and leak.
+
+All server-side noise (continuous and discrete Laplace, scalar and vector) comes from
+:class:`NoiseKeystream`: AES-128 under a per-stream sub-key of the server's secret, applied to
+counter blocks that spell (slot, phase, what the word is for, index). That is counter mode with
+structured counters: a cryptographic generator (no release helps predict another's noise, where
+a PCG64 state can be recovered from its output), one encryptor per stream, and no hashing or
+generator state per draw. Numpy generators (:meth:`DerivedRandomness.generator`) remain for the
+server's random choices that are not noise values: which users to ask (published anyway), the
+personalized sample's coins (never published; each slot's generator is seeded on its own by a
+keyed hash, so no output of one helps predict another), groupings of public releases, and the
+simulations' shortcuts.
 
 The same holds on devices: a retried local report is identical to the first one, because the
 device-side perturbation of block ``b`` of users at ``(stream, slot, phase)`` has its own
 :class:`KeyStream` (users are grouped in blocks so that a vectorised fleet needs one keystream per
-block, not one per user). Device randomness is AES-128 in counter mode, a cryptographic generator:
-the server sees reports that depend on these bytes, so no report may help predict the others (a
-PCG64 state can be recovered from enough of its output). It is also the fastest source here:
-AES-NI fills a buffer at about 10 GB/s, where PCG64 gives about 5 GB/s.
+block, not one per user). Device randomness is AES-128 in counter mode too: the server sees
+reports that depend on these bytes, so no report may help predict the others. It is also the
+fastest source here: AES-NI fills a buffer at about 10 GB/s, where PCG64 gives about 5 GB/s.
 
 Examples
 --------
 >>> key = SecretKey.from_seed(7)
 >>> rng = DerivedRandomness(key, stream="taxi")
->>> a = rng.generator(slot=3, phase=Phase.PUBLICATION).laplace(0.0, 1.0, 4)
->>> b = DerivedRandomness(key, stream="taxi").generator(3, Phase.PUBLICATION).laplace(0.0, 1.0, 4)
+>>> a = rng.laplace(slot=3, phase=Phase.PUBLICATION, scale=1.0, size=4)
+>>> b = DerivedRandomness(key, stream="taxi").laplace(3, Phase.PUBLICATION, 1.0, 4)
 >>> bool((a == b).all())
 True
->>> c = rng.generator(slot=4, phase=Phase.PUBLICATION).laplace(0.0, 1.0, 4)
+>>> c = rng.laplace(slot=4, phase=Phase.PUBLICATION, scale=1.0, size=4)
 >>> bool((a == c).any())
 False
+>>> bool(rng.discrete_laplace(3, Phase.DISSIMILARITY, 0.5) == rng.discrete_laplace(3, Phase.DISSIMILARITY, 0.5, 1)[0])
+True
 """
 
 from __future__ import annotations
@@ -34,17 +46,24 @@ import math
 import os
 import struct
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from .noise import two_sided_geometric
+from .noise import continuous_laplace, two_sided_geometric
 
-__all__ = ["Phase", "SecretKey", "DerivedRandomness", "KeyStream", "ZeroNoise"]
+__all__ = ["Phase", "SecretKey", "DerivedRandomness", "NoiseKeystream", "KeyStream", "ZeroNoise"]
 
 _COORDINATES = struct.Struct("<qqq")  # slot, phase, block
+_COUNTER = struct.Struct("<qQ")  # a noise counter block: slot, then phase | code | index
+_WORDS = struct.Struct("<QQ")
 _TWO_TO_MINUS_53 = 2.0**-53
+_LOW53 = 2**53 - 1
+# what a noise word is for (the counter block's code): a discrete value's word, a continuous
+# value's word, or (code 2 + m) the words of uniform m of one discrete value
+_DISCRETE, _CONTINUOUS, _UNIFORM = 0, 1, 2
 
 
 class Phase(enum.IntEnum):
@@ -104,14 +123,18 @@ class SecretKey(bytes):
 
 
 class DerivedRandomness:
-    """Counter-based randomness for one stream.
+    """Counter-based randomness for one stream: noise, numpy generators and the devices' keystreams.
 
+    ``laplace`` and ``discrete_laplace`` draw the noise of ``(slot, phase)`` from the stream's
+    :class:`NoiseKeystream`: continuous Laplace (the papers' floating-point sampler, inverse CDF
+    of 53-bit uniforms) or exact two-sided geometric noise (:func:`.noise.two_sided_geometric`).
     ``generator(slot, phase, block)`` returns a numpy generator whose PCG64 state is a keyed
-    BLAKE2b hash of the coordinates, and ``keystream(slot, phase, block)`` the devices' AES-CTR
-    keystream keyed by another such hash: the draws depend on the coordinates only, never on call
-    order or process. ``laplace`` gives the same stream as ``generator(...).laplace`` through a
-    reused bit generator (1 µs instead of ~17 µs per slot: the central mechanisms' hot path);
-    ``discrete_laplace`` draws exact two-sided geometric noise from the same per-coordinate stream.
+    BLAKE2b hash of the coordinates, for server-side choices that are not noise values (which
+    users to ask, the personalized sample's coins: see the module text) and simulation shortcuts;
+    never for noise, whose values are published, because a PCG64 state can be recovered from its
+    output. ``keystream(slot, phase, block)`` is the
+    devices' AES-CTR keystream, keyed by another such hash. Every draw depends on its coordinates
+    only, never on call order or process. Not thread-safe: one object per thread.
     """
 
     def __init__(self, key: SecretKey, stream: str = "default") -> None:
@@ -120,6 +143,8 @@ class DerivedRandomness:
         prefix = struct.pack("<q", len(self.stream.encode())) + self.stream.encode()
         self._hasher = hashlib.blake2b(prefix, key=self.key, digest_size=32, person=b"wevent-rng-v1")
         self._keystreams = hashlib.blake2b(prefix, key=self.key, digest_size=32, person=b"wevent-aes-v1")
+        self._noise = NoiseKeystream(hashlib.blake2b(prefix, key=self.key, digest_size=16,
+                                                     person=b"wevent-noise-v1").digest())
         self._bits = np.random.PCG64(0)
         self._scratch = np.random.Generator(self._bits)
 
@@ -129,7 +154,11 @@ class DerivedRandomness:
         return _pcg64_state(h.digest())
 
     def generator(self, slot: int, phase: int, block: int = 0) -> np.random.Generator:
-        """An independent generator for these coordinates (safe to keep and pass around)."""
+        """An independent numpy generator for these coordinates (safe to keep and pass around).
+
+        For choices that are not noise and for simulation shortcuts only: noise comes from
+        :meth:`laplace` and :meth:`discrete_laplace`.
+        """
         bits = np.random.PCG64(0)
         bits.state = self._state(slot, phase, block)
         return np.random.Generator(bits)
@@ -137,7 +166,8 @@ class DerivedRandomness:
     def transient_generator(self, slot: int, phase: int, block: int = 0) -> np.random.Generator:
         """:meth:`generator`'s draws from one reused generator: valid only until the next draw from this
         object (do not keep it). Building a generator costs about 50 µs, more than the draws of a
-        slot's sampling or sufficient statistic; the hot paths that draw at once use this one."""
+        slot's sampling or sufficient statistic; the hot paths that draw at once use this one.
+        Not for noise either."""
         self._bits.state = self._state(slot, phase, block)
         return self._scratch
 
@@ -148,33 +178,116 @@ class DerivedRandomness:
         return KeyStream(h.digest())
 
     def laplace(self, slot: int, phase: int, scale: float, size: int | None = None):
-        """Laplace(0, scale) noise at (slot, phase): a float when ``size`` is None, else an array.
+        """Continuous Laplace(0, scale) noise at (slot, phase): a float when ``size`` is None, else an array.
 
-        A vector comes from the PCG64 stream of ``generator(slot, phase)``. A scalar (the hot path
-        of every dissimilarity) is the inverse CDF of the hash's leading 53 bits: one hash, no
-        generator state to build.
+        Value ``i`` is :func:`.noise.continuous_laplace` of the stream's continuous word ``i``; a
+        scalar (or a vector of one) computes value 0 with Python's ``math.log``, which may round
+        its last bit otherwise than numpy's. Floating-point noise: its low-order
+        bits leak (see :mod:`.noise`), which is why a stream must call it ``laplace-fp-unsafe``.
         """
-        if size is None:
-            h = self._hasher.copy()
-            h.update(_COORDINATES.pack(slot, phase, 0))
-            u = ((int.from_bytes(h.digest()[:8], "little") >> 11) + 0.5) * _TWO_TO_MINUS_53  # in (0, 1)
-            return scale * math.log(2.0 * u) if u < 0.5 else -scale * math.log(2.0 - 2.0 * u)
-        self._bits.state = self._state(slot, phase, 0)
-        return self._scratch.laplace(0.0, scale, size)
+        if size is None or size == 1:  # numpy's in-place arithmetic is slowest on one element: value 0 in Python
+            word = int(self._noise.values(slot, phase, _CONTINUOUS, 1)[0])
+            magnitude = -scale * math.log(((word & _LOW53) + 0.5) * _TWO_TO_MINUS_53)
+            value = -magnitude if word >> 63 else magnitude
+            return value if size is None else np.array([value])
+        return continuous_laplace(self._noise.values(slot, phase, _CONTINUOUS, size), scale)
 
     def discrete_laplace(self, slot: int, phase: int, epsilon: float, size: int | None = None):
         """Exact two-sided geometric noise at (slot, phase): ``P(x) ∝ exp(-epsilon |x|)`` on the integers.
 
-        An int when ``size`` is None, else an int64 array; drawn from the words of
-        ``generator(slot, phase)``'s PCG64 stream (:func:`.noise.two_sided_geometric`), so the same
-        key and coordinates always give the same noise. Added to an integer query of sensitivity 1
-        it is exactly ``epsilon``-DP, with no floating-point artefact.
+        An int when ``size`` is None (value 0 of the vector), else an int64 array
+        (:func:`.noise.two_sided_geometric` on the stream's discrete words), so the same key and
+        coordinates always give the same noise. Added to an integer query of sensitivity 1 it is
+        exactly ``epsilon``-DP, with no floating-point artefact.
         """
-        self._bits.state = self._state(slot, phase, 0)
-        return two_sided_geometric(self._bits, epsilon, size)
+        return two_sided_geometric(_NoiseWords(self._noise, slot, phase), epsilon, size)
 
     def for_stream(self, stream: str) -> "DerivedRandomness":
         return type(self)(self.key, stream)
+
+
+class NoiseKeystream:
+    """The server's noise words of one stream: AES-128 of counter blocks that say what each word is for.
+
+    Block ``(slot, phase, code, index)`` is two little-endian 64-bit words: the slot (two's
+    complement), then ``phase << 56 | code << 48 | index`` (phase and code below 256, index below
+    2^48); its encryption is two words of noise. Code 0 holds the discrete values' words and
+    code 1 the continuous values' (word ``i`` in block ``i // 2``), code ``2 + m`` the words of
+    uniform ``m`` of discrete value ``lane`` (``index = lane << 8 | step``, two words per step).
+    This is counter mode whose counters carry their coordinates: one encryptor for the stream,
+    any word readable without the others, distinct coordinates giving independent words.
+
+    >>> stream = NoiseKeystream(bytes(16))
+    >>> first = stream.values(slot=5, phase=2, code=0, size=3).copy()
+    >>> bool((stream.values(5, 2, 0, 1) == first[:1]).all()), bool((stream.values(6, 2, 0, 3) == first).any())
+    (True, False)
+    >>> stream.block(5, 2, 0, 1)[0] == int(first[2])   # word 2 is the first half of block 1
+    True
+    """
+
+    _CACHED = 32  # counter templates kept: one per (phase, code, vector length) in use
+
+    def __init__(self, key: bytes) -> None:
+        self._cipher = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+        self._templates: dict[tuple[int, int, int], tuple[np.ndarray, memoryview, memoryview, np.ndarray]] = {}
+
+    def values(self, slot: int, phase: int, code: int, size: int) -> np.ndarray:
+        """Words ``0 .. size - 1`` of ``(slot, phase, code)``: a buffer that the next call overwrites."""
+        template = self._templates.get((phase, code, size))
+        if template is None:
+            template = self._template(phase, code, size)
+        slots, plain, cipher, words = template
+        slots.fill(slot)  # an int64 view: a slot beyond 64 bits raises
+        self._cipher.update_into(plain, cipher)
+        return words
+
+    def _template(self, phase: int, code: int, size: int):
+        blocks = (size + 1) // 2
+        if not (0 <= phase < 256 and 0 <= code < 256 and 0 <= size < 2**49):
+            raise ValueError(f"no noise words at phase {phase}, code {code}, size {size}")
+        if len(self._templates) >= self._CACHED:
+            self._templates.clear()
+        plain = np.empty((blocks, 2), np.uint64)
+        plain[:, 1] = np.arange(blocks, dtype=np.uint64) | np.uint64(phase << 56 | code << 48)
+        out = np.empty(2 * blocks + 2, np.uint64)  # ECB's update_into wants a block of room beyond the input
+        template = (plain.view(np.int64)[:, 0], plain.reshape(-1).view(np.uint8).data, out.view(np.uint8).data,
+                    out[:size])
+        self._templates[(phase, code, size)] = template
+        return template
+
+    def lanes(self, slot: int, phase: int, code: int, lanes: np.ndarray, step: int = 0) -> np.ndarray:
+        """The first word of block ``(slot, phase, code, lane << 8 | step)`` for each lane."""
+        if lanes.size and int(lanes.max()) >= 2**40:
+            raise ValueError("noise words address at most 2^40 values per draw")
+        plain = np.empty((lanes.size, 2), np.uint64)
+        plain.view(np.int64)[:, 0] = slot
+        plain[:, 1] = (lanes.astype(np.uint64) << np.uint64(8)) | np.uint64(phase << 56 | code << 48 | step)
+        out = np.empty(2 * lanes.size + 2, np.uint64)
+        self._cipher.update_into(plain.reshape(-1).view(np.uint8).data, out.view(np.uint8).data)
+        return out[:2 * lanes.size:2]
+
+    def block(self, slot: int, phase: int, code: int, index: int) -> tuple[int, int]:
+        """The two words of one block, as Python ints."""
+        return _WORDS.unpack(self._cipher.update(_COUNTER.pack(slot, phase << 56 | code << 48 | index)))
+
+
+class _NoiseWords:
+    """The :class:`.noise.WordSource` of the discrete noise at one ``(slot, phase)``."""
+
+    __slots__ = ("_stream", "_slot", "_phase")
+
+    def __init__(self, stream: NoiseKeystream, slot: int, phase: int) -> None:
+        self._stream, self._slot, self._phase = stream, slot, phase
+
+    def values(self, size: int) -> np.ndarray:
+        return self._stream.values(self._slot, self._phase, _DISCRETE, size)
+
+    def first(self, uniform: int, lanes: np.ndarray) -> np.ndarray:
+        return self._stream.lanes(self._slot, self._phase, _UNIFORM + uniform, lanes)
+
+    def words(self, uniform: int, lane: int) -> Iterator[int]:
+        for step in range(256):
+            yield from self._stream.block(self._slot, self._phase, _UNIFORM + uniform, lane << 8 | step)
 
 
 class KeyStream:

@@ -28,13 +28,14 @@ MIN_EPSILON = 1e-290
 
 Every budget a mechanism records is a multiple of its window budget's grid, the spacing of floats
 there (:func:`wevent.core.exact.grid`, about ``epsilon 2^-52``), so the smallest budget a slot can
-spend is about ``2.2e-306``. Noise at a budget ``e`` needs a finite scale ``1/e`` and exact
-geometric tables whose digit count grows as ``log2(22/e)``: both overflow below ``22/DBL_MAX``,
-about ``1.2e-307``, and denormal budgets (below ``2.2e-308``) would lose their precision besides.
+spend is about ``2.2e-306``. Noise at a budget ``e`` needs a finite scale ``1/e``, and exact
+discrete noise sizes its tables by ``22.9/e`` (:mod:`wevent.core.noise`): both overflow below
+``22.9/DBL_MAX``, about ``1.3e-307``, and denormal budgets (below ``2.2e-308``) would lose their
+precision besides.
 
 >>> import sys
 >>> from wevent.core.exact import grid
->>> bool(grid(MIN_EPSILON) > 22 / sys.float_info.max)
+>>> bool(grid(MIN_EPSILON) > 22.9 / sys.float_info.max)
 True
 """
 

@@ -359,8 +359,19 @@ class Option(Field):
     stream_level: bool = False
 
 
-NOISE = Option(Choice(("discrete", "laplace")), "noise distribution of the releases: discrete (the default) "
-               "or the continuous Laplace distribution")
+class NoiseChoice(Choice):
+    """The noise kind, named for what it is: ``laplace-fp-unsafe`` is the core's floating-point ``laplace``."""
+
+    def check(self, value, name):
+        if value == "laplace":
+            raise SchemaError(f"{name} 'laplace' is refused in a stream: floating-point Laplace noise leaks the "
+                              "released values through its low-order bits; write 'laplace-fp-unsafe' to accept "
+                              "that, or 'discrete'")
+        return super().check(value, name)
+
+
+NOISE = Option(NoiseChoice(("discrete", "laplace-fp-unsafe")), "noise distribution of the releases: discrete "
+               "(exact, the default) or laplace-fp-unsafe (the papers' floating-point Laplace, which leaks)")
 CENTRAL = {
     "clamp_round": Option(BOOLEAN, "post-process fresh releases to non-negative integers"),
     "noise": NOISE,

@@ -1,12 +1,14 @@
 """Derived randomness: reproducible per coordinate, independent across coordinates, Laplace-distributed;
-the devices' AES-CTR keystreams."""
+the server's noise keystream and the devices' AES-CTR keystreams."""
 
 import math
+import struct
 
 import numpy as np
 import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from wevent.core.randomness import DerivedRandomness, KeyStream, Phase, SecretKey, ZeroNoise
+from wevent.core.randomness import DerivedRandomness, KeyStream, NoiseKeystream, Phase, SecretKey, ZeroNoise
 
 
 def test_same_coordinates_same_draws_across_instances():
@@ -15,8 +17,9 @@ def test_same_coordinates_same_draws_across_instances():
     assert np.array_equal(a, b)
 
 
-@pytest.mark.parametrize("kind", ["generator", "keystream"])
-@pytest.mark.parametrize("change", ["seed", "stream", "slot", "phase", "block"])
+@pytest.mark.parametrize("kind, change", [(kind, change) for kind in ("generator", "keystream", "laplace", "discrete")
+                                          for change in ("seed", "stream", "slot", "phase", "block")
+                                          if change != "block" or kind in ("generator", "keystream")])  # noise has no block
 def test_any_coordinate_changes_the_stream(change, kind):
     base = dict(seed=1, stream="s", slot=2, phase=Phase.DISSIMILARITY, block=0)
     other = dict(base)
@@ -26,6 +29,10 @@ def test_any_coordinate_changes_the_stream(change, kind):
         randomness = DerivedRandomness(SecretKey.from_seed(c["seed"]), c["stream"])
         if kind == "keystream":
             return randomness.keystream(c["slot"], c["phase"], c["block"]).words(4)
+        if kind == "laplace":
+            return randomness.laplace(c["slot"], c["phase"], 1.0, 4)
+        if kind == "discrete":
+            return randomness.discrete_laplace(c["slot"], c["phase"], 0.1, 8)
         return randomness.generator(c["slot"], c["phase"], c["block"]).random(4)
 
     assert np.array_equal(draw(base), draw(dict(base)))
@@ -69,13 +76,51 @@ def test_keystream_generator_is_reproducible_and_moves_the_stream_on():
     assert not np.array_equal(KeyStream.from_seed(2).words(4), KeyStream.from_seed(2).generator().bit_generator.random_raw(4))
 
 
-def test_vector_laplace_equals_generator_stream_and_ignores_call_order():
+def test_noise_ignores_call_order_and_instances_and_is_not_the_generators_stream():
     r = DerivedRandomness(SecretKey.from_seed(3), "s")
-    first = r.laplace(7, Phase.PUBLICATION, 2.0, 5)
+    first, scalar = r.laplace(7, Phase.PUBLICATION, 2.0, 5), r.laplace(7, Phase.PUBLICATION, 2.0)
+    discrete = r.discrete_laplace(7, Phase.PUBLICATION, 0.2, 5)
     r.laplace(8, Phase.PUBLICATION, 2.0, 5)  # another slot in between must not matter
-    again = r.laplace(7, Phase.PUBLICATION, 2.0, 5)
-    assert np.array_equal(first, again)
-    assert np.array_equal(first, r.generator(7, Phase.PUBLICATION).laplace(0.0, 2.0, 5))
+    r.discrete_laplace(8, Phase.PUBLICATION, 0.2, 5)
+    again = DerivedRandomness(SecretKey.from_seed(3), "s")  # a restarted worker
+    assert np.array_equal(first, again.laplace(7, Phase.PUBLICATION, 2.0, 5)) and np.array_equal(first, r.laplace(7, 2, 2.0, 5))
+    assert scalar == again.laplace(7, Phase.PUBLICATION, 2.0) == pytest.approx(first[0], rel=1e-15)
+    assert np.array_equal(discrete, again.discrete_laplace(7, Phase.PUBLICATION, 0.2, 5))
+    assert not np.array_equal(first, r.generator(7, Phase.PUBLICATION).laplace(0.0, 2.0, 5))
+
+
+def test_noise_at_neighbouring_coordinates_is_uncorrelated():
+    """Pearson correlation of N pairs of independent draws has sd 1/sqrt(N): 5 sd bound, for the
+    pairs (slot, slot + 1), (dissimilarity, publication) and (continuous, discrete) at one slot."""
+    r, n = DerivedRandomness(SecretKey.from_seed(4), "s"), 20_000
+    x = r.discrete_laplace(1, Phase.PUBLICATION, 0.3, n + 1).astype(float)
+    pairs = [(x[:-1], x[1:]),
+             (x[:-1], r.discrete_laplace(1, Phase.DISSIMILARITY, 0.3, n).astype(float)),
+             (x[:-1], r.laplace(1, Phase.PUBLICATION, 1.0, n))]
+    scalars = np.array([[r.laplace(s, Phase.DISSIMILARITY, 1.0), r.laplace(s + 1, Phase.DISSIMILARITY, 1.0)]
+                        for s in range(1, 5001)])
+    pairs.append((scalars[:, 0], scalars[:, 1]))
+    for a, b in pairs:
+        assert abs(np.corrcoef(a, b)[0, 1]) < 5 / math.sqrt(a.size)
+
+
+def test_noise_keystream_is_aes128_of_its_counter_blocks():
+    """A word is AES-128 (FIPS-197) of the block spelling (slot, phase, code, index), checked against
+    an independent encryption; two words per block; every stream has its own key."""
+    key = bytes(range(16))
+    stream, reference = NoiseKeystream(key), Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    for slot, phase, code, index in ((1, 2, 0, 0), (-5, 255, 7, 2**48 - 1), (2**63 - 1, 0, 3, 12345 << 8 | 9)):
+        block = reference.update(struct.pack("<qQ", slot, phase << 56 | code << 48 | index))
+        assert stream.block(slot, phase, code, index) == struct.unpack("<QQ", block)
+    words = stream.values(9, 1, 0, 7).copy()
+    assert [int(w) for w in words] == [w for i in range(4) for w in stream.block(9, 1, 0, i)][:7]
+    assert stream.lanes(9, 1, 4, np.array([3, 0])).tolist() == [stream.block(9, 1, 4, 3 << 8)[0], stream.block(9, 1, 4, 0)[0]]
+    a, b = DerivedRandomness(SecretKey.from_seed(1), "a"), DerivedRandomness(SecretKey.from_seed(1), "b")
+    assert not np.array_equal(a.laplace(1, 2, 1.0, 4), b.laplace(1, 2, 1.0, 4))
+    with pytest.raises(ValueError):
+        stream.values(1, 256, 0, 3)
+    with pytest.raises(OverflowError):
+        stream.values(2**63, 1, 0, 3)
 
 
 def test_a_transient_generator_draws_what_a_generator_draws():

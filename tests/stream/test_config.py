@@ -70,6 +70,16 @@ def test_the_non_private_artifact_mode_is_never_a_stream_option(value):
     assert "breaks the window guarantee" in message
 
 
+@pytest.mark.parametrize("stream", [CENTRAL, PERSONALIZED])
+def test_floating_point_laplace_noise_must_be_named_for_what_it_is(stream):
+    message = refused(with_options(stream, noise="laplace"))
+    assert message.startswith(f"stream '{stream['name']}': options.noise 'laplace' is refused in a stream: ")
+    assert "low-order bits" in message and "write 'laplace-fp-unsafe'" in message
+    config = parse_config({"seed": 1, "streams": [with_options(stream, noise="laplace-fp-unsafe")]})
+    assert parse_config(dump_config(config)) == config  # what `wevent run` hands its workers loads again
+    assert logic_for(config, config.streams[0]).new_mechanism().noise == "laplace"  # the core's name
+
+
 @pytest.mark.parametrize("value, fragment", [
     (0, "options.block_size must be >= 1 and <= 16777216, got 0"),
     (-5, "options.block_size must be >= 1 and <= 16777216, got -5"),
@@ -278,7 +288,7 @@ EXAMPLES = {"block_size": 16, "deadline_seconds": 5.0, "beta": 0.4, "pool": "res
             "bound": 2.0, "force_first": True, "cutoff": 2, "threshold": 0.5, "tolerance": 0.1, "gain": 0.01,
             "rate_denominator": "slot", "sample_share": 0.3, "max_share": 0.5, "max_users": 10, "kp": 1.0,
             "ki": 0.2, "kd": 0.1, "integral_window": 2, "interval_gain": 5.0, "process_noise": 1e-4,
-            "initial_covariance": 2.0, "clamp_round": True, "noise": "laplace", "budget_shift": True,
+            "initial_covariance": 2.0, "clamp_round": True, "noise": "laplace-fp-unsafe", "budget_shift": True,
             "force_first_publish": True, "lookback": "artifact", "dc_obs_sensitivity": 2.0, "groups": 2,
             "period": 3, "sample_ratio": 0.2, "error_target": 0.2, "measurement_noise": 2e6, "max_budget": 0.1,
             "dynamic_grouping": False, "group_limit": 20.0, "min_correlation": 0.4, "max_difference": 10.0,
@@ -302,8 +312,8 @@ def test_every_schema_option_is_taken_by_its_mechanism(mechanism, option):
     if not config.streams[0].options.keys() - {"block_size", "deadline_seconds"}:
         return  # the stream layer's own options
     params = mechanism_object.state_dict()["params"]
-    if option in params:  # what the mechanism keeps is what the config said
-        assert params[option] == value
+    if option in params:  # what the mechanism keeps is what the config said (in the core's words)
+        assert params[option] == {"laplace-fp-unsafe": "laplace"}.get(value, value)
 
 
 def test_the_helm_values_schema_is_generated_from_the_config_schema():

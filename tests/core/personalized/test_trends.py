@@ -1,9 +1,11 @@
 """The synthetic generators the experiments use, and monotone error trends.
 
-The trends are averaged over 10 seeds on a small stream (n = 2000, T = 500). They are soft
-(expected from the paper's figures, not theorems), but with fixed seeds the run is deterministic, so they are
-asserted as they come out; a failure means the trend changed, not bad luck. They came out under
-the papers' continuous Laplace noise, which the personalized runs therefore select.
+The trends are measured over 10 seeds on a small stream (n = 2000, T = 500). They are soft
+(expected from the papers' figures, not theorems), so they are tested as statistics of the seeds
+(:func:`assert_trend`): the whole range follows the trend on average, and no step goes against it
+by more than 3 standard errors of its per-seed paired difference (a one-sided t test with 9
+degrees of freedom, false alarm about 0.8% per step for a flat step). The personalized runs use
+the papers' continuous Laplace noise, under which the papers measured them.
 """
 
 from functools import lru_cache
@@ -32,6 +34,14 @@ def test_sin_and_log_closed_forms_and_tlns_range():
 
 
 # 17. monotone trends -----------------------------------------------------------------------------
+def assert_trend(errors: np.ndarray) -> None:
+    """``errors[i, s]``: the error at the i-th setting for seed s, expected not to increase with i."""
+    steps = errors[:-1] - errors[1:]  # paired by seed: the seed's data, requirements and noise key
+    standard_error = steps.std(axis=1, ddof=1) / np.sqrt(errors.shape[1])
+    assert np.all(steps.mean(axis=1) > -3 * standard_error), (errors.mean(axis=1), standard_error)
+    assert errors[0].mean() > errors[-1].mean(), errors.mean(axis=1)
+
+
 @lru_cache(maxsize=None)
 def stream(seed):
     data = synthetic("sin", USERS, SLOTS, seed=seed)
@@ -50,19 +60,17 @@ def personalized_mse(cls, epsilon, seed):
 @pytest.mark.parametrize("cls", [PersonalizedBudgetDistribution, PersonalizedBudgetAbsorption])
 def test_error_does_not_increase_with_epsilon(cls):
     epsilons = [0.2, 0.4, 0.6, 0.8, 1.0]
-    amre = [np.mean([personalized_mse(cls, eps, seed) for seed in SEEDS]) for eps in epsilons]
-    assert all(a >= b for a, b in zip(amre, amre[1:])), amre
+    assert_trend(np.array([[personalized_mse(cls, eps, seed) for seed in SEEDS] for eps in epsilons]))
 
 
 @pytest.mark.slow
 def test_bd_error_does_not_decrease_with_window():
     windows = [40, 80, 120, 160, 200]
-    amre = []
+    errors = []
     for w in windows:
-        errors = []
+        errors.append([])
         for seed in SEEDS:
             counts = stream(seed)[1].astype(float)
             releases = np.array([r.release for r in BudgetDistribution(0.6, w, 2, randomness=derived(seed)).run(counts)])
-            errors.append(np.mean((releases - counts) ** 2))
-        amre.append(np.mean(errors))
-    assert all(a <= b for a, b in zip(amre, amre[1:])), amre
+            errors[-1].append(np.mean((releases - counts) ** 2))
+    assert_trend(-np.array(errors))  # the error does not decrease with the window
