@@ -62,9 +62,10 @@ from wevent.core.local.device_reports import Devices, block_reports
 from wevent.core.local.user_sets import pack_users, unpack_users
 from wevent.core.packing import StateError, pack, unpack
 from wevent.core.validation import ParameterError
-from wevent.stream.topics import LDP_REPORTS, LDP_REQUESTS
-from wevent.stream.codecs import (AuthenticationError, DecodeError, ReportsMessage, RequestMessage, SignatureSeal,
-                                    check_seal, decode_message, seal, unseal)
+from wevent.stream.wire.topics import LDP_REPORTS, LDP_REQUESTS
+from wevent.stream.wire.seals import AuthenticationError, SignatureSeal, check_seal, seal, unseal
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.messages import ReportsMessage, RequestMessage, decode_message
 from wevent.stream.events import Events
 
 log = logging.getLogger("wevent.devices")

@@ -30,14 +30,15 @@ from faust.types import TP
 from wevent.core.randomness import DerivedRandomness
 from wevent.errors import UsageError
 from wevent.stream import prometheus as metrics
-from wevent.stream.codecs import AuthenticationError, TickMessage, check_seal, unseal
+from wevent.stream.wire.seals import AuthenticationError, check_seal, unseal
+from wevent.stream.wire.messages import TickMessage
 from wevent.stream.config import AppConfig
 from wevent.stream.health import BrokerWatch, rate_limit_client_logs
-from wevent.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials
+from wevent.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials, key_partition
 from wevent.stream.failures import ErrorLog, internal_error
 from wevent.stream.processors import Processor, Processors
 from wevent.stream.query import QueryService
-from wevent.stream.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
+from wevent.stream.wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 
 log = logging.getLogger("wevent.worker")
 errors = ErrorLog(log)  # one line per agent and exception type per minute; tracebacks at debug level

@@ -343,7 +343,7 @@ def _committed(bootstrap: str, config) -> dict[str, str]:
 
 def _states(bootstrap: str, config) -> dict[str, object]:
     from ..core import packing
-    from ..stream.topics import changelog
+    from ..stream.wire.topics import changelog
 
     states: dict[str, object] = {}
     for table in ("assembler", "dissimilarity-state"):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, slot_count, user_count
 from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
-from ..stream.codecs import json_report, report_partition
+from ..stream.wire.reports import json_report, report_partition
 from ..stream.config import parse_config
 from ..stream.kafka import KafkaReportSink
 from ..stream.child_processes import WorkerProcess, write_config

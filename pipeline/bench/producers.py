@@ -170,7 +170,7 @@ def to_broker(values: UserValues, partitions: int, bootstrap: str | None) -> tup
 
     from ..stream.broker import EmbeddedBroker, create_topics
     from ..stream.kafka import KafkaReportSink
-    from ..stream.topics import REPORTS
+    from ..stream.wire.topics import REPORTS
 
     broker = None if bootstrap else EmbeddedBroker().start()
     try:

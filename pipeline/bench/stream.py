@@ -222,9 +222,8 @@ def _simulate(config, stream, values: np.ndarray) -> tuple[list, float]:
     from ..core.data import histograms
     from ..core.local import Devices
     from ..core.randomness import DerivedRandomness
-    from ..stream.codecs import ReleaseRecord
+    from ..stream.wire.records import ReleaseRecord, local_release_record
     from ..stream.logic import logic_for
-    from ..stream.release_records import local_release_record
 
     mechanism = logic_for(config, stream).new_mechanism()
     local = stream.model == "local"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..stream.topics import AUDIT
+from ..stream.wire.topics import AUDIT
 from ._common import UsageError, bootstrap_servers, reachable_kafka, readable_file
 
 READ_TIMEOUT = 15.0  # seconds for the topic's metadata and offsets

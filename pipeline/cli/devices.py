@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 
-from ..stream.topics import LDP_REPORTS, LDP_REQUESTS
+from ..stream.wire.topics import LDP_REPORTS, LDP_REQUESTS
 from ._common import (LOOPBACK, UsageError, bind_address, bootstrap_servers, check_listen, integer, port,
                       reachable_kafka, readable_file, serve_metrics, shard_spec)
 
@@ -51,7 +51,7 @@ def handle(args) -> int:
     from wevent.core.data import UserValues
     from wevent.core.local.device_reports import Devices
     from wevent.core.randomness import DerivedRandomness
-    from wevent.stream.codecs import report_seal
+    from wevent.stream.wire.seals import report_seal
     from wevent.stream.config import load_config
     from wevent.stream.kafka import consumer_config, producer_config
     from wevent.stream.logic import device_block_size
@@ -167,7 +167,7 @@ def deliver(producer, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
 def server_public_key(text: str | None, config):
     """The key requests are checked with: the given public key, else the public half of the
     server's own key where the devices run beside the server (its key or seed at hand)."""
-    from wevent.stream.codecs import SignatureSeal, request_seal
+    from wevent.stream.wire.seals import SignatureSeal, request_seal
     from wevent.stream.config import ConfigError
 
     if text:

@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from wevent.stream.codecs import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
+    from wevent.stream.wire.seals import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
     from wevent.stream.config import DEVICE_KEY_ENV, NOISE_KEY_ENV, AppConfig, load_config
 
     config = load_config(args.config) if args.config else AppConfig(streams=())

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..core.accounting import TOLERANCE, ChargeMatrix, WindowSpend
 from ..core.local.user_sets import UserSetError, users_from_text
-from .codecs import DecodeError, check_version
+from .wire.format import DecodeError, check_version
 
 __all__ = ["Finding", "MalformedRecord", "TOLERANCE", "read_jsonl", "verify"]
 

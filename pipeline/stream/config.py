@@ -49,7 +49,7 @@ import numpy as np
 from ..core.accounting import Budget
 from ..core.randomness import SecretKey
 from ..core.validation import ParameterError
-from .topics import partition_counts
+from .wire.topics import partition_counts
 from .config_schema import APP_FIELDS, MECHANISMS, STREAM_FIELDS, SchemaError, check_options, check_table, show
 
 __all__ = ["Budget", "ConfigError", "StreamConfig", "AppConfig", "load_config", "NOISE_KEY_ENV", "DEVICE_KEY_ENV"]

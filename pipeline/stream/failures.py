@@ -16,12 +16,13 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from .codecs import ReportBatch, ReportsMessage, decode_message, decode_report_message
+from .wire.reports import ReportBatch, decode_report_message
+from .wire.messages import ReportsMessage, decode_message
 from .config import AppConfig
 from .events import Events
 from .health import Throttle
 from .processors import Processed, dead_letter
-from .topics import LDP_REPORTS, REPORTS
+from .wire.topics import LDP_REPORTS, REPORTS
 
 __all__ = ["ErrorLog", "internal_error", "raised_at"]
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 import logging
 import time
 
-from .topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
+from .wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
+from .kafka import consumer_config, kafka_log, key_partition
 
 CLIENT_LOGGERS = ("aiokafka", "faust", "mode", "wevent.kafka")
-
-kafka_log = logging.getLogger("wevent.kafka")
-kafka_log.addHandler(logging.NullHandler())  # no handler configured (a CLI): silent, not Python's last resort
 
 
 class Throttle:
@@ -135,8 +133,6 @@ class BrokerWatch:
 
     def __init__(self, bootstrap: str, config, stall_seconds: float, clock=time.monotonic) -> None:
         from confluent_kafka import Consumer
-
-        from .kafka import consumer_config
 
         self.consumer = Consumer(consumer_config(bootstrap, config.app) | {"enable.auto.commit": False})
         self.bootstrap = bootstrap

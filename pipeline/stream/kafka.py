@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
-from .codecs import ReportBatch, Watermark, report_partition
-from .health import kafka_log
-from .topics import REPORTS
+from .wire.reports import ReportBatch, Watermark, report_partition
+from .wire.topics import REPORTS
+
+kafka_log = logging.getLogger("wevent.kafka")
+kafka_log.addHandler(logging.NullHandler())  # no handler configured (a CLI): silent, not Python's last resort
 
 MAX_REPORTS_PER_MESSAGE = 65_536  # 512 KiB of report payload: under Kafka's default 1 MiB message limit
 
@@ -191,6 +194,18 @@ def consumer_config(bootstrap: str, group: str | None = None, tansu_compat: bool
     if tansu_compat:  # real Kafka answers a fetch as soon as data arrives
         config["fetch.wait.max.ms"] = TANSU_FETCH_WAIT_MS
     return config
+
+
+def key_partition(key: str, partitions: int) -> int:
+    """The partition a message keyed by ``key`` goes to: Kafka's default partitioner (murmur2 of
+    the key's bytes, as Java clients, Faust and our confluent producers compute it).
+
+    >>> key_partition("taxi", 1), [key_partition(name, 8) for name in ("taxi", "taxi-local")]
+    (0, [7, 4])
+    """
+    from aiokafka.partitioner import murmur2
+
+    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
 class DeliveryError(Exception):

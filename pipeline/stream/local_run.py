@@ -72,7 +72,7 @@ def run_keys(config: AppConfig, seed: int | None, *, devices: bool, external_kaf
     noise as before, so its key must outlive the run.
     """
     from ..core.randomness import SecretKey
-    from .codecs import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
+    from .wire.seals import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
     from .config import DEVICE_KEY_ENV, NOISE_KEY_ENV
 
     # A worker with any local-model stream checks device reports with the devices' public key,
@@ -294,7 +294,7 @@ class LocalRun:
         self.replay = self._start(ReplayThread(self.replayed, sink, self.speed))
 
     def releases(self) -> Iterator:
-        """The stream's releases (:class:`~wevent.stream.codecs.ReleaseRecord`), each once, until
+        """The stream's releases (:class:`~wevent.stream.wire.records.ReleaseRecord`), each once, until
         ``slots`` are released. Raises :class:`Failed` when the broker dies or the replay fails, and
         a usage error naming the process when the worker or the devices stop."""
         from .prometheus import export_release_error
@@ -337,7 +337,7 @@ class LocalRun:
         import json
 
         from .subscription import read_topic
-        from .topics import AUDIT
+        from .wire.topics import AUDIT
 
         records = {}
         for value in read_topic(self.bootstrap, AUDIT):

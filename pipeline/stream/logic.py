@@ -19,10 +19,10 @@ from ..core.local.protocol import LocalDissimilarity, Request
 from ..core.local.user_sets import users_to_text
 from ..core.randomness import DerivedRandomness
 from ..core.registry import mechanisms
-from .codecs import AuditRecord, MeasuredMessage, ReadyMessage, ReleaseRecord
+from .wire.records import AuditRecord, ReleaseRecord, local_release_record, personalized_release_record
+from .wire.messages import MeasuredMessage, ReadyMessage
 from .config import AppConfig, ConfigError, StreamConfig
 from .events import Released
-from .release_records import local_release_record, personalized_release_record
 
 __all__ = ["StreamLogic", "CentralLogic", "logic_for"]
 

@@ -47,41 +47,19 @@ import numpy as np
 from ..core import packing
 from ..core.base import StepResult
 from ..core.local.protocol import Request
-from .codecs import (
-    REPORT_KEY_ENV,
-    AuthenticationError,
-    DeadLetter,
-    DecodeError,
-    DissimilarityMessage,
-    MacSeal,
-    MeasuredMessage,
-    PartialMessage,
-    ReadyMessage,
-    ReleaseRecord,
-    ReportBatch,
-    ReportsMessage,
-    RequestMessage,
-    SignatureSeal,
-    SupportMessage,
-    TickMessage,
-    Watermark,
-    check_seal,
-    decode_message,
-    decode_report_message,
-    internal_seal,
-    report_partition,
-    report_seal,
-    request_seal,
-    seal,
-    unread_bytes,
-    unseal,
-)
+from .wire.seals import (REPORT_KEY_ENV, AuthenticationError, MacSeal, SignatureSeal, check_seal, internal_seal,
+                         report_seal, request_seal, seal, unseal)
+from .wire.records import DeadLetter, ReleaseRecord, unread_bytes
+from .wire.format import DecodeError
+from .wire.messages import (DissimilarityMessage, MeasuredMessage, PartialMessage, ReadyMessage, ReportsMessage,
+                            RequestMessage, SupportMessage, TickMessage, decode_message)
+from .wire.reports import ReportBatch, Watermark, decode_report_message, report_partition
 from .config import DEVICE_KEY_ENV, AppConfig, ConfigError
 from .events import Events
-from .keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark, OpenSlotKey,
-                   PartialKey, ReleaseKey, RoundKey, RoundRequestKey, StepKey, StepOutputKey, stream_of)
+from .wire.keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark, OpenSlotKey,
+                        PartialKey, ReleaseKey, RoundKey, RoundRequestKey, StepKey, StepOutputKey, stream_of)
 from .logic import StreamLogic, logic_for
-from .topics import AUDIT, DEAD_LETTERS, LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
+from .wire.topics import AUDIT, DEAD_LETTERS, LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 
 __all__ = ["Out", "Processed", "ServerKeys", "Processor", "Assembler", "DissimilarityProcessor", "PublicationProcessor",
            "Collector", "Processors"]
@@ -457,7 +435,7 @@ class Assembler(Processor):
     the partition's clock and the numbers of its open slots; each open slot's histogram and seen
     users are a key of their own, ``stream/partition/slot``, bounded by one slot. A report may be
     for at most :func:`slots_ahead` slots past the closed ones, which bounds the open slots.
-    It counts only the users its partition owns (:func:`~wevent.stream.codecs.report_partition`),
+    It counts only the users its partition owns (:func:`~wevent.stream.wire.reports.report_partition`),
     so that no user is counted twice in a slot across partitions. A slot closes when the
     partition's watermark passes its end plus the allowed lateness; the assembler then emits the
     slot's partial histogram (zeros if nothing arrived) to ``slots``. A watermark that would close

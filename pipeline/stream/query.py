@@ -39,9 +39,10 @@ from ..core.local.oracles import make_oracle
 from ..core.randomness import DerivedRandomness
 from ..core.registry import mechanisms
 from ..core.validation import ParameterError, check_epsilon, check_positive_int
-from .codecs import MeasuredMessage, ReleaseRecord, decode_message
-from .keys import QueryEntryKey, QueryHeadKey
-from .topics import RELEASES
+from .wire.messages import MeasuredMessage, decode_message
+from .wire.records import ReleaseRecord
+from .wire.keys import QueryEntryKey, QueryHeadKey
+from .wire.topics import RELEASES
 
 MODES = ("A", "B", "C")
 

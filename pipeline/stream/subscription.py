@@ -9,9 +9,10 @@ from typing import Iterator
 
 import numpy as np
 
-from .codecs import DecodeError, ReleaseRecord
+from .wire.format import DecodeError
+from .wire.records import ReleaseRecord
 from .kafka import consumer_config
-from .topics import RELEASES
+from .wire.topics import RELEASES
 
 
 class Releases:

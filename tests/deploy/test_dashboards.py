@@ -35,7 +35,7 @@ import yaml
 
 from wevent.stream import prometheus as metrics
 from wevent.stream.broker import free_port, wait_for_port
-from wevent.stream.codecs import ReportBatch
+from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import ConfigError, parse_config
 from wevent.stream.kafka import producer_config
 from wevent.stream.logic import logic_for

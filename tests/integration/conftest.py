@@ -172,7 +172,7 @@ def assert_local_releases_equal_simulate(got: dict, dump: Path, mechanism: str, 
     import subprocess
     import sys
 
-    from wevent.stream.codecs import ReleaseRecord
+    from wevent.stream.wire.records import ReleaseRecord
 
     subprocess.run([sys.executable, "-m", "wevent.cli", "simulate", "-m", mechanism, "--input", str(dump), "-e", "1",
                     "-w", str(window), "--seed", str(seed), "--stream", stream, "--block-size", str(block),

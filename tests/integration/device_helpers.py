@@ -11,7 +11,8 @@ import numpy as np
 
 from wevent.core.data import UserValues
 from wevent.stream.broker import create_topics
-from wevent.stream.codecs import ReportsMessage, decode_message, pack_message, request_seal, seal
+from wevent.stream.wire.messages import ReportsMessage, decode_message, pack_message
+from wevent.stream.wire.seals import request_seal, seal
 from wevent.stream.config import AppConfig, parse_config
 from wevent.stream.kafka import consumer_config, producer_config
 from wevent.stream.child_processes import ChildProcess, DevicesProcess, write_config

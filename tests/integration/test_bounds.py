@@ -16,7 +16,7 @@ import pytest
 from wevent.core.central import BudgetAbsorption
 from wevent.core.data import UserValues
 from wevent.core.randomness import DerivedRandomness, SecretKey
-from wevent.stream.codecs import ReportBatch, report_partition
+from wevent.stream.wire.reports import ReportBatch, report_partition
 from wevent.stream.config import parse_config
 from wevent.stream.kafka import KafkaReportSink
 from wevent.stream.processors import slots_ahead

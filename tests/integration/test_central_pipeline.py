@@ -13,7 +13,8 @@ import pytest
 from wevent.core.central import BudgetAbsorption, BudgetDistribution
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.stream.audit import verify
-from wevent.stream.codecs import DeadLetter, ReportBatch
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import parse_config
 from wevent.stream.kafka import KafkaReportSink, producer_config
 from wevent.stream.subscription import Releases

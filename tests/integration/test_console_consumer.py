@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness, SecretKey
-from wevent.stream import schemas
+from wevent.stream.wire import schemas
 from wevent.stream.broker import free_port
 from wevent.stream.config import parse_config
 from wevent.stream.child_processes import WorkerProcess, write_config

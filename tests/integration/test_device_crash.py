@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from wevent.core.data import UserValues
-from wevent.stream.codecs import ReportsMessage, decode_message
+from wevent.stream.wire.messages import ReportsMessage, decode_message
 from wevent.stream.config import parse_config
 from wevent.stream.kafka import KafkaReportSink
 from wevent.stream.child_processes import DevicesProcess, wait_until

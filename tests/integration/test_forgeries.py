@@ -9,7 +9,8 @@ import pytest
 
 from wevent.core.central import BudgetAbsorption
 from wevent.core.central.dissimilarity import Dissimilarity
-from wevent.stream.codecs import DeadLetter, MeasuredMessage, ReleaseRecord
+from wevent.stream.wire.records import DeadLetter, ReleaseRecord
+from wevent.stream.wire.messages import MeasuredMessage
 from wevent.stream.config import parse_config
 from wevent.stream.kafka import KafkaReportSink, producer_config
 from wevent.stream.subscription import Releases, read_topic

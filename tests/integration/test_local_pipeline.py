@@ -13,17 +13,10 @@ import pytest
 
 from wevent.core.data import UserValues
 from wevent.stream.broker import free_port
-from wevent.stream.codecs import (
-    DecodeError,
-    ReportBatch,
-    ReportsMessage,
-    decode_message,
-    decode_report_message,
-    pack_message,
-    report_seal,
-    request_seal,
-    seal,
-)
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.reports import ReportBatch, decode_report_message
+from wevent.stream.wire.messages import ReportsMessage, decode_message, pack_message
+from wevent.stream.wire.seals import report_seal, request_seal, seal
 from wevent.stream.config import parse_config
 from wevent.stream.kafka import KafkaReportSink, producer_config
 from wevent.stream.child_processes import DevicesProcess

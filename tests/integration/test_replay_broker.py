@@ -12,7 +12,7 @@ import pytest
 
 from wevent.core.data import UserValues
 from wevent.stream.broker import create_topics
-from wevent.stream.codecs import ReportBatch, Watermark, decode_report_message
+from wevent.stream.wire.reports import ReportBatch, Watermark, decode_report_message
 from wevent.stream.config import parse_config
 from wevent.stream.child_processes import write_config
 from wevent.stream.subscription import read_topic

@@ -7,7 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from wevent.stream.codecs import DeadLetter, ReportBatch
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import parse_config
 from wevent.stream.kafka import producer_config
 from wevent.stream.broker import free_port

@@ -15,7 +15,7 @@ from wevent.cli import main
 from wevent.stream.broker import free_port
 from wevent.stream.child_processes import write_config
 from wevent.stream.kafka import client_config
-from wevent.stream.topics import changelog
+from wevent.stream.wire.topics import changelog
 from wevent.topologies import app as topology
 
 from .conftest import compat_flags

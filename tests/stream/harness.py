@@ -14,7 +14,9 @@ from collections import defaultdict, deque
 import numpy as np
 
 from wevent.stream import prometheus
-from wevent.stream.codecs import ReleaseRecord, ReportBatch, Watermark, report_partition, report_seal, request_seal
+from wevent.stream.wire.records import ReleaseRecord
+from wevent.stream.wire.reports import ReportBatch, Watermark, report_partition
+from wevent.stream.wire.seals import report_seal, request_seal
 from wevent.stream.config import AppConfig
 from wevent.stream.processors import Processors
 from wevent.producers.device_fleet import SignedRequests, signed_reports

@@ -9,8 +9,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, Watermark, pack_message,
-                                    report_partition)
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.messages import PartialMessage, ReportsMessage, pack_message
+from wevent.stream.wire.reports import ReportBatch, Watermark, report_partition
 from wevent.stream.config import parse_config
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, config_for, feed

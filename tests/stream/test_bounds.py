@@ -9,8 +9,10 @@ from prometheus_client import REGISTRY
 
 from wevent.core.synthetic import synthetic
 from wevent.stream import processors
-from wevent.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, TickMessage, Watermark,
-                                    report_partition, report_seal, seal)
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.messages import PartialMessage, ReportsMessage, TickMessage
+from wevent.stream.wire.reports import ReportBatch, Watermark, report_partition
+from wevent.stream.wire.seals import report_seal, seal
 from wevent.stream.config import ConfigError, parse_config
 from wevent.stream.events import Events
 from wevent.stream.processors import MAX_EARLY_MESSAGES, MAX_MESSAGE_BYTES, Processors, slots_ahead

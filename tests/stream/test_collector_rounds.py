@@ -11,7 +11,9 @@ import numpy as np
 from wevent.core.local import Request
 from wevent.core.randomness import Phase
 from wevent.core.packing import pack, unpack
-from wevent.stream.codecs import DeadLetter, ReportsMessage, RequestMessage, SupportMessage, report_seal, seal
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.messages import ReportsMessage, RequestMessage, SupportMessage
+from wevent.stream.wire.seals import report_seal, seal
 from wevent.stream.config import parse_config
 from wevent.stream.processors import MAX_MESSAGE_BYTES, Out, Processors
 from tests.stream.harness import store

@@ -7,7 +7,10 @@ import pytest
 from prometheus_client import REGISTRY
 
 from wevent.stream import prometheus
-from wevent.stream.codecs import DeadLetter, ReportBatch, ReportsMessage, Watermark, pack_message, report_seal, seal
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.reports import ReportBatch, Watermark
+from wevent.stream.wire.messages import ReportsMessage, pack_message
+from wevent.stream.wire.seals import report_seal, seal
 from wevent.stream.failures import ErrorLog, internal_error
 from tests.stream.test_local_pipeline import local_config
 

@@ -12,18 +12,9 @@ from prometheus_client import REGISTRY
 
 from wevent.core.randomness import SecretKey
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import (
-    DeadLetter,
-    MeasuredMessage,
-    PartialMessage,
-    ReleaseRecord,
-    ReportsMessage,
-    internal_seal,
-    pack_message,
-    report_seal,
-    request_seal,
-    seal,
-)
+from wevent.stream.wire.records import DeadLetter, ReleaseRecord
+from wevent.stream.wire.messages import MeasuredMessage, PartialMessage, ReportsMessage, pack_message
+from wevent.stream.wire.seals import internal_seal, report_seal, request_seal, seal
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
 from tests.stream.test_local_pipeline import USERS, local_config, run_pipeline

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from wevent.stream.audit import verify
-from wevent.stream.codecs import (DecodeError, ReportBatch, decode_message, decode_report_message, decode_users,
-                                    encode_users)
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.reports import ReportBatch, decode_report_message
+from wevent.stream.wire.messages import decode_message, decode_users, encode_users
 from wevent.stream.config import ConfigError, load_config, parse_config
 
 STREAM = {"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 4, "users": 10,
@@ -143,7 +144,7 @@ def test_kafka_credentials_come_from_the_environment(monkeypatch):
 
 def test_truth_monitor_scores_local_releases_as_frequencies():
     from wevent.core.data import ABSENT, UserValues
-    from wevent.stream.codecs import ReleaseRecord
+    from wevent.stream.wire.records import ReleaseRecord
     from wevent.stream.truth import TruthMonitor
     from wevent.producers.replay import MatrixFeed
 

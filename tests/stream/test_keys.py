@@ -7,11 +7,13 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import (DeadLetter, DecodeError, MeasuredMessage, internal_seal, pack_message, report_seal,
-                                    seal)
-from wevent.stream.keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark,
-                                  OpenSlotKey, PartialKey, QueryEntryKey, QueryHeadKey, ReleaseKey, RoundKey, StepKey,
-                                  StepOutputKey, stream_of)
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.messages import MeasuredMessage, pack_message
+from wevent.stream.wire.seals import internal_seal, report_seal, seal
+from wevent.stream.wire.keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark,
+                                     OpenSlotKey, PartialKey, QueryEntryKey, QueryHeadKey, ReleaseKey, RoundKey,
+                                     StepKey, StepOutputKey, stream_of)
 from tests.stream.test_forgeries import SLOTS as FORGERY_SLOTS
 from tests.stream.test_forgeries import central_run
 from tests.stream.test_local_pipeline import SLOTS, USERS, local_config, run_pipeline

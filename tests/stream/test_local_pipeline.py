@@ -12,7 +12,9 @@ from wevent.core.local.device_reports import Devices
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.core.synthetic import synthetic
 from wevent.stream.audit import verify
-from wevent.stream.codecs import DeadLetter, ReportsMessage, TickMessage, decode_message, report_seal, seal
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.messages import ReportsMessage, TickMessage, decode_message
+from wevent.stream.wire.seals import report_seal, seal
 from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import DeviceFleet
 from tests.stream.harness import InProcessPipeline

@@ -8,9 +8,11 @@ from wevent.core.central.dissimilarity import Dissimilarity
 from wevent.core.local import Request
 from wevent.core.local.protocol import LocalDissimilarity
 from wevent.core.randomness import Phase
-from wevent.stream.codecs import (DeadLetter, DecodeError, DissimilarityMessage, MeasuredMessage, PartialMessage,
-                                    ReadyMessage, ReportsMessage, RequestMessage, SupportMessage, TickMessage,
-                                    decode_message, pack_message)
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.messages import (DissimilarityMessage, MeasuredMessage, PartialMessage, ReadyMessage,
+                                         ReportsMessage, RequestMessage, SupportMessage, TickMessage, decode_message,
+                                         pack_message)
 from wevent.stream.processors import Out, Processors
 from tests.stream.test_processors import config_for
 

@@ -8,7 +8,8 @@ import pytest
 from wevent.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import DeadLetter, ReleaseRecord, ReportBatch, Watermark
+from wevent.stream.wire.records import DeadLetter, ReleaseRecord
+from wevent.stream.wire.reports import ReportBatch, Watermark
 from wevent.stream.config import parse_config
 from tests.stream.harness import InProcessPipeline
 
@@ -94,7 +95,7 @@ def test_duplicates_within_an_open_slot_are_rejected():
     letters = dead_letters(pipeline)
     assert [(d.reason, d.payload["count"]) for d in letters] == [("duplicate", 1), ("duplicate", 1)]
     partial = [v for v in pipeline.log["slots"]]
-    from wevent.stream.codecs import PartialMessage
+    from wevent.stream.wire.messages import PartialMessage
     counts = PartialMessage.decode(partial[0]).counts
     assert counts.tolist() == [[1, 1]]  # user 1 -> value 0 (first report), user 2 -> value 1
 
@@ -135,7 +136,7 @@ def test_lost_state_reprocessing_reemits_identical_releases():
     first = [r.to_json() for r in pipeline.releases("s")]
     # roll M2 back to slot 6 and redeliver M1's messages for slots 7..10
     pipeline.tables["m2"] = snapshot
-    from wevent.stream.codecs import MeasuredMessage
+    from wevent.stream.wire.messages import MeasuredMessage
     measured = [v for v in pipeline.log["dissimilarity"] if MeasuredMessage.decode(v).slot > 6]
     before = len(pipeline.log["releases"])
     for value in measured:

@@ -254,7 +254,7 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
     from wevent.core.local.oracles import make_oracle
     from wevent.core.local.device_reports import Devices
     from wevent.producers.device_fleet import DeviceFleet
-    from wevent.stream.codecs import TickMessage
+    from wevent.stream.wire.messages import TickMessage
     from tests.stream.test_local_pipeline import BLOCK, SLOTS, USERS, W
 
     config = parse_config({"seed": 13, "report_partitions": 2, "stream_partitions": 1, "streams": [{

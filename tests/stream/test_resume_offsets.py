@@ -8,7 +8,10 @@ import zlib
 
 import numpy as np
 
-from wevent.stream.codecs import ReleaseRecord, ReportBatch, Watermark, decode_message, unseal
+from wevent.stream.wire.records import ReleaseRecord
+from wevent.stream.wire.reports import ReportBatch, Watermark
+from wevent.stream.wire.messages import decode_message
+from wevent.stream.wire.seals import unseal
 from wevent.stream.config import parse_config
 from wevent.stream.processors import Processors
 from tests.stream.harness import InProcessPipeline

@@ -8,9 +8,12 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from wevent.core.synthetic import synthetic
-from wevent.stream import schemas
-from wevent.stream.codecs import (AuditRecord, DeadLetter, DecodeError, ReleaseRecord, TickMessage, Watermark,
-                                    decode_report_message, json_report, pack_message, request_seal, seal, unseal)
+from wevent.stream.wire import schemas
+from wevent.stream.wire.records import AuditRecord, DeadLetter, ReleaseRecord
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.messages import TickMessage, pack_message
+from wevent.stream.wire.reports import Watermark, decode_report_message, json_report
+from wevent.stream.wire.seals import request_seal, seal, unseal
 from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import SignedRequests
 from tests.stream import test_local_pipeline as local

@@ -7,7 +7,7 @@ import pytest
 from wevent.core import packing
 from wevent.core.local import Request
 from wevent.core.randomness import Phase
-from wevent.stream.codecs import ReportsMessage
+from wevent.stream.wire.messages import ReportsMessage
 from wevent.stream.processors import (AssemblerState, CollectorState, DissimilarityState, KeptOutputs,
                                         MechanismPart, OpenSlot, PendingPartial, PublicationState, Round,
                                         RoundRequest, SideKeys)

@@ -22,7 +22,7 @@ sys.meta_path.insert(0, NoPrometheus())
 
 import numpy as np
 
-from wevent.stream.codecs import ReportBatch, Watermark
+from wevent.stream.wire.reports import ReportBatch, Watermark
 from wevent.stream.config import parse_config
 from wevent.stream.processors import Processors
 
