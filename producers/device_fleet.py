@@ -21,7 +21,7 @@ server's public key: the devices hold no server secret) and signs its report bat
 derived from the devices' key, so no one else can spend a user's budget or answer in their name.
 
 Like the workers' processors, the fleet's logic returns what happened with each request (its
-refusals, a forged request, in :class:`~wevent.stream.events.Events`) instead of touching
+refusals, a forged request, in :class:`~wevent.stream.agents.events.Events`) instead of touching
 metrics; :meth:`DeviceFleet.answer` and :meth:`SignedRequests.read` hand those events to
 :func:`wevent.stream.prometheus.export`, the one mapping from events to metrics.
 
@@ -66,7 +66,7 @@ from wevent.stream.wire.topics import LDP_REPORTS, LDP_REQUESTS
 from wevent.stream.wire.seals import AuthenticationError, SignatureSeal, check_seal, seal, unseal
 from wevent.stream.wire.format import DecodeError
 from wevent.stream.wire.messages import ReportsMessage, RequestMessage, decode_message
-from wevent.stream.events import Events
+from wevent.stream.agents.events import Events
 
 log = logging.getLogger("wevent.devices")
 

@@ -55,7 +55,7 @@ def offenders(modules: dict[str, set[str]], importer: tuple[str, ...], forbidden
 @pytest.fixture(scope="module")
 def modules():
     found = code_imports()
-    assert len(found) > 100 and "wevent.core.base" in found and "wevent.stream.processors" in found
+    assert len(found) > 100 and "wevent.core.base" in found and "wevent.stream.agents.base" in found
     return found
 
 

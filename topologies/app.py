@@ -7,7 +7,7 @@ Topology::
     releases ───────────────────────────────────────────────┘                                                        │
                                                                                                   (M1 learns r_t) ◄──┘
 
-Every agent is a thin loop around a processor of :mod:`wevent.stream.processors`; its state
+Every agent is a thin loop around a processor of :mod:`wevent.stream.agents`; its state
 lives in a Faust table backed by a changelog topic, keyed by ``stream/partition`` (assembler) or
 ``stream`` (M1, M2). A table's changelog partitions match its source topics (co-partitioning), so
 a worker that takes over a partition recovers exactly that partition's state.
@@ -35,9 +35,10 @@ from wevent.stream.wire.messages import TickMessage
 from wevent.stream.config import AppConfig
 from wevent.stream.health import BrokerWatch, rate_limit_client_logs
 from wevent.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials, key_partition
-from wevent.stream.failures import ErrorLog, internal_error
-from wevent.stream.processors import Processor, Processors
-from wevent.stream.query import QueryService
+from wevent.stream.agents.failures import ErrorLog, internal_error
+from wevent.stream.agents.base import Processor
+from wevent.stream.agents.processors import Processors
+from wevent.stream.agents.index import QueryService
 from wevent.stream.wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 
 log = logging.getLogger("wevent.worker")

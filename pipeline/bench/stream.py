@@ -223,7 +223,7 @@ def _simulate(config, stream, values: np.ndarray) -> tuple[list, float]:
     from ..core.local import Devices
     from ..core.randomness import DerivedRandomness
     from ..stream.wire.records import ReleaseRecord, local_release_record
-    from ..stream.logic import logic_for
+    from ..stream.agents.processors import logic_for
 
     mechanism = logic_for(config, stream).new_mechanism()
     local = stream.model == "local"

@@ -54,7 +54,7 @@ def handle(args) -> int:
     from wevent.stream.wire.seals import report_seal
     from wevent.stream.config import load_config
     from wevent.stream.kafka import consumer_config, producer_config
-    from wevent.stream.logic import device_block_size
+    from wevent.stream.agents.local import device_block_size
     from wevent.producers.device_fleet import DeviceFleet, SignedRequests, signed_reports
 
     config = load_config(args.config)

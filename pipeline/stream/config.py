@@ -95,7 +95,7 @@ class StreamConfig:
     oracle: str = "ada"
     options: dict[str, Any] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
-    query: dict[str, Any] | None = None  # decayed range queries (wevent.stream.query)
+    query: dict[str, Any] | None = None  # decayed range queries (wevent.stream.query_settings)
 
     @property
     def mechanism_options(self) -> dict[str, Any]:
@@ -122,7 +122,7 @@ class StreamConfig:
 
     @property
     def query_settings(self):
-        from .query import QuerySettings  # the decayed core, only for streams with a query index
+        from .query_settings import QuerySettings  # the decayed core, only for streams with a query index
 
         return QuerySettings.parse(self.query, f"stream {self.name!r}") if self.query is not None else None
 
@@ -237,7 +237,7 @@ def _stream(raw, index: int) -> StreamConfig:
     except ParameterError as exc:  # the query settings' own checks name the stream already
         raise ConfigError(str(exc)) from None
     if settings is not None:
-        from .query import unindexable
+        from .query_settings import unindexable
 
         reason = unindexable(mechanism)
         if reason:

@@ -13,33 +13,10 @@ import logging
 import time
 
 from .wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
+from .agents.failures import Throttle
 from .kafka import consumer_config, kafka_log, key_partition
 
 CLIENT_LOGGERS = ("aiokafka", "faust", "mode", "wevent.kafka")
-
-
-class Throttle:
-    """At most one event per ``interval`` seconds of each kind; counts the ones held back.
-
-    >>> clock = iter([0.0, 1.0, 31.0]).__next__
-    >>> throttle = Throttle(30.0, clock)
-    >>> throttle.admit("e"), throttle.admit("e"), throttle.admit("e")
-    (0, None, 1)
-    """
-
-    def __init__(self, interval: float, clock=time.monotonic) -> None:
-        self.interval, self.clock = float(interval), clock
-        self.last: dict = {}  # kinds are code's own (logger and template, agent and exception type): bounded
-        self.held: dict = {}
-
-    def admit(self, kind) -> int | None:
-        """None when ``kind`` is held back; else how many of it were held back since the last one."""
-        now = self.clock()
-        if kind in self.last and now - self.last[kind] < self.interval:
-            self.held[kind] = self.held.get(kind, 0) + 1
-            return None
-        self.last[kind] = now
-        return self.held.pop(kind, 0)
 
 
 class RateLimit(logging.Filter):

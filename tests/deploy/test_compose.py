@@ -16,7 +16,7 @@ import yaml
 from wevent.cli import build_parser
 from wevent.cli._common import directory, listen_port, readable_file, writable_file
 from wevent.stream.config import AppConfig, load_config
-from wevent.stream.processors import Processors
+from wevent.stream.agents.processors import Processors
 
 from .conftest import (COMPOSE_FILE, DASHBOARDS, DOCKER, PROMETHEUS_CONFIG, STREAMS_FILE, compose_config, host_file,
                        keys_env, source_of)

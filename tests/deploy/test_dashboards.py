@@ -38,7 +38,7 @@ from wevent.stream.broker import free_port, wait_for_port
 from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import ConfigError, parse_config
 from wevent.stream.kafka import producer_config
-from wevent.stream.logic import logic_for
+from wevent.stream.agents.processors import logic_for
 
 from .conftest import ALERT_RULES, DASHBOARDS, DOCKER, keys_env, source_of, tool
 

@@ -17,7 +17,7 @@ import yaml
 
 from wevent.core.personalized import Requirements
 from wevent.stream.config import load_config
-from wevent.stream.logic import logic_for
+from wevent.stream.agents.processors import logic_for
 
 from .conftest import CHART, STREAMS_FILE, helm_binary, helm_version
 

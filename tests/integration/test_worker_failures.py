@@ -25,12 +25,12 @@ BATCHES, PER_BATCH = 300, 5
 # The worker's assembler raises on every message it reads: a bug, injected into a real worker.
 BROKEN_WORKER = f"""
 import sys
-from wevent.stream import processors
+from wevent.stream.agents import assemble
 
 def apply(self, *args):
     raise RuntimeError({SECRET!r})
 
-processors.Assembler.apply = apply
+assemble.Assembler.apply = apply
 from wevent.cli import main
 sys.exit(main(sys.argv[1:]))
 """

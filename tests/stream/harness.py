@@ -18,7 +18,7 @@ from wevent.stream.wire.records import ReleaseRecord
 from wevent.stream.wire.reports import ReportBatch, Watermark, report_partition
 from wevent.stream.wire.seals import report_seal, request_seal
 from wevent.stream.config import AppConfig
-from wevent.stream.processors import Processors
+from wevent.stream.agents.processors import Processors
 from wevent.producers.device_fleet import SignedRequests, signed_reports
 
 

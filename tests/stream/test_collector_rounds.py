@@ -15,7 +15,8 @@ from wevent.stream.wire.records import DeadLetter
 from wevent.stream.wire.messages import ReportsMessage, RequestMessage, SupportMessage
 from wevent.stream.wire.seals import report_seal, seal
 from wevent.stream.config import parse_config
-from wevent.stream.processors import MAX_MESSAGE_BYTES, Out, Processors
+from wevent.stream.agents.base import MAX_MESSAGE_BYTES, Out
+from wevent.stream.agents.processors import Processors
 from tests.stream.harness import store
 from tests.stream.test_processors import START
 

@@ -17,7 +17,8 @@ import pytest
 from wevent.core.registry import mechanisms
 from wevent.stream.config import ConfigError, dump_config, load_config, parse_config
 from wevent.stream.config_schema import MECHANISMS, helm_schema_text
-from wevent.stream.logic import device_block_size, logic_for
+from wevent.stream.agents.local import device_block_size
+from wevent.stream.agents.processors import logic_for
 
 ROOT = Path(__file__).resolve().parents[2]
 HELM_SCHEMA = ROOT / "helm" / "wevent" / "values.schema.json"

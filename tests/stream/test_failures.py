@@ -11,7 +11,7 @@ from wevent.stream.wire.records import DeadLetter
 from wevent.stream.wire.reports import ReportBatch, Watermark
 from wevent.stream.wire.messages import ReportsMessage, pack_message
 from wevent.stream.wire.seals import report_seal, seal
-from wevent.stream.failures import ErrorLog, internal_error
+from wevent.stream.agents.failures import ErrorLog, internal_error
 from tests.stream.test_local_pipeline import local_config
 
 SECRET = "user 17 value 3 \x00\xff"  # what an exception's text may quote from its input

@@ -36,7 +36,7 @@ def config(**changes):
 def test_config_errors_name_the_stream_and_field(changes, fragment):
     with pytest.raises(ConfigError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         cfg = config(**changes)
-        from wevent.stream.logic import logic_for
+        from wevent.stream.agents.processors import logic_for
         logic_for(cfg, cfg.streams[0])
 
 

@@ -13,7 +13,8 @@ from wevent.stream.wire.format import DecodeError
 from wevent.stream.wire.messages import (DissimilarityMessage, MeasuredMessage, PartialMessage, ReadyMessage,
                                          ReportsMessage, RequestMessage, SupportMessage, TickMessage, decode_message,
                                          pack_message)
-from wevent.stream.processors import Out, Processors
+from wevent.stream.agents.base import Out
+from wevent.stream.agents.processors import Processors
 from tests.stream.test_processors import config_for
 
 REQUEST = Request(7, Phase.DISSIMILARITY, 0.5, "grr", 3, 40, np.array([2, 9, 30]))

@@ -217,7 +217,7 @@ def test_personalized_stream_equals_simulation_and_audits_per_type(mechanism):
 
 
 def test_seen_users_switch_from_ids_to_a_bitset_and_agree():
-    from wevent.stream.processors import seen_add, seen_contains
+    from wevent.stream.agents.seen import seen_add, seen_contains
 
     rng = np.random.default_rng(0)
     population = 10_000

@@ -7,7 +7,7 @@ from wevent.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.core.synthetic import synthetic
 from wevent.stream.config import ConfigError, parse_config
-from wevent.stream.query import QueryService, release_variance
+from wevent.stream.agents.index import QueryService, release_variance
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, feed
 
@@ -151,7 +151,7 @@ def served_slots(config, values, slots, **mechanism_options):
     to the query service, and queries that slot alone: (record, answer, standard error) per slot."""
     from wevent.core.local import MECHANISMS
     from wevent.core.local.device_reports import Devices
-    from wevent.stream.logic import logic_for
+    from wevent.stream.agents.processors import logic_for
 
     stream = config.stream("l")
     logic = logic_for(config, stream)
@@ -227,7 +227,7 @@ def test_lp_rescuedp_streams_refuse_range_queries_with_the_reason():
 
     from wevent.core.local.device_reports import Devices
     from wevent.core.local.lp_rescue import LPRescueDP
-    from wevent.stream.logic import logic_for
+    from wevent.stream.agents.processors import logic_for
 
     with pytest.raises(ConfigError, match="Kalman"):
         local_query_config("lp-rescuedp")

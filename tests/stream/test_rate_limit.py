@@ -67,8 +67,8 @@ def test_a_command_logs_a_dead_broker_once_per_interval():
     from confluent_kafka import Producer
 
     from wevent.stream.broker import free_port
-    from wevent.stream.health import kafka_log, log_client_errors
-    from wevent.stream.kafka import producer_config
+    from wevent.stream.kafka import kafka_log, producer_config
+    from wevent.stream.health import log_client_errors
 
     out = io.StringIO()
     log_client_errors(out, interval=60.0)

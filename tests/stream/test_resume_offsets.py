@@ -13,7 +13,7 @@ from wevent.stream.wire.reports import ReportBatch, Watermark
 from wevent.stream.wire.messages import decode_message
 from wevent.stream.wire.seals import unseal
 from wevent.stream.config import parse_config
-from wevent.stream.processors import Processors
+from wevent.stream.agents.processors import Processors
 from tests.stream.harness import InProcessPipeline
 
 START = 1_201_910_400.0

@@ -8,9 +8,11 @@ from wevent.core import packing
 from wevent.core.local import Request
 from wevent.core.randomness import Phase
 from wevent.stream.wire.messages import ReportsMessage
-from wevent.stream.processors import (AssemblerState, CollectorState, DissimilarityState, KeptOutputs,
-                                        MechanismPart, OpenSlot, PendingPartial, PublicationState, Round,
-                                        RoundRequest, SideKeys)
+from wevent.stream.agents.assemble import AssemblerState, OpenSlot
+from wevent.stream.agents.collect import CollectorState, Round, RoundRequest
+from wevent.stream.agents.measure import DissimilarityState, PendingPartial
+from wevent.stream.agents.publish import KeptOutputs, MechanismPart, PublicationState
+from wevent.stream.agents.base import SideKeys
 
 REQUEST = Request(4, Phase.PUBLICATION, 0.5, "grr", 2, 3000, np.arange(0, 3000, 3))
 ROUND = {"asked": 1000, "answered_at": np.array([0, 5, 9]), "support": np.array([2.0, 1.0]), "n": 3,

@@ -24,7 +24,7 @@ import numpy as np
 
 from wevent.stream.wire.reports import ReportBatch, Watermark
 from wevent.stream.config import parse_config
-from wevent.stream.processors import Processors
+from wevent.stream.agents.processors import Processors
 
 config = parse_config({"seed": 1, "report_partitions": 1, "stream_partitions": 1, "streams": [{
     "name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 2, "users": 4,

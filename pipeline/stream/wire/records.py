@@ -182,7 +182,7 @@ def local_release_record(stream: str, mechanism, result, window_spend: float, sl
     """One slot's release line of a local-model stream, with its reports, communication and oracles.
 
     ``n2`` reports at ``eps2`` through ``oracle2`` made a fresh release: enough for its noise
-    variance (:func:`wevent.stream.query.release_variance`). ``asked1``/``asked2`` count the
+    variance (:func:`wevent.stream.agents.index.release_variance`). ``asked1``/``asked2`` count the
     users each phase asked (0 where it did not run), so a release short of device answers (a
     device down past the deadline) says so itself: ``n1 < asked1`` or ``n2 < asked2``.
     """
