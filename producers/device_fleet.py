@@ -23,7 +23,7 @@ derived from the devices' key, so no one else can spend a user's budget or answe
 Like the workers' processors, the fleet's logic returns what happened with each request (its
 refusals, a forged request, in :class:`~wevent.stream.agents.events.Events`) instead of touching
 metrics; :meth:`DeviceFleet.answer` and :meth:`SignedRequests.read` hand those events to
-:func:`wevent.stream.prometheus.export`, the one mapping from events to metrics.
+:func:`wevent.stream.runtime.prometheus.export`, the one mapping from events to metrics.
 
 >>> from wevent.core.randomness import Phase
 >>> def ask(slot, users, epsilon=1.0):
@@ -313,7 +313,7 @@ class DeviceFleet:
 
     def __init__(self, stream, values: UserValues, devices: Devices, shard: int = 0, shards: int = 1, *,
                  ledger_dir: str | os.PathLike | None = None, max_ahead: int | None = None) -> None:
-        from wevent.stream.kafka import check_feed_fits
+        from wevent.stream.runtime.kafka import check_feed_fits
 
         if not 0 <= shard < shards:
             raise ParameterError(f"shard must be in 0..{shards - 1}, got {shard}")
@@ -361,7 +361,7 @@ class DeviceFleet:
 
     def answer(self, request: Request) -> list[ReportsMessage]:
         """:meth:`respond`, its events exported as metrics: what ``wevent devices`` does with a request."""
-        from wevent.stream import prometheus
+        from wevent.stream.runtime import prometheus
 
         answer = self.respond(request)
         prometheus.export(answer.events)
@@ -458,7 +458,7 @@ class SignedRequests:
 
     def read(self, raw: bytes) -> Request | None:
         """:meth:`check`, a forged request counted in the metrics."""
-        from wevent.stream import prometheus
+        from wevent.stream.runtime import prometheus
 
         request, events = self.check(raw)
         prometheus.export(events)

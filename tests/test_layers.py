@@ -81,7 +81,7 @@ def test_the_per_model_simulate_modules_never_import_their_front_end(modules):
 
 @pytest.mark.parametrize("source, module, found", [
     ("import faust", "wevent.core.x", "faust"),
-    ("def f():\n    from ..stream import prometheus", "wevent.core.x", "wevent.stream.prometheus"),
+    ("def f():\n    from ..stream.runtime import prometheus", "wevent.core.x", "wevent.stream.runtime.prometheus"),
     ("from ...cli._common import integer", "wevent.core.local.x", "wevent.cli._common"),
     ("from . import simulate", "wevent.cli.simulate_local", "wevent.cli.simulate"),
     ("from .simulate import Outcome", "wevent.cli.simulate_local", "wevent.cli.simulate"),

@@ -29,12 +29,12 @@ from faust.types import TP
 
 from wevent.core.randomness import DerivedRandomness
 from wevent.errors import UsageError
-from wevent.stream import prometheus as metrics
+from wevent.stream.runtime import prometheus as metrics
 from wevent.stream.wire.seals import AuthenticationError, check_seal, unseal
 from wevent.stream.wire.messages import TickMessage
 from wevent.stream.config import AppConfig
-from wevent.stream.health import BrokerWatch, rate_limit_client_logs
-from wevent.stream.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials, key_partition
+from wevent.stream.runtime.health import BrokerWatch, rate_limit_client_logs
+from wevent.stream.runtime.kafka import TANSU_FETCH_WAIT_MS, KafkaCredentials, key_partition
 from wevent.stream.agents.failures import ErrorLog, internal_error
 from wevent.stream.agents.base import Processor
 from wevent.stream.agents.processors import Processors

@@ -158,9 +158,9 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
               loglevel: str = "warn") -> TrialResult:
     """One trial in ``workdir`` (its config and logs stay there); ``session_seconds`` is the
     workers' group session timeout (how long a killed worker's partitions wait)."""
-    from ..stream.broker import EmbeddedBroker, create_topics, free_port
-    from ..stream.child_processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
-    from ..stream.subscription import Releases
+    from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
+    from ..stream.runtime.child_processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
+    from ..stream.runtime.subscription import Releases
 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -327,7 +327,7 @@ def positions(bootstrap: str, config) -> dict[str, object]:
 def _committed(bootstrap: str, config) -> dict[str, str]:
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..stream.kafka import consumer_config
+    from ..stream.runtime.kafka import consumer_config
 
     committed = {}
     consumer = Consumer(consumer_config(bootstrap) | {"group.id": config.app})
@@ -361,7 +361,7 @@ def _states(bootstrap: str, config) -> dict[str, object]:
 def _groups(bootstrap: str, config) -> list[str]:
     from confluent_kafka.admin import AdminClient
 
-    from ..stream.kafka import client_config
+    from ..stream.runtime.kafka import client_config
 
     return [g.group_id for g in AdminClient(client_config(bootstrap)).list_consumer_groups().result(30).valid]
 
@@ -369,7 +369,7 @@ def _groups(bootstrap: str, config) -> list[str]:
 def _keyed(bootstrap: str, topic: str) -> list[tuple[str, bytes]]:
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..stream.kafka import consumer_config
+    from ..stream.runtime.kafka import consumer_config
 
     consumer = Consumer(consumer_config(bootstrap))
     found = []

@@ -1,7 +1,7 @@
 """``wevent bench ingest``: central-model reports per second through a real broker and worker.
 
 Three measurements in one run, against the embedded broker, a local Apache Kafka
-(``--apache-kafka``: one KRaft node started for the run, :mod:`wevent.stream.apache_kafka`) or
+(``--apache-kafka``: one KRaft node started for the run, :mod:`wevent.stream.runtime.apache_kafka`) or
 any Kafka (``--bootstrap``):
 
 1. batched binary: every slot's reports packed into report batches (up to 65,536 reports per
@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, slot_count, user_count
-from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
+from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
 from ..stream.wire.reports import json_report, report_partition
 from ..stream.config import parse_config
-from ..stream.kafka import KafkaReportSink
-from ..stream.child_processes import WorkerProcess, write_config
-from ..stream.subscription import Releases
+from ..stream.runtime.kafka import KafkaReportSink
+from ..stream.runtime.child_processes import WorkerProcess, write_config
+from ..stream.runtime.subscription import Releases
 
 START = 1_300_000_000.0
 
@@ -67,7 +67,7 @@ def handle(args) -> int:
     config = _config(args.users, args.partitions)
     kafka = broker = None
     if args.apache_kafka:
-        from ..stream.apache_kafka import KafkaCluster
+        from ..stream.runtime.apache_kafka import KafkaCluster
 
         kafka = KafkaCluster(1).start()
         bootstrap = kafka.bootstrap

@@ -168,8 +168,8 @@ def to_broker(values: UserValues, partitions: int, bootstrap: str | None) -> tup
     """Replay ``values`` into ``reports`` as fast as possible: (reports sent, seconds until all acknowledged)."""
     from wevent.producers.replay import MatrixFeed, replay
 
-    from ..stream.broker import EmbeddedBroker, create_topics
-    from ..stream.kafka import KafkaReportSink
+    from ..stream.runtime.broker import EmbeddedBroker, create_topics
+    from ..stream.runtime.kafka import KafkaReportSink
     from ..stream.wire.topics import REPORTS
 
     broker = None if bootstrap else EmbeddedBroker().start()

@@ -116,9 +116,9 @@ def _mechanisms(args) -> dict[str, str]:
 
 def handle(args) -> int:
     from ..core.data import UserValues
-    from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
+    from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
     from ..stream.config import parse_config
-    from ..stream.child_processes import DevicesProcess, WorkerProcess, write_config
+    from ..stream.runtime.child_processes import DevicesProcess, WorkerProcess, write_config
 
     check_cells(slots=args.slots + 1, users=args.users)  # the values of every slot are held at once
     chosen = _mechanisms(args)
@@ -167,8 +167,8 @@ def _values(users: int, domain: int, slots: int, seed_: int) -> np.ndarray:
 
 def _measure(config, stream, values: np.ndarray, bootstrap: str, tansu: bool, processes) -> Timing:
     """Warm up with slot 1, then time slots 2.. one at a time; simulate them; compare."""
-    from ..stream.kafka import KafkaReportSink
-    from ..stream.subscription import Releases
+    from ..stream.runtime.kafka import KafkaReportSink
+    from ..stream.runtime.subscription import Releases
 
     local = stream.model == "local"
     sink = KafkaReportSink(bootstrap, stream.name, config.report_partitions, tansu_compat=tansu, clock_only=local)
@@ -249,7 +249,7 @@ def _changelog_ends(bootstrap: str, app: str) -> dict:
     """(topic, partition) -> end offset of every changelog topic of the app's tables."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..stream.kafka import consumer_config
+    from ..stream.runtime.kafka import consumer_config
 
     consumer = Consumer(consumer_config(bootstrap))
     try:
@@ -265,7 +265,7 @@ def _changelog_bytes(bootstrap: str, app: str, since: dict) -> dict[str, int]:
     """table -> bytes of keys and values written to its changelog after the offsets ``since``."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..stream.kafka import consumer_config
+    from ..stream.runtime.kafka import consumer_config
 
     ends = _changelog_ends(bootstrap, app)
     written: dict[str, int] = {}

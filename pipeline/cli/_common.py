@@ -282,8 +282,8 @@ def reachable_kafka(explicit: str | None, timeout: float = 10.0) -> str:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    from ..stream.broker import resolve_bootstrap
-    from ..stream.kafka import client_config
+    from ..stream.runtime.broker import resolve_bootstrap
+    from ..stream.runtime.kafka import client_config
 
     bootstrap = resolve_bootstrap(explicit)
     if not bootstrap:

@@ -49,8 +49,8 @@ def _read_topic(args) -> list:
 
     from confluent_kafka import KafkaException
 
-    from ..stream.broker import resolve_bootstrap
-    from ..stream.subscription import read_topic
+    from ..stream.runtime.broker import resolve_bootstrap
+    from ..stream.runtime.subscription import read_topic
 
     if not resolve_bootstrap(args.bootstrap):
         raise UsageError("give a file, or a Kafka with --bootstrap / WEVENT_BOOTSTRAP")

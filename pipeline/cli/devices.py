@@ -53,7 +53,7 @@ def handle(args) -> int:
     from wevent.core.randomness import DerivedRandomness
     from wevent.stream.wire.seals import report_seal
     from wevent.stream.config import load_config
-    from wevent.stream.kafka import consumer_config, producer_config
+    from wevent.stream.runtime.kafka import consumer_config, producer_config
     from wevent.stream.agents.local import device_block_size
     from wevent.producers.device_fleet import DeviceFleet, SignedRequests, signed_reports
 
@@ -86,7 +86,7 @@ def handle(args) -> int:
     bootstrap = reachable_kafka(args.bootstrap)
     if args.metrics_port:
         serve_metrics(args.metrics_port, args.metrics_host)
-    from wevent.stream.health import log_client_errors
+    from wevent.stream.runtime.health import log_client_errors
 
     log_client_errors()  # a broker that goes away: one line per 30 s in the fleet's log, not one per retry
     # Offsets are committed by hand, each after its request's answer is delivered (see answer_requests).

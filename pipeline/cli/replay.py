@@ -180,7 +180,7 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
         check_dump_path(args.dump)
         return lambda feed: DumpSink(args.dump, feed, args.from_slot)
     from ..stream.config import load_config
-    from ..stream.kafka import check_feed_fits, sink_for
+    from ..stream.runtime.kafka import check_feed_fits, sink_for
 
     if not args.config:
         raise UsageError("give --dump FILE, or --config FILE (and --bootstrap) to send the feed to Kafka")
@@ -203,7 +203,7 @@ def handle(args) -> int:
     profile = resolve(command.profiles, args.profile, **overrides)
     if args.truth_port and args.dump:
         raise UsageError("--truth-port follows releases in Kafka: it does not go with --dump")
-    from ..stream.kafka import DeliveryError
+    from ..stream.runtime.kafka import DeliveryError
 
     open_sink = _sink_factory(args)
     feed, data = command.load(args, profile)
@@ -236,11 +236,11 @@ def handle(args) -> int:
 
 def _follow_truth(args, feed) -> None:
     """A thread that scores the stream's releases against the feed (served as Prometheus metrics)."""
-    from ..stream.broker import resolve_bootstrap
+    from ..stream.runtime.broker import resolve_bootstrap
     from ..stream.config import load_config
-    from ..stream.prometheus import export_release_error
-    from ..stream.subscription import Releases
-    from ..stream.truth import TruthMonitor
+    from ..stream.runtime.prometheus import export_release_error
+    from ..stream.runtime.subscription import Releases
+    from ..stream.runtime.truth import TruthMonitor
 
     config = load_config(args.config)
     stream = config.stream(args.stream) if args.stream else config.streams[0]

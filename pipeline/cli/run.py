@@ -1,7 +1,7 @@
 """``wevent run``: the whole system on one machine, with live releases in the terminal.
 
 Parses the options, builds the config (one stream over the feed by default) and hands the run to
-:class:`~wevent.stream.local_run.LocalRun`, which starts the embedded broker (unless a Kafka is
+:class:`~wevent.stream.runtime.local_run.LocalRun`, which starts the embedded broker (unless a Kafka is
 configured), the topics, a worker, the devices of a local-model stream and the feed's replay (the
 bundled sample by default), and stops them all and deletes its working directory on every exit.
 This handler prints every release as it arrives; with ``--slots N --release-log FILE`` it stops
@@ -99,10 +99,10 @@ def describe(stream, feed, slots: int) -> str:
 def handle(args) -> int:
     from wevent.producers.replay import MatrixFeed
     from ..core.data import UserValues
-    from ..stream.broker import free_port, resolve_bootstrap
+    from ..stream.runtime.broker import free_port, resolve_bootstrap
     from ..stream.config import load_config
-    from ..stream.kafka import check_feed_fits
-    from ..stream.local_run import Failed, LocalRun, Stopped, run_keys
+    from ..stream.runtime.kafka import check_feed_fits
+    from ..stream.runtime.local_run import Failed, LocalRun, Stopped, run_keys
 
     if not args.config:
         mechanism_class(args.mechanism)
@@ -139,7 +139,7 @@ def handle(args) -> int:
 
 def _follow(args, run, truth_port: int) -> int:
     """Start the run, report where to look, and print (or log) its releases as they come."""
-    from ..stream.subscription import format_release
+    from ..stream.runtime.subscription import format_release
 
     run.start_processes()
     serve_metrics(truth_port, LOOPBACK)  # the error against the truth is a function of raw data

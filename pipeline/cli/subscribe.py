@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from ..stream.subscription import Releases, format_release
+    from ..stream.runtime.subscription import Releases, format_release
 
     bootstrap = reachable_kafka(args.bootstrap)
     shown = 0

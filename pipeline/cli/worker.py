@@ -34,7 +34,7 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from ..stream.broker import create_topics
+    from ..stream.runtime.broker import create_topics
     from ..stream.config import load_config
 
     config = load_config(args.config)

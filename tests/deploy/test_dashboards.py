@@ -33,11 +33,11 @@ import numpy as np
 import pytest
 import yaml
 
-from wevent.stream import prometheus as metrics
-from wevent.stream.broker import free_port, wait_for_port
+from wevent.stream.runtime import prometheus as metrics
+from wevent.stream.runtime.broker import free_port, wait_for_port
 from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import ConfigError, parse_config
-from wevent.stream.kafka import producer_config
+from wevent.stream.runtime.kafka import producer_config
 from wevent.stream.agents.processors import logic_for
 
 from .conftest import ALERT_RULES, DASHBOARDS, DOCKER, keys_env, source_of, tool

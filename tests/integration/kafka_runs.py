@@ -14,11 +14,11 @@ import numpy as np
 from wevent.bench.crash import sample_values
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness
-from wevent.stream.broker import create_topics, free_port
+from wevent.stream.runtime.broker import create_topics, free_port
 from wevent.stream.wire.records import ReleaseRecord
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink, consumer_config
-from wevent.stream.child_processes import WorkerProcess, write_config
+from wevent.stream.runtime.kafka import KafkaReportSink, consumer_config
+from wevent.stream.runtime.child_processes import WorkerProcess, write_config
 
 
 class KafkaRun:

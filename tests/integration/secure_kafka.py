@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wevent.stream.apache_kafka import KafkaCluster
+from wevent.stream.runtime.apache_kafka import KafkaCluster
 from tests.certificates import TestAuthority
 
 PASSWORD = "pw-{}-9f3c"  # SCRAM passwords per user

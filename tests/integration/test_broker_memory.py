@@ -12,8 +12,8 @@ import pytest
 from confluent_kafka import Producer
 
 from wevent.errors import UsageError
-from wevent.stream.broker import MEMORY_LIMIT_ENV, EmbeddedBroker, create_topics, default_memory_limit_mb
-from wevent.stream.child_processes import wait_until
+from wevent.stream.runtime.broker import MEMORY_LIMIT_ENV, EmbeddedBroker, create_topics, default_memory_limit_mb
+from wevent.stream.runtime.child_processes import wait_until
 
 CHUNK = 10  # MiB written between two checks
 MESSAGE = os.urandom(100 * 1024)  # incompressible, so the broker holds every byte

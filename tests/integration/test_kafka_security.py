@@ -2,7 +2,7 @@
 credentials and is refused outside its grants; clients without valid credentials are refused.
 
 Every client here is configured the way the app configures its own, from the WEVENT_KAFKA_*
-variables (:class:`wevent.stream.kafka.KafkaCredentials`).
+variables (:class:`wevent.stream.runtime.kafka.KafkaCredentials`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import pytest
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink, consumer_config, producer_config
-from wevent.stream.child_processes import WorkerProcess, wait_until, write_config
-from wevent.stream.broker import free_port
-from wevent.stream.subscription import Releases
+from wevent.stream.runtime.kafka import KafkaReportSink, consumer_config, producer_config
+from wevent.stream.runtime.child_processes import WorkerProcess, wait_until, write_config
+from wevent.stream.runtime.broker import free_port
+from wevent.stream.runtime.subscription import Releases
 from tests.integration.secure_kafka import environment, start_secure_kafka
 
 pytestmark = [pytest.mark.integration]

@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 
 from wevent.core.data import UserValues
-from wevent.stream.broker import free_port
+from wevent.stream.runtime.broker import free_port
 from wevent.stream.wire.format import DecodeError
 from wevent.stream.wire.reports import ReportBatch, decode_report_message
 from wevent.stream.wire.messages import ReportsMessage, decode_message, pack_message
 from wevent.stream.wire.seals import report_seal, request_seal, seal
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink, producer_config
-from wevent.stream.child_processes import DevicesProcess
-from wevent.stream.subscription import read_topic
+from wevent.stream.runtime.kafka import KafkaReportSink, producer_config
+from wevent.stream.runtime.child_processes import DevicesProcess
+from wevent.stream.runtime.subscription import read_topic
 from tests.integration.conftest import assert_local_releases_equal_simulate, metric_value
 from tests.integration.test_central_pipeline import START, categorical_feed, collect
 
@@ -132,8 +132,8 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
 
 def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(broker, tmp_path):
     """A misbehaving server: a fleet answers only what each user's own ledger allows."""
-    from wevent.stream.broker import create_topics
-    from wevent.stream.child_processes import write_config
+    from wevent.stream.runtime.broker import create_topics
+    from wevent.stream.runtime.child_processes import write_config
 
     config = parse_config({"seed": 2, "report_partitions": 1, "stream_partitions": 1,
                            "streams": [local_stream("guarded", "lpa")]})

@@ -10,10 +10,10 @@ import pytest
 from wevent.stream.wire.records import DeadLetter
 from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import producer_config
-from wevent.stream.broker import free_port
-from wevent.stream.child_processes import WorkerProcess, wait_until
-from wevent.stream.subscription import read_topic
+from wevent.stream.runtime.kafka import producer_config
+from wevent.stream.runtime.broker import free_port
+from wevent.stream.runtime.child_processes import WorkerProcess, wait_until
+from wevent.stream.runtime.subscription import read_topic
 from tests.integration.conftest import metric_value
 from tests.integration.test_central_pipeline import START, stream_spec
 

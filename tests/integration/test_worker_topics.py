@@ -12,9 +12,9 @@ import pytest
 
 from wevent.bench.crash import sample_values, trial_config
 from wevent.cli import main
-from wevent.stream.broker import free_port
-from wevent.stream.child_processes import write_config
-from wevent.stream.kafka import client_config
+from wevent.stream.runtime.broker import free_port
+from wevent.stream.runtime.child_processes import write_config
+from wevent.stream.runtime.kafka import client_config
 from wevent.stream.wire.topics import changelog
 from wevent.topologies import app as topology
 

@@ -13,7 +13,7 @@ from collections import defaultdict, deque
 
 import numpy as np
 
-from wevent.stream import prometheus
+from wevent.stream.runtime import prometheus
 from wevent.stream.wire.records import ReleaseRecord
 from wevent.stream.wire.reports import ReportBatch, Watermark, report_partition
 from wevent.stream.wire.seals import report_seal, request_seal

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
-from wevent.stream import prometheus
+from wevent.stream.runtime import prometheus
 from wevent.stream.wire.records import DeadLetter
 from wevent.stream.wire.reports import ReportBatch, Watermark
 from wevent.stream.wire.messages import ReportsMessage, pack_message

@@ -119,7 +119,7 @@ def test_kafka_credentials_come_from_the_environment(monkeypatch):
     import faust
 
     from wevent.errors import UsageError
-    from wevent.stream.kafka import KafkaCredentials, consumer_config, producer_config
+    from wevent.stream.runtime.kafka import KafkaCredentials, consumer_config, producer_config
 
     for name in ("WEVENT_KAFKA_USERNAME", "WEVENT_KAFKA_PASSWORD", "WEVENT_KAFKA_SASL_MECHANISM",
                  "WEVENT_KAFKA_SECURITY_PROTOCOL"):
@@ -145,7 +145,7 @@ def test_kafka_credentials_come_from_the_environment(monkeypatch):
 def test_truth_monitor_scores_local_releases_as_frequencies():
     from wevent.core.data import ABSENT, UserValues
     from wevent.stream.wire.records import ReleaseRecord
-    from wevent.stream.truth import TruthMonitor
+    from wevent.stream.runtime.truth import TruthMonitor
     from wevent.producers.replay import MatrixFeed
 
     feed = MatrixFeed(UserValues(np.array([[0, 1, 1, ABSENT]]), 2, start=0.0, slot_seconds=60))

@@ -7,7 +7,7 @@ import faust
 import pytest
 
 from wevent.errors import UsageError
-from wevent.stream.kafka import SECURITY_ENV, KafkaCredentials, client_config
+from wevent.stream.runtime.kafka import SECURITY_ENV, KafkaCredentials, client_config
 from tests.certificates import TestAuthority
 
 

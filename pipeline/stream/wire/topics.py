@@ -25,7 +25,7 @@ constant           wire name              partitions, key             carries
 =================  =====================  ==========================  ============================================
 
 Stream-keyed topics are partitioned by Kafka's default partitioner on the stream name
-(:func:`~wevent.stream.kafka.key_partition`), so that every message of a stream reaches the same M1, M2 and
+(:func:`~wevent.stream.runtime.kafka.key_partition`), so that every message of a stream reaches the same M1, M2 and
 collector. ``reports`` is partitioned by the producers themselves
 (:func:`~wevent.stream.wire.reports.report_partition`), so that each assembler owns a fixed share of
 the users.

@@ -9,10 +9,10 @@ from typing import Iterator
 
 import numpy as np
 
-from .wire.format import DecodeError
-from .wire.records import ReleaseRecord
+from ..wire.format import DecodeError
+from ..wire.records import ReleaseRecord
 from .kafka import consumer_config
-from .wire.topics import RELEASES
+from ..wire.topics import RELEASES
 
 
 class Releases:
@@ -83,7 +83,7 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 30.0) -> list[bytes]
     """Every message currently in ``topic`` (all partitions, up to their high watermarks)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..errors import UsageError
+    from ...errors import UsageError
 
     consumer = Consumer(consumer_config(bootstrap))
     values = []

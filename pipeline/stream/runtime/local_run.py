@@ -28,8 +28,8 @@ from typing import Iterator
 
 import numpy as np
 
-from ..errors import UsageError
-from .config import AppConfig, StreamConfig
+from ...errors import UsageError
+from ..config import AppConfig, StreamConfig
 
 __all__ = ["LocalRun", "RunKeys", "run_keys", "Failed", "Stopped", "Signals", "ReplayThread", "first_slots"]
 
@@ -71,9 +71,9 @@ def run_keys(config: AppConfig, seed: int | None, *, devices: bool, external_kaf
     external Kafka keeps the streams' state: a slot re-processed after a crash must draw the same
     noise as before, so its key must outlive the run.
     """
-    from ..core.randomness import SecretKey
-    from .wire.seals import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
-    from .config import DEVICE_KEY_ENV, NOISE_KEY_ENV
+    from ...core.randomness import SecretKey
+    from ..wire.seals import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
+    from ..config import DEVICE_KEY_ENV, NOISE_KEY_ENV
 
     # A worker with any local-model stream checks device reports with the devices' public key,
     # given as such or derived here from the devices' key (which this run's devices also need).
@@ -337,7 +337,7 @@ class LocalRun:
         import json
 
         from .subscription import read_topic
-        from .wire.topics import AUDIT
+        from ..wire.topics import AUDIT
 
         records = {}
         for value in read_topic(self.bootstrap, AUDIT):
@@ -361,7 +361,7 @@ def first_slots(feed, slots: int):
     """The feed cut to its first ``slots`` slots."""
     from wevent.producers.replay import MatrixFeed
 
-    from ..core.data import UserValues
+    from ...core.data import UserValues
 
     data = UserValues(np.stack([feed.values_at(t) for t in range(1, slots + 1)]), feed.domain_size, list(feed.labels),
                       list(feed.user_ids), feed.slot_seconds, feed.start, feed.name)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import time
 
-from .wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
-from .agents.failures import Throttle
+from ..wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
+from ..agents.failures import Throttle
 from .kafka import consumer_config, kafka_log, key_partition
 
 CLIENT_LOGGERS = ("aiokafka", "faust", "mode", "wevent.kafka")

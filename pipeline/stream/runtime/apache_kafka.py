@@ -6,7 +6,7 @@ dependencies, Kafka's own command-line tools and a logging binding) into a cache
 durable log directories, and can SIGKILL and restart any node with its data. Needs Java 17+ and
 Maven (``mvn``) on the PATH.
 
-``python -m wevent.stream.apache_kafka`` starts a one-node broker, prints its bootstrap address
+``python -m wevent.stream.runtime.apache_kafka`` starts a one-node broker, prints its bootstrap address
 and runs until Ctrl-C; ``--install`` only fills the cache.
 """
 
@@ -24,7 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
-from ..errors import UsageError
+from ...errors import UsageError
 from .broker import free_port, wait_for_port
 
 KAFKA_VERSION = "3.9.1"
@@ -409,7 +409,7 @@ class KafkaCluster:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m wevent.stream.apache_kafka",
+    parser = argparse.ArgumentParser(prog="python -m wevent.stream.runtime.apache_kafka",
                                      description="Start a local Apache Kafka (KRaft) and print its bootstrap servers.")
     parser.add_argument("--install", action="store_true", help="only fetch the jars into the cache, then exit")
     parser.add_argument("--nodes", type=int, choices=(1, 3), default=1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from .agents.events import Events
+from ..agents.events import Events
 
 reports_accepted = Counter("wevent_reports_accepted_total", "Reports counted into a slot", ["stream"])
 reports_rejected = Counter(
@@ -132,6 +132,6 @@ def export(events: Events) -> None:
 
 
 def export_release_error(stream: str, error: float | None) -> None:
-    """Show a replay's running error against its truth (:class:`~wevent.stream.truth.TruthMonitor`)."""
+    """Show a replay's running error against its truth (:class:`~wevent.stream.runtime.truth.TruthMonitor`)."""
     if error is not None:
         release_error.labels(stream).set(error)

@@ -9,8 +9,8 @@ from typing import Iterator
 
 import numpy as np
 
-from .wire.reports import ReportBatch, Watermark, report_partition
-from .wire.topics import REPORTS
+from ..wire.reports import ReportBatch, Watermark, report_partition
+from ..wire.topics import REPORTS
 
 kafka_log = logging.getLogger("wevent.kafka")
 kafka_log.addHandler(logging.NullHandler())  # no handler configured (a CLI): silent, not Python's last resort
@@ -69,7 +69,7 @@ class KafkaCredentials:
 
         The protocol defaults to ``SASL_SSL`` when a username is set, else to ``PLAINTEXT``.
         """
-        from ..errors import UsageError
+        from ...errors import UsageError
 
         env = {name: os.environ.get(variable) or None for name, variable in SECURITY_ENV.items()}
         if not any(env.values()):
@@ -106,7 +106,7 @@ class KafkaCredentials:
         """The TLS context of Python clients (Faust's), or None without TLS; UsageError for bad files."""
         import ssl
 
-        from ..errors import UsageError
+        from ...errors import UsageError
 
         if not self.tls:
             return None
@@ -343,7 +343,7 @@ def sink_for(bootstrap: str, stream, partitions: int, tansu_compat: bool,
 
 def check_feed_fits(feed, stream) -> None:
     """The feed's users, values and clock must fit the stream it is replayed into."""
-    from ..errors import UsageError
+    from ...errors import UsageError
 
     if feed.users > stream.users or feed.domain_size > stream.domain:
         raise UsageError(f"the feed ({feed.users} users, d = {feed.domain_size}) does not fit stream {stream.name!r} "

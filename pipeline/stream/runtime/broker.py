@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 BOOTSTRAP_ENV = "WEVENT_BOOTSTRAP"
 MEMORY_LIMIT_ENV = "WEVENT_BROKER_MEMORY_MB"
