@@ -21,14 +21,14 @@ from faust.types import TP  # noqa: E402
 
 from wevent.bench.crash import sample_values, trial_config  # noqa: E402
 from wevent.core import packing  # noqa: E402
-from wevent.topologies import app as topology  # noqa: E402
+from wevent.stream.runtime import worker  # noqa: E402
 from wevent.topologies.app import build_app  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def no_faust_sensors(monkeypatch):
     """Faust's Prometheus sensors register once per process; these tests build several apps."""
-    monkeypatch.setattr(topology, "setup_prometheus_sensors", lambda app, **kwargs: None)
+    monkeypatch.setattr(worker, "setup_prometheus_sensors", lambda app, **kwargs: None)
 
 
 def test_every_stateful_source_is_sought_to_its_state_or_commit(monkeypatch):

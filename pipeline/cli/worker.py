@@ -42,7 +42,9 @@ def handle(args) -> int:
     check_listen(args.web_host, args.web_port)
     bootstrap = reachable_kafka(args.bootstrap)
     create_topics(bootstrap, config.topics(), replication=config.replication_factor)
-    from wevent.topologies.app import build_app, changelog_partitions, run_worker
+    from wevent.topologies.app import build_app
+
+    from ..stream.runtime.worker import changelog_partitions, run_worker
 
     app = build_app(config, bootstrap, web_port=args.web_port, web_bind=args.web_host, tansu_compat=args.tansu_compat,
                     datadir=args.datadir, stall_seconds=args.stall_seconds, session_seconds=args.session_seconds)

@@ -2,8 +2,9 @@
 
 Each processor turns (its state for a key, one input message) into a new state, a list of
 output messages and the :class:`~wevent.stream.agents.events.Events` it saw (:class:`Processed`). The
-Faust agents in ``topologies/`` only load and store the state in a table, send the outputs and
-export the events as metrics; the logic here is unit-testable without a broker or a metrics library.
+worker's Faust agents (:func:`~wevent.stream.runtime.worker.stateful_agent`) only load and store the
+state in a table, send the outputs and export the events as metrics; the logic here is unit-testable
+without a broker or a metrics library.
 Every table value is a dataclass (:class:`TableValue`) that packs to the dict layout the
 changelogs hold.
 
