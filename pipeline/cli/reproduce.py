@@ -55,6 +55,7 @@ def handle(args) -> int:
     from ..reproduce.outputs import check_matplotlib
     from ..reproduce.runner import run
     from ._common import UsageError
+    from .simulate import summary
 
     check_matplotlib()
     scale_name = os.environ.get(SCALE_ENV) or ("quick" if args.quick else "full")
@@ -65,7 +66,7 @@ def handle(args) -> int:
         raise UsageError(f"--data {args.data} has neither a tdrive nor a foursquare directory")
     papers = list(PAPERS.values()) if args.paper == "all" else [PAPERS[args.paper]]
     done = run(papers, scale, Path(args.out), args.runs or scale.runs, args.jobs,
-               Path(args.data) if args.data else None, args.progress,
+               Path(args.data) if args.data else None, summary, args.progress,
                Path(args.thumbnails) if args.thumbnails else None)
     spent = "; ".join(f"{name} {seconds:.0f}" for name, seconds in done["cpu_seconds"].items())
     print(f"wevent reproduce: {done['computed']} cells computed, {done['reused']} reused, "

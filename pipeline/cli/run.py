@@ -97,7 +97,7 @@ def describe(stream, feed, slots: int) -> str:
 
 
 def handle(args) -> int:
-    from wevent.producers.replay import MatrixFeed
+    from wevent.producers.replay import MatrixFeed, first_slots, replay
     from ..core.data import UserValues
     from ..stream.runtime.broker import free_port, resolve_bootstrap
     from ..stream.config import load_config
@@ -122,7 +122,7 @@ def handle(args) -> int:
     if args.slots and args.slots > feed.slots:
         print(f"the feed has only {feed.slots} slots", file=sys.stderr)
 
-    run = LocalRun(config, stream, feed, slots, keys, bootstrap=bootstrap,
+    run = LocalRun(config, stream, feed, first_slots(feed, slots), keys, replay=replay, bootstrap=bootstrap,
                    metrics_port=args.metrics_port or free_port(), speed=args.speed)
     try:
         run.open()

@@ -19,7 +19,7 @@ from ..errors import UsageError
 from .cells import Paper
 from .datasets import DATASETS
 from .figures import METRIC_LABELS, ROC_POINTS, TPR, Figure, Scale
-from .runner import aggregate, cell_seconds, shown, write_csv
+from .cache import aggregate, cell_seconds, shown, write_csv
 
 __all__ = ["write_figure", "write_index", "write_thumbnails", "check_matplotlib", "compare_reported", "THUMBNAILS"]
 

@@ -16,7 +16,7 @@ import pytest
 from wevent.cli import main
 from wevent.reproduce import PAPERS
 from wevent.reproduce.figures import TINY
-from wevent.reproduce.runner import cell_path, shown
+from wevent.reproduce.cache import cell_path, shown
 
 pytestmark = pytest.mark.slow  # about a minute on two shared cores: 670 cells and 37 files
 

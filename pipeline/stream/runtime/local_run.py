@@ -26,12 +26,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
-import numpy as np
-
 from ...errors import UsageError
 from ..config import AppConfig, StreamConfig
 
-__all__ = ["LocalRun", "RunKeys", "run_keys", "Failed", "Stopped", "Signals", "ReplayThread", "first_slots"]
+__all__ = ["LocalRun", "RunKeys", "run_keys", "Failed", "Stopped", "Signals", "ReplayThread"]
 
 
 @dataclass(frozen=True)
@@ -166,15 +164,14 @@ class ReplayThread:
     A replay that fails (its messages not delivered) keeps its error in ``failure`` for the run to report.
     """
 
-    def __init__(self, feed, sink, speed: float) -> None:
+    def __init__(self, replay, feed, sink, speed: float) -> None:
         self.stopping = threading.Event()
         self.failure: Exception | None = None
         self.sink = sink
-        self.thread = threading.Thread(target=self._replay, args=(feed, sink, speed), daemon=True, name="replay")
+        self.thread = threading.Thread(target=self._replay, args=(replay, feed, sink, speed), daemon=True,
+                                       name="replay")
 
-    def _replay(self, feed, sink, speed: float) -> None:
-        from wevent.producers.replay import replay
-
+    def _replay(self, replay, feed, sink, speed: float) -> None:
         from .kafka import DeliveryError
 
         try:
@@ -210,27 +207,31 @@ class LocalRun:
     stream
         The stream of ``config`` the feed is replayed into, and whose releases are followed.
     feed
-        The feed (:class:`wevent.producers.replay.MatrixFeed`); its first ``slots`` slots are replayed.
-    slots
-        How many slots to replay and release.
+        The feed (:class:`wevent.producers.replay.MatrixFeed`) whose truth the releases are scored against.
+    replayed
+        Its first slots (:func:`wevent.producers.replay.first_slots`): the slots replayed and released.
     keys
         The worker's and the devices' environments (:func:`run_keys`).
     bootstrap
         A Kafka to use; None starts the embedded broker.
     metrics_port
         The worker's web port (/metrics, /healthz, /query).
+    replay
+        The loop that sends a feed's slots to a sink (:func:`wevent.producers.replay.replay`).
     speed
         The replay's speed as a multiple of real time (0: as fast as possible).
     """
 
-    def __init__(self, config: AppConfig, stream: StreamConfig, feed, slots: int, keys: RunKeys, *,
+    def __init__(self, config: AppConfig, stream: StreamConfig, feed, replayed, keys: RunKeys, *, replay,
                  bootstrap: str | None, metrics_port: int, speed: float) -> None:
         from .truth import TruthMonitor
 
         self.config = replace(config, seed=None)
         self.stream = stream
         self.feed = feed
-        self.slots = slots
+        self.replayed = replayed
+        self.slots = replayed.slots
+        self.replay_loop = replay
         self.keys = keys
         self.bootstrap = bootstrap
         self.metrics_port = metrics_port
@@ -240,7 +241,6 @@ class LocalRun:
         self.broker = None
         self.worker = None
         self.children: list = []  # worker and devices: the run fails when one stops
-        self.replayed = None  # the feed's first `slots` slots
         self.replay: ReplayThread | None = None
         self.signals = Signals()
         self.started: list = []  # broker, worker, devices, replay: stopped in reverse
@@ -264,7 +264,6 @@ class LocalRun:
         from .broker import EmbeddedBroker, create_topics
         from .child_processes import DevicesProcess, WorkerProcess, write_config
 
-        self.replayed = first_slots(self.feed, self.slots)
         self.broker = None if self.bootstrap else self._start(EmbeddedBroker())
         self.bootstrap = self.bootstrap or self.broker.bootstrap
         create_topics(self.bootstrap, self.config.topics())
@@ -291,7 +290,7 @@ class LocalRun:
         from .kafka import sink_for
 
         sink = sink_for(self.bootstrap, self.stream, self.config.report_partitions, self.embedded)
-        self.replay = self._start(ReplayThread(self.replayed, sink, self.speed))
+        self.replay = self._start(ReplayThread(self.replay_loop, self.replayed, sink, self.speed))
 
     def releases(self) -> Iterator:
         """The stream's releases (:class:`~wevent.stream.wire.records.ReleaseRecord`), each once, until
@@ -355,14 +354,3 @@ class LocalRun:
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
         self.signals.restore()
-
-
-def first_slots(feed, slots: int):
-    """The feed cut to its first ``slots`` slots."""
-    from wevent.producers.replay import MatrixFeed
-
-    from ...core.data import UserValues
-
-    data = UserValues(np.stack([feed.values_at(t) for t in range(1, slots + 1)]), feed.domain_size, list(feed.labels),
-                      list(feed.user_ids), feed.slot_seconds, feed.start, feed.name)
-    return MatrixFeed(data)
