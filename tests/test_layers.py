@@ -5,7 +5,7 @@ ones, never of a higher one:
 
 1. ``wevent.core``, the privacy core (and ``wevent.errors``);
 2. ``wevent.stream.wire``: what travels (reports, messages, records, seals, topics, table keys);
-3. the stream layer's configuration: ``wevent.stream.config``, ``config_schema``,
+3. the stream layer's configuration: ``wevent.stream.config``, ``config_kinds``, ``config_schema``,
    ``helm_schema``, ``query_settings``, ``settings`` (the environment, as read at the edge and
    passed in) and ``audit`` (the offline audit of published records);
 4. ``wevent.stream.agents``: the processors, pure ``(state, message) -> (state, outputs, events)``;
@@ -42,8 +42,9 @@ STREAM_LIBRARIES = ("faust", "mode", "aiokafka", "kafka", "confluent_kafka", "pr
 LAYERS = (
     ("core", ("wevent.core", "wevent.errors")),
     ("wire", ("wevent.stream.wire",)),
-    ("configuration", ("wevent.stream.config", "wevent.stream.config_schema", "wevent.stream.helm_schema",
-                       "wevent.stream.query_settings", "wevent.stream.settings", "wevent.stream.audit")),
+    ("configuration", ("wevent.stream.config", "wevent.stream.config_kinds", "wevent.stream.config_schema",
+                       "wevent.stream.helm_schema", "wevent.stream.query_settings", "wevent.stream.settings",
+                       "wevent.stream.audit")),
     ("agents", ("wevent.stream.agents",)),
     ("runtime", ("wevent.stream.runtime", "wevent.topologies")),
     ("producers", ("wevent.producers",)),

@@ -50,7 +50,8 @@ from ..core.accounting import Budget
 from ..core.randomness import SecretKey
 from ..core.validation import ParameterError
 from .wire.topics import partition_counts
-from .config_schema import APP_FIELDS, MECHANISMS, STREAM_FIELDS, SchemaError, check_options, check_table, show
+from .config_kinds import SchemaError, check_table, show
+from .config_schema import APP_FIELDS, MECHANISMS, STREAM_FIELDS, check_options
 
 __all__ = ["Budget", "ConfigError", "StreamConfig", "AppConfig", "load_config", "NOISE_KEY_ENV", "DEVICE_KEY_ENV"]
 

@@ -16,7 +16,8 @@ import pytest
 
 from wevent.core.registry import mechanisms
 from wevent.stream.config import ConfigError, dump_config, load_config, parse_config
-from wevent.stream.config_schema import MECHANISMS, helm_schema_text
+from wevent.stream.config_schema import MECHANISMS
+from wevent.stream.helm_schema import helm_schema_text
 from wevent.stream.agents.local import device_block_size
 from wevent.stream.agents.processors import logic_for
 
@@ -295,7 +296,7 @@ def test_the_helm_values_schema_is_generated_from_the_config_schema():
     committed = HELM_SCHEMA.read_text()
     assert committed == helm_schema_text(committed), (
         "helm/wevent/values.schema.json differs from the config schema: run "
-        "`python -m wevent.stream.config_schema helm/wevent/values.schema.json`")
+        "`python -m wevent.stream.helm_schema helm/wevent/values.schema.json`")
     generated = json.loads(committed)["properties"]["config"]
     stream = generated["properties"]["streams"]["items"]
     assert stream["properties"]["mechanism"]["enum"] == list(MECHANISMS)
