@@ -24,6 +24,9 @@ Besides:
   the stream layer, the CLI, Faust, Kafka or Prometheus.
 - ``wevent.stream.wire`` imports nothing of the agents, the runtime, Faust, a Kafka client or
   Prometheus; ``wevent.stream.agents`` nothing of the runtime, Faust, Kafka or Prometheus.
+- The pure layers (the core, the wire, the configuration, the agents) never read the environment:
+  each command and the worker read it once, at the edge (:class:`wevent.stream.settings.Settings`),
+  and pass what they read in.
 - No module imports itself again through others (no import cycles), lazy imports included.
 - Only the worker's entry point (``wevent.cli.worker``) imports ``wevent.topologies``, the Faust app.
 - The per-model ``wevent simulate`` modules never import the front end that dispatches to them.
@@ -50,6 +53,7 @@ LAYERS = (
     ("producers", ("wevent.producers",)),
     ("edge", ("wevent.cli", "wevent.bench", "wevent.reproduce")),
 )
+PURE = ("wevent.core", "wevent.stream.wire", *LAYERS[2][1], "wevent.stream.agents")
 
 
 def imports(source: str, module: str, is_package: bool = False) -> set[str]:
@@ -122,6 +126,31 @@ def test_the_agents_import_nothing_of_the_runtime_or_its_libraries(modules):
 
 def test_reproduce_never_imports_the_cli(modules):
     assert offenders(modules, ("wevent.reproduce",), ("wevent.cli",)) == []
+
+
+def environment_reads(source: str) -> list[int]:
+    """The lines of ``source`` that touch the process environment: ``os.environ``, ``os.getenv``
+    and their kin, however imported."""
+    names = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            found.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" and {a.name for a in node.names} & names:
+            found.append(node.lineno)
+    return found
+
+
+def test_the_pure_layers_never_read_the_environment():
+    read = [f"{module_name(path)}:{line}" for path in source_files() if within(module_name(path), PURE)
+            for line in environment_reads(path.read_text())]
+    assert read == []
+
+
+@pytest.mark.parametrize("source", ["import os\nos.environ.get('X')", "from os import getenv\ngetenv('X')",
+                                    "import os\nx = os.getenv('X')", "from os import environ"])
+def test_the_environment_check_sees_every_form(source):
+    assert environment_reads(source)
 
 
 def runtime_imports(source: str, module: str, is_package: bool) -> set[str]:

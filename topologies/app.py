@@ -22,24 +22,27 @@ import faust
 
 from wevent.stream.agents.processors import Processors
 from wevent.stream.config import AppConfig
+from wevent.stream.settings import Settings
 from wevent.stream.runtime.worker import (DEFAULT_STALL_SECONDS, forget_lost_streams, raw_topic, serve_health,
                                           serve_queries, state_table, stateful_agent, worker_app)
 from wevent.stream.wire.messages import TickMessage
 from wevent.stream.wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 
 
-def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bind: str = "127.0.0.1",
-              tansu_compat: bool = False, datadir: str | None = None,
+def build_app(config: AppConfig, bootstrap: str, settings: Settings, *, web_port: int = 6066,
+              web_bind: str = "127.0.0.1", tansu_compat: bool = False, datadir: str | None = None,
               stall_seconds: float = DEFAULT_STALL_SECONDS, session_seconds: float | None = None) -> faust.App:
-    """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``.
+    """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``, with the
+    keys and Kafka credentials ``settings`` give.
 
     ``/healthz`` answers 503 while the broker is unreachable, or input has waited ``stall_seconds``
     without progress (:func:`~wevent.stream.runtime.worker.serve_health`); the rest of the
     settings are the app's (:func:`~wevent.stream.runtime.worker.worker_app`).
     """
+    credentials = settings.kafka_credentials()
     app = worker_app(config, bootstrap, web_port=web_port, web_bind=web_bind, tansu_compat=tansu_compat,
-                     datadir=datadir, session_seconds=session_seconds)
-    processors = Processors.build(config)
+                     datadir=datadir, session_seconds=session_seconds, credentials=credentials)
+    processors = Processors.build(config, settings)
     topics = {name: raw_topic(app, name, partitions=n) for name, n in config.topics().items()}
     watch_gaps = tansu_compat  # only tansu passes over records (on Kafka, offsets skip transaction markers)
 
@@ -63,7 +66,7 @@ def build_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bi
             for name in local:
                 await topics[LDP_REPORTS].send(key=name.encode(), value=TickMessage(name).encode())
 
-    serve_health(app, config, bootstrap, stall_seconds)
+    serve_health(app, config, bootstrap, stall_seconds, credentials)
     serve_queries(app, config, processors.publication.keys)
     forget_lost_streams(app, config)
     return app

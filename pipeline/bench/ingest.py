@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, slot_count, user_count
-from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
+from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
 from ..stream.wire.reports import json_report, report_partition
 from ..stream.config import parse_config
 from ..stream.runtime.kafka import KafkaReportSink
@@ -64,6 +64,7 @@ def _wait_for(releases: Releases, stream: str, slot: int, timeout: float = 600) 
 
 
 def handle(args) -> int:
+    settings = args.settings
     config = _config(args.users, args.partitions)
     kafka = broker = None
     if args.apache_kafka:
@@ -72,20 +73,21 @@ def handle(args) -> int:
         kafka = KafkaCluster(1).start()
         bootstrap = kafka.bootstrap
     else:
-        bootstrap = reachable_kafka(args.bootstrap) if resolve_bootstrap(args.bootstrap) else None
-        broker = None if bootstrap else EmbeddedBroker().start()
+        bootstrap = reachable_kafka(args.bootstrap, settings) if settings.kafka_bootstrap(args.bootstrap) else None
+        broker = None if bootstrap else EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()).start()
         bootstrap = bootstrap or broker.bootstrap
     tansu = broker is not None
     workdir = Path(tempfile.mkdtemp(prefix="wevent-bench-"))
     worker = None
     rng = np.random.default_rng(0)
     try:
-        create_topics(bootstrap, config.topics())
+        credentials = settings.kafka_credentials()
+        create_topics(bootstrap, config.topics(), credentials=credentials)
         worker = WorkerProcess(write_config(config, workdir), bootstrap, free_port(), workdir / "worker.log",
                                tansu_compat=tansu, datadir=workdir / "data").start()
-        with Releases(bootstrap) as releases:
+        with Releases(bootstrap, credentials=credentials) as releases:
             # warm-up: one small slot, so group join and table recovery are not timed
-            warm = KafkaReportSink(bootstrap, "paced", args.partitions, tansu_compat=tansu)
+            warm = KafkaReportSink(bootstrap, "paced", args.partitions, tansu_compat=tansu, credentials=credentials)
             stream = config.stream("paced")
             warm.send_slot(1, stream.slot_start(1), stream.slot_end(1), np.arange(100), rng.integers(0, 100, 100))
             warm.producer.flush()
@@ -93,7 +95,7 @@ def handle(args) -> int:
 
             users = np.arange(args.users)
             values = rng.integers(0, 100, (args.slots, args.users))
-            sink = KafkaReportSink(bootstrap, "batched", args.partitions, tansu_compat=tansu)
+            sink = KafkaReportSink(bootstrap, "batched", args.partitions, tansu_compat=tansu, credentials=credentials)
             stream = config.stream("batched")
             started = time.monotonic()
             for slot in range(1, args.slots + 1):
@@ -102,7 +104,7 @@ def handle(args) -> int:
             batched_rate = args.slots * args.users / (_wait_for(releases, "batched", args.slots) - started)
 
             stream = config.stream("json")
-            json_sink = KafkaReportSink(bootstrap, "json", args.partitions, tansu_compat=tansu)
+            json_sink = KafkaReportSink(bootstrap, "json", args.partitions, tansu_compat=tansu, credentials=credentials)
             n = args.json_reports
             json_users = rng.choice(args.users, n, replace=False)
             json_values = rng.integers(0, 100, n)

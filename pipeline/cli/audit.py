@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from ..stream.wire.topics import AUDIT
+from ..stream.settings import Settings
 from ._common import UsageError, bootstrap_servers, reachable_kafka, readable_file
 
 READ_TIMEOUT = 15.0  # seconds for the topic's metadata and offsets
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     p = sub.add_parser("audit", help="re-verify every window's budget from audit records or a release log")
     p.add_argument("file", nargs="?", type=readable_file,
                    help="JSON lines of release or audit records (default: read the audit topic)")
@@ -49,14 +50,13 @@ def _read_topic(args) -> list:
 
     from confluent_kafka import KafkaException
 
-    from ..stream.runtime.broker import resolve_bootstrap
     from ..stream.runtime.subscription import read_topic
 
-    if not resolve_bootstrap(args.bootstrap):
+    if not args.settings.kafka_bootstrap(args.bootstrap):
         raise UsageError("give a file, or a Kafka with --bootstrap / WEVENT_BOOTSTRAP")
-    bootstrap = reachable_kafka(args.bootstrap)
+    bootstrap = reachable_kafka(args.bootstrap, args.settings)
     try:
-        values = read_topic(bootstrap, args.topic, timeout=READ_TIMEOUT)
+        values = read_topic(bootstrap, args.topic, timeout=READ_TIMEOUT, credentials=args.settings.kafka_credentials())
     except KafkaException as exc:
         raise UsageError(f"cannot read topic {args.topic!r} from Kafka at {bootstrap}: {exc.args[0].str()}") from None
     records = []

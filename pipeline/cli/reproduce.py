@@ -13,12 +13,12 @@ import os
 import sys
 from pathlib import Path
 
+from ..stream.settings import SCALE_ENV, Settings
 from ._common import LIMITS, directory, integer
 
-SCALE_ENV = "WEVENT_REPRODUCE_SCALE"  # "tiny": the test suite's seconds-long run
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     from ..reproduce import PAPERS
 
     p = sub.add_parser("reproduce", help="regenerate the papers' tables and figures (CSV, PNG, index.md)",
@@ -58,7 +58,7 @@ def handle(args) -> int:
     from .simulate import summary
 
     check_matplotlib()
-    scale_name = os.environ.get(SCALE_ENV) or ("quick" if args.quick else "full")
+    scale_name = args.settings.reproduce_scale or ("quick" if args.quick else "full")
     if scale_name not in SCALES:
         raise UsageError(f"{SCALE_ENV} must be one of {', '.join(SCALES)}, got {scale_name!r}")
     scale = SCALES[scale_name]

@@ -16,8 +16,8 @@ import sys
 
 from ..core.registry import mechanism_class
 from ..producers.fixtures import TDRIVE as SAMPLE_TDRIVE
+from ..stream.settings import LOOPBACK, Settings
 from ._common import (
-    LOOPBACK,
     UsageError,
     bootstrap_servers,
     epsilon_value,
@@ -34,7 +34,7 @@ from ._common import (
 PORT = integer(0, 65_535)  # 0: a free port
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     p = sub.add_parser("run", help="run broker, worker and a feed replay; print releases live")
     p.add_argument("--config", "-c", type=readable_file, help="stream config file; default: one central stream over the feed")
     p.add_argument("--stream", help="stream of the config that the feed is replayed into (default: the first)")
@@ -99,7 +99,7 @@ def describe(stream, feed, slots: int) -> str:
 def handle(args) -> int:
     from wevent.producers.replay import MatrixFeed, first_slots, replay
     from ..core.data import UserValues
-    from ..stream.runtime.broker import free_port, resolve_bootstrap
+    from ..stream.runtime.broker import free_port
     from ..stream.config import load_config
     from ..stream.runtime.kafka import check_feed_fits
     from ..stream.runtime.local_run import Failed, LocalRun, Stopped, run_keys
@@ -112,8 +112,9 @@ def handle(args) -> int:
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
     check_feed_fits(feed, stream)
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    keys = run_keys(config, args.seed, devices=stream.model == "local", external_kafka=bootstrap is not None)
+    settings = args.settings
+    bootstrap = settings.kafka_bootstrap(args.bootstrap)
+    keys = run_keys(config, args.seed, settings, devices=stream.model == "local", external_kafka=bootstrap is not None)
     if keys.from_seed:
         print(f"wevent run: seed {keys.seed}: reproducible noise for experiments only, anyone who knows the seed "
               f"can remove it (without a seed, keys are drawn at random or read from {' and '.join(keys.from_seed)})",
@@ -122,7 +123,7 @@ def handle(args) -> int:
     if args.slots and args.slots > feed.slots:
         print(f"the feed has only {feed.slots} slots", file=sys.stderr)
 
-    run = LocalRun(config, stream, feed, first_slots(feed, slots), keys, replay=replay, bootstrap=bootstrap,
+    run = LocalRun(config, stream, feed, first_slots(feed, slots), keys, settings, replay=replay, bootstrap=bootstrap,
                    metrics_port=args.metrics_port or free_port(), speed=args.speed)
     try:
         run.open()

@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from .config_schema import config_json_schema
+from .settings import SASL_MECHANISMS, SECURITY_PROTOCOLS
 
 __all__ = ["helm_values_json_schema", "helm_schema_text", "write_helm_schema"]
 
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 # Kubernetes' names of Secrets (DNS subdomains) and of their entries; empty means "not set".
 _SECRET_NAME = {"type": "string", "maxLength": 253,
                 "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"}

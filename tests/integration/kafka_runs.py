@@ -19,6 +19,7 @@ from wevent.stream.wire.records import ReleaseRecord
 from wevent.stream.config import parse_config
 from wevent.stream.runtime.kafka import KafkaReportSink, consumer_config
 from wevent.stream.runtime.child_processes import WorkerProcess, write_config
+from wevent.stream.settings import Settings
 
 
 class KafkaRun:
@@ -95,7 +96,7 @@ class KafkaRun:
         for name in self.names:
             stream = self.config.stream(name)
             mechanism = BudgetAbsorption(stream.epsilon, stream.window, stream.domain,
-                                         randomness=DerivedRandomness(self.config.noise_key(), name))
+                                         randomness=DerivedRandomness(Settings().noise_key(self.config), name))
             for record in mechanism.run(self.values.counts().astype(float)):
                 out[name, record.slot] = record.release.tolist()
         return out

@@ -143,6 +143,13 @@ def _provision(secure: SecureKafka, topics: dict[str, int]) -> None:
         time.sleep(0.2)
 
 
+def credentials(env: dict):
+    """The Kafka credentials a command reads from an environment of ``env`` (its WEVENT_KAFKA_*)."""
+    from wevent.stream.settings import Settings
+
+    return Settings.from_environ(env).kafka_credentials()
+
+
 @contextlib.contextmanager
 def environment(env: dict):
     """``os.environ`` with the WEVENT_KAFKA_* of ``env`` only, inside the block (clients read it when built)."""

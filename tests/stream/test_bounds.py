@@ -19,6 +19,7 @@ from wevent.stream.agents.collect import MAX_EARLY_MESSAGES
 from wevent.stream.agents.base import MAX_MESSAGE_BYTES
 from wevent.stream.agents.processors import Processors
 from wevent.stream.agents.assemble import slots_ahead
+from wevent.stream.settings import Settings
 from tests.stream.harness import InProcessPipeline, store
 from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
 from tests.stream.test_local_pipeline import USERS as LOCAL_USERS
@@ -191,14 +192,14 @@ def test_a_stream_whose_messages_could_exceed_the_bound_is_refused_at_start():
              "users": users, "slot_seconds": 60, "start": START}]})
 
     with pytest.raises(ConfigError, match=r"stream 'big': its release can reach \d+ bytes, above the 900000 bytes"):
-        Processors.build(config(domain=40_000))  # 40,000 numbers of up to 24 characters
+        Processors.build(config(domain=40_000), Settings())  # 40,000 numbers of up to 24 characters
     with pytest.raises(ConfigError, match="one slot's state .* use a smaller domain, window or population, or more "
                                           "report_partitions"):
-        Processors.build(config(users=8_000_000))  # a bit per user: 1 MB
+        Processors.build(config(users=8_000_000), Settings())  # a bit per user: 1 MB
     with pytest.raises(ConfigError, match="its mechanism's state and window of charges"):
-        Processors.build(config(window=200_000))  # a charge per slot of the window
-    Processors.build(config(users=8_000_000, partitions=2))  # half the users on each partition
-    Processors.build(config(domain=30_000, window=50_000))
+        Processors.build(config(window=200_000), Settings())  # a charge per slot of the window
+    Processors.build(config(users=8_000_000, partitions=2), Settings())  # half the users on each partition
+    Processors.build(config(domain=30_000, window=50_000), Settings())
 
 
 def test_an_input_refused_as_too_large_counts_its_refusal_and_nothing_it_would_have_caused(monkeypatch):
@@ -257,7 +258,7 @@ def test_the_collector_holds_a_bounded_number_of_early_reports():
     and expire as unrequested after the deadline; the rest are refused at once."""
     config = local_config("lpa")
     pipeline = InProcessPipeline(config)
-    devices = report_seal(config.device_key())
+    devices = report_seal(Settings().device_key(config))
     extra = 44
     for n in range(MAX_EARLY_MESSAGES + extra):
         batch = ReportsMessage("l", 1000 + n, 1, np.arange(3), np.ones(3, dtype=np.int64)).encode()

@@ -17,6 +17,7 @@ from wevent.stream.wire.seals import report_seal, seal
 from wevent.stream.config import parse_config
 from wevent.stream.agents.base import MAX_MESSAGE_BYTES, Out
 from wevent.stream.agents.processors import Processors
+from wevent.stream.settings import Settings
 from tests.stream.harness import store
 from tests.stream.test_processors import START
 
@@ -27,7 +28,7 @@ def collector_for(population: int):
     config = parse_config({"seed": 3, "report_partitions": 1, "stream_partitions": 1, "streams": [{
         "name": NAME, "model": "local", "mechanism": "lpa", "epsilon": 1.0, "window": 20, "domain": 2,
         "users": population, "slot_seconds": 60, "start": START}]})
-    return config, Processors.build(config).collector
+    return config, Processors.build(config, Settings()).collector
 
 
 class Round:
@@ -50,7 +51,7 @@ class Round:
 
     def answer(self, users: np.ndarray) -> dict:
         body = ReportsMessage(NAME, 1, int(Phase.DISSIMILARITY), users, (users % 2).astype(np.int64)).encode()
-        return self.send("ldp.reports", seal("ldp.reports", NAME, body, report_seal(self.config.device_key())))
+        return self.send("ldp.reports", seal("ldp.reports", NAME, body, report_seal(Settings().device_key(self.config))))
 
 
 def test_a_round_of_250000_users_of_ten_million_stays_small():

@@ -20,6 +20,7 @@ from wevent.stream.config_schema import MECHANISMS
 from wevent.stream.helm_schema import helm_schema_text
 from wevent.stream.agents.local import device_block_size
 from wevent.stream.agents.processors import logic_for
+from wevent.stream.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HELM_SCHEMA = ROOT / "helm" / "wevent" / "values.schema.json"
@@ -62,7 +63,7 @@ def test_a_string_false_from_a_toml_file_is_refused_not_true(tmp_path):
         load_config(path)
     path.write_text(path.read_text().replace('"false"', "false"))
     config = load_config(path)
-    assert logic_for(config, config.streams[0]).new_mechanism().dissimilarity_measure.budget_shift is False
+    assert logic_for(config, config.streams[0], Settings()).new_mechanism().dissimilarity_measure.budget_shift is False
 
 
 @pytest.mark.parametrize("value", ["false", False, True])
@@ -237,8 +238,8 @@ def test_typed_options_reach_the_mechanism_and_the_stream_layer():
     local, central = config.streams
     assert device_block_size(local) == 7 and local.deadline_seconds == 2.0
     assert local.mechanism_options == {"beta": 0.25}
-    assert logic_for(config, local).new_mechanism().beta == 0.25
-    assert logic_for(config, central).new_mechanism().dissimilarity_measure.budget_shift is True
+    assert logic_for(config, local, Settings()).new_mechanism().beta == 0.25
+    assert logic_for(config, central, Settings()).new_mechanism().dissimilarity_measure.budget_shift is True
 
 
 def test_a_dumped_config_loads_as_the_same_config(tmp_path):
@@ -284,7 +285,7 @@ def test_every_schema_option_is_taken_by_its_mechanism(mechanism, option):
     if option == "bound":  # mean estimation: values in [0, bound], one "bin"
         base = {**base, "oracle": "hm", "domain": 1}
     config = parse_config({"seed": 1, "streams": [with_options({**base, "mechanism": mechanism}, **{option: value})]})
-    mechanism_object = logic_for(config, config.streams[0]).new_mechanism()  # TypeError -> ConfigError
+    mechanism_object = logic_for(config, config.streams[0], Settings()).new_mechanism()  # TypeError -> ConfigError
     if not config.streams[0].options.keys() - {"block_size", "deadline_seconds"}:
         return  # the stream layer's own options
     params = mechanism_object.state_dict()["params"]

@@ -15,6 +15,7 @@ from wevent.stream.wire.messages import (DissimilarityMessage, MeasuredMessage, 
                                          pack_message)
 from wevent.stream.agents.base import Out
 from wevent.stream.agents.processors import Processors
+from wevent.stream.settings import Settings
 from tests.stream.test_processors import config_for
 
 REQUEST = Request(7, Phase.DISSIMILARITY, 0.5, "grr", 3, 40, np.array([2, 9, 30]))
@@ -97,7 +98,7 @@ def test_a_kind_read_where_another_is_expected_is_a_decode_error():
 def test_an_authentic_message_of_a_kind_a_processor_does_not_read_is_dead_lettered():
     """M1 took any message on ``slots`` other than a support for a partial, and failed on a field
     a partial has."""
-    m1 = Processors.build(config_for(("s", "ba"))).dissimilarity
+    m1 = Processors.build(config_for(("s", "ba")), Settings()).dissimilarity
     sealed = m1.keys.sealed(Out("slots", ReadyMessage("s", 1, 0.0).encode(), "s")).value
     outputs, updates, events = m1.process(sealed, "slots", 0, 0, {}.get, 0.0)
     assert [DeadLetter.from_json(out.value).reason for out in outputs] == ["malformed"] and updates == {}

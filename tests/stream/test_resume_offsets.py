@@ -14,6 +14,7 @@ from wevent.stream.wire.messages import decode_message
 from wevent.stream.wire.seals import unseal
 from wevent.stream.config import parse_config
 from wevent.stream.agents.processors import Processors
+from wevent.stream.settings import Settings
 from tests.stream.harness import InProcessPipeline
 
 START = 1_201_910_400.0
@@ -32,7 +33,7 @@ def key_partition(key: str) -> int:
 
 def test_the_assembler_resumes_after_the_lowest_offset_every_stream_applied():
     config = two_streams()
-    assembler = Processors.build(config).assembler
+    assembler = Processors.build(config, Settings()).assembler
     table = {}
 
     def apply(raw, offset):

@@ -16,6 +16,7 @@ from wevent.stream.wire.reports import Watermark, decode_report_message, json_re
 from wevent.stream.wire.seals import request_seal, seal, unseal
 from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import SignedRequests
+from wevent.stream.settings import Settings
 from tests.stream import test_local_pipeline as local
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, config_for, feed
@@ -149,7 +150,7 @@ def test_report_readers_keep_unknown_fields_and_unversioned_messages():
 
 def test_devices_keep_a_signed_request_with_an_unknown_header_field():
     config = local.local_config("lpa")
-    signer = request_seal(config.noise_key())
+    signer = request_seal(Settings().noise_key(config))
     reader = SignedRequests("l", signer.public())
     fields = {"stream": "l", "slot": 4, "phase": 1, "epsilon": 0.5, "oracle": "grr", "domain_size": 2,
               "population": local.USERS, "users": None, "bound": None}

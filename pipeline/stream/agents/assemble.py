@@ -76,7 +76,7 @@ class Assembler(Processor):
         try:
             message = decode_report_message(raw)
         except DecodeError as exc:
-            return None, None, [malformed(events, self.config, topic, raw, str(exc))]
+            return None, None, [malformed(events, self.keys, topic, raw, str(exc))]
         stream = self.config.stream(message.stream)
         if stream is None:
             reports = 1 if isinstance(message, Watermark) else int(message.users.size)

@@ -37,25 +37,16 @@ authentic-looking one no worker could have sent, before it reaches any state.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, NamedTuple, Protocol, Self, TypeVar
 
 from ...core import packing
-from ..config import DEVICE_KEY_ENV, AppConfig, ConfigError
+from ...core.randomness import SecretKey
+from ..config import AppConfig
+from ..settings import Settings
 from ..wire.keys import OffsetMark, stream_of
 from ..wire.records import DeadLetter, unread_bytes
-from ..wire.seals import (
-    REPORT_KEY_ENV,
-    AuthenticationError,
-    MacSeal,
-    SignatureSeal,
-    check_seal,
-    internal_seal,
-    report_seal,
-    request_seal,
-    seal,
-)
+from ..wire.seals import AuthenticationError, MacSeal, SignatureSeal, check_seal, internal_seal, request_seal, seal
 from ..wire.topics import DEAD_LETTERS, LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, SLOTS
 from .events import Events
 from .logic import StreamLogic
@@ -100,11 +91,11 @@ def dead_letter(events: Events, reason: str, topic: str, detail: str, stream: st
     return Out(DEAD_LETTERS, DeadLetter(reason, topic, detail, stream, payload).to_bytes())
 
 
-def malformed(events: Events, config: AppConfig, topic: str, raw: bytes, detail: str) -> Out:
+def malformed(events: Events, keys: "ServerKeys", topic: str, raw: bytes, detail: str) -> Out:
     """The dead letter of bytes that decode to no stream: their length and keyed digest, never the bytes."""
     events.reports_rejected["", "malformed"] += 1
     return dead_letter(events, "malformed", topic, detail,
-                       payload=unread_bytes(raw, config.noise_key().derive("deadletter-digest")))
+                       payload=unread_bytes(raw, keys.server.derive("deadletter-digest")))
 
 
 def refuse(events: Events, reason: str, topic: str, detail: str, stream: str | None = None) -> Out:
@@ -118,34 +109,23 @@ def refuse(events: Events, reason: str, topic: str, detail: str, stream: str | N
 class ServerKeys:
     """What the workers seal and check messages with; every worker derives the same keys.
 
-    ``internal`` (a MAC under a sub-key of the server's secret) seals ``slots``, ``dissimilarity``
-    and ``releases``; ``requests`` signs ``ldp.requests``; ``reports`` is the devices' public key,
-    which checks ``ldp.reports`` (None without a local-model stream). It comes from
-    ``WEVENT_DEVICE_PUBLIC_KEY``; without it, from the devices' own key (``WEVENT_DEVICE_KEY`` or
-    the config's ``seed``), where the devices are simulated beside the server.
+    ``server`` is the server's secret (the keys of its noise and of dead letters' digests);
+    ``internal`` (a MAC under a sub-key of it) seals ``slots``, ``dissimilarity`` and ``releases``;
+    ``requests`` signs ``ldp.requests``; ``reports`` is the devices' public key, which checks
+    ``ldp.reports`` (None without a local-model stream: :meth:`Settings.report_checker
+    <wevent.stream.settings.Settings.report_checker>` says where it comes from).
     """
 
-    internal: MacSeal
+    server: SecretKey = field(repr=False)
+    internal: MacSeal = field(repr=False)
     requests: SignatureSeal
     reports: SignatureSeal | None
 
     @classmethod
-    def from_config(cls, config: AppConfig) -> "ServerKeys":
-        server = config.noise_key()
-        reports = None
-        if any(s.model == "local" for s in config.streams):
-            text = os.environ.get(REPORT_KEY_ENV)
-            if text:
-                try:
-                    reports = SignatureSeal.from_public_hex(text)
-                except ValueError as exc:
-                    raise ConfigError(f"{REPORT_KEY_ENV}: {exc}") from None
-            elif os.environ.get(DEVICE_KEY_ENV) or config.seed is not None:
-                reports = report_seal(config.device_key()).public()
-            else:
-                raise ConfigError(f"no key to check the devices' reports with: set {REPORT_KEY_ENV} to the devices' "
-                                  "public key (`wevent keys` prints it)")
-        return cls(internal_seal(server), request_seal(server), reports)
+    def from_settings(cls, config: AppConfig, settings: Settings) -> "ServerKeys":
+        """The keys of ``config``'s workers: the server's key and the devices' public key as ``settings`` give them."""
+        server = settings.noise_key(config)
+        return cls(server, internal_seal(server), request_seal(server), settings.report_checker(config))
 
     def for_topic(self, topic: str) -> MacSeal | SignatureSeal | None:
         """The seal of a topic's messages (None: not sealed)."""

@@ -160,9 +160,9 @@ class Collector(Processor):
             message = decode_message(body)
             name = message.stream
         except DecodeError as exc:
-            return None, None, [malformed(events, self.config, topic, raw, str(exc))]
+            return None, None, [malformed(events, self.keys, topic, raw, str(exc))]
         except ValueError:  # the codec failed deeper (text, array buffers); its message may quote the bytes
-            return None, None, [malformed(events, self.config, topic, raw, "malformed internal message")]
+            return None, None, [malformed(events, self.keys, topic, raw, "malformed internal message")]
         stream = self.config.stream(name)
         if stream is None or stream.model != "local":
             events.reports_rejected["", "unknown_stream"] += 1

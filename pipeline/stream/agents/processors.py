@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ...core.randomness import DerivedRandomness
 from ...core.registry import mechanisms
 from ..config import AppConfig, ConfigError, StreamConfig
+from ..settings import Settings
 from .assemble import Assembler
 from .base import MAX_MESSAGE_BYTES, ServerKeys
 from .central import CentralLogic
@@ -28,9 +29,11 @@ class Processors:
     collector: Collector
 
     @classmethod
-    def build(cls, config: AppConfig) -> "Processors":
-        logics = {s.name: logic_for(config, s) for s in config.streams}
-        keys = ServerKeys.from_config(config)
+    def build(cls, config: AppConfig, settings: Settings) -> "Processors":
+        """The processors of ``config``'s streams, with the keys ``settings`` give
+        (:meth:`ServerKeys.from_settings`)."""
+        logics = {s.name: logic_for(config, s, settings) for s in config.streams}
+        keys = ServerKeys.from_settings(config, settings)
         built = cls(*(kind(config, logics, keys) for kind in (Assembler, DissimilarityProcessor, PublicationProcessor,
                                                                Collector)))
         for stream in config.streams:
@@ -47,8 +50,9 @@ class Processors:
         return built
 
 
-def logic_for(config: AppConfig, stream: StreamConfig) -> StreamLogic:
-    randomness = DerivedRandomness(config.noise_key(), stream.name)
+def logic_for(config: AppConfig, stream: StreamConfig, settings: Settings) -> StreamLogic:
+    """The logic of ``stream``'s model, drawing its noise from the server's key as ``settings`` give it."""
+    randomness = DerivedRandomness(settings.noise_key(config), stream.name)
     model = mechanisms()[stream.mechanism].model
     if model != stream.model:
         raise ConfigError(f"stream {stream.name!r}: {stream.mechanism} is not a {stream.model}-model mechanism: "

@@ -14,6 +14,7 @@ import time
 
 from ..wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 from ..agents.failures import Throttle
+from ..settings import KafkaCredentials
 from .kafka import consumer_config, kafka_log, key_partition
 
 CLIENT_LOGGERS = ("aiokafka", "faust", "mode", "wevent.kafka")
@@ -102,16 +103,20 @@ class BrokerWatch:
         How long input may wait before the consumer or a stream counts as stalled.
     clock : callable
         Monotonic seconds.
+    credentials : KafkaCredentials or None
+        How to reach a secured Kafka.
     """
 
     SOURCES = (REPORTS, SLOTS, MEASUREMENTS, RELEASES, LDP_REQUESTS, LDP_REPORTS)
     STREAM_INPUTS = (SLOTS, MEASUREMENTS)
     TIMEOUT = 5.0  # seconds a broker has to answer one request
 
-    def __init__(self, bootstrap: str, config, stall_seconds: float, clock=time.monotonic) -> None:
+    def __init__(self, bootstrap: str, config, stall_seconds: float, clock=time.monotonic,
+                 credentials: KafkaCredentials | None = None) -> None:
         from confluent_kafka import Consumer
 
-        self.consumer = Consumer(consumer_config(bootstrap, config.app) | {"enable.auto.commit": False})
+        self.consumer = Consumer(consumer_config(bootstrap, config.app, credentials=credentials)
+                                 | {"enable.auto.commit": False})
         self.bootstrap = bootstrap
         self.topics = config.topics()
         self.stall_seconds = stall_seconds

@@ -24,12 +24,13 @@ from ..agents.base import Processor, ServerKeys
 from ..agents.failures import ErrorLog, internal_error
 from ..agents.index import QueryService
 from ..config import AppConfig
+from ..settings import KafkaCredentials
 from ..wire.seals import AuthenticationError, check_seal, unseal
 from ..wire.topics import MEASUREMENTS, RELEASES
 from . import prometheus as metrics
 from .faust_patches import InputGaps, StatePositionedApp, shorten_fetch_wait
 from .health import BrokerWatch, rate_limit_client_logs
-from .kafka import KafkaCredentials, key_partition
+from .kafka import faust_credentials, key_partition
 
 __all__ = ["DEFAULT_STALL_SECONDS", "processing_guarantee", "worker_app", "raw_topic", "state_table", "stateful_agent",
            "serve_health", "serve_queries", "forget_lost_streams", "changelog_partitions", "run_worker"]
@@ -53,15 +54,16 @@ def processing_guarantee(config: AppConfig, tansu_compat: bool) -> str:
 
 
 def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bind: str = "127.0.0.1",
-               tansu_compat: bool = False, datadir: str | None = None,
-               session_seconds: float | None = None) -> StatePositionedApp:
+               tansu_compat: bool = False, datadir: str | None = None, session_seconds: float | None = None,
+               credentials: KafkaCredentials | None = None) -> StatePositionedApp:
     """A Faust app for the streams of ``config`` against the Kafka at ``bootstrap``, without agents yet.
 
     Its web server (/metrics, /healthz, /query) listens on ``web_bind`` only, this machine by
     default. Faust's /table views are off: they would serve the tables' contents (partial counts
     of raw reports, ledgers) to anyone who can reach the port. ``session_seconds`` is the consumer
     group's session timeout (default: Faust's, 10 s on tansu): how long a killed worker's
-    partitions wait before another takes them; a rebalance may take half of it.
+    partitions wait before another takes them; a rebalance may take half of it. ``credentials``
+    say how to reach a secured Kafka.
     """
     options = dict(
         broker=f"kafka://{bootstrap}",
@@ -78,9 +80,8 @@ def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_b
     )
     if datadir:
         options["datadir"] = datadir
-    credentials = KafkaCredentials.from_env()
     if credentials:
-        options["broker_credentials"] = credentials.faust()
+        options["broker_credentials"] = faust_credentials(credentials)
     if tansu_compat:
         # tansu reports wrong high watermarks for multi-record batches, which loses data after a
         # restart; one record per batch avoids it. Our records
@@ -163,14 +164,15 @@ async def send(topics: dict, outputs) -> None:
         await topics[out.topic].send(key=out.key.encode() if out.key else None, value=out.value)
 
 
-def serve_health(app: faust.App, config: AppConfig, bootstrap: str, stall_seconds: float) -> None:
+def serve_health(app: faust.App, config: AppConfig, bootstrap: str, stall_seconds: float,
+                 credentials: KafkaCredentials | None = None) -> None:
     """``/healthz``, from a :class:`BrokerWatch` checked every few seconds.
 
     A broker that lost the worker's topics or offsets (an in-memory broker restarted) cannot be
     resumed from: the worker's tables and positions describe data that is gone. It then exits
     with one line and status 3, so that its supervisor restarts it from what the broker holds.
     """
-    watch = BrokerWatch(bootstrap, config, stall_seconds)
+    watch = BrokerWatch(bootstrap, config, stall_seconds, credentials=credentials)
     streams = [s.name for s in config.streams]
 
     @app.task
@@ -195,10 +197,10 @@ def serve_health(app: faust.App, config: AppConfig, bootstrap: str, stall_second
 
 def serve_queries(app: faust.App, config: AppConfig, keys: ServerKeys) -> None:
     """Decayed range queries: an agent, ``index``, keeps per-stream indexes of what ``releases`` and
-    ``dissimilarity`` bring (their seals checked with ``keys``); ``GET /query`` answers (400 on bad
-    input)."""
+    ``dissimilarity`` bring (their seals checked with ``keys``, their noise drawn from the server's
+    key); ``GET /query`` answers (400 on bad input)."""
     queried = {s.name: s for s in config.streams if s.query is not None}
-    service = QueryService(queried, lambda name: DerivedRandomness(config.noise_key(), name))
+    service = QueryService(queried, lambda name: DerivedRandomness(keys.server, name))
     log_table = state_table(app, "query-log", config.stream_partitions)
 
     def load(key: str):

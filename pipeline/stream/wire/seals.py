@@ -29,10 +29,8 @@ from ...core.randomness import SecretKey
 from .format import DecodeError
 
 __all__ = ["AuthenticationError", "MacSeal", "SignatureSeal", "internal_seal", "request_seal", "report_seal", "seal",
-           "unseal", "check_seal", "REQUEST_KEY_ENV", "REPORT_KEY_ENV"]
+           "unseal", "check_seal"]
 
-REQUEST_KEY_ENV = "WEVENT_REQUEST_PUBLIC_KEY"  # hex: the server's public key, which devices check requests with
-REPORT_KEY_ENV = "WEVENT_DEVICE_PUBLIC_KEY"  # hex: the devices' public key, which workers check reports with
 
 _TRAILER = struct.Struct("<H4s")  # tag length, magic: after the tag at the end of a binary message
 _TRAILER_MAGIC = b"WSL1"
