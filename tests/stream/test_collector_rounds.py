@@ -79,9 +79,9 @@ def test_a_second_answer_is_a_duplicate_and_the_last_closes_the_round():
     assert sorted(round_.table) == [NAME]  # the round's request left with it
 
 
-def test_a_round_opened_by_the_first_layout_keeps_its_answers():
-    """A round stored with its request inline and its answered users by id (before a restart on
-    this version) goes on: those users are duplicates, the others count."""
+def test_a_round_stored_by_the_first_layout_is_refused_in_one_line_and_changes_nothing():
+    """A round stored with its request inline and its answered users by id is of an older layout:
+    every input of its collector is dead-lettered with one line saying so, and nothing is written."""
     asked = np.arange(0, 3000, 3)
     round_ = Round(3000, asked)
     round_.answer(asked[:400])
@@ -91,7 +91,10 @@ def test_a_round_opened_by_the_first_layout_keeps_its_answers():
     del first["answered_at"]
     first["request"] = unpack(round_.table.pop(f"{NAME}/request/1:1"))
     round_.table[NAME] = pack(state)
-    round_.answer(asked[350:])
-    assert [(d.reason, d.payload["count"]) for d in round_.letters] == [("duplicate", 50)]
-    support = SupportMessage.decode(round_.supports[0].value)
-    assert (support.n, support.missing) == (asked.size, 0)
+    before = dict(round_.table)
+    assert round_.answer(asked[350:]) == {} and round_.table == before
+    [letter] = round_.letters
+    assert (letter.reason, letter.stream) == ("unreadable_state", NAME)
+    assert letter.detail == ("a Round of an older layout (without answered_at): this version reads only its own; "
+                             "drain the stream and start a new one")
+    assert "\n" not in letter.detail and not round_.supports

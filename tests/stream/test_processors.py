@@ -250,3 +250,28 @@ def test_changed_mechanism_parameters_stop_the_stream_instead_of_mixing_mechanis
     assert not changed.releases("s") and released == 5
     reasons = {DeadLetter.from_json(v).reason for v in changed.log["deadletter"]}
     assert reasons == {"config_changed"}
+
+
+def test_a_mechanism_state_of_an_older_layout_is_dead_lettered_and_nothing_more_is_released():
+    """M2's state as a version before noise kinds stored it: refused in one line, never continued
+    under today's default noise."""
+    from wevent.core import packing
+    from wevent.stream.agents.publish import PublicationState
+
+    values = synthetic("sin", 600, 4, seed=5).values()
+    pipeline = InProcessPipeline(config_for(("s", "ba"), users=600))
+    feed(pipeline, "s", values[:2], 2)
+    assert [r.slot for r in pipeline.releases("s")] == [1, 2]
+    state = PublicationState.unpack(pipeline.tables["m2"]["s"])
+    mechanism = packing.unpack(state.mechanism)  # small enough to have no parts
+    del mechanism["params"]["noise"]
+    state.mechanism = packing.pack(mechanism)
+    pipeline.tables["m2"]["s"] = before = state.pack()
+    for slot in (3, 4):
+        pipeline.send_slot("s", START + (slot - 1) * 60, START + slot * 60, np.arange(600), values[slot - 1])
+    pipeline.run()
+    letters = [DeadLetter.from_json(v) for v in pipeline.log["deadletter"]]
+    assert {(d.reason, d.stream) for d in letters} == {("unreadable_state", "s")}
+    assert letters[0].detail == ("a ba state of an older layout (without noise): this version reads only its own; "
+                                 "drain the stream and start a new one")
+    assert [r.slot for r in pipeline.releases("s")] == [1, 2] and pipeline.tables["m2"]["s"] == before

@@ -62,7 +62,9 @@ MAX_MESSAGE_BYTES = 900_000
 release or window of charges could exceed it is refused at start (:meth:`Processors.build`); an
 input whose state or outputs would exceed it anyway (a local stream's population-sized state) is
 refused and dead-lettered as ``too_large`` and writes nothing, so that no write can fail and
-crash-loop the worker: the stream stops, loudly, instead."""
+crash-loop the worker: the stream stops, loudly, instead. So is an input whose state (or mechanism
+state) is of an older layout, as ``unreadable_state``: the upgrade path is to drain the stream
+before the new version and start a new one."""
 
 DEADLETTER_SAMPLE = 1_000  # rejected reports copied into one dead letter (central and personalized streams)
 
@@ -149,13 +151,17 @@ class ServerKeys:
 class TableValue:
     """A value of a processor's table: a dataclass whose fields, in order, are the keys of the dict
     it is packed as (:mod:`wevent.core.packing`). :meth:`pack` writes, and :meth:`unpack` reads, the
-    layout the processors stored, so that a changelog written before restores."""
+    one layout of this version (:data:`~wevent.stream.wire.format.FORMAT_VERSION`): a value without
+    one of its fields is of an older layout, refused (:class:`~wevent.core.packing.LayoutError`)."""
 
     def to_fields(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_fields(cls, stored: dict[str, Any]) -> Self:
+        missing = [f.name for f in fields(cls) if f.name not in stored]
+        if missing:
+            raise packing.LayoutError(f"a {cls.__name__}", missing)
         return cls(**{f.name: stored[f.name] for f in fields(cls)})
 
     def pack(self) -> bytes:
@@ -274,23 +280,31 @@ class Processor:
         key, message, outputs = self.route(raw, topic, partition, events)
         if key is None:
             return Processed(outputs, {}, events)
-        stored = load(key)
-        state = self.state_type.unpack(stored) if stored else self.initial(key)
-        mark = OffsetMark(topic, partition).encode()
-        if not self.persist_before_send and state.offsets.get(mark, -1) >= offset:
-            return Processed([], {}, events)  # applied before a crash, and its outputs were delivered before that
-        # M2 applies a replayed input again (re-emitting what it caused), so it only records it
-        state.offsets[mark] = max(int(offset), state.offsets.get(mark, -1))
-        side = SideKeys(load, int(offset))
-        outputs += self.apply(state, message, topic, partition, now, side, events)
+        try:
+            stored = load(key)
+            state = self.state_type.unpack(stored) if stored else self.initial(key)
+            mark = OffsetMark(topic, partition).encode()
+            if not self.persist_before_send and state.offsets.get(mark, -1) >= offset:
+                return Processed([], {}, events)  # applied before a crash, and its outputs were delivered before that
+            # M2 applies a replayed input again (re-emitting what it caused), so it only records it
+            state.offsets[mark] = max(int(offset), state.offsets.get(mark, -1))
+            side = SideKeys(load, int(offset))
+            outputs += self.apply(state, message, topic, partition, now, side, events)
+        except packing.LayoutError as exc:  # a state this version does not read: the stream stops here, loudly
+            return self._refused(topic, partition, offset, "unreadable_state", str(exc), key)
         updates = side.updates(key, state)
         sealed = [self.keys.sealed(out) for out in outputs]
         too_large = oversized(updates, sealed)
         if too_large:
-            log.error("refused an input of %s[%d]@%d: %s", topic, partition, offset, too_large)
-            refused = Events()  # the input changed nothing: none of what it would have caused counts
-            return Processed([dead_letter(refused, "too_large", topic, too_large, stream_of(key))], {}, refused)
+            return self._refused(topic, partition, offset, "too_large", too_large, key)
         return Processed(sealed, updates, events)
+
+    @staticmethod
+    def _refused(topic: str, partition: int, offset: int, reason: str, detail: str, key: str) -> Processed:
+        """An input that changes nothing, dead-lettered: none of what it would have caused counts."""
+        log.error("refused an input of %s[%d]@%d: %s", topic, partition, offset, detail)
+        refused = Events()
+        return Processed([dead_letter(refused, reason, topic, detail, stream_of(key))], {}, refused)
 
     def state_keys(self, topic: str, partition: int, key_partition: Callable[[str], int]) -> list[str]:
         """The state keys that record how far ``topic``'s ``partition`` was applied (none: not

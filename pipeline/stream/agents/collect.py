@@ -56,13 +56,6 @@ def asked_positions(request: Request, users: np.ndarray) -> np.ndarray:
     return np.minimum(np.searchsorted(request.users, users), max(request.size - 1, 0))
 
 
-def answered_ids(answered: np.ndarray, population: int) -> np.ndarray:
-    """The ids in a seen set of user ids (sorted ids, or a bitset of the population)."""
-    if answered.dtype == np.uint8:
-        return np.flatnonzero(np.unpackbits(answered, count=population))
-    return answered
-
-
 @dataclass(eq=False)
 class Round(TableValue):
     """A collector's open round: how many users its request asks, who of them answered, the sum of
@@ -73,22 +66,6 @@ class Round(TableValue):
     support: np.ndarray | None  # None until a report counts
     n: int  # users who answered
     deadline: float
-    inline_request: Request | None = None  # held by rounds of the first layouts; else in its own key
-
-    def to_fields(self):
-        stored = {"asked": self.asked, "answered_at": self.answered_at, "support": self.support, "n": self.n,
-                  "deadline": self.deadline}
-        return stored if self.inline_request is None else stored | {"request": self.inline_request.to_dict()}
-
-    @classmethod
-    def from_fields(cls, stored):
-        inline = Request.from_dict(stored["request"]) if "request" in stored else None
-        if "answered" in stored:  # the first layout: its answered users by id, its request inline
-            answered_at = seen_add(np.zeros(0, dtype=np.int64), asked_positions(
-                inline, answered_ids(stored["answered"], inline.population)), inline.size)
-        else:
-            answered_at = stored["answered_at"]
-        return cls(stored["asked"], answered_at, stored["support"], stored["n"], stored["deadline"], inline)
 
 
 @dataclass
@@ -128,10 +105,8 @@ def request_key(stream: str, round_key: str) -> str:
     return RoundRequestKey(stream, RoundKey.decode(round_key)).encode()
 
 
-def round_request(round_: Round, stream: str, round_key: str, side: SideKeys) -> Request:
-    """A round's request: in a key of its own (inline in a round the first layouts stored)."""
-    if round_.inline_request is not None:
-        return round_.inline_request
+def round_request(stream: str, round_key: str, side: SideKeys) -> Request:
+    """A round's request, from its key of its own."""
     return side.get(request_key(stream, round_key), RoundRequest).request
 
 
@@ -222,7 +197,7 @@ class Collector(Processor):
             side.put(early, reports)
             state.early.setdefault(key, []).append([now, early])
             return []
-        request = round_request(round_, name, key, side)
+        request = round_request(name, key, side)
         if users.size != len(reports.reports):
             return self._reject(events, name, "malformed", topic, users, "users and reports differ in number")
         ok = valid_reports(request, reports.reports, users.size)
@@ -280,7 +255,7 @@ class Collector(Processor):
             missing = round_.asked - round_.n
             if missing:
                 events.missing_reports[name] += missing
-            request = round_request(round_, name, key, side)
+            request = round_request(name, key, side)
             side.delete(request_key(name, key))
             support = round_.support if round_.support is not None else np.zeros(
                 1 if request.oracle == "hm" else request.domain_size)

@@ -68,9 +68,9 @@ class StreamLogic:
     def new_mechanism(self) -> Mechanism:
         raise NotImplementedError
 
-    def restore(self, blob: bytes, parts=None) -> Mechanism:
-        """The mechanism in ``blob``: packed bytes, or the head of a split state whose ``parts``
-        (a mapping from key to bytes) hold its large values."""
+    def restore(self, blob: bytes, parts) -> Mechanism:
+        """The mechanism whose state's head is ``blob`` and whose ``parts`` (a mapping from key to
+        bytes) hold its large values (:func:`~wevent.core.packing.pack_split`)."""
         from ...core.base import restore
 
         return restore(blob, self.randomness, parts=parts)

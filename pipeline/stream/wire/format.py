@@ -4,6 +4,11 @@ Every message a writer sends carries ``version`` (:data:`FORMAT_VERSION`); a rea
 message without one as version 1, refuses a version it does not know (a change of meaning bumps
 it), and ignores fields it does not know (adding a field does not). The JSON Schemas of the public
 messages ship in :mod:`wevent.stream.wire.schemas`.
+
+The internal messages and the workers' states (their tables' values, the mechanisms' states) are
+read in the one layout this version writes: one without a field it writes is of an older layout,
+refused with :class:`~wevent.core.packing.LayoutError` (one line; the stream dead-letters the
+input). A stream is moved to a new layout by draining it and starting a new one.
 """
 
 from __future__ import annotations

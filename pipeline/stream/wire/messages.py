@@ -149,8 +149,7 @@ class ReadyMessage(InternalMessage):
 class DissimilarityMessage(InternalMessage):
     """A local-model slot's dissimilarity, from its phase-1 support: M1 to M2, on ``dissimilarity``.
 
-    On the wire ``dis`` holds its named fields; a message written before they were named holds
-    them as a list in order, and is read alike.
+    On the wire ``dis`` holds its named fields.
     """
 
     kind: ClassVar[str] = "dissimilarity"
@@ -246,8 +245,8 @@ def decode_message(data: bytes) -> InternalMessage:
     """The internal or LDP message in ``data``, sealed or not (:func:`check_seal` checks the seal),
     as the dataclass of its kind.
 
-    Raises :class:`DecodeError` for bytes that are no message of a known kind, a missing field or
-    one of the wrong type. A deeper failure (text or an array buffer the codec cannot read) raises
+    Raises :class:`DecodeError` for bytes that are no message of a known kind, a missing field, one
+    of the wrong type or one of an older layout. A deeper failure (text or an array buffer the codec cannot read) raises
     a ValueError whose text may quote the bytes.
     """
     try:
@@ -261,7 +260,7 @@ def decode_message(data: bytes) -> InternalMessage:
         return kind_class.from_fields(values)
     except KeyError as exc:
         raise DecodeError(f"malformed {kind} message: no field {exc}") from None
-    except DecodeError as exc:
+    except (DecodeError, packing.LayoutError) as exc:  # their text is ours: it quotes no field's value
         raise DecodeError(f"malformed {kind} message: {exc}") from None
     except (TypeError, ValueError) as exc:  # their text may quote a field's value: only their type
         raise DecodeError(f"malformed {kind} message: a field of the wrong type ({type(exc).__name__})") from None
