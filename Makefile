@@ -58,7 +58,7 @@ $(HELM):
 # Apache Kafka's jars (Maven Central, via mvn) for the tests against a real Kafka, cached in
 # ~/.cache/wevent/kafka-<version> ($WEVENT_KAFKA_CACHE): fetched once, quick afterwards.
 kafka-jars: $(VENV)/.installed
-	$(PY) -m wevent.stream.apache_kafka --install
+	$(PY) -m wevent.stream.runtime.apache_kafka --install
 
 run: setup-run
 	$(VENV)/bin/wevent run

@@ -21,9 +21,9 @@ server's public key: the devices hold no server secret) and signs its report bat
 derived from the devices' key, so no one else can spend a user's budget or answer in their name.
 
 Like the workers' processors, the fleet's logic returns what happened with each request (its
-refusals, a forged request, in :class:`~wevent.stream.events.Events`) instead of touching
+refusals, a forged request, in :class:`~wevent.stream.agents.events.Events`) instead of touching
 metrics; :meth:`DeviceFleet.answer` and :meth:`SignedRequests.read` hand those events to
-:func:`wevent.stream.prometheus.export`, the one mapping from events to metrics.
+:func:`wevent.stream.runtime.prometheus.export`, the one mapping from events to metrics.
 
 >>> from wevent.core.randomness import Phase
 >>> def ask(slot, users, epsilon=1.0):
@@ -62,10 +62,11 @@ from wevent.core.local.device_reports import Devices, block_reports
 from wevent.core.local.user_sets import pack_users, unpack_users
 from wevent.core.packing import StateError, pack, unpack
 from wevent.core.validation import ParameterError
-from wevent.stream.topics import LDP_REPORTS, LDP_REQUESTS
-from wevent.stream.codecs import (AuthenticationError, DecodeError, ReportsMessage, RequestMessage, SignatureSeal,
-                                    check_seal, decode_message, seal, unseal)
-from wevent.stream.events import Events
+from wevent.stream.wire.topics import LDP_REPORTS, LDP_REQUESTS
+from wevent.stream.wire.seals import AuthenticationError, SignatureSeal, check_seal, seal, unseal
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.messages import ReportsMessage, RequestMessage, decode_message
+from wevent.stream.agents.events import Events
 
 log = logging.getLogger("wevent.devices")
 
@@ -312,7 +313,7 @@ class DeviceFleet:
 
     def __init__(self, stream, values: UserValues, devices: Devices, shard: int = 0, shards: int = 1, *,
                  ledger_dir: str | os.PathLike | None = None, max_ahead: int | None = None) -> None:
-        from wevent.stream.kafka import check_feed_fits
+        from wevent.stream.runtime.kafka import check_feed_fits
 
         if not 0 <= shard < shards:
             raise ParameterError(f"shard must be in 0..{shards - 1}, got {shard}")
@@ -360,7 +361,7 @@ class DeviceFleet:
 
     def answer(self, request: Request) -> list[ReportsMessage]:
         """:meth:`respond`, its events exported as metrics: what ``wevent devices`` does with a request."""
-        from wevent.stream import prometheus
+        from wevent.stream.runtime import prometheus
 
         answer = self.respond(request)
         prometheus.export(answer.events)
@@ -457,7 +458,7 @@ class SignedRequests:
 
     def read(self, raw: bytes) -> Request | None:
         """:meth:`check`, a forged request counted in the metrics."""
-        from wevent.stream import prometheus
+        from wevent.stream.runtime import prometheus
 
         request, events = self.check(raw)
         prometheus.export(events)

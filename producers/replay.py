@@ -43,7 +43,7 @@ from wevent.core.validation import ParameterError
 from .preprocess import MAX_MATRIX_VALUES, value_dtype
 
 __all__ = ["Feed", "SlotSink", "MatrixFeed", "DumpSink", "ReplayStats", "replay", "slot_bounds", "check_dump_path",
-           "check_from_slot"]
+           "check_from_slot", "first_slots"]
 
 
 class Feed(Protocol):
@@ -92,6 +92,13 @@ class MatrixFeed:
 
     def values_at(self, slot: int) -> np.ndarray:
         return self.data.values[slot - 1]
+
+
+def first_slots(feed: Feed, slots: int) -> MatrixFeed:
+    """The feed cut to its first ``slots`` slots."""
+    data = UserValues(np.stack([feed.values_at(t) for t in range(1, slots + 1)]), feed.domain_size, list(feed.labels),
+                      list(feed.user_ids), feed.slot_seconds, feed.start, feed.name)
+    return MatrixFeed(data)
 
 
 def slot_bounds(feed: Feed, slot: int) -> tuple[float, float]:

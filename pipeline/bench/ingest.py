@@ -1,7 +1,7 @@
 """``wevent bench ingest``: central-model reports per second through a real broker and worker.
 
 Three measurements in one run, against the embedded broker, a local Apache Kafka
-(``--apache-kafka``: one KRaft node started for the run, :mod:`wevent.stream.apache_kafka`) or
+(``--apache-kafka``: one KRaft node started for the run, :mod:`wevent.stream.runtime.apache_kafka`) or
 any Kafka (``--bootstrap``):
 
 1. batched binary: every slot's reports packed into report batches (up to 65,536 reports per
@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, slot_count, user_count
-from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
-from ..stream.codecs import json_report, report_partition
+from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
+from ..stream.wire.reports import json_report, report_partition
 from ..stream.config import parse_config
-from ..stream.kafka import KafkaReportSink
-from ..stream.child_processes import WorkerProcess, write_config
-from ..stream.subscription import Releases
+from ..stream.runtime.kafka import KafkaReportSink
+from ..stream.runtime.child_processes import WorkerProcess, write_config
+from ..stream.runtime.subscription import Releases
 
 START = 1_300_000_000.0
 
@@ -64,28 +64,30 @@ def _wait_for(releases: Releases, stream: str, slot: int, timeout: float = 600) 
 
 
 def handle(args) -> int:
+    settings = args.settings
     config = _config(args.users, args.partitions)
     kafka = broker = None
     if args.apache_kafka:
-        from ..stream.apache_kafka import KafkaCluster
+        from ..stream.runtime.apache_kafka import KafkaCluster
 
         kafka = KafkaCluster(1).start()
         bootstrap = kafka.bootstrap
     else:
-        bootstrap = reachable_kafka(args.bootstrap) if resolve_bootstrap(args.bootstrap) else None
-        broker = None if bootstrap else EmbeddedBroker().start()
+        bootstrap = reachable_kafka(args.bootstrap, settings) if settings.kafka_bootstrap(args.bootstrap) else None
+        broker = None if bootstrap else EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()).start()
         bootstrap = bootstrap or broker.bootstrap
     tansu = broker is not None
     workdir = Path(tempfile.mkdtemp(prefix="wevent-bench-"))
     worker = None
     rng = np.random.default_rng(0)
     try:
-        create_topics(bootstrap, config.topics())
+        credentials = settings.kafka_credentials()
+        create_topics(bootstrap, config.topics(), credentials=credentials)
         worker = WorkerProcess(write_config(config, workdir), bootstrap, free_port(), workdir / "worker.log",
                                tansu_compat=tansu, datadir=workdir / "data").start()
-        with Releases(bootstrap) as releases:
+        with Releases(bootstrap, credentials=credentials) as releases:
             # warm-up: one small slot, so group join and table recovery are not timed
-            warm = KafkaReportSink(bootstrap, "paced", args.partitions, tansu_compat=tansu)
+            warm = KafkaReportSink(bootstrap, "paced", args.partitions, tansu_compat=tansu, credentials=credentials)
             stream = config.stream("paced")
             warm.send_slot(1, stream.slot_start(1), stream.slot_end(1), np.arange(100), rng.integers(0, 100, 100))
             warm.producer.flush()
@@ -93,7 +95,7 @@ def handle(args) -> int:
 
             users = np.arange(args.users)
             values = rng.integers(0, 100, (args.slots, args.users))
-            sink = KafkaReportSink(bootstrap, "batched", args.partitions, tansu_compat=tansu)
+            sink = KafkaReportSink(bootstrap, "batched", args.partitions, tansu_compat=tansu, credentials=credentials)
             stream = config.stream("batched")
             started = time.monotonic()
             for slot in range(1, args.slots + 1):
@@ -102,7 +104,7 @@ def handle(args) -> int:
             batched_rate = args.slots * args.users / (_wait_for(releases, "batched", args.slots) - started)
 
             stream = config.stream("json")
-            json_sink = KafkaReportSink(bootstrap, "json", args.partitions, tansu_compat=tansu)
+            json_sink = KafkaReportSink(bootstrap, "json", args.partitions, tansu_compat=tansu, credentials=credentials)
             n = args.json_reports
             json_users = rng.choice(args.users, n, replace=False)
             json_values = rng.integers(0, 100, n)

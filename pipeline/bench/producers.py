@@ -126,7 +126,7 @@ def handle(args) -> int:
     from wevent.producers.tdrive import PROFILES, read_tdrive, tdrive_files
 
     if args.bootstrap:
-        reachable_kafka(args.bootstrap)  # fail now, not after the preprocessing runs
+        reachable_kafka(args.bootstrap, args.settings)  # fail now, not after the preprocessing runs
     profile = PROFILES["personalized"]
     taxis = max(1, round(args.lines / (22 * 3600 / 170)))  # a taxi drives ~22 of the 24 hours
     with tempfile.TemporaryDirectory(prefix="wevent-bench-") as tmp:
@@ -157,26 +157,28 @@ def handle(args) -> int:
           f"{fast_rate:>12,.0f}")
     print(f"{'csv loop':<12} {lines:>11,} {slow_seconds:>9.2f} {slow_seconds / lines * 1e6:>15.2f} {slow_rate:>12,.0f}")
     print(f"speed-up {fast_rate / slow_rate:.1f}x; same matrix and skipped lines on the baseline's files: {agree}")
-    reports, sending = to_broker(fast.values, args.partitions, args.bootstrap)
+    reports, sending = to_broker(fast.values, args.partitions, args.bootstrap, args.settings)
     print(f"to the broker: {reports:,} reports in {sending:.2f} s = {reports / sending:,.0f} reports/s; file to broker "
           f"(preprocessing included): {reports / (fast_seconds + sending):,.0f} reports/s "
           f"({fast.lines / (fast_seconds + sending):,.0f} input lines/s)")
     return 0 if agree else 1
 
 
-def to_broker(values: UserValues, partitions: int, bootstrap: str | None) -> tuple[int, float]:
-    """Replay ``values`` into ``reports`` as fast as possible: (reports sent, seconds until all acknowledged)."""
+def to_broker(values: UserValues, partitions: int, bootstrap: str | None, settings) -> tuple[int, float]:
+    """Replay ``values`` into ``reports`` as fast as possible: (reports sent, seconds until all acknowledged);
+    the embedded broker's memory limit and the Kafka credentials are those ``settings`` give."""
     from wevent.producers.replay import MatrixFeed, replay
 
-    from ..stream.broker import EmbeddedBroker, create_topics
-    from ..stream.kafka import KafkaReportSink
-    from ..stream.topics import REPORTS
+    from ..stream.runtime.broker import EmbeddedBroker, create_topics
+    from ..stream.runtime.kafka import KafkaReportSink
+    from ..stream.wire.topics import REPORTS
 
-    broker = None if bootstrap else EmbeddedBroker().start()
+    broker = None if bootstrap else EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()).start()
     try:
         target = bootstrap or broker.bootstrap
-        create_topics(target, {REPORTS: partitions})
-        sink = KafkaReportSink(target, "taxi", partitions, tansu_compat=broker is not None)
+        credentials = settings.kafka_credentials()
+        create_topics(target, {REPORTS: partitions}, credentials=credentials)
+        sink = KafkaReportSink(target, "taxi", partitions, tansu_compat=broker is not None, credentials=credentials)
         start = time.perf_counter()
         stats = replay(MatrixFeed(values), sink)  # closes the sink: every message acknowledged
         return stats.reports, time.perf_counter() - start

@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UsageError
-from ..stream.broker import EmbeddedBroker, create_topics, free_port
+from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
 from ..stream.config import parse_config
-from ..stream.kafka import KafkaReportSink
-from ..stream.child_processes import WorkerProcess, write_config
-from ..stream.subscription import Releases
+from ..stream.runtime.kafka import KafkaReportSink
+from ..stream.runtime.child_processes import WorkerProcess, write_config
+from ..stream.runtime.subscription import Releases
 
 START = 1_300_000_000.0
 STREAM = "soak"

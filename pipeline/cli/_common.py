@@ -20,13 +20,13 @@ from typing import Callable, Iterable, TypeVar
 
 from ..core.validation import MIN_EPSILON
 from ..errors import UsageError
+from ..stream.settings import LOOPBACK, Settings
 
 __all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
            "probability", "port", "listen_port", "seed", "user_count", "slot_count", "window_length", "bin_count",
            "partition_count", "epsilon_value", "readable_file", "writable_file", "directory", "bootstrap_servers",
-           "http_url", "shard_spec", "reachable_kafka", "bind_address", "check_listen", "LOOPBACK"]
+           "http_url", "shard_spec", "reachable_kafka", "bind_address", "check_listen"]
 
-LOOPBACK = "127.0.0.1"  # the default address of every HTTP port: open it to the network explicitly
 
 T = TypeVar("T")
 
@@ -273,8 +273,9 @@ def serve_metrics(port: int, address: str = LOOPBACK) -> None:
         raise UsageError(f"cannot serve metrics on {address}:{port}: {exc.strerror}") from None
 
 
-def reachable_kafka(explicit: str | None, timeout: float = 10.0) -> str:
-    """The Kafka to use (``explicit``, else $WEVENT_BOOTSTRAP), checked to answer within ``timeout`` s.
+def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 10.0) -> str:
+    """The Kafka to use (``explicit``, else $WEVENT_BOOTSTRAP as ``settings`` give it), reached with
+    the credentials ``settings`` give, checked to answer within ``timeout`` s.
 
     A refused connection or an unknown host fails at once; a listener that is not Kafka fails after
     ``timeout``. Either way the failure is one line, not the client library's retries and log.
@@ -284,10 +285,9 @@ def reachable_kafka(explicit: str | None, timeout: float = 10.0) -> str:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    from ..stream.broker import resolve_bootstrap
-    from ..stream.kafka import client_config
+    from ..stream.runtime.kafka import client_config
 
-    bootstrap = resolve_bootstrap(explicit)
+    bootstrap = settings.kafka_bootstrap(explicit)
     if not bootstrap:
         raise UsageError("no Kafka to connect to: pass --bootstrap or set WEVENT_BOOTSTRAP")
     try:
@@ -305,7 +305,8 @@ def reachable_kafka(explicit: str | None, timeout: float = 10.0) -> str:
     else:
         raise UsageError(f"cannot reach Kafka at {bootstrap}: {'; '.join(errors)}")
     try:  # log_level 0: the one line below says it all
-        AdminClient({**client_config(bootstrap), "log_level": 0}).list_topics(timeout=timeout)
+        client = AdminClient({**client_config(bootstrap, settings.kafka_credentials()), "log_level": 0})
+        client.list_topics(timeout=timeout)
     except KafkaException as exc:
         raise UsageError(f"no Kafka answered at {bootstrap} within {timeout:g} s: {exc.args[0].str()}") from None
     return bootstrap

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..stream.topics import AUDIT
+from ..stream.settings import Settings
+from ..stream.wire.topics import AUDIT
 from ._common import UsageError, bootstrap_servers, integer, reachable_kafka, readable_file
 
 READ_TIMEOUT = 15.0  # seconds for the topic's metadata and offsets
@@ -31,7 +32,7 @@ records that disagree on the stream's budget or window; a slot whose record does
 A record of a message version this reader does not know is refused in one line (exit 2)."""
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     p = sub.add_parser("audit", help="re-verify every window's budget from audit records or a release log",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", nargs="?", type=readable_file,
@@ -79,14 +80,13 @@ def _read_topic(args) -> list:
 
     from confluent_kafka import KafkaException
 
-    from ..stream.broker import resolve_bootstrap
-    from ..stream.subscription import read_topic
+    from ..stream.runtime.subscription import read_topic
 
-    if not resolve_bootstrap(args.bootstrap):
+    if not args.settings.kafka_bootstrap(args.bootstrap):
         raise UsageError("give a file, or a Kafka with --bootstrap / WEVENT_BOOTSTRAP")
-    bootstrap = reachable_kafka(args.bootstrap)
+    bootstrap = reachable_kafka(args.bootstrap, args.settings)
     try:
-        values = read_topic(bootstrap, args.topic, timeout=READ_TIMEOUT)
+        values = read_topic(bootstrap, args.topic, timeout=READ_TIMEOUT, credentials=args.settings.kafka_credentials())
     except KafkaException as exc:
         raise UsageError(f"cannot read topic {args.topic!r} from Kafka at {bootstrap}: {exc.args[0].str()}") from None
     records = []

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 
+from ..stream.settings import Settings
+
 # Benchmark modules under wevent.bench, each with register(subparsers).
 BENCHMARKS = ("central", "local", "ingest", "producers", "decayed", "soak", "crash", "stream")
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     p = sub.add_parser("bench", help="benchmarks (speed ratios against a baseline run alongside)")
     bench_sub = p.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK", parser_class=type(p))
     for name in BENCHMARKS:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
-from ..stream.topics import LDP_REPORTS, LDP_REQUESTS
-from ._common import (LOOPBACK, UsageError, bind_address, bootstrap_servers, check_listen, integer, port,
+from ..stream.wire.topics import LDP_REPORTS, LDP_REQUESTS
+from ..stream.settings import LOOPBACK, Settings
+from ._common import (UsageError, bind_address, bootstrap_servers, check_listen, integer, port,
                       reachable_kafka, readable_file, serve_metrics, shard_spec)
 
 DEFAULT_LEDGER_DIR = "wevent-devices-ledger"
@@ -15,7 +15,7 @@ DEFAULT_LEDGER_DIR = "wevent-devices-ledger"
 log = logging.getLogger("wevent.devices")
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     p = sub.add_parser("devices", help="the local model's devices: answer ldp.requests with perturbed reports")
     p.add_argument("--config", "-c", required=True, type=readable_file, help="stream config file")
     p.add_argument("--stream", "-s", action="append", help="local-model stream of the config (default: the "
@@ -32,10 +32,10 @@ def register(sub) -> None:
                    help="refuse a request more than this many slots past the newest charged one (default: 100 w)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                    help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
-    p.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
+    p.add_argument("--tansu-compat", action="store_true", default=settings.tansu_compat,
                    help="the broker is tansu: one record per batch")
     p.add_argument("--metrics-port", type=port, help="serve the fleet's counters on this port (/metrics)")
-    p.add_argument("--request-key", default=os.environ.get("WEVENT_REQUEST_PUBLIC_KEY"),
+    p.add_argument("--request-key", default=settings.request_public_key_hex,
                    help="the server's public key (64 hex characters; `wevent keys` prints it), which requests must "
                    "be signed with (default: $WEVENT_REQUEST_PUBLIC_KEY; without it, derived from the server's key "
                    "where the devices run beside it: $WEVENT_NOISE_KEY or the config's seed)")
@@ -51,12 +51,13 @@ def handle(args) -> int:
     from wevent.core.data import UserValues
     from wevent.core.local.device_reports import Devices
     from wevent.core.randomness import DerivedRandomness
-    from wevent.stream.codecs import report_seal
+    from wevent.stream.wire.seals import report_seal
     from wevent.stream.config import load_config
-    from wevent.stream.kafka import consumer_config, producer_config
-    from wevent.stream.logic import device_block_size
+    from wevent.stream.runtime.kafka import consumer_config, producer_config
+    from wevent.stream.agents.local import device_block_size
     from wevent.producers.device_fleet import DeviceFleet, SignedRequests, signed_reports
 
+    settings = args.settings
     config = load_config(args.config)
     names = args.stream or [config.streams[0].name]
     if len(set(names)) < len(names):
@@ -69,31 +70,32 @@ def handle(args) -> int:
     except ValueError:
         raise UsageError(f"--shard must be K/N, got {args.shard!r}") from None
     dumps = {path: UserValues.load(path) for path in args.values}
-    server = server_public_key(args.request_key, config)
+    server = server_public_key(args.request_key, config, settings)
     fleets, readers = {}, {}
     for name, path in zip(names, args.values * len(names) if len(args.values) == 1 else args.values):
         stream = config.stream(name)
         if stream is None or stream.model != "local":
             raise UsageError(f"{name!r} is not a local-model stream of the config")
         # The dump is checked against the stream, and the ledger read, before anything connects.
-        fleets[name] = DeviceFleet(stream, dumps[path], Devices(DerivedRandomness(config.device_key(), name),
+        fleets[name] = DeviceFleet(stream, dumps[path], Devices(DerivedRandomness(settings.device_key(config), name),
                                                                 block_size=device_block_size(stream)),
                                    shard, shards, ledger_dir=args.ledger_dir, max_ahead=args.max_slots_ahead)
         readers[name] = SignedRequests(name, server)
-    reports = report_seal(config.device_key())
+    reports = report_seal(settings.device_key(config))
     if args.metrics_port:
         check_listen(args.metrics_host, args.metrics_port)
-    bootstrap = reachable_kafka(args.bootstrap)
+    bootstrap = reachable_kafka(args.bootstrap, settings)
+    credentials = settings.kafka_credentials()
     if args.metrics_port:
         serve_metrics(args.metrics_port, args.metrics_host)
-    from wevent.stream.health import log_client_errors
+    from wevent.stream.runtime.health import log_client_errors
 
     log_client_errors()  # a broker that goes away: one line per 30 s in the fleet's log, not one per retry
     # Offsets are committed by hand, each after its request's answer is delivered (see answer_requests).
     consumer = Consumer({**consumer_config(bootstrap, group=f"wevent-devices-{'+'.join(names)}-{shard}of{shards}",
-                                         tansu_compat=args.tansu_compat),
+                                         tansu_compat=args.tansu_compat, credentials=credentials),
                          "enable.auto.commit": False})
-    producer = Producer(producer_config(bootstrap, args.tansu_compat))
+    producer = Producer(producer_config(bootstrap, args.tansu_compat, credentials))
     consumer.subscribe([LDP_REQUESTS])
     for name, fleet in fleets.items():
         fullest = fleet.ledger.tightest()
@@ -164,10 +166,11 @@ def deliver(producer, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
                          f"({failures[0].str()}); the request stays uncommitted and is answered again on restart")
 
 
-def server_public_key(text: str | None, config):
+def server_public_key(text: str | None, config, settings: Settings):
     """The key requests are checked with: the given public key, else the public half of the
-    server's own key where the devices run beside the server (its key or seed at hand)."""
-    from wevent.stream.codecs import SignatureSeal, request_seal
+    server's own key where the devices run beside the server (its key in ``settings``, or the
+    config's seed, at hand)."""
+    from wevent.stream.wire.seals import SignatureSeal, request_seal
     from wevent.stream.config import ConfigError
 
     if text:
@@ -176,7 +179,7 @@ def server_public_key(text: str | None, config):
         except ValueError as exc:
             raise UsageError(f"--request-key: {exc}") from None
     try:
-        return request_seal(config.noise_key()).public()
+        return request_seal(settings.noise_key(config)).public()
     except ConfigError:
         raise UsageError("no key to check the server's requests with: pass --request-key HEX or set "
                          "WEVENT_REQUEST_PUBLIC_KEY (`wevent keys` prints it)") from None

@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from ..stream.settings import Settings
 from ._common import UsageError, integer, readable_file, writable_file
 
 TOP = integer(1, 12)
@@ -28,7 +29,7 @@ examples:
 """
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     p = sub.add_parser(
         "plot", help="draw one stream's run as a PNG: releases against the truth, strategies, window spend",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,  # the examples keep their lines

@@ -7,13 +7,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from ..stream.settings import Settings
 from ._common import UsageError, http_url, integer, probability
 
 
 TIMEOUT = 10.0  # seconds to wait for a worker's answer
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     p = sub.add_parser("query", help="decayed range query over a stream's last slots (GET /query on a worker)")
     p.add_argument("--url", default="http://127.0.0.1:6066", type=http_url,
                    help="a worker's web address (default: http://127.0.0.1:6066)")

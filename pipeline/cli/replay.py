@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import threading
 from dataclasses import asdict, dataclass
@@ -22,6 +21,7 @@ from wevent.producers.preprocess import Preprocessed, parse_grid
 from wevent.producers.profiles import resolve, settings_of
 from wevent.producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
 
+from ..stream.settings import Settings
 from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, listen_port, progress, reachable_kafka,
                       readable_file, real, seed, serve_metrics, slot_count, user_count, writable_file)
 
@@ -79,7 +79,7 @@ def _profile_class(command: FeedCommand) -> type:
     return type(next(iter(command.profiles.values())))
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     p = sub.add_parser("replay", help="preprocess a T-Drive, Foursquare or synthetic feed and replay it slot by slot",
                        description="Preprocess a feed with a named profile (the papers' settings; any setting "
                        "can be overridden) and replay it slot by slot, in event-time order. --dump FILE writes "
@@ -98,7 +98,7 @@ def register(sub) -> None:
             group.add_argument(f"--{setting.name.replace('_', '-')}", dest=f"set_{setting.name}",
                                type=_setting_type(setting), metavar=meta["metavar"], choices=meta["choices"],
                                default=None, help=meta["help"])
-        _add_replay_options(fp)
+        _add_replay_options(fp, settings)
         fp.set_defaults(handler=handle, feed_command=command)
 
 
@@ -144,7 +144,7 @@ def _setting_type(setting) -> Callable[[str], object]:
     return read
 
 
-def _add_replay_options(parser) -> None:
+def _add_replay_options(parser, settings: Settings) -> None:
     parser.add_argument("--dump", metavar="FILE", type=writable_file,
                         help="write the preprocessed (slot x user) matrix to FILE (.npz) "
                         "instead of sending it")
@@ -154,7 +154,7 @@ def _add_replay_options(parser) -> None:
     kafka.add_argument("--stream", "-s", metavar="NAME", help="stream of the config (default: the first)")
     kafka.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                        help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
-    kafka.add_argument("--tansu-compat", action="store_true", default=os.environ.get("WEVENT_TANSU_COMPAT") == "1",
+    kafka.add_argument("--tansu-compat", action="store_true", default=settings.tansu_compat,
                        help="the broker is tansu: one record per batch")
     kafka.add_argument("--delivery-timeout", type=real(above=0, maximum=LIMITS["seconds"]), default=60.0,
                        metavar="SECONDS", help="a message the broker has not confirmed within SECONDS is not "
@@ -180,7 +180,7 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
         check_dump_path(args.dump)
         return lambda feed: DumpSink(args.dump, feed, args.from_slot)
     from ..stream.config import load_config
-    from ..stream.kafka import check_feed_fits, sink_for
+    from ..stream.runtime.kafka import check_feed_fits, sink_for
 
     if not args.config:
         raise UsageError("give --dump FILE, or --config FILE (and --bootstrap) to send the feed to Kafka")
@@ -188,11 +188,12 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
     stream = config.stream(args.stream) if args.stream else config.streams[0]
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
-    bootstrap = reachable_kafka(args.bootstrap)
+    bootstrap = reachable_kafka(args.bootstrap, args.settings)
 
     def open_kafka(feed: Feed) -> SlotSink:
         check_feed_fits(feed, stream)
-        return sink_for(bootstrap, stream, config.report_partitions, args.tansu_compat, args.delivery_timeout)
+        return sink_for(bootstrap, stream, config.report_partitions, args.tansu_compat, args.delivery_timeout,
+                        args.settings.kafka_credentials())
 
     return open_kafka
 
@@ -203,7 +204,7 @@ def handle(args) -> int:
     profile = resolve(command.profiles, args.profile, **overrides)
     if args.truth_port and args.dump:
         raise UsageError("--truth-port follows releases in Kafka: it does not go with --dump")
-    from ..stream.kafka import DeliveryError
+    from ..stream.runtime.kafka import DeliveryError
 
     open_sink = _sink_factory(args)
     feed, data = command.load(args, profile)
@@ -236,11 +237,10 @@ def handle(args) -> int:
 
 def _follow_truth(args, feed) -> None:
     """A thread that scores the stream's releases against the feed (served as Prometheus metrics)."""
-    from ..stream.broker import resolve_bootstrap
     from ..stream.config import load_config
-    from ..stream.prometheus import export_release_error
-    from ..stream.subscription import Releases
-    from ..stream.truth import TruthMonitor
+    from ..stream.runtime.prometheus import export_release_error
+    from ..stream.runtime.subscription import Releases
+    from ..stream.runtime.truth import TruthMonitor
 
     config = load_config(args.config)
     stream = config.stream(args.stream) if args.stream else config.streams[0]
@@ -248,7 +248,8 @@ def _follow_truth(args, feed) -> None:
     serve_metrics(args.truth_port)
 
     def follow() -> None:
-        with Releases(resolve_bootstrap(args.bootstrap), streams=[stream.name]) as releases:
+        with Releases(args.settings.kafka_bootstrap(args.bootstrap), streams=[stream.name],
+                      credentials=args.settings.kafka_credentials()) as releases:
             for record in releases.follow():
                 export_release_error(stream.name, monitor.observe(record))
 

@@ -13,12 +13,12 @@ import os
 import sys
 from pathlib import Path
 
+from ..stream.settings import SCALE_ENV, Settings
 from ._common import LIMITS, directory, integer
 
-SCALE_ENV = "WEVENT_REPRODUCE_SCALE"  # "tiny": the test suite's seconds-long run
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     from ..reproduce import PAPERS
 
     p = sub.add_parser("reproduce", help="regenerate the papers' tables and figures (CSV, PNG, index.md)",
@@ -55,9 +55,10 @@ def handle(args) -> int:
     from ..reproduce.style import check_matplotlib
     from ..reproduce.runner import run
     from ._common import UsageError
+    from .simulate import summary
 
     check_matplotlib()
-    scale_name = os.environ.get(SCALE_ENV) or ("quick" if args.quick else "full")
+    scale_name = args.settings.reproduce_scale or ("quick" if args.quick else "full")
     if scale_name not in SCALES:
         raise UsageError(f"{SCALE_ENV} must be one of {', '.join(SCALES)}, got {scale_name!r}")
     scale = SCALES[scale_name]
@@ -65,7 +66,7 @@ def handle(args) -> int:
         raise UsageError(f"--data {args.data} has neither a tdrive nor a foursquare directory")
     papers = list(PAPERS.values()) if args.paper == "all" else [PAPERS[args.paper]]
     done = run(papers, scale, Path(args.out), args.runs or scale.runs, args.jobs,
-               Path(args.data) if args.data else None, args.progress,
+               Path(args.data) if args.data else None, summary, args.progress,
                Path(args.thumbnails) if args.thumbnails else None)
     spent = "; ".join(f"{name} {seconds:.0f}" for name, seconds in done["cpu_seconds"].items())
     print(f"wevent reproduce: {done['computed']} cells computed, {done['reused']} reused, "

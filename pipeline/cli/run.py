@@ -1,7 +1,7 @@
 """``wevent run``: the whole system on one machine, with live releases in the terminal.
 
 Parses the options, builds the config (one stream over the feed by default) and hands the run to
-:class:`~wevent.stream.local_run.LocalRun`, which starts the embedded broker (unless a Kafka is
+:class:`~wevent.stream.runtime.local_run.LocalRun`, which starts the embedded broker (unless a Kafka is
 configured), the topics, a worker, the devices of a local-model stream and the feed's replay (the
 bundled sample by default), and stops them all and deletes its working directory on every exit.
 This handler prints every release as it arrives; with ``--slots N --release-log FILE`` it stops
@@ -17,8 +17,8 @@ import sys
 
 from ..core.registry import mechanism_class
 from ..producers.fixtures import TDRIVE as SAMPLE_TDRIVE
+from ..stream.settings import LOOPBACK, Settings
 from ._common import (
-    LOOPBACK,
     UsageError,
     bootstrap_servers,
     epsilon_value,
@@ -35,7 +35,7 @@ from ._common import (
 PORT = integer(0, 65_535)  # 0: a free port
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     p = sub.add_parser("run", help="run broker, worker and a feed replay; print releases live")
     p.add_argument("--config", "-c", type=readable_file, help="stream config file; default: one central stream over the feed")
     p.add_argument("--stream", help="stream of the config that the feed is replayed into (default: the first)")
@@ -101,12 +101,12 @@ def describe(stream, feed, slots: int) -> str:
 
 
 def handle(args) -> int:
-    from wevent.producers.replay import MatrixFeed
+    from wevent.producers.replay import MatrixFeed, first_slots, replay
     from ..core.data import UserValues
-    from ..stream.broker import free_port, resolve_bootstrap
+    from ..stream.runtime.broker import free_port
     from ..stream.config import load_config
-    from ..stream.kafka import check_feed_fits
-    from ..stream.local_run import Failed, LocalRun, Stopped, run_keys
+    from ..stream.runtime.kafka import check_feed_fits
+    from ..stream.runtime.local_run import Failed, LocalRun, Stopped, run_keys
 
     if not args.config:
         mechanism_class(args.mechanism)
@@ -116,8 +116,9 @@ def handle(args) -> int:
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
     check_feed_fits(feed, stream)
-    bootstrap = resolve_bootstrap(args.bootstrap)
-    keys = run_keys(config, args.seed, devices=stream.model == "local", external_kafka=bootstrap is not None)
+    settings = args.settings
+    bootstrap = settings.kafka_bootstrap(args.bootstrap)
+    keys = run_keys(config, args.seed, settings, devices=stream.model == "local", external_kafka=bootstrap is not None)
     if keys.from_seed:
         print(f"wevent run: seed {keys.seed}: reproducible noise for experiments only, anyone who knows the seed "
               f"can remove it (without a seed, keys are drawn at random or read from {' and '.join(keys.from_seed)})",
@@ -126,7 +127,7 @@ def handle(args) -> int:
     if args.slots and args.slots > feed.slots:
         print(f"the feed has only {feed.slots} slots", file=sys.stderr)
 
-    run = LocalRun(config, stream, feed, slots, keys, bootstrap=bootstrap,
+    run = LocalRun(config, stream, feed, first_slots(feed, slots), keys, settings, replay=replay, bootstrap=bootstrap,
                    metrics_port=args.metrics_port or free_port(), speed=args.speed)
     try:
         run.open()
@@ -143,7 +144,7 @@ def handle(args) -> int:
 
 def _follow(args, run, truth_port: int) -> int:
     """Start the run, report where to look, and print (or log) its releases as they come."""
-    from ..stream.subscription import format_release
+    from ..stream.runtime.subscription import format_release
 
     run.start_processes()
     serve_metrics(truth_port, LOOPBACK)  # the error against the truth is a function of raw data

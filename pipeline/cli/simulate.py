@@ -14,12 +14,13 @@ from typing import Iterable
 
 from ..core.noise import NOISE_KINDS
 from ..core.synthetic import MODELS
-from ._common import (UsageError, epsilon_value, readable_file, real, seed, slot_count, user_count, window_length,
-                      writable_file)
+from ..stream.settings import Settings
+from ._common import (OneLineParser, UsageError, epsilon_value, readable_file, real, seed, slot_count, user_count,
+                      window_length, writable_file)
 from . import simulate_central, simulate_local, simulate_personalized
 from .simulate_family import Family, Outcome
 
-__all__ = ["register", "Family", "Outcome"]
+__all__ = ["register", "summary", "Family", "Outcome"]
 
 
 FAMILIES: tuple[Family, ...] = (simulate_central.FAMILY, simulate_local.FAMILY, simulate_personalized.FAMILY)
@@ -32,7 +33,7 @@ def _family_of(mechanism: str) -> Family:
     raise UsageError(f"unknown mechanism {mechanism!r}")
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     names = [m for f in FAMILIES for m in f.mechanisms]
     p = sub.add_parser(
         "simulate",
@@ -82,6 +83,16 @@ def handle(args) -> int:
     else:
         _print_table(summaries, sys.stdout)
     return 0
+
+
+def summary(arguments: list[str]) -> dict:
+    """The JSON summary ``wevent simulate ARGUMENTS --json`` would print, computed in this process
+    (``wevent reproduce`` computes its cells so)."""
+    parser = OneLineParser(prog="wevent")
+    register(parser.add_subparsers(dest="command"), Settings())  # simulate's options stand for no environment
+    args = parser.parse_args(["simulate", *arguments, "--no-progress"])
+    family = next(f for f in FAMILIES if args.mechanism in f.mechanisms)
+    return family.run(args.mechanism, args).summary
 
 
 def _write_releases(path: str, records: Iterable) -> None:

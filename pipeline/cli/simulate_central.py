@@ -10,7 +10,7 @@ from ..core.metrics import COUNT_MRE_FLOOR
 from ..core.randomness import DerivedRandomness, SecretKey
 from ..core.simulation import simulate
 from ..core.synthetic import synthetic
-from ..stream.codecs import ReleaseRecord
+from ..stream.wire.records import ReleaseRecord
 from ._common import progress
 from .simulate_family import Outcome
 

@@ -28,7 +28,7 @@ from ..core.randomness import DerivedRandomness, SecretKey
 from ..core.simulation import SimulationRun
 from ..core.synthetic import synthetic
 from ..core.validation import ParameterError
-from ..stream.release_records import local_release_record
+from ..stream.wire.records import local_release_record
 from ._common import LIMITS, UsageError, integer, probability, progress, real, user_count
 from .simulate_family import Outcome
 

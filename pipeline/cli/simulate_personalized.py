@@ -36,8 +36,7 @@ from ..core.personalized.requirements import REQUIREMENT_MIXES
 from ..core.randomness import DerivedRandomness, Phase, SecretKey
 from ..core.simulation import simulate
 from ..core.synthetic import synthetic
-from ..stream.codecs import ReleaseRecord
-from ..stream.release_records import personalized_release_record
+from ..stream.wire.records import ReleaseRecord, personalized_release_record
 from ._common import (UsageError, epsilon_value, probability, progress, readable_file, real, slot_count, user_count,
                       window_length, writable_file)
 from .simulate_family import Outcome

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from ..stream.settings import Settings
 from ._common import LIMITS, bootstrap_servers, integer, reachable_kafka, real
 
 
-def register(sub) -> None:
+def register(sub, settings: Settings) -> None:
     p = sub.add_parser("subscribe", help="print releases from the releases topic")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                    help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
@@ -18,11 +19,11 @@ def register(sub) -> None:
 
 
 def handle(args) -> int:
-    from ..stream.subscription import Releases, format_release
+    from ..stream.runtime.subscription import Releases, format_release
 
-    bootstrap = reachable_kafka(args.bootstrap)
+    bootstrap = reachable_kafka(args.bootstrap, args.settings)
     shown = 0
-    with Releases(bootstrap, streams=args.stream) as releases:
+    with Releases(bootstrap, streams=args.stream, credentials=args.settings.kafka_credentials()) as releases:
         for record in releases.follow(idle_timeout=args.timeout):
             print(record.to_json() if args.json else format_release(record), flush=True)
             shown += 1

@@ -129,11 +129,6 @@ class Mechanism(abc.ABC):
     def _params(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "window": self.window}
 
-    @classmethod
-    def _stored_params(cls, params: dict[str, Any]) -> dict[str, Any]:
-        """Constructor arguments from a stored state's params (a subclass fills in defaults older states lack)."""
-        return params
-
     @abc.abstractmethod
     def _dynamic(self) -> dict[str, Any]:
         """Everything that changes from slot to slot (public information only)."""
@@ -150,11 +145,14 @@ class Mechanism(abc.ABC):
         mechanism_cls = REGISTRY.get(str(state.get("mechanism")))
         if mechanism_cls is None or not issubclass(mechanism_cls, cls):
             raise ParameterError(f"state is for mechanism {state.get('mechanism')!r}, not {cls.__name__}")
-        params = mechanism_cls._stored_params(state["params"])
+        params = state["params"]
         unknown = sorted(set(params) - set(inspect.signature(mechanism_cls).parameters))
         if unknown:
             raise ParameterError(f"state of {mechanism_cls.name} has unknown parameter(s) {', '.join(unknown)}")
         mechanism = mechanism_cls(**params, randomness=randomness, **hooks)
+        missing = sorted(set(mechanism._params()) - set(params))  # a parameter defaulted now may differ from then
+        if missing:
+            raise packing.LayoutError(f"a {mechanism_cls.name} state", missing)
         mechanism.slot = int(state["slot"])
         mechanism._load(state["dynamic"])
         return mechanism

@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["pack", "unpack", "pack_split", "unpack_split", "references", "to_json", "from_json", "StateError"]
+__all__ = ["pack", "unpack", "pack_split", "unpack_split", "references", "to_json", "from_json", "StateError",
+           "LayoutError"]
 
 PART_THRESHOLD = 4096  # bytes values this long go to parts
 
@@ -49,6 +50,21 @@ _PART = "__part__"
 
 class StateError(ValueError):
     """The bytes or text are not a mechanism state this version can read."""
+
+
+class LayoutError(StateError):
+    """A state (or message) of an older layout: one without fields this version writes.
+
+    A version reads the layout it writes and no other; a stream stored in an older one is drained
+    (every slot it holds released) and a new one started.
+
+    >>> str(LayoutError("a BA state", ["noise"]))
+    'a BA state of an older layout (without noise): this version reads only its own; drain the stream and start a new one'
+    """
+
+    def __init__(self, what: str, missing) -> None:
+        super().__init__(f"{what} of an older layout (without {', '.join(missing)}): this version reads only its own; "
+                         "drain the stream and start a new one")
 
 
 def _encode(value: Any, buffers: list[bytes] | None):

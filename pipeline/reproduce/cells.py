@@ -1,8 +1,9 @@
 """One cell of a figure: (dataset, x, method, run) -> the metrics of that run.
 
 Most cells are one ``wevent simulate`` run: a paper module turns the cell into that command's
-arguments, and :func:`simulate_summary` runs it in-process, exactly as the command would. The CSV
-headers print the same arguments, so any cell can be rerun by hand.
+arguments, and the ``simulate`` function the run is given (the command's own, in-process) computes
+its summary, exactly as the command would. The CSV headers print the same arguments, so any cell
+can be rerun by hand.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Callable
 
-from ..cli._common import OneLineParser
 from .figures import TPR, Figure, Scale
 
-__all__ = ["Paper", "simulate_summary", "metric_value"]
+__all__ = ["Paper", "metric_value"]
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,14 @@ class Paper:
         figures that run the same command are one computation."""
         return f"{self.describe(figure, dataset, x, method, scale, inputs)} --seed {run}"
 
-    def summary(self, figure: Figure, dataset: str, x, method: str, run: int, scale: Scale, inputs: dict) -> dict:
-        """One run of a cell: the whole ``wevent simulate`` summary, or what ``compute`` returns."""
+    def summary(self, figure: Figure, dataset: str, x, method: str, run: int, scale: Scale, inputs: dict,
+                simulate: Callable[[list[str]], dict]) -> dict:
+        """One run of a cell: the whole ``wevent simulate`` summary (``simulate`` computes it from the
+        command's arguments), or what ``compute`` returns."""
         arguments = self._arguments(figure, dataset, x, method, scale, inputs)
         if arguments is None:
             return self.compute(figure, dataset, x, method, run, scale, inputs)
-        return simulate_summary([*arguments, "--seed", str(run)])
+        return simulate([*arguments, "--seed", str(run)])
 
     def _arguments(self, figure: Figure, dataset: str, x, method: str, scale: Scale, inputs: dict) -> list[str] | None:
         return None if self.command is None else self.command(figure, dataset, x, method, scale, inputs)
@@ -76,14 +78,3 @@ def metric_value(summary: dict, metric: str) -> float:
                                                          if math.isclose(f, fpr, abs_tol=1e-9)))
     value = summary.get("mse" if metric == "amre" else metric)
     return math.nan if value is None else float(value)
-
-
-def simulate_summary(arguments: list[str]) -> dict:
-    """The JSON summary ``wevent simulate ARGUMENTS --json`` would print, computed in this process."""
-    from ..cli import simulate
-
-    parser = OneLineParser(prog="wevent")
-    simulate.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["simulate", *arguments, "--no-progress"])
-    family = next(f for f in simulate.FAMILIES if args.mechanism in f.mechanisms)
-    return family.run(args.mechanism, args).summary

@@ -21,7 +21,7 @@ import numpy as np
 from .cells import Paper
 from .datasets import DATASETS
 from .figures import METRIC_LABELS, ROC_POINTS, TPR, Figure, Scale
-from .runner import aggregate, cell_seconds, shown, write_csv
+from .cache import aggregate, cell_seconds, shown, write_csv
 from .style import DASHES, method_label, method_style, pyplot, save
 
 __all__ = ["write_figure", "write_index", "write_thumbnails", "draw", "compare_reported", "THUMBNAILS"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from .cells import Paper
 from .figures import Figure, Scale
-from .runner import aggregate, cell_path, shown
+from .cache import aggregate, cell_path, shown
 
 __all__ = ["write_results"]
 

@@ -13,7 +13,7 @@ Panels share the slot axis, top to bottom:
   panel's title is the audit's verdict (what ``wevent audit`` prints for it).
 
 The truth is either the dump the run replayed (``wevent replay ... --dump``), counted per slot
-as the pipeline counts it (:class:`~wevent.stream.truth.TruthMonitor`, whose error ``wevent
+as the pipeline counts it (:class:`~wevent.stream.runtime.truth.TruthMonitor`, whose error ``wevent
 run`` serves), or the truth log ``wevent run --truth-log`` writes. The dump's slots are matched to
 the releases' by their clocks, and a local stream's users are the dump's (as ``wevent run --feed``
 configures the stream; a config's stream of another population is drawn from its truth log).
@@ -39,8 +39,8 @@ from ..core.registry import mechanisms
 from ..errors import UsageError
 # What this module takes from the stream layer: the release records, the audit's check, the truth.
 from ..stream.audit import verify
-from ..stream.codecs import ReleaseRecord
-from ..stream.truth import TruthMonitor
+from ..stream.wire.records import ReleaseRecord
+from ..stream.runtime.truth import TruthMonitor
 from .style import method_label, method_style, pyplot, save
 
 __all__ = ["Run", "read_run", "choose_bins", "draw_run", "TRUTH_RECORD"]

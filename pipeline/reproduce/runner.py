@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import csv
-import hashlib
 import json
-import math
 import os
 import sys
 import time
@@ -28,51 +25,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
-from .cells import Paper, metric_value
+from .cache import Cell, cell_path, cells_of
+from .cells import Paper
 from .datasets import prepare
-from .figures import Figure, Scale
+from .figures import Scale
 
-__all__ = ["Cell", "cells_of", "cell_path", "run", "aggregate", "shown", "write_csv", "cell_seconds"]
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One run of one point of a figure: (dataset, x, method, run)."""
-
-    paper: str
-    figure: str
-    dataset: str
-    x: object
-    method: str
-    run: int
-
-    def how(self, scale: Scale, inputs: dict) -> str:
-        from . import PAPERS
-
-        paper = PAPERS[self.paper]
-        return paper.how(paper.figure(self.figure), self.dataset, self.x, self.method, self.run, scale, inputs)
+__all__ = ["run"]
 
 
-def cells_of(paper: Paper, figure: Figure, scale: Scale, runs: int) -> list[Cell]:
-    return [Cell(paper.name, figure.name, d, x, m, r) for d in figure.datasets for x in figure.points(scale)
-            for m in figure.methods for r in range(runs)]
-
-
-def cell_path(out: Path, how: str) -> Path:
-    """Where the run that ``how`` describes is cached."""
-    digest = hashlib.blake2b(how.encode(), digest_size=8).hexdigest()
-    return out / "cells" / digest[:2] / f"{digest}.json"
-
-
-def _compute(cell: Cell, scale: Scale, inputs: dict, path: Path) -> float:
+def _compute(cell: Cell, scale: Scale, inputs: dict, path: Path, simulate: Callable[[list[str]], dict]) -> float:
     """Run one cell and cache its summary; the CPU seconds it took."""
     from . import PAPERS
 
     paper = PAPERS[cell.paper]  # a worker process finds the paper by name: figures hold no picklable code
     started = time.process_time()
-    summary = paper.summary(paper.figure(cell.figure), cell.dataset, cell.x, cell.method, cell.run, scale, inputs)
+    summary = paper.summary(paper.figure(cell.figure), cell.dataset, cell.x, cell.method, cell.run, scale, inputs,
+                            simulate)
     seconds = time.process_time() - started
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.partial")
@@ -153,9 +121,10 @@ def _plan(papers: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict)
 
 
 def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data_dir: Path | None,
-        progress: bool | None = None, thumbnails: Path | None = None) -> dict:
+        simulate: Callable[[list[str]], dict], progress: bool | None = None, thumbnails: Path | None = None) -> dict:
     """Compute every missing cell of ``papers`` and write their outputs (and the README's figures into
-    ``thumbnails``); return what was done."""
+    ``thumbnails``); return what was done. ``simulate`` computes the summary of a ``wevent simulate``
+    command from its arguments (a function of a module, which the worker processes import)."""
     from . import PAPERS
     from .outputs import write_figure, write_index, write_thumbnails
     from .results import write_results
@@ -171,7 +140,7 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
         tasks: collections.deque[tuple[Callable, tuple]] = collections.deque(
             (write_figure, (paper, figure, scale, out, runs, inputs, data_dir))
             for (paper, figure), missing in plan.waiting.items() if not missing)
-        tasks.extend((_compute, (cell, scale, inputs, path)) for cell, path in plan.todo)
+        tasks.extend((_compute, (cell, scale, inputs, path, simulate)) for cell, path in plan.todo)
         seconds: dict[str, float] = collections.defaultdict(float)
         written: list[str] = []
         bar = _progress(len(plan.todo), progress)
@@ -210,42 +179,3 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
     return {"computed": len(plan.todo), "reused": plan.reused, "files": written,
             "cpu_seconds": {p.name: seconds[p.name] for p in papers if p.name in seconds},
             "seconds": time.monotonic() - started}
-
-
-def aggregate(paper: Paper, figure: Figure, scale: Scale, out: Path, runs: int, inputs: dict) -> list[dict]:
-    """One row per (dataset, x, method): each metric's mean and standard deviation over the runs."""
-    rows = []
-    for dataset in figure.datasets:
-        for x in figure.points(scale):
-            for method in figure.methods:
-                summaries = [json.loads(cell_path(out, paper.how(figure, dataset, x, method, r, scale, inputs))
-                                        .read_text())["summary"] for r in range(runs)]
-                row = {"dataset": dataset, "x": x, "method": method, "runs": runs}
-                for metric in figure.metrics:
-                    series = np.array([metric_value(s, metric) for s in summaries], dtype=float)
-                    finite = series[np.isfinite(series)]
-                    row[metric] = float(finite.mean()) if finite.size else math.nan
-                    row[f"{metric}_std"] = float(finite.std(ddof=1)) if finite.size > 1 else math.nan
-                rows.append(row)
-    return rows
-
-
-def cell_seconds(paper: Paper, scale: Scale, out: Path, runs: int, inputs: dict) -> tuple[int, float]:
-    """The distinct cells of a paper and the CPU seconds they took, from the cache."""
-    paths = {cell_path(out, c.how(scale, inputs)) for f in paper.figures for c in cells_of(paper, f, scale, runs)}
-    return len(paths), sum(json.loads(p.read_text()).get("cpu_seconds", 0.0) for p in paths)
-
-
-def shown(value) -> str:
-    """A value as the CSVs print it: floats to 6 significant digits."""
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
-def write_csv(path: Path, header: list[str], rows: list[dict], columns: list[str]) -> None:
-    with open(path, "w", newline="") as fh:
-        for line in header:
-            fh.write(f"# {line}\n")
-        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: shown(v) for k, v in row.items()})

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..core.accounting import ChargeMatrix, WindowSpend
 from ..core.local.user_sets import UserSetError, users_from_text
-from .codecs import DecodeError, check_version
+from .wire.format import DecodeError, check_version
 
 __all__ = ["Finding", "MalformedRecord", "read_jsonl", "verify"]
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import tomllib
 from dataclasses import dataclass, field, fields as dataclass_fields
 from functools import cached_property
@@ -47,15 +46,13 @@ from typing import Any
 import numpy as np
 
 from ..core.accounting import Budget
-from ..core.randomness import SecretKey
 from ..core.validation import ParameterError
-from .topics import partition_counts
-from .config_schema import APP_FIELDS, MECHANISMS, STREAM_FIELDS, SchemaError, check_options, check_table, show
+from .wire.topics import partition_counts
+from .config_kinds import SchemaError, check_table, show
+from .config_schema import APP_FIELDS, MECHANISMS, STREAM_FIELDS, check_options
 
-__all__ = ["Budget", "ConfigError", "StreamConfig", "AppConfig", "load_config", "NOISE_KEY_ENV", "DEVICE_KEY_ENV"]
+__all__ = ["Budget", "ConfigError", "StreamConfig", "AppConfig", "load_config"]
 
-NOISE_KEY_ENV = "WEVENT_NOISE_KEY"  # 64 hex characters: the server's secret noise key
-DEVICE_KEY_ENV = "WEVENT_DEVICE_KEY"  # the simulated devices' key (local model)
 DEFAULT_DEADLINE_SECONDS = 30.0  # how long the collector waits for the users asked in one phase
 DEFAULT_MAX_SLOTS_AHEAD = 100
 """How far ahead of a partition's closed slots a report may be, beyond the stream's lateness.
@@ -95,7 +92,7 @@ class StreamConfig:
     oracle: str = "ada"
     options: dict[str, Any] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
-    query: dict[str, Any] | None = None  # decayed range queries (wevent.stream.query)
+    query: dict[str, Any] | None = None  # decayed range queries (wevent.stream.query_settings)
 
     @property
     def mechanism_options(self) -> dict[str, Any]:
@@ -122,7 +119,7 @@ class StreamConfig:
 
     @property
     def query_settings(self):
-        from .query import QuerySettings  # the decayed core, only for streams with a query index
+        from .query_settings import QuerySettings  # the decayed core, only for streams with a query index
 
         return QuerySettings.parse(self.query, f"stream {self.name!r}") if self.query is not None else None
 
@@ -172,28 +169,9 @@ class AppConfig:
     def _by_name(self) -> dict[str, StreamConfig]:
         return {s.name: s for s in self.streams}
 
-    def noise_key(self) -> SecretKey:
-        """The server's secret: ``WEVENT_NOISE_KEY`` (hex) if set, else derived from ``seed``."""
-        return _key(NOISE_KEY_ENV, self.seed, "server")
-
-    def device_key(self) -> SecretKey:
-        return _key(DEVICE_KEY_ENV, self.seed, "devices")
-
     def topics(self) -> dict[str, int]:
         """Every topic the app uses, with its partition count (created before workers start)."""
         return partition_counts(self.report_partitions, self.stream_partitions)
-
-
-def _key(env: str, seed: int | None, purpose: str) -> SecretKey:
-    text = os.environ.get(env)
-    if text:
-        try:
-            return SecretKey.from_hex(text)
-        except ValueError as exc:
-            raise ConfigError(f"{env}: {exc}") from None
-    if seed is None:
-        raise ConfigError(f"no noise key: set {env} (64 hex characters) or a `seed` in the config")
-    return SecretKey.from_seed(seed, purpose)
 
 
 def _stream(raw, index: int) -> StreamConfig:
@@ -237,7 +215,7 @@ def _stream(raw, index: int) -> StreamConfig:
     except ParameterError as exc:  # the query settings' own checks name the stream already
         raise ConfigError(str(exc)) from None
     if settings is not None:
-        from .query import unindexable
+        from .query_settings import unindexable
 
         reason = unindexable(mechanism)
         if reason:

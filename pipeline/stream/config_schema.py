@@ -2,14 +2,8 @@
 
 Every setting is a :class:`Field` of a kind (boolean, integer, number, text, choice, table, ...)
 with its range. The config loader (:mod:`wevent.stream.config`) checks a config against these
-tables, and the Helm chart's ``values.schema.json`` is generated from the same tables, so the two
-cannot say different things::
-
-    python -m wevent.stream.config_schema helm/wevent/values.schema.json
-
-rewrites the ``config`` part of the chart's schema in place, and the parts of the chart's own values
-defined here (``kafka``: the protocol, SASL and TLS settings; the extra env and volumes); the rest
-of the file is kept as written.
+tables, and the Helm chart's ``values.schema.json`` is generated from the same tables
+(:mod:`wevent.stream.helm_schema`), so the two cannot say different things.
 
 Options are per mechanism (:data:`MECHANISMS`): each mechanism lists the options it takes, and an
 option another mechanism takes is an error, never silently ignored. A few options are the stream
@@ -21,329 +15,24 @@ the collector's ``deadline_seconds`` and a personalized stream's ``requirements`
 >>> BOOLEAN.check("false", "options.budget_shift")
 Traceback (most recent call last):
 ...
-wevent.stream.config_schema.SchemaError: options.budget_shift must be a boolean (true or false), got 'false'
+wevent.stream.config_kinds.SchemaError: options.budget_shift must be a boolean (true or false), got 'false'
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
-import math
-import numbers
-import re
-import reprlib
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..core.validation import MIN_EPSILON, ParameterError
+from ..core.validation import MIN_EPSILON
+from .config_kinds import (Boolean, ByType, Choice, Field, Integer, Kind, Number, PerMechanism, SchemaError, Table,
+                           Text, TextList, Time, check_table, table_json_schema)
 
-__all__ = ["SchemaError", "Field", "Option", "MechanismSchema", "MECHANISMS", "MODELS", "STREAM_FIELDS", "APP_FIELDS",
-           "show", "check_table", "config_json_schema", "helm_values_json_schema", "write_helm_schema",
-           "SECURITY_PROTOCOLS", "SASL_MECHANISMS"]
+__all__ = ["Option", "MechanismSchema", "MECHANISMS", "MODELS", "STREAM_FIELDS", "APP_FIELDS", "check_options",
+           "config_json_schema"]
 
 MODELS = ("central", "local", "personalized")
 
-
-class SchemaError(ParameterError):
-    """A value does not fit its field; the message names the field (the caller adds the stream)."""
-
-
-_short = reprlib.Repr()
-_short.maxstring = _short.maxother = 60
-_short.maxlevel = 2
-_short.maxlist = _short.maxdict = 4
-
-
-def show(value) -> str:
-    """A bounded ``repr`` for messages: a 100k-character or deeply nested value stays one short line."""
-    return _short.repr(value)
-
-
-# --- kinds of values ------------------------------------------------------------------------------
-class Kind:
-    """What values a field takes: :meth:`check` returns the value (normalised) or raises SchemaError."""
-
-    def check(self, value, name: str):
-        raise NotImplementedError
-
-    def json_schema(self) -> dict:
-        raise NotImplementedError
-
-
-class Boolean(Kind):
-    """``true`` or ``false``: never a string or a number (``"false"`` is a non-empty string)."""
-
-    def check(self, value, name):
-        if not isinstance(value, bool):
-            raise SchemaError(f"{name} must be a boolean (true or false), got {show(value)}")
-        return value
-
-    def json_schema(self):
-        return {"type": "boolean"}
-
-
-def _range_text(low, high, low_open: bool, high_open: bool) -> str:
-    """``> 0 and <= 100``: the bounds in words a config's author reads at once."""
-    bounds = [f"{'>' if low_open else '>='} {_number(low)}"] if low is not None else []
-    if high is not None:
-        bounds.append(f"{'<' if high_open else '<='} {_number(high)}")
-    return " and ".join(bounds)
-
-
-def _number(value) -> str:
-    return str(value) if isinstance(value, int) else f"{value:g}"
-
-
-@dataclass(frozen=True)
-class Integer(Kind):
-    """A whole number (an int, never a bool, a float or a string) in ``[minimum, maximum]``."""
-
-    minimum: int | None = None
-    maximum: int | None = None
-
-    def check(self, value, name):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise SchemaError(f"{name} must be an integer, got {show(value)}")
-        value = int(value)
-        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
-            raise SchemaError(f"{name} must be {self.range}, got {show(value)}")
-        return value
-
-    @property
-    def range(self) -> str:
-        return _range_text(self.minimum, self.maximum, False, False)
-
-    def json_schema(self):
-        out = {"type": "integer"}
-        if self.minimum is not None:
-            out["minimum"] = self.minimum
-        if self.maximum is not None:
-            out["maximum"] = self.maximum
-        return out
-
-
-@dataclass(frozen=True)
-class Number(Kind):
-    """A finite real number (an int or a float, never a bool or a string) in its range.
-
-    ``minimum``/``maximum`` are inclusive unless ``open_low``/``open_high``.
-    """
-
-    minimum: float | None = None
-    maximum: float | None = None
-    open_low: bool = False
-    open_high: bool = False
-
-    def check(self, value, name):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise SchemaError(f"{name} must be a number, got {show(value)}")
-        try:
-            value = float(value)
-        except OverflowError:  # an int beyond floats
-            value = math.inf
-        if not math.isfinite(value):
-            raise SchemaError(f"{name} must be a finite number, got {show(value)}")
-        low, high = self.minimum, self.maximum
-        if ((low is not None and (value < low or (self.open_low and value == low)))
-                or (high is not None and (value > high or (self.open_high and value == high)))):
-            raise SchemaError(f"{name} must be {self.range}, got {value:g}")
-        return value
-
-    @property
-    def range(self) -> str:
-        return _range_text(self.minimum, self.maximum, self.open_low, self.open_high)
-
-    def json_schema(self):
-        out = {"type": "number"}
-        if self.minimum is not None:
-            out["exclusiveMinimum" if self.open_low else "minimum"] = self.minimum
-        if self.maximum is not None:
-            out["exclusiveMaximum" if self.open_high else "maximum"] = self.maximum
-        return out
-
-
-@dataclass(frozen=True)
-class Text(Kind):
-    """A string of 1 to ``max_length`` characters, without control characters (NUL included),
-    matching ``pattern`` when there is one (``what`` says in words what the pattern allows)."""
-
-    max_length: int = 200
-    pattern: str | None = None
-    what: str = ""
-
-    def check(self, value, name):
-        if not isinstance(value, str):
-            raise SchemaError(f"{name} must be a string, got {show(value)}")
-        if not 1 <= len(value) <= self.max_length:
-            raise SchemaError(f"{name} must have 1 to {self.max_length} characters, got {len(value)}")
-        if self.pattern is not None and not re.fullmatch(self.pattern, value):
-            raise SchemaError(f"{name} must be {self.what}, got {show(value)}")
-        if _CONTROL.search(value):
-            raise SchemaError(f"{name} must not contain control characters, got {show(value)}")
-        return value
-
-    def json_schema(self):
-        return {"type": "string", "minLength": 1, "maxLength": self.max_length,
-                "pattern": f"^(?:{self.pattern})$" if self.pattern else _NO_CONTROL}
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"  # RE2 (Helm's schema validator) has no \u escapes
-
-
-@dataclass(frozen=True)
-class Choice(Kind):
-    """One of a few strings (``catalogue``: one of many names, where "unknown" says it better)."""
-
-    values: tuple[str, ...]
-    catalogue: bool = False
-
-    def check(self, value, name):
-        if not isinstance(value, str) or value not in self.values:
-            if self.catalogue:
-                raise SchemaError(f"unknown {name} {show(value)}; choose one of {', '.join(self.values)}")
-            raise SchemaError(f"{name} must be one of {', '.join(self.values)}, got {show(value)}")
-        return value
-
-    def json_schema(self):
-        return {"enum": list(self.values)}
-
-
-@dataclass(frozen=True)
-class TextList(Kind):
-    """A list of at most ``max_items`` strings (kept as a tuple)."""
-
-    item: Text
-    max_items: int
-
-    def check(self, value, name):
-        if not isinstance(value, (list, tuple)):
-            raise SchemaError(f"{name} must be a list of strings, got {show(value)}")
-        if len(value) > self.max_items:
-            raise SchemaError(f"{name} must have at most {self.max_items} items, got {len(value)}")
-        return tuple(self.item.check(v, f"{name}[{i}]") for i, v in enumerate(value))
-
-    def json_schema(self):
-        return {"type": "array", "maxItems": self.max_items, "items": self.item.json_schema()}
-
-
-@dataclass(frozen=True)
-class Time(Kind):
-    """A point in time: epoch seconds, an ISO 8601 string (``Z`` allowed) or a TOML/YAML datetime.
-
-    Naive times are UTC; the result is epoch seconds in [0, 253402300799] (up to year 9999).
-    """
-
-    LATEST = 253402300799
-
-    def check(self, value, name):
-        if isinstance(value, str) and len(value) <= 64:
-            try:
-                value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError:
-                raise SchemaError(f"{name} {show(value)} is not ISO 8601 or epoch seconds") from None
-        if isinstance(value, dt.datetime):
-            value = (value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)).timestamp()
-        elif isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise SchemaError(f"{name} must be a time (ISO 8601 or epoch seconds), got {show(value)}")
-        return Number(0, self.LATEST).check(value, name)
-
-    def json_schema(self):
-        return {"type": ["number", "string"], "minimum": 0, "maximum": self.LATEST, "maxLength": 64}
-
-
-@dataclass(frozen=True)
-class Field:
-    """A named setting: its kind, whether it must be given, and what it means."""
-
-    kind: Kind
-    doc: str
-    required: bool = False
-
-
-@dataclass(frozen=True)
-class Table(Kind):
-    """A mapping with known keys only: an unknown key is an error, never ignored."""
-
-    fields: dict[str, Field]
-
-    def check(self, value, name):
-        return check_table(value, self.fields, name)
-
-    def json_schema(self):
-        return table_json_schema(self.fields)
-
-
-class PerMechanism(Kind):
-    """A stream's ``options``: a mapping, whose keys and values depend on the mechanism
-    (:func:`check_options`, and one ``if``/``then`` per mechanism in the JSON Schema)."""
-
-    def check(self, value, name):
-        if not isinstance(value, dict):
-            raise SchemaError(f"{name} must be a table/mapping, got {show(value)}")
-        return value
-
-    def json_schema(self):
-        return {"type": "object"}
-
-
-class StreamList(Kind):
-    """The config's ``streams``: a non-empty list, each checked by the loader with its index."""
-
-    def check(self, value, name):
-        if not isinstance(value, list) or not value:
-            raise SchemaError("the config declares no `streams`: it needs a non-empty list of them")
-        return value
-
-    def json_schema(self):
-        return {"type": "array", "minItems": 1, "items": stream_json_schema()}
-
-
-@dataclass(frozen=True)
-class ByType(Kind):
-    """One kind per Python type of the value, e.g. a path (a string) or settings (a table)."""
-
-    kinds: tuple[tuple[type, Kind], ...]
-    what: str
-
-    def check(self, value, name):
-        for base, kind in self.kinds:
-            if isinstance(value, base):
-                return kind.check(value, name)
-        raise SchemaError(f"{name} must be {self.what}, got {show(value)}")
-
-    def json_schema(self):
-        return {"anyOf": [kind.json_schema() for _, kind in self.kinds]}
-
-
-def check_table(value, fields: dict[str, Field], name: str, extra: str = "") -> dict[str, Any]:
-    """``value`` checked field by field: the given fields only (no defaults are filled in)."""
-    where = f"{name}: " if name else ""
-    if not isinstance(value, dict):
-        raise SchemaError(f"{name or 'the config'} must be a table/mapping, got {show(value)}")
-    unknown = [k for k in value if k not in fields]
-    if unknown:
-        names = ", ".join(show(k) if not isinstance(k, str) or _CONTROL.search(k) or len(k) > 60 else k
-                          for k in sorted(unknown, key=str))
-        raise SchemaError(f"{where}unknown field(s) {names}{extra}; known: {', '.join(fields)}")
-    missing = [k for k, f in fields.items() if f.required and k not in value]
-    if missing:
-        raise SchemaError(f"{where}missing field(s) {', '.join(missing)}")
-    prefix = f"{name}." if name else ""
-    return {k: fields[k].kind.check(v, prefix + k) for k, v in value.items()}
-
-
-def table_json_schema(fields: dict[str, Field]) -> dict:
-    out: dict[str, Any] = {"type": "object", "additionalProperties": False,
-                           "properties": {k: {"description": f.doc, **f.kind.json_schema()} for k, f in fields.items()}}
-    required = [k for k, f in fields.items() if f.required]
-    if required:
-        out["required"] = required
-    return out
-
-
+# --- kinds the options share (config_kinds has every kind) -----------------------------------------
 BOOLEAN = Boolean()
 POSITIVE = Number(0, open_low=True)
 FINITE = Number()
@@ -562,6 +251,18 @@ STREAM_FIELDS: dict[str, Field] = {
     "labels": Field(TextList(Text(200), 2**20), "a name for each value"),
     "query": Field(QUERY, "decayed range queries over the stream"),
 }
+class StreamList(Kind):
+    """The config's ``streams``: a non-empty list, each checked by the loader with its index."""
+
+    def check(self, value, name):
+        if not isinstance(value, list) or not value:
+            raise SchemaError("the config declares no `streams`: it needs a non-empty list of them")
+        return value
+
+    def json_schema(self):
+        return {"type": "array", "minItems": 1, "items": stream_json_schema()}
+
+
 PROCESSING_GUARANTEES = ("at_least_once", "exactly_once")
 APP_FIELDS: dict[str, Field] = {
     "app": Field(NAME, "the Faust app id: consumer group and table topics"),
@@ -613,85 +314,3 @@ def config_json_schema() -> dict:
     budget below epsilon, ``bound`` with oracle ``hm`` only) are the loader's alone.
     """
     return table_json_schema(APP_FIELDS)
-
-
-# --- the chart's Kafka settings and extra env/volumes ---------------------------------------------
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-# Kubernetes' names of Secrets (DNS subdomains) and of their entries; empty means "not set".
-_SECRET_NAME = {"type": "string", "maxLength": 253,
-                "pattern": r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$"}
-_SECRET_KEY = {"type": "string", "maxLength": 253, "pattern": r"^[-._a-zA-Z0-9]*$"}
-
-
-def _values(properties: dict[str, tuple[str, dict]], required: tuple[str, ...] = ()) -> dict:
-    """An object of the chart's values with known keys only: a misspelt key (``securityprotocol``)
-    would otherwise be ignored and leave the default in force."""
-    out: dict[str, Any] = {"type": "object", "additionalProperties": False,
-                           "properties": {k: {"description": doc, **schema} for k, (doc, schema) in properties.items()}}
-    if required:
-        out["required"] = list(required)
-    return out
-
-
-def _kubernetes_list(doc: str, *required: str) -> dict:
-    """A list of Kubernetes objects (EnvVar, Volume, ...): the API server checks them whole; the
-    schema checks that each is an object with its identifying fields."""
-    return {"description": doc, "type": "array",
-            "items": {"type": "object", "required": list(required),
-                      "properties": {k: {"type": "string", "minLength": 1} for k in required}}}
-
-
-def helm_values_json_schema() -> dict:
-    """JSON Schema (draft-07) of the chart's values defined here, by value name."""
-    kafka = _values({
-        "bootstrap": ("bootstrap servers, host:port[,host:port...]",
-                      {"type": "string", "pattern": r"^[^,:\s]+:[0-9]+(,[^,:\s]+:[0-9]+)*$"}),
-        "securityProtocol": ("WEVENT_KAFKA_SECURITY_PROTOCOL; empty: SASL_SSL with sasl.username, else PLAINTEXT",
-                             {"enum": ["", *SECURITY_PROTOCOLS]}),
-        "sasl": ("SASL credentials (protocols SASL_PLAINTEXT and SASL_SSL)", _values({
-            "mechanism": ("WEVENT_KAFKA_SASL_MECHANISM", {"enum": list(SASL_MECHANISMS)}),
-            "username": ("the user; empty: no SASL", {"type": "string"}),
-            "password": ("the password, stored in the chart's Secret", {"type": "string"}),
-            "existingSecret": ("a Secret with the entries kafka-username and kafka-password", _SECRET_NAME),
-        })),
-        "tls": ("TLS files (protocols SSL and SASL_SSL), mounted from an existing Secret", _values({
-            "existingSecret": ("a Secret with ca.crt and/or tls.crt and tls.key", _SECRET_NAME),
-            "ca": ("mount ca.crt, the brokers' CA bundle (WEVENT_KAFKA_SSL_CAFILE)", {"type": "boolean"}),
-            "clientCertificate": ("mount tls.crt and tls.key for mutual TLS (WEVENT_KAFKA_SSL_CERTFILE, "
-                                  "WEVENT_KAFKA_SSL_KEYFILE)", {"type": "boolean"}),
-            "keyPasswordKey": ("the entry of existingSecret with tls.key's password (WEVENT_KAFKA_SSL_KEY_PASSWORD)",
-                               _SECRET_KEY),
-        })),
-    }, required=("bootstrap",))
-    return {
-        "kafka": {"description": "How the workers reach Kafka (generated by pipeline/stream/config_schema.py: "
-                                 "do not edit)", **kafka},
-        "extraEnv": _kubernetes_list("extra environment variables of the worker (EnvVar)", "name"),
-        "extraEnvFrom": {"description": "extra sources of environment variables (EnvFromSource)", "type": "array",
-                         "items": {"type": "object"}},
-        "extraVolumes": _kubernetes_list("extra volumes of the pod (Volume)", "name"),
-        "extraVolumeMounts": _kubernetes_list("extra mounts of the worker (VolumeMount)", "name", "mountPath"),
-    }
-
-
-def helm_schema_text(current: str) -> str:
-    """The chart's values.schema.json text with its generated properties made afresh."""
-    schema = json.loads(current)
-    schema["properties"]["config"] = {
-        "description": "The stream configuration (generated by pipeline/stream/config_schema.py: do not edit)",
-        **config_json_schema(),
-    }
-    schema["properties"].update(helm_values_json_schema())
-    return json.dumps(schema, indent=2) + "\n"
-
-
-def write_helm_schema(path: str | Path) -> None:
-    path = Path(path)
-    path.write_text(helm_schema_text(path.read_text()))
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m wevent.stream.config_schema helm/wevent/values.schema.json")
-    write_helm_schema(sys.argv[1])

@@ -7,7 +7,7 @@ import numpy as np
 from wevent.cli import main
 from wevent.core.data import UserValues
 from wevent.core.randomness import SecretKey
-from wevent.stream.codecs import SignatureSeal, report_seal, request_seal
+from wevent.stream.wire.seals import SignatureSeal, report_seal, request_seal
 
 
 def test_keys_prints_the_public_halves_of_the_derived_signing_keys(monkeypatch, capsys):

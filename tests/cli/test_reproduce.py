@@ -17,8 +17,8 @@ from wevent.cli import main
 from wevent.reproduce import PAPERS
 from wevent.reproduce.datasets import prepare
 from wevent.reproduce.figures import TINY
+from wevent.reproduce.cache import aggregate, cell_path, shown
 from wevent.reproduce.outputs import draw
-from wevent.reproduce.runner import aggregate, cell_path, shown
 from wevent.reproduce.style import DPI, catalogue, method_label
 
 pytestmark = pytest.mark.slow  # about a minute on two shared cores: 670 cells and 37 files

@@ -10,7 +10,7 @@ import pytest
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import ReleaseRecord
+from wevent.stream.wire.records import ReleaseRecord
 
 
 def wevent(*args, check=True):

@@ -9,7 +9,7 @@ from wevent.cli import main
 from wevent.core.data import UserValues
 from wevent.core.personalized import Requirements
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import ReleaseRecord
+from wevent.stream.wire.records import ReleaseRecord
 
 SMALL = ["--users", "400", "--slots", "60", "--strict-window", "20", "--no-progress"]
 

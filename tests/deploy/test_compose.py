@@ -16,7 +16,8 @@ import yaml
 from wevent.cli import build_parser
 from wevent.cli._common import directory, listen_port, readable_file, writable_file
 from wevent.stream.config import AppConfig, load_config
-from wevent.stream.processors import Processors
+from wevent.stream.agents.processors import Processors
+from wevent.stream.settings import Settings
 
 from .conftest import (COMPOSE_FILE, DASHBOARDS, DOCKER, PROMETHEUS_CONFIG, STREAMS_FILE, compose_config, host_file,
                        keys_env, source_of)
@@ -53,7 +54,7 @@ def parse_wevent(argv: list[str]):
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            return container_parser(build_parser()).parse_args(argv)
+            return container_parser(build_parser(Settings())).parse_args(argv)
     except SystemExit:
         pytest.fail(f"`wevent {' '.join(argv)}` is not a valid invocation: {errors.getvalue().strip()}")
 
@@ -175,5 +176,5 @@ def test_the_workers_accept_the_stack_stream_config(monkeypatch):
     for name in ("WEVENT_NOISE_KEY", "WEVENT_DEVICE_PUBLIC_KEY"):  # what compose gives a worker
         monkeypatch.setenv(name, env[name])
     config = load_config(STREAMS_FILE)
-    processors = Processors.build(config)
+    processors = Processors.build(config, Settings.from_environ(os.environ))
     assert set(processors.publication.logics) == {s.name for s in config.streams}

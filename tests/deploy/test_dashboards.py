@@ -33,12 +33,13 @@ import numpy as np
 import pytest
 import yaml
 
-from wevent.stream import prometheus as metrics
-from wevent.stream.broker import free_port, wait_for_port
-from wevent.stream.codecs import ReportBatch
+from wevent.stream.runtime import prometheus as metrics
+from wevent.stream.runtime.broker import free_port, wait_for_port
+from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import ConfigError, parse_config
-from wevent.stream.kafka import producer_config
-from wevent.stream.logic import logic_for
+from wevent.stream.runtime.kafka import producer_config
+from wevent.stream.agents.processors import logic_for
+from wevent.stream.settings import Settings
 
 from .conftest import ALERT_RULES, DASHBOARDS, DOCKER, keys_env, source_of, tool
 
@@ -112,7 +113,7 @@ def supported_config(raw: dict) -> tuple[dict, dict[str, str]]:
     for stream in raw["streams"]:
         try:
             config = parse_config({**top, "seed": 0, "streams": [stream]})
-            logic_for(config, config.streams[0])
+            logic_for(config, config.streams[0], Settings())
             kept.append(stream)
         except ConfigError as exc:
             refused[stream["model"]] = str(exc)

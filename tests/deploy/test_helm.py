@@ -17,7 +17,8 @@ import yaml
 
 from wevent.core.personalized import Requirements
 from wevent.stream.config import load_config
-from wevent.stream.logic import logic_for
+from wevent.stream.agents.processors import logic_for
+from wevent.stream.settings import Settings
 
 from .conftest import CHART, STREAMS_FILE, helm_binary, helm_version
 
@@ -395,7 +396,7 @@ def test_a_personalized_stream_renders_and_loads(helm, tmp_path, monkeypatch):
     assert [(s.name, s.model, s.epsilon) for s in config.streams] == [("taxi-personalized", "personalized", None),
                                                                       ("taxi-csv", "personalized", None)]
     monkeypatch.setenv("WEVENT_NOISE_KEY", KEY)
-    assert logic_for(config, config.streams[0]).groups >= 1
+    assert logic_for(config, config.streams[0], Settings.from_environ(os.environ)).groups >= 1
     (tmp_path / "users.csv").write_text(files["users.csv"])
     assert Requirements.load_csv(tmp_path / "users.csv").users == STREAM["users"]
 

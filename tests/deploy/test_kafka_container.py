@@ -14,8 +14,8 @@ import sys
 import pytest
 import yaml
 
-from wevent.stream.broker import EmbeddedBroker, free_port
-from wevent.stream.child_processes import wait_until
+from wevent.stream.runtime.broker import EmbeddedBroker, free_port
+from wevent.stream.runtime.child_processes import wait_until
 
 from .conftest import COMPOSE_FILE
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from wevent.stream.broker import EmbeddedBroker, create_topics, free_port
-from wevent.stream.child_processes import WorkerProcess, write_config
+from wevent.stream.runtime.broker import EmbeddedBroker, create_topics, free_port
+from wevent.stream.runtime.child_processes import WorkerProcess, write_config
 
 
 class TansuBroker(EmbeddedBroker):
@@ -45,7 +45,7 @@ class KafkaBroker:
         group still has members (a SIGKILLed worker's stay until its session times out)."""
         from confluent_kafka.admin import AdminClient
 
-        from wevent.stream.kafka import client_config
+        from wevent.stream.runtime.kafka import client_config
 
         admin = AdminClient(client_config(self.bootstrap))
         groups = [g.group_id for g in admin.list_consumer_groups().result(timeout).valid]
@@ -172,7 +172,7 @@ def assert_local_releases_equal_simulate(got: dict, dump: Path, mechanism: str, 
     import subprocess
     import sys
 
-    from wevent.stream.codecs import ReleaseRecord
+    from wevent.stream.wire.records import ReleaseRecord
 
     subprocess.run([sys.executable, "-m", "wevent.cli", "simulate", "-m", mechanism, "--input", str(dump), "-e", "1",
                     "-w", str(window), "--seed", str(seed), "--stream", stream, "--block-size", str(block),

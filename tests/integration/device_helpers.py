@@ -10,12 +10,14 @@ from pathlib import Path
 import numpy as np
 
 from wevent.core.data import UserValues
-from wevent.stream.broker import create_topics
-from wevent.stream.codecs import ReportsMessage, decode_message, pack_message, request_seal, seal
+from wevent.stream.runtime.broker import create_topics
+from wevent.stream.wire.messages import ReportsMessage, decode_message, pack_message
+from wevent.stream.wire.seals import request_seal, seal
 from wevent.stream.config import AppConfig, parse_config
-from wevent.stream.kafka import consumer_config, producer_config
-from wevent.stream.child_processes import ChildProcess, DevicesProcess, write_config
-from wevent.stream.subscription import read_topic
+from wevent.stream.runtime.kafka import consumer_config, producer_config
+from wevent.stream.runtime.child_processes import ChildProcess, DevicesProcess, write_config
+from wevent.stream.runtime.subscription import read_topic
+from wevent.stream.settings import Settings
 from tests.integration.test_central_pipeline import START, categorical_feed
 
 DOMAIN, WINDOW = 4, 10
@@ -71,7 +73,7 @@ class KeptStream:
                    "domain_size": DOMAIN, "population": self.users, "users": np.asarray(users, dtype=np.int64),
                    "bound": None}
         signed = seal("ldp.requests", "kept", pack_message("request", request),
-                      request_seal(self.config.noise_key()))
+                      request_seal(Settings().noise_key(self.config)))
         producer = Producer(producer_config(self.bootstrap, self.tansu_compat))
         producer.produce("ldp.requests", signed, key=b"kept")
         producer.flush()

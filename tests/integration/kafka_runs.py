@@ -14,11 +14,12 @@ import numpy as np
 from wevent.bench.crash import sample_values
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness
-from wevent.stream.broker import create_topics, free_port
-from wevent.stream.codecs import ReleaseRecord
+from wevent.stream.runtime.broker import create_topics, free_port
+from wevent.stream.wire.records import ReleaseRecord
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink, consumer_config
-from wevent.stream.child_processes import WorkerProcess, write_config
+from wevent.stream.runtime.kafka import KafkaReportSink, consumer_config
+from wevent.stream.runtime.child_processes import WorkerProcess, write_config
+from wevent.stream.settings import Settings
 
 
 class KafkaRun:
@@ -95,7 +96,7 @@ class KafkaRun:
         for name in self.names:
             stream = self.config.stream(name)
             mechanism = BudgetAbsorption(stream.epsilon, stream.window, stream.domain,
-                                         randomness=DerivedRandomness(self.config.noise_key(), name))
+                                         randomness=DerivedRandomness(Settings().noise_key(self.config), name))
             for record in mechanism.run(self.values.counts().astype(float)):
                 out[name, record.slot] = record.release.tolist()
         return out

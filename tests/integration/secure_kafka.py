@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wevent.stream.apache_kafka import KafkaCluster
+from wevent.stream.runtime.apache_kafka import KafkaCluster
 from tests.certificates import TestAuthority
 
 PASSWORD = "pw-{}-9f3c"  # SCRAM passwords per user
@@ -141,6 +141,13 @@ def _provision(secure: SecureKafka, topics: dict[str, int]) -> None:
     while "reports" not in probe.list_topics(timeout=10).topics:
         assert time.monotonic() < deadline, "the producer's ACLs did not reach the broker within 60 s"
         time.sleep(0.2)
+
+
+def credentials(env: dict):
+    """The Kafka credentials a command reads from an environment of ``env`` (its WEVENT_KAFKA_*)."""
+    from wevent.stream.settings import Settings
+
+    return Settings.from_environ(env).kafka_credentials()
 
 
 @contextlib.contextmanager

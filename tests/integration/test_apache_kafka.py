@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from wevent.stream.apache_kafka import KafkaCluster, default_cache, install_kafka
-from wevent.stream.broker import create_topics
-from wevent.stream.kafka import consumer_config, producer_config
+from wevent.stream.runtime.apache_kafka import KafkaCluster, default_cache, install_kafka
+from wevent.stream.runtime.broker import create_topics
+from wevent.stream.runtime.kafka import consumer_config, producer_config
 
 pytestmark = [pytest.mark.integration]
 

@@ -16,11 +16,11 @@ import pytest
 from wevent.core.central import BudgetAbsorption
 from wevent.core.data import UserValues
 from wevent.core.randomness import DerivedRandomness, SecretKey
-from wevent.stream.codecs import ReportBatch, report_partition
+from wevent.stream.wire.reports import ReportBatch, report_partition
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink
-from wevent.stream.processors import slots_ahead
-from wevent.stream.subscription import Releases
+from wevent.stream.runtime.kafka import KafkaReportSink
+from wevent.stream.agents.assemble import slots_ahead
+from wevent.stream.runtime.subscription import Releases
 from tests.integration.conftest import compat_flags, metric_value
 
 pytestmark = [pytest.mark.integration]

@@ -12,8 +12,9 @@ import pytest
 from confluent_kafka import Producer
 
 from wevent.errors import UsageError
-from wevent.stream.broker import MEMORY_LIMIT_ENV, EmbeddedBroker, create_topics, default_memory_limit_mb
-from wevent.stream.child_processes import wait_until
+from wevent.stream.runtime.broker import EmbeddedBroker, create_topics
+from wevent.stream.settings import MEMORY_LIMIT_ENV, Settings
+from wevent.stream.runtime.child_processes import wait_until
 
 CHUNK = 10  # MiB written between two checks
 MESSAGE = os.urandom(100 * 1024)  # incompressible, so the broker holds every byte
@@ -48,13 +49,14 @@ def test_the_watchdog_stops_the_broker_at_its_memory_limit(capsys):
 
 def test_the_limit_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "512")
-    assert default_memory_limit_mb() == 512
-    assert EmbeddedBroker().memory_limit_mb == 512
+    limit = Settings.from_environ(os.environ).broker_memory_limit_mb()
+    assert limit == 512
+    assert EmbeddedBroker(memory_limit_mb=limit).memory_limit_mb == 512
     assert EmbeddedBroker(watch=False).memory_limit_mb is None
     for bad in ("0", "-5", "lots"):
         monkeypatch.setenv(MEMORY_LIMIT_ENV, bad)
         with pytest.raises(UsageError, match=MEMORY_LIMIT_ENV):
-            default_memory_limit_mb()
+            Settings.from_environ(os.environ).broker_memory_limit_mb()
 
 
 @pytest.mark.integration

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from wevent.stream import prometheus as metrics
-from wevent.stream.broker import EmbeddedBroker, create_topics
+from wevent.stream.runtime import prometheus as metrics
+from wevent.stream.runtime.broker import EmbeddedBroker, create_topics
 from wevent.stream.config import parse_config
-from wevent.stream.health import BrokerWatch
-from wevent.stream.kafka import consumer_config, producer_config
+from wevent.stream.runtime.health import BrokerWatch
+from wevent.stream.runtime.kafka import consumer_config, producer_config
 
 pytestmark = [pytest.mark.integration]
 

@@ -13,10 +13,11 @@ import pytest
 from wevent.core.central import BudgetAbsorption, BudgetDistribution
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.stream.audit import verify
-from wevent.stream.codecs import DeadLetter, ReportBatch
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink, producer_config
-from wevent.stream.subscription import Releases
+from wevent.stream.runtime.kafka import KafkaReportSink, producer_config
+from wevent.stream.runtime.subscription import Releases
 from tests.integration.conftest import metric_value
 
 pytestmark = [pytest.mark.integration]
@@ -155,7 +156,7 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
 
 
 def _read_all(bootstrap, topic):
-    from wevent.stream.subscription import read_topic
+    from wevent.stream.runtime.subscription import read_topic
 
     return read_topic(bootstrap, topic)
 

@@ -15,7 +15,7 @@ import pytest
 
 from wevent.core.data import UserValues
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink
+from wevent.stream.runtime.kafka import KafkaReportSink
 from tests.integration.test_central_pipeline import START, collect
 from tests.integration.run_helpers import record_peak_memory, window_under_test
 

@@ -18,10 +18,10 @@ from jsonschema import Draft202012Validator
 
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness, SecretKey
-from wevent.stream import schemas
-from wevent.stream.broker import free_port
+from wevent.stream.wire import schemas
+from wevent.stream.runtime.broker import free_port
 from wevent.stream.config import parse_config
-from wevent.stream.child_processes import WorkerProcess, write_config
+from wevent.stream.runtime.child_processes import WorkerProcess, write_config
 from tests.integration.secure_kafka import PASSWORD, SCRAM_JAAS, start_secure_kafka
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # three JVMs and a worker: 15-40 s

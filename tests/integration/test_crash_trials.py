@@ -29,8 +29,8 @@ import numpy as np
 import pytest
 
 from wevent.bench.crash import clean_releases, run_trials, sample_values, trial_config
-from wevent.stream.kafka import KafkaReportSink, consumer_config
-from wevent.stream.subscription import Releases
+from wevent.stream.runtime.kafka import KafkaReportSink, consumer_config
+from wevent.stream.runtime.subscription import Releases
 
 pytestmark = [pytest.mark.integration]
 
@@ -109,7 +109,7 @@ def test_a_trial_whose_worker_cannot_start_says_why(tmp_path, monkeypatch):
     reports the process that exited and where the group stands, not an error of its own."""
     import socket
 
-    import wevent.stream.child_processes as child_processes
+    import wevent.stream.runtime.child_processes as child_processes
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))

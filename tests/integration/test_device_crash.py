@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from wevent.core.data import UserValues
-from wevent.stream.codecs import ReportsMessage, decode_message
+from wevent.stream.wire.messages import ReportsMessage, decode_message
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink
-from wevent.stream.child_processes import DevicesProcess, wait_until
-from wevent.stream.subscription import read_topic
+from wevent.stream.runtime.kafka import KafkaReportSink
+from wevent.stream.runtime.child_processes import DevicesProcess, wait_until
+from wevent.stream.runtime.subscription import read_topic
 from tests.integration.conftest import assert_local_releases_equal_simulate, metric_value
 from tests.integration.device_helpers import DOMAIN, WINDOW, answers, committed, kept_stream
 from tests.integration.test_central_pipeline import START, categorical_feed, collect

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wevent.stream.codecs import ReportsMessage
-from wevent.stream.child_processes import wait_until
+from wevent.stream.wire.messages import ReportsMessage
+from wevent.stream.runtime.child_processes import wait_until
 from tests.integration.device_helpers import answers, committed, kept_stream
 
 pytestmark = [pytest.mark.integration]

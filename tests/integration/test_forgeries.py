@@ -9,10 +9,11 @@ import pytest
 
 from wevent.core.central import BudgetAbsorption
 from wevent.core.central.dissimilarity import Dissimilarity
-from wevent.stream.codecs import DeadLetter, MeasuredMessage, ReleaseRecord
+from wevent.stream.wire.records import DeadLetter, ReleaseRecord
+from wevent.stream.wire.messages import MeasuredMessage
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink, producer_config
-from wevent.stream.subscription import Releases, read_topic
+from wevent.stream.runtime.kafka import KafkaReportSink, producer_config
+from wevent.stream.runtime.subscription import Releases, read_topic
 from tests.integration.conftest import metric_value
 from tests.integration.test_central_pipeline import DOMAIN, categorical_feed, expected_releases, stream_spec
 

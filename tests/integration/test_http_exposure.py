@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from wevent.core.data import UserValues
-from wevent.stream.broker import free_port, wait_for_port
+from wevent.stream.runtime.broker import free_port, wait_for_port
 from wevent.stream.config import parse_config
-from wevent.stream.child_processes import ChildProcess, DevicesProcess, WorkerProcess
+from wevent.stream.runtime.child_processes import ChildProcess, DevicesProcess, WorkerProcess
 from tests.integration.conftest import compat_flags
 from tests.integration.run_helpers import listening_addresses, non_loopback_address, refuses, wait_for
 
@@ -59,8 +59,8 @@ def test_the_worker_listens_on_loopback_and_serves_no_table_views(cluster_factor
 
 
 def test_the_worker_and_the_devices_listen_on_every_interface_only_when_told(broker, tmp_path):
-    from wevent.stream.broker import create_topics
-    from wevent.stream.child_processes import write_config
+    from wevent.stream.runtime.broker import create_topics
+    from wevent.stream.runtime.child_processes import write_config
 
     config = parse_config({"seed": 3, "report_partitions": 1, "stream_partitions": 1, "streams": [CENTRAL, LOCAL]})
     create_topics(broker.bootstrap, config.topics())
@@ -92,8 +92,8 @@ def test_the_worker_and_the_devices_listen_on_every_interface_only_when_told(bro
 
 
 def test_the_replay_serves_the_error_against_the_truth_on_loopback_only(broker, tmp_path):
-    from wevent.stream.broker import create_topics
-    from wevent.stream.child_processes import write_config
+    from wevent.stream.runtime.broker import create_topics
+    from wevent.stream.runtime.child_processes import write_config
 
     config = parse_config({"seed": 3, "report_partitions": 1, "stream_partitions": 1, "streams": [
         CENTRAL | {"name": "taxi", "domain": 16, "users": 248, "slot_seconds": 300, "start": 1201968059}]})

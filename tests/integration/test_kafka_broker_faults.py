@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from wevent.stream.apache_kafka import KafkaCluster
-from wevent.stream.child_processes import wait_until
+from wevent.stream.runtime.apache_kafka import KafkaCluster
+from wevent.stream.runtime.child_processes import wait_until
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

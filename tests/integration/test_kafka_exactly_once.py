@@ -19,9 +19,9 @@ import sys
 
 import pytest
 
-from wevent.stream.broker import EmbeddedBroker, create_topics
+from wevent.stream.runtime.broker import EmbeddedBroker, create_topics
 from wevent.stream.config import parse_config
-from wevent.stream.child_processes import wait_until, write_config
+from wevent.stream.runtime.child_processes import wait_until, write_config
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates
 
 pytestmark = [pytest.mark.integration]

@@ -2,7 +2,7 @@
 credentials and is refused outside its grants; clients without valid credentials are refused.
 
 Every client here is configured the way the app configures its own, from the WEVENT_KAFKA_*
-variables (:class:`wevent.stream.kafka.KafkaCredentials`).
+variables (:class:`wevent.stream.settings.KafkaCredentials`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import pytest
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink, consumer_config, producer_config
-from wevent.stream.child_processes import WorkerProcess, wait_until, write_config
-from wevent.stream.broker import free_port
-from wevent.stream.subscription import Releases
-from tests.integration.secure_kafka import environment, start_secure_kafka
+from wevent.stream.runtime.kafka import KafkaReportSink, consumer_config, producer_config
+from wevent.stream.runtime.child_processes import WorkerProcess, wait_until, write_config
+from wevent.stream.runtime.broker import free_port
+from wevent.stream.runtime.subscription import Releases
+from tests.integration.secure_kafka import credentials, environment, start_secure_kafka
 
 pytestmark = [pytest.mark.integration]
 
@@ -58,8 +58,8 @@ def produce(bootstrap: str, env: dict, topic: str) -> str | None:
     """None once the broker took a record on ``topic``, else the error's name."""
     from confluent_kafka import Producer
 
-    with environment(env):
-        producer = Producer(producer_config(bootstrap, tansu_compat=False) | {"message.timeout.ms": 20_000})
+    producer = Producer(producer_config(bootstrap, tansu_compat=False, credentials=credentials(env))
+                        | {"message.timeout.ms": 20_000})
     outcome = []
     producer.produce(topic, MARKER, partition=0, on_delivery=lambda error, _: outcome.append(error))
     producer.flush(30)
@@ -72,8 +72,8 @@ def consume(bootstrap: str, env: dict, topic: str, group: str) -> bytes | str:
     trailing "-": the groups a role may use by prefix), else the error's name."""
     from confluent_kafka import Consumer, KafkaError
 
-    with environment(env):
-        consumer = Consumer(consumer_config(bootstrap, group + uuid.uuid4().hex if group.endswith("-") else group))
+    consumer = Consumer(consumer_config(bootstrap, group + uuid.uuid4().hex if group.endswith("-") else group,
+                                        credentials=credentials(env)))
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + 30
@@ -93,8 +93,7 @@ def refused(bootstrap: str, env: dict) -> list[str]:
     from confluent_kafka.admin import AdminClient
 
     errors = []
-    with environment(env):
-        config = consumer_config(bootstrap) | {"error_cb": lambda error: errors.append(error.name())}
+    config = consumer_config(bootstrap, credentials=credentials(env)) | {"error_cb": lambda error: errors.append(error.name())}
     client = AdminClient(config)
     try:
         client.list_topics(timeout=4)
@@ -162,14 +161,14 @@ def test_a_worker_with_its_credentials_releases_a_stream(kafka, tmp_path):
                            tmp_path / "worker.log", tansu_compat=False, env=kafka.scram_env("worker"))
     worker.start()
     try:
-        with environment(kafka.scram_env("producer")):
-            sink = KafkaReportSink(kafka.bootstrap("SASL_SSL"), "taxi", CONFIG.report_partitions)
+        sink = KafkaReportSink(kafka.bootstrap("SASL_SSL"), "taxi", CONFIG.report_partitions,
+                               credentials=credentials(kafka.scram_env("producer")))
         stream = CONFIG.stream("taxi")
         for slot in range(1, SLOTS + 1):
             sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), np.arange(USERS), values[slot - 1])
         sink.close()
-        with environment(kafka.scram_env("subscriber")):
-            releases = Releases(kafka.bootstrap("SASL_SSL"), streams=["taxi"])
+        releases = Releases(kafka.bootstrap("SASL_SSL"), streams=["taxi"],
+                            credentials=credentials(kafka.scram_env("subscriber")))
         got = {}
         with releases:
             wait_until(lambda: got.update({r.slot: r for r in releases.follow(idle_timeout=1.0)}) or len(got) >= SLOTS

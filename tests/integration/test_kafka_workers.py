@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from wevent.stream.child_processes import wait_until
+from wevent.stream.runtime.child_processes import wait_until
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates, metrics
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -12,22 +12,16 @@ import numpy as np
 import pytest
 
 from wevent.core.data import UserValues
-from wevent.stream.broker import free_port
-from wevent.stream.codecs import (
-    DecodeError,
-    ReportBatch,
-    ReportsMessage,
-    decode_message,
-    decode_report_message,
-    pack_message,
-    report_seal,
-    request_seal,
-    seal,
-)
+from wevent.stream.runtime.broker import free_port
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.reports import ReportBatch, decode_report_message
+from wevent.stream.wire.messages import ReportsMessage, decode_message, pack_message
+from wevent.stream.wire.seals import report_seal, request_seal, seal
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink, producer_config
-from wevent.stream.child_processes import DevicesProcess
-from wevent.stream.subscription import read_topic
+from wevent.stream.runtime.kafka import KafkaReportSink, producer_config
+from wevent.stream.runtime.child_processes import DevicesProcess
+from wevent.stream.runtime.subscription import read_topic
+from wevent.stream.settings import Settings
 from tests.integration.conftest import assert_local_releases_equal_simulate, metric_value
 from tests.integration.test_central_pipeline import START, categorical_feed, collect
 
@@ -72,7 +66,7 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     for unreadable in (truncated, no_time):
         producer.produce("reports", unreadable, partition=0)
     bad = ReportsMessage("lpa", 1, 1, np.array([stranger]), np.array([0])).encode()
-    producer.produce("ldp.reports", seal("ldp.reports", "lpa", bad, report_seal(config.device_key())), key=b"lpa")
+    producer.produce("ldp.reports", seal("ldp.reports", "lpa", bad, report_seal(Settings().device_key(config))), key=b"lpa")
     forged = ReportsMessage("lpa", 1, 1, asked[:1], np.array([DOMAIN - 1]))
     producer.produce("ldp.reports", forged.encode(), key=b"lpa")
     producer.flush()
@@ -139,8 +133,8 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
 
 def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(broker, tmp_path):
     """A misbehaving server: a fleet answers only what each user's own ledger allows."""
-    from wevent.stream.broker import create_topics
-    from wevent.stream.child_processes import write_config
+    from wevent.stream.runtime.broker import create_topics
+    from wevent.stream.runtime.child_processes import write_config
 
     config = parse_config({"seed": 2, "report_partitions": 1, "stream_partitions": 1,
                            "streams": [local_stream("guarded", "lpa")]})
@@ -160,7 +154,7 @@ def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(br
                    "domain_size": DOMAIN, "population": USERS, "users": np.asarray(users, dtype=np.int64), "bound": None}
         value = pack_message("request", request)
         if signed:  # by the server's key (a server that misbehaves still signs its requests)
-            value = seal("ldp.requests", "guarded", value, request_seal(config.noise_key()))
+            value = seal("ldp.requests", "guarded", value, request_seal(Settings().noise_key(config)))
         producer.produce("ldp.requests", value, key=b"guarded")
         producer.flush()
 

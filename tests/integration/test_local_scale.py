@@ -23,7 +23,7 @@ from wevent.core.data import UserValues
 from wevent.core.local import MECHANISMS
 from wevent.core.synthetic import synthetic
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink
+from wevent.stream.runtime.kafka import KafkaReportSink
 from tests.integration.conftest import assert_local_releases_equal_simulate
 from tests.integration.device_helpers import fleet_of_streams
 from tests.integration.run_helpers import record_peak_memory, window_under_test

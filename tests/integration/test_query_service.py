@@ -16,8 +16,8 @@ import pytest
 from wevent.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import KafkaReportSink
-from wevent.stream.query import release_variance
+from wevent.stream.runtime.kafka import KafkaReportSink
+from wevent.stream.agents.index import release_variance
 from tests.integration.test_central_pipeline import START, categorical_feed, collect, counts_of
 
 pytestmark = [pytest.mark.integration]

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from wevent.core.data import UserValues
-from wevent.stream.broker import create_topics
-from wevent.stream.codecs import ReportBatch, Watermark, decode_report_message
+from wevent.stream.runtime.broker import create_topics
+from wevent.stream.wire.reports import ReportBatch, Watermark, decode_report_message
 from wevent.stream.config import parse_config
-from wevent.stream.child_processes import write_config
-from wevent.stream.subscription import read_topic
+from wevent.stream.runtime.child_processes import write_config
+from wevent.stream.runtime.subscription import read_topic
 from tests.integration.conftest import compat_flags
 
 pytestmark = [pytest.mark.integration]

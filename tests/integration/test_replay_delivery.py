@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from wevent.stream.broker import EmbeddedBroker, create_topics
+from wevent.stream.runtime.broker import EmbeddedBroker, create_topics
 from wevent.stream.config import parse_config
-from wevent.stream.child_processes import write_config
-from wevent.stream.subscription import read_topic
+from wevent.stream.runtime.child_processes import write_config
+from wevent.stream.runtime.subscription import read_topic
 
 pytestmark = [pytest.mark.integration]
 

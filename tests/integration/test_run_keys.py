@@ -12,7 +12,7 @@ import signal
 import pytest
 
 from wevent.core.randomness import SecretKey
-from wevent.stream.codecs import report_seal, request_seal
+from wevent.stream.wire.seals import report_seal, request_seal
 from tests.integration.run_helpers import (children, command_of, environment, first_release, kill_leftovers,
                                            listening_addresses, non_loopback_address, process_environment, refuses,
                                            releases, start_run, started_ports, wevent_run)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from wevent.stream.broker import EmbeddedBroker, free_port
-from wevent.stream.child_processes import WorkerProcess, wait_until
-from wevent.stream.subscription import read_topic
+from wevent.stream.runtime.broker import EmbeddedBroker, free_port
+from wevent.stream.runtime.child_processes import WorkerProcess, wait_until
+from wevent.stream.runtime.subscription import read_topic
 from tests.integration.test_replay_delivery import replay_command, write_taxi_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

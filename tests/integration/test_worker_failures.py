@@ -7,12 +7,13 @@ import sys
 import numpy as np
 import pytest
 
-from wevent.stream.codecs import DeadLetter, ReportBatch
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import parse_config
-from wevent.stream.kafka import producer_config
-from wevent.stream.broker import free_port
-from wevent.stream.child_processes import WorkerProcess, wait_until
-from wevent.stream.subscription import read_topic
+from wevent.stream.runtime.kafka import producer_config
+from wevent.stream.runtime.broker import free_port
+from wevent.stream.runtime.child_processes import WorkerProcess, wait_until
+from wevent.stream.runtime.subscription import read_topic
 from tests.integration.conftest import metric_value
 from tests.integration.test_central_pipeline import START, stream_spec
 
@@ -24,12 +25,12 @@ BATCHES, PER_BATCH = 300, 5
 # The worker's assembler raises on every message it reads: a bug, injected into a real worker.
 BROKEN_WORKER = f"""
 import sys
-from wevent.stream import processors
+from wevent.stream.agents import assemble
 
 def apply(self, *args):
     raise RuntimeError({SECRET!r})
 
-processors.Assembler.apply = apply
+assemble.Assembler.apply = apply
 from wevent.cli import main
 sys.exit(main(sys.argv[1:]))
 """

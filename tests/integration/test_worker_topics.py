@@ -12,11 +12,11 @@ import pytest
 
 from wevent.bench.crash import sample_values, trial_config
 from wevent.cli import main
-from wevent.stream.broker import free_port
-from wevent.stream.child_processes import write_config
-from wevent.stream.kafka import client_config
-from wevent.stream.topics import changelog
-from wevent.topologies import app as topology
+from wevent.stream.runtime.broker import free_port
+from wevent.stream.runtime.child_processes import write_config
+from wevent.stream.runtime.kafka import client_config
+from wevent.stream.wire.topics import changelog
+from wevent.stream.runtime import worker
 
 from .conftest import compat_flags
 
@@ -29,9 +29,9 @@ def test_the_worker_creates_every_changelog_before_faust_starts(broker, tmp_path
     from confluent_kafka.admin import AdminClient, ConfigResource
 
     started = []
-    monkeypatch.setattr(topology, "setup_prometheus_sensors", lambda app, **kwargs: None)  # once per process
-    monkeypatch.setattr(topology, "_shorten_fetch_wait", lambda: None)  # would patch Faust for the whole process
-    monkeypatch.setattr(topology, "run_worker", lambda app, loglevel: started.append(app))
+    monkeypatch.setattr(worker, "setup_prometheus_sensors", lambda app, **kwargs: None)  # once per process
+    monkeypatch.setattr(worker, "shorten_fetch_wait", lambda: None)  # would patch Faust for the whole process
+    monkeypatch.setattr(worker, "run_worker", lambda app, loglevel: started.append(app))
     config = trial_config(sample_values(4), seed=1)
     path = write_config(config, tmp_path)
 

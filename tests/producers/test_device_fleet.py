@@ -9,7 +9,7 @@ from wevent.core.data import UserValues
 from wevent.core.local import Devices, Request
 from wevent.core.randomness import DerivedRandomness, Phase, SecretKey
 from wevent.core.packing import StateError, unpack
-from wevent.stream import prometheus as metrics
+from wevent.stream.runtime import prometheus as metrics
 from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import DeviceFleet, DeviceLedger
 

@@ -5,7 +5,8 @@ import numpy as np
 from wevent.core.data import UserValues
 from wevent.core.local import Devices, Request
 from wevent.core.randomness import Phase, SecretKey
-from wevent.stream.codecs import ReportsMessage, report_seal
+from wevent.stream.wire.messages import ReportsMessage
+from wevent.stream.wire.seals import report_seal
 from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import DeviceFleet, signed_reports
 

@@ -13,22 +13,25 @@ from collections import defaultdict, deque
 
 import numpy as np
 
-from wevent.stream import prometheus
-from wevent.stream.codecs import ReleaseRecord, ReportBatch, Watermark, report_partition, report_seal, request_seal
+from wevent.stream.runtime import prometheus
+from wevent.stream.wire.records import ReleaseRecord
+from wevent.stream.wire.reports import ReportBatch, Watermark, report_partition
+from wevent.stream.wire.seals import report_seal, request_seal
 from wevent.stream.config import AppConfig
-from wevent.stream.processors import Processors
+from wevent.stream.agents.processors import Processors
 from wevent.producers.device_fleet import SignedRequests, signed_reports
+from wevent.stream.settings import Settings
 
 
 class InProcessPipeline:
     def __init__(self, config: AppConfig, fleets: dict | None = None, reports_first: bool = False) -> None:
         self.config = config
         self.reports_first = reports_first  # the devices' answers reach the collector before their request
-        self.processors = Processors.build(config)
+        self.processors = Processors.build(config, Settings())
         self.tables = {"assembler": {}, "m1": {}, "m2": {}, "collector": {}}
         self.fleets = fleets or {}  # stream -> wevent.producers.device_fleet.DeviceFleet answering its requests
-        self.requests = {name: SignedRequests(name, request_seal(config.noise_key()).public()) for name in self.fleets}
-        self.device_seal = report_seal(config.device_key()) if self.fleets else None
+        self.requests = {name: SignedRequests(name, request_seal(Settings().noise_key(config)).public()) for name in self.fleets}
+        self.device_seal = report_seal(Settings().device_key(config)) if self.fleets else None
         self.offsets = defaultdict(int)
         self.log = defaultdict(list)  # topic -> every message value produced, in order
         self.queue = deque()

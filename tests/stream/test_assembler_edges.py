@@ -9,9 +9,11 @@ import pytest
 from prometheus_client import REGISTRY
 
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, Watermark, pack_message,
-                                    report_partition)
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.messages import PartialMessage, ReportsMessage, pack_message
+from wevent.stream.wire.reports import ReportBatch, Watermark, report_partition
 from wevent.stream.config import parse_config
+from wevent.stream.settings import Settings
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, config_for, feed
 
@@ -91,7 +93,7 @@ def local_and_central_config():
 
 def keyed_digest(config, raw: bytes) -> str:
     """The digest a dead letter may keep: BLAKE2b-128 keyed with the server's secret."""
-    return hashlib.blake2b(raw, key=bytes(config.noise_key().derive("deadletter-digest")), digest_size=16, person=b"wevent-dlq-v1").hexdigest()
+    return hashlib.blake2b(raw, key=bytes(Settings().noise_key(config).derive("deadletter-digest")), digest_size=16, person=b"wevent-dlq-v1").hexdigest()
 
 
 def test_dead_letters_of_unreadable_or_local_input_carry_no_raw_bytes():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from wevent.stream.audit import MalformedRecord, verify
-from wevent.stream.broker import free_port
+from wevent.stream.runtime.broker import free_port
 
 
 def record(slot, phases=None, epsilon=1.0, window=2, **fields):

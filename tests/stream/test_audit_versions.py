@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from wevent.stream.audit import MalformedRecord, verify
-from wevent.stream.codecs import FORMAT_VERSION, AuditRecord
+from wevent.stream.wire.format import FORMAT_VERSION
+from wevent.stream.wire.records import AuditRecord
 
 
 def written(slot: int, eps2: float = 0.25) -> dict:

@@ -8,12 +8,18 @@ import pytest
 from prometheus_client import REGISTRY
 
 from wevent.core.synthetic import synthetic
-from wevent.stream import processors
-from wevent.stream.codecs import (DeadLetter, PartialMessage, ReportBatch, ReportsMessage, TickMessage, Watermark,
-                                    report_partition, report_seal, seal)
+from wevent.stream.agents import base, measure
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.messages import PartialMessage, ReportsMessage, TickMessage
+from wevent.stream.wire.reports import ReportBatch, Watermark, report_partition
+from wevent.stream.wire.seals import report_seal, seal
 from wevent.stream.config import ConfigError, parse_config
-from wevent.stream.events import Events
-from wevent.stream.processors import MAX_EARLY_MESSAGES, MAX_MESSAGE_BYTES, Processors, slots_ahead
+from wevent.stream.agents.events import Events
+from wevent.stream.agents.collect import MAX_EARLY_MESSAGES
+from wevent.stream.agents.base import MAX_MESSAGE_BYTES
+from wevent.stream.agents.processors import Processors
+from wevent.stream.agents.assemble import slots_ahead
+from wevent.stream.settings import Settings
 from tests.stream.harness import InProcessPipeline, store
 from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
 from tests.stream.test_local_pipeline import USERS as LOCAL_USERS
@@ -112,8 +118,8 @@ def test_a_backlog_of_closed_slots_costs_no_more_work_per_message(backlog):
 
 def test_a_partial_beyond_the_pending_bound_is_refused_by_m1():
     pipeline = InProcessPipeline(config_for(("s", "ba"), partitions=2, users=300))
-    partial = PartialMessage("s", processors.MAX_SLOTS_PENDING + 2, 0, np.zeros((1, 2), dtype=np.int64), 0.0)
-    pipeline.inject("slots", pipeline.processors.dissimilarity.keys.sealed(processors.Out("slots", partial.encode(), "s")).value,
+    partial = PartialMessage("s", measure.MAX_SLOTS_PENDING + 2, 0, np.zeros((1, 2), dtype=np.int64), 0.0)
+    pipeline.inject("slots", pipeline.processors.dissimilarity.keys.sealed(base.Out("slots", partial.encode(), "s")).value,
                     key="s")
     pipeline.run()
     letters = [DeadLetter.from_json(v) for v in pipeline.log["deadletter"]]
@@ -186,21 +192,21 @@ def test_a_stream_whose_messages_could_exceed_the_bound_is_refused_at_start():
              "users": users, "slot_seconds": 60, "start": START}]})
 
     with pytest.raises(ConfigError, match=r"stream 'big': its release can reach \d+ bytes, above the 900000 bytes"):
-        Processors.build(config(domain=40_000))  # 40,000 numbers of up to 24 characters
+        Processors.build(config(domain=40_000), Settings())  # 40,000 numbers of up to 24 characters
     with pytest.raises(ConfigError, match="one slot's state .* use a smaller domain, window or population, or more "
                                           "report_partitions"):
-        Processors.build(config(users=8_000_000))  # a bit per user: 1 MB
+        Processors.build(config(users=8_000_000), Settings())  # a bit per user: 1 MB
     with pytest.raises(ConfigError, match="its mechanism's state and window of charges"):
-        Processors.build(config(window=200_000))  # a charge per slot of the window
-    Processors.build(config(users=8_000_000, partitions=2))  # half the users on each partition
-    Processors.build(config(domain=30_000, window=50_000))
+        Processors.build(config(window=200_000), Settings())  # a charge per slot of the window
+    Processors.build(config(users=8_000_000, partitions=2), Settings())  # half the users on each partition
+    Processors.build(config(domain=30_000, window=50_000), Settings())
 
 
 def test_an_input_refused_as_too_large_counts_its_refusal_and_nothing_it_would_have_caused(monkeypatch):
     """Its reports were never stored: counting them as accepted (or its dead letters as sent) would
     show operators reports that no slot holds."""
     pipeline = InProcessPipeline(config_for(("s", "ba"), partitions=1, users=300))
-    monkeypatch.setattr(processors, "MAX_MESSAGE_BYTES", 200)  # below any slot's state
+    monkeypatch.setattr(base, "MAX_MESSAGE_BYTES", 200)  # below any slot's state
     batch = ReportBatch("s", np.arange(4), np.array([0, 1, 1, 5]), np.full(4, round(START * 1000)))
     outputs, updates, events = pipeline.processors.assembler.process(batch.encode(), "reports", 0, 0, {}.get, 0.0)
     assert [DeadLetter.from_json(out.value).reason for out in outputs] == ["too_large"] and updates == {}
@@ -210,7 +216,7 @@ def test_an_input_refused_as_too_large_counts_its_refusal_and_nothing_it_would_h
 def test_an_input_whose_state_would_exceed_the_bound_is_refused_and_writes_nothing(monkeypatch):
     values = synthetic("sin", 300, 3, seed=1).values()
     pipeline = InProcessPipeline(config_for(("s", "ba"), partitions=2, users=300))
-    monkeypatch.setattr(processors, "MAX_MESSAGE_BYTES", 200)  # below any slot's state
+    monkeypatch.setattr(base, "MAX_MESSAGE_BYTES", 200)  # below any slot's state
     feed(pipeline, "s", values, 1)
     letters = [DeadLetter.from_json(v) for v in pipeline.log["deadletter"]]
     assert letters and {d.reason for d in letters} == {"too_large"}
@@ -252,7 +258,7 @@ def test_the_collector_holds_a_bounded_number_of_early_reports():
     and expire as unrequested after the deadline; the rest are refused at once."""
     config = local_config("lpa")
     pipeline = InProcessPipeline(config)
-    devices = report_seal(config.device_key())
+    devices = report_seal(Settings().device_key(config))
     extra = 44
     for n in range(MAX_EARLY_MESSAGES + extra):
         batch = ReportsMessage("l", 1000 + n, 1, np.arange(3), np.ones(3, dtype=np.int64)).encode()

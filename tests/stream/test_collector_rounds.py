@@ -11,9 +11,13 @@ import numpy as np
 from wevent.core.local import Request
 from wevent.core.randomness import Phase
 from wevent.core.packing import pack, unpack
-from wevent.stream.codecs import DeadLetter, ReportsMessage, RequestMessage, SupportMessage, report_seal, seal
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.messages import ReportsMessage, RequestMessage, SupportMessage
+from wevent.stream.wire.seals import report_seal, seal
 from wevent.stream.config import parse_config
-from wevent.stream.processors import MAX_MESSAGE_BYTES, Out, Processors
+from wevent.stream.agents.base import MAX_MESSAGE_BYTES, Out
+from wevent.stream.agents.processors import Processors
+from wevent.stream.settings import Settings
 from tests.stream.harness import store
 from tests.stream.test_processors import START
 
@@ -24,7 +28,7 @@ def collector_for(population: int):
     config = parse_config({"seed": 3, "report_partitions": 1, "stream_partitions": 1, "streams": [{
         "name": NAME, "model": "local", "mechanism": "lpa", "epsilon": 1.0, "window": 20, "domain": 2,
         "users": population, "slot_seconds": 60, "start": START}]})
-    return config, Processors.build(config).collector
+    return config, Processors.build(config, Settings()).collector
 
 
 class Round:
@@ -47,7 +51,7 @@ class Round:
 
     def answer(self, users: np.ndarray) -> dict:
         body = ReportsMessage(NAME, 1, int(Phase.DISSIMILARITY), users, (users % 2).astype(np.int64)).encode()
-        return self.send("ldp.reports", seal("ldp.reports", NAME, body, report_seal(self.config.device_key())))
+        return self.send("ldp.reports", seal("ldp.reports", NAME, body, report_seal(Settings().device_key(self.config))))
 
 
 def test_a_round_of_250000_users_of_ten_million_stays_small():
@@ -75,9 +79,9 @@ def test_a_second_answer_is_a_duplicate_and_the_last_closes_the_round():
     assert sorted(round_.table) == [NAME]  # the round's request left with it
 
 
-def test_a_round_opened_by_the_first_layout_keeps_its_answers():
-    """A round stored with its request inline and its answered users by id (before a restart on
-    this version) goes on: those users are duplicates, the others count."""
+def test_a_round_stored_by_the_first_layout_is_refused_in_one_line_and_changes_nothing():
+    """A round stored with its request inline and its answered users by id is of an older layout:
+    every input of its collector is dead-lettered with one line saying so, and nothing is written."""
     asked = np.arange(0, 3000, 3)
     round_ = Round(3000, asked)
     round_.answer(asked[:400])
@@ -87,7 +91,10 @@ def test_a_round_opened_by_the_first_layout_keeps_its_answers():
     del first["answered_at"]
     first["request"] = unpack(round_.table.pop(f"{NAME}/request/1:1"))
     round_.table[NAME] = pack(state)
-    round_.answer(asked[350:])
-    assert [(d.reason, d.payload["count"]) for d in round_.letters] == [("duplicate", 50)]
-    support = SupportMessage.decode(round_.supports[0].value)
-    assert (support.n, support.missing) == (asked.size, 0)
+    before = dict(round_.table)
+    assert round_.answer(asked[350:]) == {} and round_.table == before
+    [letter] = round_.letters
+    assert (letter.reason, letter.stream) == ("unreadable_state", NAME)
+    assert letter.detail == ("a Round of an older layout (without answered_at): this version reads only its own; "
+                             "drain the stream and start a new one")
+    assert "\n" not in letter.detail and not round_.supports

@@ -16,8 +16,11 @@ import pytest
 
 from wevent.core.registry import mechanisms
 from wevent.stream.config import ConfigError, dump_config, load_config, parse_config
-from wevent.stream.config_schema import MECHANISMS, helm_schema_text
-from wevent.stream.logic import device_block_size, logic_for
+from wevent.stream.config_schema import MECHANISMS
+from wevent.stream.helm_schema import helm_schema_text
+from wevent.stream.agents.local import device_block_size
+from wevent.stream.agents.processors import logic_for
+from wevent.stream.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 HELM_SCHEMA = ROOT / "helm" / "wevent" / "values.schema.json"
@@ -60,7 +63,7 @@ def test_a_string_false_from_a_toml_file_is_refused_not_true(tmp_path):
         load_config(path)
     path.write_text(path.read_text().replace('"false"', "false"))
     config = load_config(path)
-    assert logic_for(config, config.streams[0]).new_mechanism().dissimilarity_measure.budget_shift is False
+    assert logic_for(config, config.streams[0], Settings()).new_mechanism().dissimilarity_measure.budget_shift is False
 
 
 @pytest.mark.parametrize("value", ["false", False, True])
@@ -77,7 +80,7 @@ def test_floating_point_laplace_noise_must_be_named_for_what_it_is(stream):
     assert "low-order bits" in message and "write 'laplace-fp-unsafe'" in message
     config = parse_config({"seed": 1, "streams": [with_options(stream, noise="laplace-fp-unsafe")]})
     assert parse_config(dump_config(config)) == config  # what `wevent run` hands its workers loads again
-    assert logic_for(config, config.streams[0]).new_mechanism().noise == "laplace"  # the core's name
+    assert logic_for(config, config.streams[0], Settings()).new_mechanism().noise == "laplace"  # the core's name
 
 
 @pytest.mark.parametrize("value, fragment", [
@@ -257,8 +260,8 @@ def test_typed_options_reach_the_mechanism_and_the_stream_layer():
     local, central = config.streams
     assert device_block_size(local) == 7 and local.deadline_seconds == 2.0
     assert local.mechanism_options == {"beta": 0.25}
-    assert logic_for(config, local).new_mechanism().beta == 0.25
-    assert logic_for(config, central).new_mechanism().dissimilarity_measure.budget_shift is True
+    assert logic_for(config, local, Settings()).new_mechanism().beta == 0.25
+    assert logic_for(config, central, Settings()).new_mechanism().dissimilarity_measure.budget_shift is True
 
 
 def test_a_dumped_config_loads_as_the_same_config(tmp_path):
@@ -308,7 +311,7 @@ def test_every_schema_option_is_taken_by_its_mechanism(mechanism, option):
     if option == "bound":  # mean estimation: values in [0, bound], one "bin"
         base = {**base, "oracle": "hm", "domain": 1}
     config = parse_config({"seed": 1, "streams": [with_options({**base, "mechanism": mechanism}, **{option: value})]})
-    mechanism_object = logic_for(config, config.streams[0]).new_mechanism()  # TypeError -> ConfigError
+    mechanism_object = logic_for(config, config.streams[0], Settings()).new_mechanism()  # TypeError -> ConfigError
     if not config.streams[0].options.keys() - {"block_size", "deadline_seconds"}:
         return  # the stream layer's own options
     params = mechanism_object.state_dict()["params"]
@@ -320,7 +323,7 @@ def test_the_helm_values_schema_is_generated_from_the_config_schema():
     committed = HELM_SCHEMA.read_text()
     assert committed == helm_schema_text(committed), (
         "helm/wevent/values.schema.json differs from the config schema: run "
-        "`python -m wevent.stream.config_schema helm/wevent/values.schema.json`")
+        "`python -m wevent.stream.helm_schema helm/wevent/values.schema.json`")
     generated = json.loads(committed)["properties"]["config"]
     stream = generated["properties"]["streams"]["items"]
     assert stream["properties"]["mechanism"]["enum"] == list(MECHANISMS)

@@ -2,7 +2,7 @@
 whole max wait even when data arrives, so librdkafka's 500 ms default delayed every release a
 subscriber waited for, and every request a device fleet waited for, by 250 ms on average."""
 
-from wevent.stream.kafka import TANSU_FETCH_WAIT_MS, consumer_config
+from wevent.stream.runtime.kafka import TANSU_FETCH_WAIT_MS, consumer_config
 
 
 def test_tansu_consumers_wait_as_briefly_as_the_workers():

@@ -10,7 +10,7 @@ import numpy as np
 from prometheus_client import REGISTRY
 
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import ReportsMessage
+from wevent.stream.wire.messages import ReportsMessage
 from wevent.producers.device_fleet import signed_reports
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_local_pipeline import SLOTS, USERS, local_config, run_pipeline

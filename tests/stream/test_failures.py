@@ -6,9 +6,13 @@ import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
-from wevent.stream import prometheus
-from wevent.stream.codecs import DeadLetter, ReportBatch, ReportsMessage, Watermark, pack_message, report_seal, seal
-from wevent.stream.failures import ErrorLog, internal_error
+from wevent.stream.runtime import prometheus
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.reports import ReportBatch, Watermark
+from wevent.stream.wire.messages import ReportsMessage, pack_message
+from wevent.stream.wire.seals import report_seal, seal
+from wevent.stream.agents.failures import ErrorLog, internal_error
+from wevent.stream.settings import Settings
 from tests.stream.test_local_pipeline import local_config
 
 SECRET = "user 17 value 3 \x00\xff"  # what an exception's text may quote from its input
@@ -83,7 +87,7 @@ def test_an_internal_error_is_counted_by_reason_and_its_reports_as_rejected(kind
     message = {
         "batch": ("reports", ReportBatch("l", users, users % 2, np.zeros(7, dtype=np.int64)).encode(), "l", 7),
         "local": ("ldp.reports", seal("ldp.reports", "l", ReportsMessage("l", 1, 1, users, users % 2).encode(),
-                                      report_seal(config.device_key())), "l", 7),
+                                      report_seal(Settings().device_key(config))), "l", 7),
         "watermark": ("reports", Watermark("l", 60.0).encode(), "l", 0),
         "request": ("ldp.requests", pack_message("request", {"stream": "l", "slot": 1}), None, 0),
         "unreadable": ("reports", b"\x00\xffnot a report", None, 1),

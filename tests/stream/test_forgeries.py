@@ -12,18 +12,10 @@ from prometheus_client import REGISTRY
 
 from wevent.core.randomness import SecretKey
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import (
-    DeadLetter,
-    MeasuredMessage,
-    PartialMessage,
-    ReleaseRecord,
-    ReportsMessage,
-    internal_seal,
-    pack_message,
-    report_seal,
-    request_seal,
-    seal,
-)
+from wevent.stream.wire.records import DeadLetter, ReleaseRecord
+from wevent.stream.wire.messages import MeasuredMessage, PartialMessage, ReportsMessage, pack_message
+from wevent.stream.wire.seals import internal_seal, report_seal, request_seal, seal
+from wevent.stream.settings import Settings
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
 from tests.stream.test_local_pipeline import USERS, local_config, run_pipeline
@@ -97,7 +89,7 @@ def test_authentic_looking_releases_and_partials_of_impossible_slots_are_refused
     values, clean = central
 
     def inject(pipeline, slot):
-        mac = internal_seal(pipeline.config.noise_key())
+        mac = internal_seal(Settings().noise_key(pipeline.config))
         if slot == 3:
             for record in (a_release(1_000_000), a_release(3), a_release(-5)):
                 pipeline.inject("releases", seal("releases", "s", record, mac), key="s")

@@ -1,14 +1,17 @@
 """Config validation, message codecs and the audit's verdicts, without a broker."""
 
 import json
+import os
 
 import numpy as np
 import pytest
 
 from wevent.stream.audit import verify
-from wevent.stream.codecs import (DecodeError, ReportBatch, decode_message, decode_report_message, decode_users,
-                                    encode_users)
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.reports import ReportBatch, decode_report_message
+from wevent.stream.wire.messages import decode_message, decode_users, encode_users
 from wevent.stream.config import ConfigError, load_config, parse_config
+from wevent.stream.settings import Settings
 
 STREAM = {"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 4, "users": 10,
           "slot_seconds": 60, "start": "2008-02-02T00:00:00Z"}
@@ -35,8 +38,8 @@ def config(**changes):
 def test_config_errors_name_the_stream_and_field(changes, fragment):
     with pytest.raises(ConfigError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         cfg = config(**changes)
-        from wevent.stream.logic import logic_for
-        logic_for(cfg, cfg.streams[0])
+        from wevent.stream.agents.processors import logic_for
+        logic_for(cfg, cfg.streams[0], Settings())
 
 
 def test_config_files_and_noise_keys(tmp_path, monkeypatch):
@@ -46,13 +49,13 @@ def test_config_files_and_noise_keys(tmp_path, monkeypatch):
     cfg = load_config(toml)
     assert cfg.streams[0].slot_of_ms(np.array([1_200_000_000_000, 1_200_000_059_999, 1_200_000_060_000])).tolist() == [1, 1, 2]
     monkeypatch.setenv("WEVENT_NOISE_KEY", "ab" * 32)
-    assert bytes(cfg.noise_key()) == bytes.fromhex("ab" * 32)
+    assert bytes(Settings.from_environ(os.environ).noise_key(cfg)) == bytes.fromhex("ab" * 32)
     monkeypatch.setenv("WEVENT_NOISE_KEY", "zz")
     with pytest.raises(ConfigError, match="WEVENT_NOISE_KEY"):
-        cfg.noise_key()
+        Settings.from_environ(os.environ).noise_key(cfg)
     monkeypatch.delenv("WEVENT_NOISE_KEY")
     with pytest.raises(ConfigError, match="no noise key"):
-        parse_config({"streams": [STREAM]}).noise_key()
+        Settings.from_environ(os.environ).noise_key(parse_config({"streams": [STREAM]}))
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "missing.toml")
     (tmp_path / "bad.toml").write_text("streams = [")
@@ -118,33 +121,36 @@ def test_kafka_credentials_come_from_the_environment(monkeypatch):
     import faust
 
     from wevent.errors import UsageError
-    from wevent.stream.kafka import KafkaCredentials, consumer_config, producer_config
+    from wevent.stream.runtime.kafka import consumer_config, faust_credentials, producer_config
+
+    def from_env():
+        return Settings.from_environ(os.environ).kafka_credentials()
 
     for name in ("WEVENT_KAFKA_USERNAME", "WEVENT_KAFKA_PASSWORD", "WEVENT_KAFKA_SASL_MECHANISM",
                  "WEVENT_KAFKA_SECURITY_PROTOCOL"):
         monkeypatch.delenv(name, raising=False)
-    assert KafkaCredentials.from_env() is None
-    assert "sasl.username" not in producer_config("k:9092", tansu_compat=False)
+    assert from_env() is None
+    assert "sasl.username" not in producer_config("k:9092", tansu_compat=False, credentials=from_env())
     monkeypatch.setenv("WEVENT_KAFKA_USERNAME", "alice")
     monkeypatch.setenv("WEVENT_KAFKA_PASSWORD", "s3cret")
-    config = consumer_config("k:9092")
+    config = consumer_config("k:9092", credentials=from_env())
     assert (config["security.protocol"], config["sasl.mechanism"], config["sasl.username"], config["sasl.password"]) == (
         "SASL_SSL", "SCRAM-SHA-512", "alice", "s3cret")
-    credentials = KafkaCredentials.from_env().faust()
+    credentials = faust_credentials(from_env())
     assert isinstance(credentials, faust.SASLCredentials) and credentials.ssl_context is not None
     assert credentials.mechanism.value == "SCRAM-SHA-512" and credentials.username == "alice"
     monkeypatch.setenv("WEVENT_KAFKA_SECURITY_PROTOCOL", "sasl_plaintext")
     monkeypatch.setenv("WEVENT_KAFKA_SASL_MECHANISM", "plain")
-    assert KafkaCredentials.from_env().faust().ssl_context is None
+    assert faust_credentials(from_env()).ssl_context is None
     monkeypatch.setenv("WEVENT_KAFKA_SASL_MECHANISM", "kerberos-please")
     with pytest.raises(UsageError, match="WEVENT_KAFKA_SASL_MECHANISM"):
-        KafkaCredentials.from_env()
+        from_env()
 
 
 def test_truth_monitor_scores_local_releases_as_frequencies():
     from wevent.core.data import ABSENT, UserValues
-    from wevent.stream.codecs import ReleaseRecord
-    from wevent.stream.truth import TruthMonitor
+    from wevent.stream.wire.records import ReleaseRecord
+    from wevent.stream.runtime.truth import TruthMonitor
     from wevent.producers.replay import MatrixFeed
 
     feed = MatrixFeed(UserValues(np.array([[0, 1, 1, ABSENT]]), 2, start=0.0, slot_seconds=60))

@@ -15,7 +15,7 @@ pytest.importorskip("faust")  # the worker's app module; the stream extra is ins
 
 from prometheus_client import REGISTRY  # noqa: E402
 
-from wevent.topologies.app import HOLE_WAIT_SECONDS, InputGaps  # noqa: E402
+from wevent.stream.runtime.faust_patches import HOLE_WAIT_SECONDS, InputGaps  # noqa: E402
 
 TOPIC = "ldp.reports"
 APPLY, SKIP, SEEK = InputGaps.APPLY, InputGaps.SKIP, InputGaps.SEEK

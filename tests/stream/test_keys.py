@@ -7,11 +7,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import (DeadLetter, DecodeError, MeasuredMessage, internal_seal, pack_message, report_seal,
-                                    seal)
-from wevent.stream.keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark,
-                                  OpenSlotKey, PartialKey, QueryEntryKey, QueryHeadKey, ReleaseKey, RoundKey, StepKey,
-                                  StepOutputKey, stream_of)
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.messages import MeasuredMessage, pack_message
+from wevent.stream.wire.seals import internal_seal, report_seal, seal
+from wevent.stream.wire.keys import (AssemblerKey, EarlyReportsKey, MalformedKey, MechanismPartKey, OffsetMark,
+                                     OpenSlotKey, PartialKey, QueryEntryKey, QueryHeadKey, ReleaseKey, RoundKey,
+                                     StepKey, StepOutputKey, stream_of)
+from wevent.stream.settings import Settings
 from tests.stream.test_forgeries import SLOTS as FORGERY_SLOTS
 from tests.stream.test_forgeries import central_run
 from tests.stream.test_local_pipeline import SLOTS, USERS, local_config, run_pipeline
@@ -96,7 +99,7 @@ def test_reports_for_a_round_no_key_can_name_are_dead_lettered_as_malformed():
     refused at once as ``malformed``, never a worker error, and change no release."""
     values = synthetic("sin", USERS, SLOTS, seed=5).values().astype(np.int64)
     clean, _ = run_pipeline(local_config("lpa"), values)
-    device = report_seal(local_config("lpa").device_key())
+    device = report_seal(Settings().device_key(local_config("lpa")))
     bad_rounds = [("1", 1), (-1, 1), (1.5, 1), (1, None)]
 
     def inject(pipeline, slot):
@@ -119,7 +122,7 @@ def test_authentic_looking_inputs_of_impossible_slots_are_refused_by_the_publish
 
     def inject(pipeline, slot):
         if slot == 3:
-            mac = internal_seal(pipeline.config.noise_key())
+            mac = internal_seal(Settings().noise_key(pipeline.config))
             for impossible in (0, -5):
                 measured = MeasuredMessage("s", impossible, 0.0, np.zeros((1, 2), dtype=np.int64)).encode()
                 pipeline.inject("dissimilarity", seal("dissimilarity", "s", measured, mac), key="s")

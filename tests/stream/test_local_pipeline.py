@@ -12,9 +12,12 @@ from wevent.core.local.device_reports import Devices
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.core.synthetic import synthetic
 from wevent.stream.audit import verify
-from wevent.stream.codecs import DeadLetter, ReportsMessage, TickMessage, decode_message, report_seal, seal
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.messages import ReportsMessage, TickMessage, decode_message
+from wevent.stream.wire.seals import report_seal, seal
 from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import DeviceFleet
+from wevent.stream.settings import Settings
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START
 
@@ -30,7 +33,7 @@ def local_config(mechanism, **options):
 def run_pipeline(config, values, fleets=None, extra=None, reports_first=False):
     stream = config.stream("l")
     fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(config.device_key(), "l"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK))
     pipeline = InProcessPipeline(config, fleets or {"l": fleet}, reports_first)
     for slot in range(1, SLOTS + 1):  # the wall clock advances 100 s a slot (deadlines are 30 s)
         pipeline.send_slot("l", stream.slot_start(slot), stream.slot_end(slot), None, None)
@@ -82,7 +85,7 @@ def test_a_release_short_of_device_answers_says_so():
     config = local_config("lbu")  # every user asked in every slot
     stream = config.stream("l")
     fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(config.device_key(), "l"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK))
     pipeline, _ = run_pipeline(config, values, fleets={"l": LosingFleet(fleet, slot=7)})
     short = {r.slot: r.extras["asked2"] - r.extras["n2"] for r in pipeline.releases("l")
              if r.extras["n2"] < r.extras["asked2"]}
@@ -111,7 +114,7 @@ def test_bad_ldp_input_is_counted_and_changes_nothing():
     values = synthetic("sin", USERS, SLOTS, seed=5).values().astype(np.int64)
     clean, _ = run_pipeline(local_config("lpa"), values)
 
-    device = report_seal(local_config("lpa").device_key())  # a faulty device: its reports are signed
+    device = report_seal(Settings().device_key(local_config("lpa")))  # a faulty device: its reports are signed
 
     def inject(pipeline, slot):
         key = "l"
@@ -139,7 +142,7 @@ def test_duplicates_and_unrequested_users_are_rejected_by_the_collector():
     config = local_config("lpa")
     stream = config.stream("l")
     fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(config.device_key(), "l"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK))
 
     class Misbehaving:  # answers twice, and also for a user who was not asked
         def answer(self, request):

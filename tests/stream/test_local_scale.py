@@ -12,6 +12,7 @@ from wevent.core.local.device_reports import Devices
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import DeviceFleet
+from wevent.stream.settings import Settings
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START
 
@@ -39,7 +40,7 @@ def test_taobao_scale_messages_stay_bounded_and_releases_equal_the_simulation():
     values = rng.choice(DOMAIN, (SLOTS, USERS), p=popularity / popularity.sum()).astype(np.int8)
     stream = config.stream("t")
     fleet = DeviceFleet(stream, UserValues(values, DOMAIN, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(config.device_key(), "t"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "t"), block_size=BLOCK))
     pipeline = InProcessPipeline(config, {"t": fleet})
     pipeline.tables = {name: WrittenSizes() for name in pipeline.tables}
     for slot in range(1, SLOTS + 1):

@@ -8,10 +8,15 @@ from wevent.core.central.dissimilarity import Dissimilarity
 from wevent.core.local import Request
 from wevent.core.local.protocol import LocalDissimilarity
 from wevent.core.randomness import Phase
-from wevent.stream.codecs import (DeadLetter, DecodeError, DissimilarityMessage, MeasuredMessage, PartialMessage,
-                                    ReadyMessage, ReportsMessage, RequestMessage, SupportMessage, TickMessage,
-                                    decode_message, pack_message)
-from wevent.stream.processors import Out, Processors
+from wevent.stream.wire.records import DeadLetter
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.messages import (DissimilarityMessage, MeasuredMessage, PartialMessage, ReadyMessage,
+                                         ReportsMessage, RequestMessage, SupportMessage, TickMessage, decode_message,
+                                         pack_message)
+from wevent.stream.agents.base import Out
+from wevent.stream.agents.processors import Processors
+from wevent.stream.settings import Settings
+from tests.stream.test_local_pipeline import local_config
 from tests.stream.test_processors import config_for
 
 REQUEST = Request(7, Phase.DISSIMILARITY, 0.5, "grr", 3, 40, np.array([2, 9, 30]))
@@ -62,14 +67,28 @@ def test_every_kind_writes_the_bytes_of_its_dict_and_reads_them_back(message, be
     assert same(type(message).decode(before).to_fields(), message.to_fields())
 
 
-def test_a_local_dissimilarity_travels_by_name_and_is_still_read_as_a_list():
+def test_a_local_dissimilarity_travels_by_name_and_a_list_is_refused():
     dis = LocalDissimilarity(7, 0.125, 0.5, 30, 0.01)
     message = DissimilarityMessage("l", 7, dis)
     assert packing.unpack(message.encode())["dis"] == {"slot": 7, "value": 0.125, "epsilon": 0.5, "reporters": 30,
                                                        "variance": 0.01}
     assert decode_message(message.encode()).dissimilarity == dis
     positional = written_before("dissimilarity", {"stream": "l", "slot": 7, "dis": [7, 0.125, 0.5, 30, 0.01]})
-    assert decode_message(positional).dissimilarity == dis
+    with pytest.raises(DecodeError, match="^malformed dissimilarity message: a dissimilarity of an older layout "):
+        decode_message(positional)
+
+
+def test_a_message_of_an_older_layout_is_dead_lettered_in_one_line_and_changes_nothing():
+    """M2 refuses a local-model dissimilarity whose fields travel as a list, the layout before they
+    were named, with one line naming the layout and the upgrade path."""
+    m2 = Processors.build(local_config("lpa"), Settings()).publication
+    positional = written_before("dissimilarity", {"stream": "l", "slot": 1, "dis": [1, 0.125, 0.5, 30, 0.01]})
+    sealed = m2.keys.sealed(Out("dissimilarity", positional, "l")).value
+    outputs, updates, events = m2.process(sealed, "dissimilarity", 0, 0, {}.get, 0.0)
+    [letter] = [DeadLetter.from_json(out.value) for out in outputs]
+    assert (letter.reason, updates, events.dead_letters) == ("malformed", {}, {"malformed": 1})
+    assert letter.detail == ("malformed dissimilarity message: a dissimilarity of an older layout (without its "
+                             "fields' names): this version reads only its own; drain the stream and start a new one")
 
 
 @pytest.mark.parametrize("data, match", [
@@ -78,7 +97,7 @@ def test_a_local_dissimilarity_travels_by_name_and_is_still_read_as_a_list():
     (pack_message("reports", {"stream": "l", "slot": "3", "phase": 1, "users": [], "reports": []}),
      "slot must be an integer"),
     (pack_message("ready", {"stream": 5, "slot": 3, "closed_at": 1.0}), "stream must be text"),
-    (pack_message("dissimilarity", {"stream": "l", "slot": 3, "dis": [3, 0.1]}), "of the wrong type"),
+    (pack_message("dissimilarity", {"stream": "l", "slot": 3, "dis": [3, 0.1]}), "of an older layout"),
     (b"WEVS1 but not really", "malformed internal message"),
 ])
 def test_a_message_no_writer_sends_is_a_decode_error(data, match):
@@ -94,7 +113,7 @@ def test_a_kind_read_where_another_is_expected_is_a_decode_error():
 def test_an_authentic_message_of_a_kind_a_processor_does_not_read_is_dead_lettered():
     """M1 took any message on ``slots`` other than a support for a partial, and failed on a field
     a partial has."""
-    m1 = Processors.build(config_for(("s", "ba"))).dissimilarity
+    m1 = Processors.build(config_for(("s", "ba")), Settings()).dissimilarity
     sealed = m1.keys.sealed(Out("slots", ReadyMessage("s", 1, 0.0).encode(), "s")).value
     outputs, updates, events = m1.process(sealed, "slots", 0, 0, {}.get, 0.0)
     assert [DeadLetter.from_json(out.value).reason for out in outputs] == ["malformed"] and updates == {}

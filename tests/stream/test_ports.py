@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 
-from wevent.stream.broker import LOWEST_PORT, ephemeral_ports, free_port
+from wevent.stream.runtime.broker import LOWEST_PORT, ephemeral_ports, free_port
 
 
 def test_free_ports_lie_outside_the_ephemeral_range_and_can_be_listened_on():

@@ -8,7 +8,8 @@ import pytest
 from wevent.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.core.synthetic import synthetic
-from wevent.stream.codecs import DeadLetter, ReleaseRecord, ReportBatch, Watermark
+from wevent.stream.wire.records import DeadLetter, ReleaseRecord
+from wevent.stream.wire.reports import ReportBatch, Watermark
 from wevent.stream.config import parse_config
 from tests.stream.harness import InProcessPipeline
 
@@ -94,7 +95,7 @@ def test_duplicates_within_an_open_slot_are_rejected():
     letters = dead_letters(pipeline)
     assert [(d.reason, d.payload["count"]) for d in letters] == [("duplicate", 1), ("duplicate", 1)]
     partial = [v for v in pipeline.log["slots"]]
-    from wevent.stream.codecs import PartialMessage
+    from wevent.stream.wire.messages import PartialMessage
     counts = PartialMessage.decode(partial[0]).counts
     assert counts.tolist() == [[1, 1]]  # user 1 -> value 0 (first report), user 2 -> value 1
 
@@ -135,7 +136,7 @@ def test_lost_state_reprocessing_reemits_identical_releases():
     first = [r.to_json() for r in pipeline.releases("s")]
     # roll M2 back to slot 6 and redeliver M1's messages for slots 7..10
     pipeline.tables["m2"] = snapshot
-    from wevent.stream.codecs import MeasuredMessage
+    from wevent.stream.wire.messages import MeasuredMessage
     measured = [v for v in pipeline.log["dissimilarity"] if MeasuredMessage.decode(v).slot > 6]
     before = len(pipeline.log["releases"])
     for value in measured:
@@ -216,7 +217,7 @@ def test_personalized_stream_equals_simulation_and_audits_per_type(mechanism):
 
 
 def test_seen_users_switch_from_ids_to_a_bitset_and_agree():
-    from wevent.stream.processors import seen_add, seen_contains
+    from wevent.stream.agents.seen import seen_add, seen_contains
 
     rng = np.random.default_rng(0)
     population = 10_000
@@ -249,3 +250,28 @@ def test_changed_mechanism_parameters_stop_the_stream_instead_of_mixing_mechanis
     assert not changed.releases("s") and released == 5
     reasons = {DeadLetter.from_json(v).reason for v in changed.log["deadletter"]}
     assert reasons == {"config_changed"}
+
+
+def test_a_mechanism_state_of_an_older_layout_is_dead_lettered_and_nothing_more_is_released():
+    """M2's state as a version before noise kinds stored it: refused in one line, never continued
+    under today's default noise."""
+    from wevent.core import packing
+    from wevent.stream.agents.publish import PublicationState
+
+    values = synthetic("sin", 600, 4, seed=5).values()
+    pipeline = InProcessPipeline(config_for(("s", "ba"), users=600))
+    feed(pipeline, "s", values[:2], 2)
+    assert [r.slot for r in pipeline.releases("s")] == [1, 2]
+    state = PublicationState.unpack(pipeline.tables["m2"]["s"])
+    mechanism = packing.unpack(state.mechanism)  # small enough to have no parts
+    del mechanism["params"]["noise"]
+    state.mechanism = packing.pack(mechanism)
+    pipeline.tables["m2"]["s"] = before = state.pack()
+    for slot in (3, 4):
+        pipeline.send_slot("s", START + (slot - 1) * 60, START + slot * 60, np.arange(600), values[slot - 1])
+    pipeline.run()
+    letters = [DeadLetter.from_json(v) for v in pipeline.log["deadletter"]]
+    assert {(d.reason, d.stream) for d in letters} == {("unreadable_state", "s")}
+    assert letters[0].detail == ("a ba state of an older layout (without noise): this version reads only its own; "
+                                 "drain the stream and start a new one")
+    assert [r.slot for r in pipeline.releases("s")] == [1, 2] and pipeline.tables["m2"]["s"] == before

@@ -7,7 +7,8 @@ from wevent.core.decayed import RTPDMM, CombinedIndex, ReleaseIndex
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.core.synthetic import synthetic
 from wevent.stream.config import ConfigError, parse_config
-from wevent.stream.query import QueryService, release_variance
+from wevent.stream.agents.index import QueryService, release_variance
+from wevent.stream.settings import Settings
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, feed
 
@@ -26,7 +27,7 @@ def build(mode="A", epsilon=None, mechanism="ba"):
 def run(config):
     pipeline = InProcessPipeline(config)
     feed(pipeline, "s", synthetic("sin", 800, SLOTS, seed=9).values(), SLOTS)
-    service = QueryService({s.name: s for s in config.streams}, lambda n: DerivedRandomness(config.noise_key(), n))
+    service = QueryService({s.name: s for s in config.streams}, lambda n: DerivedRandomness(Settings().noise_key(config), n))
     table = {}
     for topic in ("releases", "dissimilarity"):
         for value in pipeline.log[topic]:
@@ -117,7 +118,7 @@ def test_a_restarted_mode_b_index_answers_bit_identically_at_every_restart_point
     config = build("B", epsilon=0.25, mechanism="bd")
     pipeline = InProcessPipeline(config)
     feed(pipeline, "s", synthetic("sin", 800, SLOTS, seed=9).values(), SLOTS)
-    service = QueryService({s.name: s for s in config.streams}, lambda n: DerivedRandomness(config.noise_key(), n))
+    service = QueryService({s.name: s for s in config.streams}, lambda n: DerivedRandomness(Settings().noise_key(config), n))
     table = {}
     for value in pipeline.log["dissimilarity"]:
         service.ingest(value, "dissimilarity", table.get, table.__setitem__, lambda k: table.pop(k, None))
@@ -151,15 +152,15 @@ def served_slots(config, values, slots, **mechanism_options):
     to the query service, and queries that slot alone: (record, answer, standard error) per slot."""
     from wevent.core.local import MECHANISMS
     from wevent.core.local.device_reports import Devices
-    from wevent.stream.logic import logic_for
+    from wevent.stream.agents.processors import logic_for
 
     stream = config.stream("l")
-    logic = logic_for(config, stream)
+    logic = logic_for(config, stream, Settings())
     mechanism = MECHANISMS[stream.mechanism](1.0, LOCAL_W, stream.domain, LOCAL_USERS, oracle=stream.oracle,
-                                             randomness=DerivedRandomness(config.noise_key(), "l"),
+                                             randomness=DerivedRandomness(Settings().noise_key(config), "l"),
                                              devices=Devices.from_seed(3, "l"), **stream.mechanism_options,
                                              **mechanism_options)
-    service = QueryService({stream.name: stream}, lambda n: DerivedRandomness(config.noise_key(), n))
+    service = QueryService({stream.name: stream}, lambda n: DerivedRandomness(Settings().noise_key(config), n))
     table, served = {}, []
     for t in range(1, slots + 1):
         record = logic.record(mechanism, mechanism.step(values), np.zeros(1))
@@ -227,17 +228,17 @@ def test_lp_rescuedp_streams_refuse_range_queries_with_the_reason():
 
     from wevent.core.local.device_reports import Devices
     from wevent.core.local.lp_rescue import LPRescueDP
-    from wevent.stream.logic import logic_for
+    from wevent.stream.agents.processors import logic_for
 
     with pytest.raises(ConfigError, match="Kalman"):
         local_query_config("lp-rescuedp")
     config = local_query_config("lpa")
     config = replace(config, streams=(replace(config.stream("l"), mechanism="lp-rescuedp"),))
     stream = config.stream("l")
-    mechanism = LPRescueDP(1.0, LOCAL_W, LOCAL_D, LOCAL_USERS, randomness=DerivedRandomness(config.noise_key(), "l"),
+    mechanism = LPRescueDP(1.0, LOCAL_W, LOCAL_D, LOCAL_USERS, randomness=DerivedRandomness(Settings().noise_key(config), "l"),
                            devices=Devices.from_seed(3, "l"))
-    record = logic_for(config, stream).record(mechanism, mechanism.step(np.zeros(LOCAL_USERS, dtype=int)), np.zeros(1))
-    service = QueryService({"l": stream}, lambda n: DerivedRandomness(config.noise_key(), n))
+    record = logic_for(config, stream, Settings()).record(mechanism, mechanism.step(np.zeros(LOCAL_USERS, dtype=int)), np.zeros(1))
+    service = QueryService({"l": stream}, lambda n: DerivedRandomness(Settings().noise_key(config), n))
     table = {}
     service.ingest(record.to_bytes(), "releases", table.get, table.__setitem__, lambda k: table.pop(k, None))
     assert table == {}  # nothing indexed
@@ -254,7 +255,7 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
     from wevent.core.local.oracles import make_oracle
     from wevent.core.local.device_reports import Devices
     from wevent.producers.device_fleet import DeviceFleet
-    from wevent.stream.codecs import TickMessage
+    from wevent.stream.wire.messages import TickMessage
     from tests.stream.test_local_pipeline import BLOCK, SLOTS, USERS, W
 
     config = parse_config({"seed": 13, "report_partitions": 2, "stream_partitions": 1, "streams": [{
@@ -263,7 +264,7 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
         "query": {"mode": "A", "window": WINDOW, "decay": DECAY}}]})
     values = synthetic("sin", USERS, SLOTS, seed=3).values().astype(np.int64)
     half = DeviceFleet(config.stream("l"), UserValues(values, 2, start=START, slot_seconds=60),
-                       Devices(DerivedRandomness(config.device_key(), "l"), block_size=BLOCK), shard=0, shards=2)
+                       Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), shard=0, shards=2)
     pipeline = InProcessPipeline(config, {"l": half})
     stream = config.stream("l")
     for slot in range(1, SLOTS + 1):
@@ -272,7 +273,7 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
         for phase_deadline in (40.0, 80.0):  # the collector closes M1's round, then M2's, at their deadlines
             pipeline.produce("ldp.reports", TickMessage("l").encode(), key="l")
             pipeline.run(now=100.0 * slot + phase_deadline)
-    service = QueryService({"l": config.stream("l")}, lambda n: DerivedRandomness(config.noise_key(), n))
+    service = QueryService({"l": config.stream("l")}, lambda n: DerivedRandomness(Settings().noise_key(config), n))
     table, fresh = {}, 0
     for record in pipeline.releases("l"):
         service.ingest(record.to_bytes(), "releases", table.get, table.__setitem__, lambda k: table.pop(k, None))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import logging
 
-from wevent.stream.health import RateLimit
+from wevent.stream.runtime.health import RateLimit
 
 
 class Clock:
@@ -66,9 +66,9 @@ def test_a_traceback_is_folded_into_the_line_and_other_loggers_pass():
 def test_a_command_logs_a_dead_broker_once_per_interval():
     from confluent_kafka import Producer
 
-    from wevent.stream.broker import free_port
-    from wevent.stream.health import kafka_log, log_client_errors
-    from wevent.stream.kafka import producer_config
+    from wevent.stream.runtime.broker import free_port
+    from wevent.stream.runtime.kafka import kafka_log, producer_config
+    from wevent.stream.runtime.health import log_client_errors
 
     out = io.StringIO()
     log_client_errors(out, interval=60.0)

@@ -8,9 +8,13 @@ import zlib
 
 import numpy as np
 
-from wevent.stream.codecs import ReleaseRecord, ReportBatch, Watermark, decode_message, unseal
+from wevent.stream.wire.records import ReleaseRecord
+from wevent.stream.wire.reports import ReportBatch, Watermark
+from wevent.stream.wire.messages import decode_message
+from wevent.stream.wire.seals import unseal
 from wevent.stream.config import parse_config
-from wevent.stream.processors import Processors
+from wevent.stream.agents.processors import Processors
+from wevent.stream.settings import Settings
 from tests.stream.harness import InProcessPipeline
 
 START = 1_201_910_400.0
@@ -29,7 +33,7 @@ def key_partition(key: str) -> int:
 
 def test_the_assembler_resumes_after_the_lowest_offset_every_stream_applied():
     config = two_streams()
-    assembler = Processors.build(config).assembler
+    assembler = Processors.build(config, Settings()).assembler
     table = {}
 
     def apply(raw, offset):

@@ -8,11 +8,15 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from wevent.core.synthetic import synthetic
-from wevent.stream import schemas
-from wevent.stream.codecs import (AuditRecord, DeadLetter, DecodeError, ReleaseRecord, TickMessage, Watermark,
-                                    decode_report_message, json_report, pack_message, request_seal, seal, unseal)
+from wevent.stream.wire import schemas
+from wevent.stream.wire.records import AuditRecord, DeadLetter, ReleaseRecord
+from wevent.stream.wire.format import DecodeError
+from wevent.stream.wire.messages import TickMessage, pack_message
+from wevent.stream.wire.reports import Watermark, decode_report_message, json_report
+from wevent.stream.wire.seals import request_seal, seal, unseal
 from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import SignedRequests
+from wevent.stream.settings import Settings
 from tests.stream import test_local_pipeline as local
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, config_for, feed
@@ -146,7 +150,7 @@ def test_report_readers_keep_unknown_fields_and_unversioned_messages():
 
 def test_devices_keep_a_signed_request_with_an_unknown_header_field():
     config = local.local_config("lpa")
-    signer = request_seal(config.noise_key())
+    signer = request_seal(Settings().noise_key(config))
     reader = SignedRequests("l", signer.public())
     fields = {"stream": "l", "slot": 4, "phase": 1, "epsilon": 0.5, "oracle": "grr", "domain_size": 2,
               "population": local.USERS, "users": None, "bound": None}

@@ -5,7 +5,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wevent.stream.processors import REJECT_REASONS, Assembler, seen_add, seen_contains
+from wevent.stream.agents.assemble import REJECT_REASONS, Assembler
+from wevent.stream.agents.seen import seen_add, seen_contains
 
 POPULATION = 300
 batches = st.lists(st.lists(st.integers(0, POPULATION - 1), max_size=80).map(sorted) | st.lists(

@@ -1,5 +1,5 @@
-"""The processors' table values as types: each packs to the very dict the processors stored, so
-that a changelog written before restores, and reads it back."""
+"""The processors' table values as types: each packs to the very dict the processors store, and
+reads it back; a value of an older layout is refused."""
 
 import numpy as np
 import pytest
@@ -7,10 +7,12 @@ import pytest
 from wevent.core import packing
 from wevent.core.local import Request
 from wevent.core.randomness import Phase
-from wevent.stream.codecs import ReportsMessage
-from wevent.stream.processors import (AssemblerState, CollectorState, DissimilarityState, KeptOutputs,
-                                        MechanismPart, OpenSlot, PendingPartial, PublicationState, Round,
-                                        RoundRequest, SideKeys)
+from wevent.stream.wire.messages import ReportsMessage
+from wevent.stream.agents.assemble import AssemblerState, OpenSlot
+from wevent.stream.agents.collect import CollectorState, Round, RoundRequest
+from wevent.stream.agents.measure import DissimilarityState, PendingPartial
+from wevent.stream.agents.publish import KeptOutputs, MechanismPart, PublicationState
+from wevent.stream.agents.base import SideKeys
 
 REQUEST = Request(4, Phase.PUBLICATION, 0.5, "grr", 2, 3000, np.arange(0, 3000, 3))
 ROUND = {"asked": 1000, "answered_at": np.array([0, 5, 9]), "support": np.array([2.0, 1.0]), "n": 3,
@@ -46,14 +48,28 @@ def test_fresh_heads_start_with_their_offsets():
     assert list(CollectorState({}, [], {}).to_fields()) == ["offsets", "rounds", "closed", "early"]
 
 
-def test_a_round_of_the_first_layout_is_read_by_position_and_keeps_its_request_inline():
+FIELDS = [(kind, stored) for kind, stored in STORED if kind not in (MechanismPart, KeptOutputs, RoundRequest,
+                                                                      ReportsMessage)]  # their fields are their keys
+
+
+@pytest.mark.parametrize("kind, stored", FIELDS, ids=[kind.__name__ for kind, _ in FIELDS])
+def test_a_value_of_an_older_layout_is_refused_in_one_line(kind, stored):
+    """A value without one of the fields this version writes is of an older layout: refused, not
+    read with a default in its place."""
+    older = packing.unpack(packing.pack(stored))
+    del older[next(iter(older))]
+    with pytest.raises(packing.LayoutError, match="of an older layout .* drain the stream and start a new one") \
+            as refused:
+        kind.from_fields(older)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_round_of_the_first_layout_is_refused():
     """The first layout held the request inline and the answered users by id."""
     first = {"asked": 1000, "support": None, "n": 2, "deadline": 130.5, "answered": np.array([0, 27]),
              "request": REQUEST.to_dict()}
-    round_ = Round.from_fields(packing.unpack(packing.pack(first)))
-    assert round_.answered_at.tolist() == [0, 9]  # users 0 and 27 are the 1st and 10th asked
-    assert round_.inline_request.to_dict() == REQUEST.to_dict()
-    assert packing.unpack(packing.pack(round_.to_fields()))["request"]["slot"] == 4
+    with pytest.raises(packing.LayoutError, match="a Round of an older layout \\(without answered_at\\)"):
+        Round.from_fields(packing.unpack(packing.pack(first)))
 
 
 def test_side_keys_are_read_as_their_type_and_written_before_the_head_and_deletions():

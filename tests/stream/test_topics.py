@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wevent.stream import topics
+from wevent.stream.wire import topics
 from wevent.stream.config import parse_config
 
 WIRE_NAMES = [t.name for t in topics.TOPICS]

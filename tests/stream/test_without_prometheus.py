@@ -22,14 +22,15 @@ sys.meta_path.insert(0, NoPrometheus())
 
 import numpy as np
 
-from wevent.stream.codecs import ReportBatch, Watermark
+from wevent.stream.wire.reports import ReportBatch, Watermark
 from wevent.stream.config import parse_config
-from wevent.stream.processors import Processors
+from wevent.stream.agents.processors import Processors
+from wevent.stream.settings import Settings
 
 config = parse_config({"seed": 1, "report_partitions": 1, "stream_partitions": 1, "streams": [{
     "name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 2, "users": 4,
     "slot_seconds": 60, "start": 0.0}]})
-assembler = Processors.build(config).assembler
+assembler = Processors.build(config, Settings()).assembler
 table = {}
 seen = []
 for offset, raw in enumerate([ReportBatch("s", np.arange(4), np.array([0, 1, 1, 7]), np.full(4, 1000)).encode(),

@@ -165,12 +165,6 @@ class CentralMechanism(Mechanism):
         return {**super()._params(), "domain_size": self.domain_size, "clamp_round": self.clamp_round,
                 "noise": self.noise}
 
-    @classmethod
-    def _stored_params(cls, params: dict[str, Any]) -> dict[str, Any]:
-        # States written before noise kinds existed drew continuous Laplace: restore them as such,
-        # so that a stream configured with the new default is refused rather than switched.
-        return {"noise": "laplace", **params}
-
     def _dynamic(self) -> dict[str, Any]:
         return {"last_release": np.array(self.last_release)}
 

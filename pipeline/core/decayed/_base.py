@@ -141,11 +141,6 @@ class DecayedRangeIndex(abc.ABC):
         return {"window": self.window, "decay": self.decay, "bins": self.bins, "block_size": self.block_size,
                 "first_slot": self.first_slot}
 
-    @classmethod
-    def _stored_params(cls, params: dict[str, Any]) -> dict[str, Any]:
-        """Constructor arguments from a stored state's params (a subclass fills in defaults older states lack)."""
-        return params
-
     @abc.abstractmethod
     def _dynamic(self) -> dict[str, Any]:
         """Everything that changes from slot to slot (released values only)."""
@@ -173,6 +168,9 @@ def restore_index(data: bytes | str, randomness: DerivedRandomness | None = None
     if cls.randomised and randomness is None:
         raise ParameterError(f"restoring {cls.name} needs the stream's randomness (its key re-derives the noise)")
     hooks: dict[str, Any] = {"randomness": randomness} if cls.randomised else {}
-    index = cls(**cls._stored_params(state["params"]), **hooks)
+    index = cls(**state["params"], **hooks)
+    missing = sorted(set(index._params()) - set(state["params"]))  # a parameter defaulted now may differ from then
+    if missing:
+        raise packing.LayoutError(f"a {cls.name} index state", missing)
     index._load(state["dynamic"])
     return index

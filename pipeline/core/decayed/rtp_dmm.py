@@ -207,11 +207,6 @@ class RTPDMM(DecayedRangeIndex):
                 "neighbours": self.neighbours, "contribution_bound": self.contribution_bound,
                 "lambda_variant": self.lambda_variant, "noise_mode": self.noise_mode, "noise": self.noise}
 
-    @classmethod
-    def _stored_params(cls, params: dict[str, Any]) -> dict[str, Any]:
-        # States written before noise kinds existed drew Laplace node noise: restore them as such.
-        return {"noise": "laplace", **params}
-
     def _dynamic(self) -> dict[str, Any]:
         return self._store.state_dict()
 

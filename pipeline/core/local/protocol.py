@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..base import StepResult
+from ..packing import LayoutError
 from ..randomness import Phase
 from .oracle import LocalOracle
 from .oracles import make_oracle
@@ -90,7 +91,7 @@ class LocalDissimilarity:
     """M1's output: ``dis = mean_k (c1[k] - r_l[k])^2 - V(eps_1, n_1)`` from ``reporters`` reports.
 
     >>> d = LocalDissimilarity(4, 0.25, 0.5, 120, 0.01)
-    >>> LocalDissimilarity.from_dict(d.to_dict()) == d == LocalDissimilarity.from_dict([4, 0.25, 0.5, 120, 0.01])
+    >>> LocalDissimilarity.from_dict(d.to_dict()) == d
     True
     """
 
@@ -105,11 +106,10 @@ class LocalDissimilarity:
                 "variance": self.variance}
 
     @classmethod
-    def from_dict(cls, data: dict | list) -> "LocalDissimilarity":
-        """Inverse of :meth:`to_dict`; also reads the list of the five fields in order, which
-        states and messages held before they were named."""
-        if isinstance(data, list):
-            data = dict(zip(("slot", "value", "epsilon", "reporters", "variance"), data, strict=True))
+    def from_dict(cls, data: dict) -> "LocalDissimilarity":
+        """Inverse of :meth:`to_dict`."""
+        if not isinstance(data, dict):  # the five fields in a list: the layout before they were named
+            raise LayoutError("a dissimilarity", ["its fields' names"])
         return cls(int(data["slot"]), float(data["value"]), float(data["epsilon"]), int(data["reporters"]),
                    float(data["variance"]))
 

@@ -2,157 +2,35 @@
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+import logging
 from typing import Iterator
 
 import numpy as np
 
-from .codecs import ReportBatch, Watermark, report_partition
-from .health import kafka_log
-from .topics import REPORTS
+from ..settings import KafkaCredentials
+from ..wire.reports import ReportBatch, Watermark, report_partition
+from ..wire.topics import REPORTS
+
+kafka_log = logging.getLogger("wevent.kafka")
+kafka_log.addHandler(logging.NullHandler())  # no handler configured (a CLI): silent, not Python's last resort
 
 MAX_REPORTS_PER_MESSAGE = 65_536  # 512 KiB of report payload: under Kafka's default 1 MiB message limit
 
-# How to reach Kafka securely comes from the environment (the Helm chart fills it from its Secret).
-SECURITY_ENV = {"protocol": "WEVENT_KAFKA_SECURITY_PROTOCOL", "mechanism": "WEVENT_KAFKA_SASL_MECHANISM",
-                "username": "WEVENT_KAFKA_USERNAME", "password": "WEVENT_KAFKA_PASSWORD",
-                "cafile": "WEVENT_KAFKA_SSL_CAFILE", "certfile": "WEVENT_KAFKA_SSL_CERTFILE",
-                "keyfile": "WEVENT_KAFKA_SSL_KEYFILE", "key_password": "WEVENT_KAFKA_SSL_KEY_PASSWORD"}
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+def faust_credentials(credentials: KafkaCredentials):
+    """Faust's credentials (for its aiokafka clients), or None for plain TCP."""
+    import faust
+
+    context = credentials.ssl_context()
+    if credentials.sasl:
+        return faust.SASLCredentials(username=credentials.username, password=credentials.password,
+                                     mechanism=credentials.mechanism, ssl_context=context)
+    return faust.SSLCredentials(context) if context is not None else None
 
 
-@dataclass(frozen=True)
-class KafkaCredentials:
-    """How the clients reach Kafka: TLS, SASL, both, or neither.
-
-    Read from the environment by :meth:`from_env`, which refuses an incoherent combination with
-    one line (a password without SASL, a certificate without TLS, a file that cannot be read).
-
-    Parameters
-    ----------
-    protocol : str
-        ``PLAINTEXT``, ``SSL`` (TLS, and mutual TLS with a client certificate), ``SASL_PLAINTEXT``
-        or ``SASL_SSL``.
-    mechanism, username, password : str or None
-        SASL (``PLAIN``, ``SCRAM-SHA-256`` or ``SCRAM-SHA-512``); only with a ``SASL_`` protocol.
-    cafile : str or None
-        PEM file of the certificate authorities to trust instead of the system's.
-    certfile, keyfile, key_password : str or None
-        The client's PEM certificate and private key (mutual TLS), and the key's password.
-    """
-
-    protocol: str = "PLAINTEXT"
-    mechanism: str | None = None
-    username: str | None = None
-    password: str | None = None
-    cafile: str | None = None
-    certfile: str | None = None
-    keyfile: str | None = None
-    key_password: str | None = None
-
-    @property
-    def tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def sasl(self) -> bool:
-        return self.protocol.startswith("SASL_")
-
-    @classmethod
-    def from_env(cls) -> "KafkaCredentials | None":
-        """The settings in WEVENT_KAFKA_*, or None when none is set (plain TCP, no authentication).
-
-        The protocol defaults to ``SASL_SSL`` when a username is set, else to ``PLAINTEXT``.
-        """
-        from ..errors import UsageError
-
-        env = {name: os.environ.get(variable) or None for name, variable in SECURITY_ENV.items()}
-        if not any(env.values()):
-            return None
-        protocol = (env["protocol"] or ("SASL_SSL" if env["username"] else "PLAINTEXT")).upper()
-        if protocol not in SECURITY_PROTOCOLS:
-            raise UsageError(f"{SECURITY_ENV['protocol']} must be one of {', '.join(SECURITY_PROTOCOLS)}, got {protocol!r}")
-        sasl = protocol.startswith("SASL_")
-        mechanism = (env["mechanism"] or "SCRAM-SHA-512").upper() if sasl else env["mechanism"]
-        if sasl and mechanism not in SASL_MECHANISMS:
-            raise UsageError(f"{SECURITY_ENV['mechanism']} must be one of {', '.join(SASL_MECHANISMS)}, got {mechanism!r}")
-        if sasl and not (env["username"] and env["password"]):
-            raise UsageError(f"{SECURITY_ENV['protocol']}={protocol} needs {SECURITY_ENV['username']} and "
-                             f"{SECURITY_ENV['password']}")
-        for name in ("mechanism", "username", "password") if not sasl else ():
-            if env[name]:
-                raise UsageError(f"{SECURITY_ENV[name]} is set but {SECURITY_ENV['protocol']}={protocol} has no SASL "
-                                 "(use SASL_SSL or SASL_PLAINTEXT)")
-        tls = protocol in ("SSL", "SASL_SSL")
-        for name in ("cafile", "certfile", "keyfile", "key_password") if not tls else ():
-            if env[name]:
-                raise UsageError(f"{SECURITY_ENV[name]} is set but {SECURITY_ENV['protocol']}={protocol} has no TLS "
-                                 "(use SSL or SASL_SSL)")
-        if bool(env["certfile"]) != bool(env["keyfile"]):
-            raise UsageError(f"{SECURITY_ENV['certfile']} and {SECURITY_ENV['keyfile']} go together (mutual TLS)")
-        if env["key_password"] and not env["keyfile"]:
-            raise UsageError(f"{SECURITY_ENV['key_password']} is set without {SECURITY_ENV['keyfile']}")
-        credentials = cls(protocol, mechanism, env["username"], env["password"], env["cafile"], env["certfile"],
-                          env["keyfile"], env["key_password"])
-        credentials.ssl_context()  # unreadable or mismatched files: one line now, not a failure in every client
-        return credentials
-
-    def ssl_context(self):
-        """The TLS context of Python clients (Faust's), or None without TLS; UsageError for bad files."""
-        import ssl
-
-        from ..errors import UsageError
-
-        if not self.tls:
-            return None
-        try:
-            context = ssl.create_default_context(cafile=self.cafile)
-        except OSError as exc:  # ssl.SSLError included
-            raise UsageError(f"{SECURITY_ENV['cafile']}={self.cafile}: not a readable PEM file of CA certificates "
-                             f"({_reason(exc)})") from None
-        if self.certfile:
-            try:
-                # never None: OpenSSL would prompt on the terminal for the password of an encrypted key
-                context.load_cert_chain(self.certfile, self.keyfile, self.key_password or "")
-            except OSError as exc:
-                raise UsageError(f"{SECURITY_ENV['certfile']}={self.certfile} with {SECURITY_ENV['keyfile']}="
-                                 f"{self.keyfile}: not a client certificate and its key ({_reason(exc)})") from None
-        return context
-
-    def librdkafka(self) -> dict:
-        config = {"security.protocol": self.protocol}
-        if self.sasl:
-            config.update({"sasl.mechanism": self.mechanism, "sasl.username": self.username,
-                           "sasl.password": self.password})
-        optional = {"ssl.ca.location": self.cafile, "ssl.certificate.location": self.certfile,
-                    "ssl.key.location": self.keyfile, "ssl.key.password": self.key_password}
-        return config | {key: value for key, value in optional.items() if value}
-
-    def faust(self):
-        """Faust's credentials (for its aiokafka clients), or None for plain TCP."""
-        import faust
-
-        context = self.ssl_context()
-        if self.sasl:
-            return faust.SASLCredentials(username=self.username, password=self.password, mechanism=self.mechanism,
-                                         ssl_context=context)
-        return faust.SSLCredentials(context) if context is not None else None
-
-
-def _reason(exc: OSError) -> str:
-    """A TLS or file error in a few words: OpenSSL's reason (``KEY_VALUES_MISMATCH``) or the system's."""
-    import ssl
-
-    if isinstance(exc, ssl.SSLError):
-        return exc.reason or "not PEM, or an encrypted key without its password"
-    return exc.strerror or str(exc)
-
-
-def client_config(bootstrap: str) -> dict:
-    """What every confluent client needs: the servers, and the credentials if any."""
-    credentials = KafkaCredentials.from_env()
+def client_config(bootstrap: str, credentials: KafkaCredentials | None = None) -> dict:
+    """What every confluent client needs: the servers, and the credentials if any
+    (:meth:`Settings.kafka_credentials <wevent.stream.settings.Settings.kafka_credentials>`)."""
     # Warnings and errors only, through Python logging (rate-limited in a worker, silent in a
     # command): librdkafka itself prints every failed reconnection to stderr, thousands of lines
     # when a broker dies. Callers learn of failures from their calls and delivery reports.
@@ -160,9 +38,9 @@ def client_config(bootstrap: str) -> dict:
             **(credentials.librdkafka() if credentials else {})}
 
 
-def producer_config(bootstrap: str, tansu_compat: bool) -> dict:
+def producer_config(bootstrap: str, tansu_compat: bool, credentials: KafkaCredentials | None = None) -> dict:
     config = {
-        **client_config(bootstrap),
+        **client_config(bootstrap, credentials),
         # Java-compatible key hashing, as Faust (aiokafka) uses: keyed messages from any client
         # land on the partition a Faust table expects.
         "partitioner": "murmur2_random",
@@ -180,9 +58,10 @@ def producer_config(bootstrap: str, tansu_compat: bool) -> dict:
 TANSU_FETCH_WAIT_MS = 20
 
 
-def consumer_config(bootstrap: str, group: str | None = None, tansu_compat: bool = False) -> dict:
+def consumer_config(bootstrap: str, group: str | None = None, tansu_compat: bool = False,
+                    credentials: KafkaCredentials | None = None) -> dict:
     config = {
-        **client_config(bootstrap),
+        **client_config(bootstrap, credentials),
         "group.id": group or "wevent-observer",
         "enable.auto.commit": group is not None,
         "auto.offset.reset": "earliest",
@@ -191,6 +70,18 @@ def consumer_config(bootstrap: str, group: str | None = None, tansu_compat: bool
     if tansu_compat:  # real Kafka answers a fetch as soon as data arrives
         config["fetch.wait.max.ms"] = TANSU_FETCH_WAIT_MS
     return config
+
+
+def key_partition(key: str, partitions: int) -> int:
+    """The partition a message keyed by ``key`` goes to: Kafka's default partitioner (murmur2 of
+    the key's bytes, as Java clients, Faust and our confluent producers compute it).
+
+    >>> key_partition("taxi", 1), [key_partition(name, 8) for name in ("taxi", "taxi-local")]
+    (0, [7, 4])
+    """
+    from aiokafka.partitioner import murmur2
+
+    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
 class DeliveryError(Exception):
@@ -213,10 +104,12 @@ class KafkaReportSink:
     least the messages delivered there (an in-memory broker restarted during the replay confirms
     the later messages but has lost the earlier ones). Only there: a durable Kafka does not lose
     what it acknowledged, and tansu's end offsets are right only when every record is its own batch.
+    ``credentials`` say how to reach a secured Kafka.
     """
 
     def __init__(self, bootstrap: str, stream: str, partitions: int, tansu_compat: bool = False,
-                 clock_only: bool = False, delivery_timeout: float = 60.0) -> None:
+                 clock_only: bool = False, delivery_timeout: float = 60.0,
+                 credentials: KafkaCredentials | None = None) -> None:
         from confluent_kafka import Producer
 
         self.bootstrap = bootstrap
@@ -225,7 +118,8 @@ class KafkaReportSink:
         self.partitions = partitions
         self.delivery_timeout = delivery_timeout
         self.check_held = tansu_compat
-        self.producer = Producer(producer_config(bootstrap, tansu_compat)
+        self.credentials = credentials
+        self.producer = Producer(producer_config(bootstrap, tansu_compat, credentials)
                                  | {"message.timeout.ms": round(delivery_timeout * 1000)})
         self.reports_sent = 0
         self.messages_sent = 0
@@ -239,7 +133,7 @@ class KafkaReportSink:
         """The end offset of each ``reports`` partition; 0 for one the broker does not have."""
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-        consumer = Consumer(consumer_config(self.bootstrap))
+        consumer = Consumer(consumer_config(self.bootstrap, credentials=self.credentials))
         try:
             topic = consumer.list_topics(REPORTS, timeout=10).topics.get(REPORTS)
             present = topic.partitions if topic and not topic.error else {}
@@ -319,16 +213,16 @@ class KafkaReportSink:
                                 "(an in-memory broker restarted?)")
 
 
-def sink_for(bootstrap: str, stream, partitions: int, tansu_compat: bool,
-             delivery_timeout: float = 60.0) -> "KafkaReportSink":
+def sink_for(bootstrap: str, stream, partitions: int, tansu_compat: bool, delivery_timeout: float = 60.0,
+             credentials: KafkaCredentials | None = None) -> "KafkaReportSink":
     """The sink a replay into ``stream`` uses: reports and clock, or the clock alone (local model)."""
     return KafkaReportSink(bootstrap, stream.name, partitions, tansu_compat, clock_only=stream.model == "local",
-                           delivery_timeout=delivery_timeout)
+                           delivery_timeout=delivery_timeout, credentials=credentials)
 
 
 def check_feed_fits(feed, stream) -> None:
     """The feed's users, values and clock must fit the stream it is replayed into."""
-    from ..errors import UsageError
+    from ...errors import UsageError
 
     if feed.users > stream.users or feed.domain_size > stream.domain:
         raise UsageError(f"the feed ({feed.users} users, d = {feed.domain_size}) does not fit stream {stream.name!r} "

@@ -4,7 +4,7 @@ The processors count what happened (reports accepted and rejected, dead letters,
 closed slots, releases) in an :class:`Events` they return beside their outputs and state updates;
 they never touch a metrics library. A device fleet does the same with its refusals and the forged
 requests it reads (:mod:`wevent.producers.device_fleet`). The worker and the fleet turn each input's
-events into Prometheus updates with :func:`wevent.stream.prometheus.export`, the one place that
+events into Prometheus updates with :func:`wevent.stream.runtime.prometheus.export`, the one place that
 maps events to metrics.
 """
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .config import AppConfig, dump_config
+from ..config import AppConfig, dump_config
 
 
 def write_config(config: AppConfig, directory: Path) -> Path:

@@ -9,9 +9,11 @@ from typing import Iterator
 
 import numpy as np
 
-from .codecs import DecodeError, ReleaseRecord
+from ..wire.format import DecodeError
+from ..wire.records import ReleaseRecord
+from ..settings import KafkaCredentials
 from .kafka import consumer_config
-from .topics import RELEASES
+from ..wire.topics import RELEASES
 
 
 class Releases:
@@ -21,10 +23,11 @@ class Releases:
     """
 
     def __init__(self, bootstrap: str, streams: list[str] | None = None, topic: str = RELEASES,
-                 tansu_compat: bool = False) -> None:
+                 tansu_compat: bool = False, credentials: KafkaCredentials | None = None) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
-        self.consumer = Consumer(consumer_config(bootstrap, group=None, tansu_compat=tansu_compat)
+        self.consumer = Consumer(consumer_config(bootstrap, group=None, tansu_compat=tansu_compat,
+                                                 credentials=credentials)
                                  | {"group.id": f"wevent-subscribe-{uuid.uuid4()}"})
         # Assign partitions directly: no consumer-group join, so the first release shows at once.
         metadata = self.consumer.list_topics(topic, timeout=30)
@@ -78,13 +81,14 @@ def format_release(record: ReleaseRecord, top: int = 3) -> str:
             f"eps {record.eps1 + record.eps2:.4f}  window {record.window_spend:.3f}/{record.epsilon:g}   {bins}")
 
 
-def read_topic(bootstrap: str, topic: str, timeout: float = 30.0) -> list[bytes]:
+def read_topic(bootstrap: str, topic: str, timeout: float = 30.0,
+               credentials: KafkaCredentials | None = None) -> list[bytes]:
     """Every message currently in ``topic`` (all partitions, up to their high watermarks)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from ..errors import UsageError
+    from ...errors import UsageError
 
-    consumer = Consumer(consumer_config(bootstrap))
+    consumer = Consumer(consumer_config(bootstrap, credentials=credentials))
     values = []
     try:
         metadata = consumer.list_topics(topic, timeout=timeout)

@@ -25,9 +25,9 @@ constant           wire name              partitions, key             carries
 =================  =====================  ==========================  ============================================
 
 Stream-keyed topics are partitioned by Kafka's default partitioner on the stream name
-(:func:`key_partition`), so that every message of a stream reaches the same M1, M2 and
+(:func:`~wevent.stream.runtime.kafka.key_partition`), so that every message of a stream reaches the same M1, M2 and
 collector. ``reports`` is partitioned by the producers themselves
-(:func:`~wevent.stream.codecs.report_partition`), so that each assembler owns a fixed share of
+(:func:`~wevent.stream.wire.reports.report_partition`), so that each assembler owns a fixed share of
 the users.
 
 The workers' state lives in tables, each backed by the compacted internal topic
@@ -51,7 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["REPORTS", "SLOTS", "MEASUREMENTS", "RELEASES", "AUDIT", "LDP_REQUESTS", "LDP_REPORTS", "DEAD_LETTERS",
-           "Topic", "TOPICS", "partition_counts", "key_partition", "changelog"]
+           "Topic", "TOPICS", "partition_counts", "changelog"]
 
 REPORTS = "reports"
 SLOTS = "slots"
@@ -96,18 +96,6 @@ def partition_counts(report_partitions: int, stream_partitions: int) -> dict[str
     (4, 2, 1)
     """
     return {topic.name: topic.partitions(report_partitions, stream_partitions) for topic in TOPICS}
-
-
-def key_partition(key: str, partitions: int) -> int:
-    """The partition a message keyed by ``key`` goes to: Kafka's default partitioner (murmur2 of
-    the key's bytes, as Java clients, Faust and our confluent producers compute it).
-
-    >>> key_partition("taxi", 1), [key_partition(name, 8) for name in ("taxi", "taxi-local")]
-    (0, [7, 4])
-    """
-    from aiokafka.partitioner import murmur2
-
-    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
 def changelog(app: str, table: str) -> str:

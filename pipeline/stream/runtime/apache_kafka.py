@@ -6,7 +6,7 @@ dependencies, Kafka's own command-line tools and a logging binding) into a cache
 durable log directories, and can SIGKILL and restart any node with its data. Needs Java 17+ and
 Maven (``mvn``) on the PATH.
 
-``python -m wevent.stream.apache_kafka`` starts a one-node broker, prints its bootstrap address
+``python -m wevent.stream.runtime.apache_kafka`` starts a one-node broker, prints its bootstrap address
 and runs until Ctrl-C; ``--install`` only fills the cache.
 """
 
@@ -24,11 +24,11 @@ import time
 import uuid
 from pathlib import Path
 
-from ..errors import UsageError
+from ...errors import UsageError
+from ..settings import Settings
 from .broker import free_port, wait_for_port
 
 KAFKA_VERSION = "3.9.1"
-CACHE_ENV = "WEVENT_KAFKA_CACHE"  # the directory holding kafka-<version>/ caches
 
 #: Maven coordinates installed beside the broker: Kafka's tools (console consumer, ACLs) and the
 #: slf4j binding for the log4j 1 (reload4j) configuration every Kafka 3.x ships with.
@@ -66,9 +66,12 @@ MARKER = ".installed"
 
 
 def default_cache(version: str = KAFKA_VERSION) -> Path:
-    """``$WEVENT_KAFKA_CACHE/kafka-<version>``, else ``~/.cache/wevent/kafka-<version>``."""
-    root = os.environ.get(CACHE_ENV) or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "wevent"
-    return Path(root) / f"kafka-{version}"
+    """``$WEVENT_KAFKA_CACHE/kafka-<version>``, else ``~/.cache/wevent/kafka-<version>``.
+
+    A build cache of this tool and of the tests that start Kafka, read from the environment where
+    it is needed (:meth:`Settings.kafka_cache_root <wevent.stream.settings.Settings.kafka_cache_root>`):
+    the caches of one machine are where its environment says, whoever asks."""
+    return Settings.from_environ(os.environ).kafka_cache_root() / f"kafka-{version}"
 
 
 def install_kafka(version: str = KAFKA_VERSION, cache: str | Path | None = None, quiet: bool = True) -> Path:
@@ -409,7 +412,7 @@ class KafkaCluster:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m wevent.stream.apache_kafka",
+    parser = argparse.ArgumentParser(prog="python -m wevent.stream.runtime.apache_kafka",
                                      description="Start a local Apache Kafka (KRaft) and print its bootstrap servers.")
     parser.add_argument("--install", action="store_true", help="only fetch the jars into the cache, then exit")
     parser.add_argument("--nodes", type=int, choices=(1, 3), default=1)

@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from .codecs import ReleaseRecord
+from ..wire.records import ReleaseRecord
 
 
 class TruthMonitor:

@@ -2,14 +2,14 @@
 
 Labels are streams, strategies and reasons: never users. Faust's own sensors are served on the
 same ``/metrics`` page under the ``wevent_faust_`` prefix. The processors count what they see in
-:class:`~wevent.stream.events.Events`; :func:`export` turns those into the metrics below.
+:class:`~wevent.stream.agents.events.Events`; :func:`export` turns those into the metrics below.
 """
 
 from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from .events import Events
+from ..agents.events import Events
 
 reports_accepted = Counter("wevent_reports_accepted_total", "Reports counted into a slot", ["stream"])
 reports_rejected = Counter(
@@ -132,6 +132,6 @@ def export(events: Events) -> None:
 
 
 def export_release_error(stream: str, error: float | None) -> None:
-    """Show a replay's running error against its truth (:class:`~wevent.stream.truth.TruthMonitor`)."""
+    """Show a replay's running error against its truth (:class:`~wevent.stream.runtime.truth.TruthMonitor`)."""
     if error is not None:
         release_error.labels(stream).set(error)

@@ -16,14 +16,14 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from .codecs import ReportBatch, ReportsMessage, decode_message, decode_report_message
-from .config import AppConfig
+from ..config import AppConfig
+from ..wire.messages import ReportsMessage, decode_message
+from ..wire.reports import ReportBatch, decode_report_message
+from ..wire.topics import LDP_REPORTS, REPORTS
+from .base import Processed, dead_letter
 from .events import Events
-from .health import Throttle
-from .processors import Processed, dead_letter
-from .topics import LDP_REPORTS, REPORTS
 
-__all__ = ["ErrorLog", "internal_error", "raised_at"]
+__all__ = ["Throttle", "ErrorLog", "internal_error", "raised_at"]
 
 ERROR_LOG_INTERVAL = 60.0  # seconds between two lines about the same failure
 
@@ -35,6 +35,30 @@ def raised_at(exc: BaseException) -> str:
         return "unknown location"
     frame = frames[-1]
     return f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}"
+
+
+class Throttle:
+    """At most one event per ``interval`` seconds of each kind; counts the ones held back.
+
+    >>> clock = iter([0.0, 1.0, 31.0]).__next__
+    >>> throttle = Throttle(30.0, clock)
+    >>> throttle.admit("e"), throttle.admit("e"), throttle.admit("e")
+    (0, None, 1)
+    """
+
+    def __init__(self, interval: float, clock=time.monotonic) -> None:
+        self.interval, self.clock = float(interval), clock
+        self.last: dict = {}  # kinds are code's own (logger and template, agent and exception type): bounded
+        self.held: dict = {}
+
+    def admit(self, kind) -> int | None:
+        """None when ``kind`` is held back; else how many of it were held back since the last one."""
+        now = self.clock()
+        if kind in self.last and now - self.last[kind] < self.interval:
+            self.held[kind] = self.held.get(kind, 0) + 1
+            return None
+        self.last[kind] = now
+        return self.held.pop(kind, 0)
 
 
 class ErrorLog:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import shutil
 import signal
 import tempfile
@@ -26,12 +25,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
-import numpy as np
+from ...errors import UsageError
+from ..config import AppConfig, StreamConfig
+from ..settings import Settings
 
-from ..errors import UsageError
-from .config import AppConfig, StreamConfig
-
-__all__ = ["LocalRun", "RunKeys", "run_keys", "Failed", "Stopped", "Signals", "ReplayThread", "first_slots"]
+__all__ = ["LocalRun", "RunKeys", "run_keys", "Failed", "Stopped", "Signals", "ReplayThread"]
 
 
 @dataclass(frozen=True)
@@ -57,13 +55,14 @@ class RunKeys:
     from_seed: tuple[str, ...] = ()
 
 
-def run_keys(config: AppConfig, seed: int | None, *, devices: bool, external_kafka: bool) -> RunKeys:
+def run_keys(config: AppConfig, seed: int | None, settings: Settings, *, devices: bool,
+             external_kafka: bool) -> RunKeys:
     """The worker's and the devices' environments: the server's key, and the devices' key (hex) if
     the run has ``devices``, each with the other side's public key (the devices check requests
     with the server's; a worker with a local-model stream checks reports with the devices').
 
-    Each comes from its environment variable when set, else from the seed (``seed``, else the
-    config's), else from the operating system's entropy. With a seed the two keys are separate
+    Each comes from its environment variable when set (as ``settings`` give it), else from the seed
+    (``seed``, else the config's), else from the operating system's entropy. With a seed the two keys are separate
     keyed hashes of it (:meth:`SecretKey.from_seed` with purposes ``server`` and ``devices``),
     neither derived from the other; without one they are independent random keys.
 
@@ -71,21 +70,23 @@ def run_keys(config: AppConfig, seed: int | None, *, devices: bool, external_kaf
     external Kafka keeps the streams' state: a slot re-processed after a crash must draw the same
     noise as before, so its key must outlive the run.
     """
-    from ..core.randomness import SecretKey
-    from .codecs import REPORT_KEY_ENV, REQUEST_KEY_ENV, report_seal, request_seal
-    from .config import DEVICE_KEY_ENV, NOISE_KEY_ENV
+    from ...core.randomness import SecretKey
+    from ..settings import DEVICE_KEY_ENV, NOISE_KEY_ENV, REPORT_KEY_ENV, REQUEST_KEY_ENV
+    from ..wire.seals import report_seal, request_seal
 
     # A worker with any local-model stream checks device reports with the devices' public key,
     # given as such or derived here from the devices' key (which this run's devices also need).
     checks_reports = any(s.model == "local" for s in config.streams)
-    device_key_needed = devices or (checks_reports and not os.environ.get(REPORT_KEY_ENV))
+    device_key_needed = devices or (checks_reports and not settings.device_public_key_hex)
     seeded = replace(config, seed=config.seed if seed is None else seed)
     keys, from_seed = {}, []
-    wanted = {NOISE_KEY_ENV: seeded.noise_key} | ({DEVICE_KEY_ENV: seeded.device_key} if device_key_needed else {})
+    given = {NOISE_KEY_ENV: settings.noise_key_hex, DEVICE_KEY_ENV: settings.device_key_hex}
+    wanted = ({NOISE_KEY_ENV: settings.noise_key}
+              | ({DEVICE_KEY_ENV: settings.device_key} if device_key_needed else {}))
     for variable, key_of in wanted.items():
-        if os.environ.get(variable) or seeded.seed is not None:
-            keys[variable] = key_of().hex()
-            from_seed += [] if os.environ.get(variable) else [variable]
+        if given[variable] or seeded.seed is not None:
+            keys[variable] = key_of(seeded).hex()
+            from_seed += [] if given[variable] else [variable]
         elif external_kafka:
             raise UsageError(f"an external Kafka keeps the streams' state across runs, so their keys must last too: "
                              f"set {variable} (64 hex characters)")
@@ -94,7 +95,7 @@ def run_keys(config: AppConfig, seed: int | None, *, devices: bool, external_kaf
     worker = {NOISE_KEY_ENV: keys.pop(NOISE_KEY_ENV)}
     if checks_reports:  # each side checks the other's signatures with a public key only
         worker[REPORT_KEY_ENV] = (report_seal(SecretKey.from_hex(keys[DEVICE_KEY_ENV])).public_hex
-                                  if DEVICE_KEY_ENV in keys else os.environ[REPORT_KEY_ENV])
+                                  if DEVICE_KEY_ENV in keys else settings.device_public_key_hex)
     fleet = {}
     if devices:
         fleet = keys | {REQUEST_KEY_ENV: request_seal(SecretKey.from_hex(worker[NOISE_KEY_ENV])).public_hex}
@@ -166,15 +167,14 @@ class ReplayThread:
     A replay that fails (its messages not delivered) keeps its error in ``failure`` for the run to report.
     """
 
-    def __init__(self, feed, sink, speed: float) -> None:
+    def __init__(self, replay, feed, sink, speed: float) -> None:
         self.stopping = threading.Event()
         self.failure: Exception | None = None
         self.sink = sink
-        self.thread = threading.Thread(target=self._replay, args=(feed, sink, speed), daemon=True, name="replay")
+        self.thread = threading.Thread(target=self._replay, args=(replay, feed, sink, speed), daemon=True,
+                                       name="replay")
 
-    def _replay(self, feed, sink, speed: float) -> None:
-        from wevent.producers.replay import replay
-
+    def _replay(self, replay, feed, sink, speed: float) -> None:
         from .kafka import DeliveryError
 
         try:
@@ -210,28 +210,35 @@ class LocalRun:
     stream
         The stream of ``config`` the feed is replayed into, and whose releases are followed.
     feed
-        The feed (:class:`wevent.producers.replay.MatrixFeed`); its first ``slots`` slots are replayed.
-    slots
-        How many slots to replay and release.
+        The feed (:class:`wevent.producers.replay.MatrixFeed`) whose truth the releases are scored against.
+    replayed
+        Its first slots (:func:`wevent.producers.replay.first_slots`): the slots replayed and released.
     keys
         The worker's and the devices' environments (:func:`run_keys`).
+    settings
+        What this process's environment gives: how to reach Kafka, the embedded broker's memory limit.
     bootstrap
         A Kafka to use; None starts the embedded broker.
     metrics_port
         The worker's web port (/metrics, /healthz, /query).
+    replay
+        The loop that sends a feed's slots to a sink (:func:`wevent.producers.replay.replay`).
     speed
         The replay's speed as a multiple of real time (0: as fast as possible).
     """
 
-    def __init__(self, config: AppConfig, stream: StreamConfig, feed, slots: int, keys: RunKeys, *,
-                 bootstrap: str | None, metrics_port: int, speed: float) -> None:
+    def __init__(self, config: AppConfig, stream: StreamConfig, feed, replayed, keys: RunKeys, settings: Settings, *,
+                 replay, bootstrap: str | None, metrics_port: int, speed: float) -> None:
         from .truth import TruthMonitor
 
         self.config = replace(config, seed=None)
         self.stream = stream
         self.feed = feed
-        self.slots = slots
+        self.replayed = replayed
+        self.slots = replayed.slots
+        self.replay_loop = replay
         self.keys = keys
+        self.settings = settings
         self.bootstrap = bootstrap
         self.metrics_port = metrics_port
         self.speed = speed
@@ -240,7 +247,6 @@ class LocalRun:
         self.broker = None
         self.worker = None
         self.children: list = []  # worker and devices: the run fails when one stops
-        self.replayed = None  # the feed's first `slots` slots
         self.replay: ReplayThread | None = None
         self.signals = Signals()
         self.started: list = []  # broker, worker, devices, replay: stopped in reverse
@@ -264,10 +270,10 @@ class LocalRun:
         from .broker import EmbeddedBroker, create_topics
         from .child_processes import DevicesProcess, WorkerProcess, write_config
 
-        self.replayed = first_slots(self.feed, self.slots)
-        self.broker = None if self.bootstrap else self._start(EmbeddedBroker())
+        self.broker = None if self.bootstrap else self._start(
+            EmbeddedBroker(memory_limit_mb=self.settings.broker_memory_limit_mb()))
         self.bootstrap = self.bootstrap or self.broker.bootstrap
-        create_topics(self.bootstrap, self.config.topics())
+        create_topics(self.bootstrap, self.config.topics(), credentials=self.settings.kafka_credentials())
         config_path = write_config(self.config, self.workdir)  # without a seed: the keys travel in the environment only
         self.worker = self._start(WorkerProcess(config_path, self.bootstrap, self.metrics_port,
                                                 self.workdir / "worker.log", tansu_compat=self.embedded,
@@ -290,17 +296,19 @@ class LocalRun:
         """The feed's replay into ``reports``, in a thread."""
         from .kafka import sink_for
 
-        sink = sink_for(self.bootstrap, self.stream, self.config.report_partitions, self.embedded)
-        self.replay = self._start(ReplayThread(self.replayed, sink, self.speed))
+        sink = sink_for(self.bootstrap, self.stream, self.config.report_partitions, self.embedded,
+                        credentials=self.settings.kafka_credentials())
+        self.replay = self._start(ReplayThread(self.replay_loop, self.replayed, sink, self.speed))
 
     def releases(self) -> Iterator:
-        """The stream's releases (:class:`~wevent.stream.codecs.ReleaseRecord`), each once, until
+        """The stream's releases (:class:`~wevent.stream.wire.records.ReleaseRecord`), each once, until
         ``slots`` are released. Raises :class:`Failed` when the broker dies or the replay fails, and
         a usage error naming the process when the worker or the devices stop."""
         from .prometheus import export_release_error
         from .subscription import Releases
 
-        with Releases(self.bootstrap, streams=[self.stream.name]) as releases:
+        with Releases(self.bootstrap, streams=[self.stream.name],
+                      credentials=self.settings.kafka_credentials()) as releases:
             while self.released < self.slots:
                 for record in releases.follow(idle_timeout=1.0):
                     export_release_error(self.stream.name, self.monitor.observe(record))
@@ -337,10 +345,10 @@ class LocalRun:
         import json
 
         from .subscription import read_topic
-        from .topics import AUDIT
+        from ..wire.topics import AUDIT
 
         records = {}
-        for value in read_topic(self.bootstrap, AUDIT):
+        for value in read_topic(self.bootstrap, AUDIT, credentials=self.settings.kafka_credentials()):
             record = json.loads(value)
             if record["stream"] == self.stream.name and record["slot"] <= self.slots:
                 records.setdefault(record["slot"], value.decode())
@@ -355,14 +363,3 @@ class LocalRun:
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
         self.signals.restore()
-
-
-def first_slots(feed, slots: int):
-    """The feed cut to its first ``slots`` slots."""
-    from wevent.producers.replay import MatrixFeed
-
-    from ..core.data import UserValues
-
-    data = UserValues(np.stack([feed.values_at(t) for t in range(1, slots + 1)]), feed.domain_size, list(feed.labels),
-                      list(feed.user_ids), feed.slot_seconds, feed.start, feed.name)
-    return MatrixFeed(data)

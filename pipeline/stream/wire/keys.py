@@ -3,7 +3,7 @@
 A key is a small frozen dataclass whose fields are its coordinates; :meth:`Key.encode` gives the
 text stored in a table (or in a state value, for the keys that name rounds, steps and offsets)
 and :meth:`Key.decode` reads it back, refusing anything :meth:`Key.encode` could not have
-written with :class:`MalformedKey` (a :class:`~wevent.stream.codecs.DecodeError`: bad input,
+written with :class:`MalformedKey` (a :class:`~wevent.stream.wire.format.DecodeError`: bad input,
 never a crash). Table keys start with their stream's name (:func:`stream_of`) and separate
 their fields with ``/``; the keys held inside state values separate theirs with ``:``.
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass, fields
 from functools import cache
 from typing import ClassVar, get_type_hints
 
-from .codecs import DecodeError
+from .format import DecodeError
 
 __all__ = ["MalformedKey", "Key", "AssemblerKey", "OpenSlotKey", "PartialKey", "ReleaseKey", "StepOutputKey",
            "MechanismPartKey", "RoundRequestKey", "EarlyReportsKey", "QueryEntryKey", "QueryHeadKey", "RoundKey", "StepKey", "OffsetMark",

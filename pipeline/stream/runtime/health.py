@@ -12,36 +12,12 @@ from __future__ import annotations
 import logging
 import time
 
-from .topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS, key_partition
+from ..wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
+from ..agents.failures import Throttle
+from ..settings import KafkaCredentials
+from .kafka import consumer_config, kafka_log, key_partition
 
 CLIENT_LOGGERS = ("aiokafka", "faust", "mode", "wevent.kafka")
-
-kafka_log = logging.getLogger("wevent.kafka")
-kafka_log.addHandler(logging.NullHandler())  # no handler configured (a CLI): silent, not Python's last resort
-
-
-class Throttle:
-    """At most one event per ``interval`` seconds of each kind; counts the ones held back.
-
-    >>> clock = iter([0.0, 1.0, 31.0]).__next__
-    >>> throttle = Throttle(30.0, clock)
-    >>> throttle.admit("e"), throttle.admit("e"), throttle.admit("e")
-    (0, None, 1)
-    """
-
-    def __init__(self, interval: float, clock=time.monotonic) -> None:
-        self.interval, self.clock = float(interval), clock
-        self.last: dict = {}  # kinds are code's own (logger and template, agent and exception type): bounded
-        self.held: dict = {}
-
-    def admit(self, kind) -> int | None:
-        """None when ``kind`` is held back; else how many of it were held back since the last one."""
-        now = self.clock()
-        if kind in self.last and now - self.last[kind] < self.interval:
-            self.held[kind] = self.held.get(kind, 0) + 1
-            return None
-        self.last[kind] = now
-        return self.held.pop(kind, 0)
 
 
 class RateLimit(logging.Filter):
@@ -127,18 +103,20 @@ class BrokerWatch:
         How long input may wait before the consumer or a stream counts as stalled.
     clock : callable
         Monotonic seconds.
+    credentials : KafkaCredentials or None
+        How to reach a secured Kafka.
     """
 
     SOURCES = (REPORTS, SLOTS, MEASUREMENTS, RELEASES, LDP_REQUESTS, LDP_REPORTS)
     STREAM_INPUTS = (SLOTS, MEASUREMENTS)
     TIMEOUT = 5.0  # seconds a broker has to answer one request
 
-    def __init__(self, bootstrap: str, config, stall_seconds: float, clock=time.monotonic) -> None:
+    def __init__(self, bootstrap: str, config, stall_seconds: float, clock=time.monotonic,
+                 credentials: KafkaCredentials | None = None) -> None:
         from confluent_kafka import Consumer
 
-        from .kafka import consumer_config
-
-        self.consumer = Consumer(consumer_config(bootstrap, config.app) | {"enable.auto.commit": False})
+        self.consumer = Consumer(consumer_config(bootstrap, config.app, credentials=credentials)
+                                 | {"enable.auto.commit": False})
         self.bootstrap = bootstrap
         self.topics = config.topics()
         self.stall_seconds = stall_seconds

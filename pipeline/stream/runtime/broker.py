@@ -16,7 +16,6 @@ broker's disk instead.
 
 from __future__ import annotations
 
-import os
 import secrets
 import signal
 import socket
@@ -24,10 +23,9 @@ import subprocess
 import threading
 import time
 
-from ..errors import UsageError
+from ...errors import UsageError
+from ..settings import MEMORY_LIMIT_ENV, KafkaCredentials
 
-BOOTSTRAP_ENV = "WEVENT_BOOTSTRAP"
-MEMORY_LIMIT_ENV = "WEVENT_BROKER_MEMORY_MB"
 
 
 LOWEST_PORT = 10000  # below: the well-known and commonly configured service ports
@@ -90,16 +88,8 @@ def resident_mb(pid: int) -> float:
 
 
 def default_memory_limit_mb() -> int:
-    """``WEVENT_BROKER_MEMORY_MB`` if set, else half the memory available now."""
-    text = os.environ.get(MEMORY_LIMIT_ENV)
-    if text:
-        try:
-            limit = int(text)
-        except ValueError:
-            limit = 0
-        if limit <= 0:
-            raise UsageError(f"{MEMORY_LIMIT_ENV} must be a positive number of MiB, got {text!r}")
-        return limit
+    """Half the memory available now: the embedded broker's limit unless ``WEVENT_BROKER_MEMORY_MB``
+    sets one (:meth:`Settings.broker_memory_limit_mb <wevent.stream.settings.Settings.broker_memory_limit_mb>`)."""
     try:
         with open("/proc/meminfo") as meminfo:
             available = next(int(line.split()[1]) for line in meminfo if line.startswith("MemAvailable:"))
@@ -203,20 +193,16 @@ class EmbeddedBroker:
         self.stop()
 
 
-def resolve_bootstrap(explicit: str | None) -> str | None:
-    """The configured Kafka (flag, then WEVENT_BOOTSTRAP), or None for the embedded broker."""
-    return explicit or os.environ.get(BOOTSTRAP_ENV) or None
-
-
 def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0, replication: int = 1,
-                  settings: dict[str, str] | None = None) -> None:
+                  settings: dict[str, str] | None = None, credentials: KafkaCredentials | None = None) -> None:
     """Create missing topics with their partition counts (and ``replication`` copies of each, and
-    the topic ``settings`` given, e.g. ``cleanup.policy``); existing ones must already match."""
+    the topic ``settings`` given, e.g. ``cleanup.policy``); existing ones must already match.
+    ``credentials`` say how to reach a secured Kafka."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from .kafka import client_config
 
-    admin = AdminClient(client_config(bootstrap))
+    admin = AdminClient(client_config(bootstrap, credentials))
     try:
         existing = admin.list_topics(timeout=timeout).topics
     except Exception as exc:
@@ -234,19 +220,19 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
     # Apache Kafka answers CreateTopics once its controller has recorded them; each partition's
     # leader starts serving a moment later, and until then clients get "not leader" errors.
     deadline = time.monotonic() + timeout
-    while missing and not _served(bootstrap, {t.topic: t.num_partitions for t in missing}):
+    while missing and not _served(bootstrap, {t.topic: t.num_partitions for t in missing}, credentials):
         if time.monotonic() > deadline:
             raise UsageError(f"Kafka at {bootstrap} created the topics but does not serve them after {timeout:.0f} s")
         time.sleep(0.1)
 
 
-def _served(bootstrap: str, topics: dict[str, int]) -> bool:
+def _served(bootstrap: str, topics: dict[str, int], credentials: KafkaCredentials | None) -> bool:
     """Whether every partition of ``topics`` answers a fresh query of its offsets."""
     from confluent_kafka import Consumer, TopicPartition
 
     from .kafka import consumer_config
 
-    consumer = Consumer(consumer_config(bootstrap))
+    consumer = Consumer(consumer_config(bootstrap, credentials=credentials))
     try:
         for name, partitions in topics.items():
             for p in range(partitions):

@@ -1,0 +1,76 @@
+"""The local model's logic: M2 hosts the request/response protocol, M1 measures phase 1 (:class:`LocalLogic`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ...core.local.protocol import LocalDissimilarity, Request
+from ...core.local.user_sets import users_to_text
+from ...core.randomness import DerivedRandomness
+from ...core.registry import mechanisms
+from ..config import ConfigError, StreamConfig
+from ..wire.messages import ReadyMessage
+from ..wire.records import AuditRecord, local_release_record
+from .logic import StreamLogic
+
+__all__ = ["LocalLogic", "device_block_size"]
+
+
+class LocalLogic(StreamLogic):
+    """The local model: M2 hosts the mechanism's request/response protocol, M1 measures phase 1.
+
+    No raw value reaches the server: the assembler only keeps the slot clock (watermarks), devices
+    answer ``ldp.requests`` with perturbed reports, the collector sums them into the oracle's
+    support, M1 turns a phase-1 support into the dissimilarity (:func:`dissimilarity_of`), and M2
+    decides and publishes. ``options.block_size`` is the devices' and ``options.deadline_seconds``
+    the collector's (not the mechanism's).
+    """
+
+    def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
+        super().__init__(stream, randomness)
+
+    def new_mechanism(self):
+        s = self.stream
+        try:
+            return mechanisms()[s.mechanism](s.epsilon, s.window, s.domain, s.users, oracle=s.oracle,
+                                         randomness=self.randomness, **s.mechanism_options)
+        except TypeError as exc:
+            raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
+
+    def slot_ready(self, slot, closed_at, counts, last_release):
+        return ReadyMessage(self.stream.name, slot, closed_at)  # the server has no data: M2 opens the slot's rounds
+
+    @property
+    def deadline_seconds(self) -> float:
+        """How long the collector waits for the users asked in one phase."""
+        return self.stream.deadline_seconds
+
+    def measure_support(self, request: Request, support, n: int, last_release) -> LocalDissimilarity:
+        """M1: the dissimilarity of a phase-1 support."""
+        from ...core.local._base import dissimilarity_of
+
+        return dissimilarity_of(request, support, n, np.asarray(last_release, dtype=float), self._template.var_mode)
+
+    def record(self, mechanism, result, group_window_spend, slot_start=0.0, slot_end=0.0):
+        return local_release_record(self.stream.name, mechanism, result, float(group_window_spend.max()), slot_start,
+                                    slot_end)
+
+    def released(self, mechanism, result, tightest, now, closed_at):
+        ledger = getattr(mechanism, "ledger", None)  # population division: who may be asked
+        return replace(super().released(mechanism, result, tightest, now, closed_at),
+                       communication_bits=result.bits, available_population=None if ledger is None else ledger.available)
+
+    def audit(self, mechanism, result):
+        phases = [{"phase": phase, "epsilon": float(e),
+                   "users": None if users is None else users_to_text(users, mechanism.population)}
+                  for phase, users, e in ((1, result.users1, result.eps1), (2, result.users2, result.eps2)) if e > 0]
+        return AuditRecord(stream=self.stream.name, slot=result.slot, mechanism=mechanism.name,
+                           epsilon=mechanism.epsilon, window=mechanism.window, eps1=float(result.eps1),
+                           eps2=float(result.eps2), phases=phases)
+
+
+def device_block_size(stream: StreamConfig) -> int:
+    """Users per device block of a local-model stream (the devices need no server key to know it)."""
+    return stream.block_size

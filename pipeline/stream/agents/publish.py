@@ -1,0 +1,224 @@
+"""M2: decision, release, ledger."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from ...core import packing
+from ...core.base import StepResult
+from ..wire.format import DecodeError
+from ..wire.keys import MechanismPartKey, ReleaseKey, StepKey, StepOutputKey
+from ..wire.messages import (
+    DissimilarityMessage,
+    MeasuredMessage,
+    ReadyMessage,
+    RequestMessage,
+    SupportMessage,
+    decode_message,
+)
+from ..wire.records import ReleaseRecord
+from ..wire.seals import unseal
+from ..wire.topics import AUDIT, LDP_REQUESTS, RELEASES
+from .base import HeadState, Out, Processor, SideKeys, TableValue, dead_letter, refuse
+from .events import Events
+
+__all__ = ["RECENT_RELEASES", "PublicationState", "MechanismPart", "MechanismParts", "KeptOutputs",
+           "PublicationProcessor"]
+
+log = logging.getLogger(__name__)
+
+RECENT_RELEASES = 8  # releases kept for identical re-emission after a crash
+
+
+@dataclass(eq=False)
+class PublicationState(HeadState):
+    """M2's state of one stream: its mechanism, its ledger, and which outputs it keeps."""
+
+    mechanism: bytes  # the head of the mechanism's state; its large parts are side keys (MechanismPart)
+    recent: list[int]  # slots whose release is kept (ReleaseKey)
+    steps: list[str]  # local-model steps applied, whose output is kept (StepKey, StepOutputKey)
+    spend: np.ndarray  # the mechanism's sliding ledger (Mechanism.sliding_ledger): the last window's charges
+    closed_at: float  # when the slot in progress closed
+
+
+@dataclass
+class MechanismPart(TableValue):
+    """A large value of M2's mechanism state, under its digest (:func:`~wevent.core.packing.pack_split`)."""
+
+    data: bytes
+
+    def to_fields(self):
+        return {"bytes": self.data}
+
+    @classmethod
+    def from_fields(cls, stored):
+        return cls(stored["bytes"])
+
+
+@dataclass
+class KeptOutputs(TableValue):
+    """What M2 sent for a slot or step, by topic, to send again identically when its input is replayed."""
+
+    by_topic: dict[str, bytes]
+
+    def to_fields(self):
+        return dict(self.by_topic)
+
+    @classmethod
+    def from_fields(cls, stored):
+        return cls(dict(stored))
+
+
+class MechanismParts:
+    """The parts of M2's mechanism state (:func:`~wevent.core.packing.pack_split`), each in the side
+    key ``<stream>/part/<digest>``, as the mapping :func:`~wevent.core.base.restore` reads."""
+
+    def __init__(self, side: SideKeys, stream: str) -> None:
+        self._side, self._stream = side, stream
+
+    def __getitem__(self, digest: str) -> bytes:
+        part = self._side.get(MechanismPartKey(self._stream, digest).encode(), MechanismPart)
+        if part is None:
+            raise KeyError(digest)
+        return part.data
+
+
+class PublicationProcessor(Processor):
+    """Decides and publishes (M2); holds the mechanism state and budget ledger of each stream.
+
+    State key: ``stream`` (the mechanism, the window's charges, which outputs are kept); the
+    outputs of the last :data:`RECENT_RELEASES` slots, re-emitted identically when their input is
+    replayed, are keys of their own (``stream/release/slot``, ``stream/step/slot:kind:phase``), so
+    that no value holds more than one slot's release.
+    """
+
+    persist_before_send = True
+    reads = (MeasuredMessage, ReadyMessage, DissimilarityMessage, SupportMessage)
+    state_type = PublicationState
+
+    def state_keys(self, topic, partition, key_partition):
+        return [s.name for s in self.config.streams if key_partition(s.name) == partition]
+
+    def route(self, raw, topic, partition, events):
+        body, tag = unseal(raw)
+        try:
+            message = decode_message(body)
+            name = message.stream
+        except DecodeError as exc:
+            return None, None, [dead_letter(events, "malformed", topic, str(exc))]
+        if name not in self.logics:
+            return None, None, [dead_letter(events, "unknown_stream", topic, f"no stream named {name!r}", name)]
+        refused = self.keys.refusal(events, topic, name, body, tag) or self.wrong_kind(events, message, topic, name)
+        return (None, None, refused) if refused else (name, message, [])
+
+    def initial(self, key):
+        mechanism = self.logics[key].new_mechanism()
+        return PublicationState(mechanism.to_bytes(), [], [], mechanism.sliding_ledger().state(), 0.0)
+
+    def max_release_bytes(self, stream) -> int:
+        """The largest release record of ``stream``: every value, and every number, at its longest."""
+        longest = -2.2250738585072014e-308
+        record = ReleaseRecord(stream.name, 2**31, [longest] * stream.domain, "approximation", stream.mechanism,
+                               longest, 2**31, longest, longest, longest, longest, longest, longest, longest)
+        return len(record.to_bytes())
+
+    def max_head_bytes(self, stream) -> int:
+        """The size of the stream's state once its window's charges are full, with the mechanism as it
+        starts (a local mechanism's ledger holds a number per user: its population counts here)."""
+        ledger = self.logics[stream.name].new_mechanism().sliding_ledger()
+        full = np.zeros((ledger.keep, ledger.columns))
+        recent, steps = [2**31] * RECENT_RELEASES, [StepKey(2**31, "dissimilarity", 2).encode()] * (3 * RECENT_RELEASES)
+        return len(replace(self.initial(stream.name), spend=full, recent=recent, steps=steps).pack())
+
+    def apply(self, state, message, topic, partition, now, side, events):
+        name = message.stream
+        logic = self.logics[name]
+        mechanism = logic.restore(state.mechanism, MechanismParts(side, name))
+        slot = message.slot
+        if slot < 1:  # authentic-looking, but no worker measures such a slot (nor could a key name it)
+            return [refuse(events, "out_of_range", topic, f"{message.kind} of slot {slot}", name)]
+        measured = isinstance(message, MeasuredMessage)
+        step = StepKey(slot, message.kind, message.phase if isinstance(message, SupportMessage) else 0)
+        if slot <= mechanism.slot or step.encode() in state.steps:  # a replayed input: re-emit what it caused
+            kept_key = ReleaseKey(name, slot) if measured else StepOutputKey(name, step)
+            kept = side.get(kept_key.encode(), KeptOutputs)
+            return [Out(t, v, name) for t, v in kept.by_topic.items()] if kept else []
+        if slot != mechanism.slot + 1:
+            return [dead_letter(events, "gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}",
+                                name)]
+        changed = logic.parameters_changed(mechanism)
+        if changed:
+            log.error("stream %s: mechanism parameters changed; slot %d not released: %s", name, slot, changed)
+            return [dead_letter(events, "config_changed", topic, f"slot {slot} not released: {changed}", name)]
+        if measured:  # central and personalized: one step per slot
+            outcome = logic.publish(mechanism, message.counts, message.dissimilarity)
+            state.closed_at = message.closed_at
+        else:
+            outcome = self._local_step(state, mechanism, message)
+            if outcome is None:
+                return []
+        if isinstance(outcome, StepResult):
+            outputs = self._release(state, logic, mechanism, outcome, now, side, events)
+        else:  # the local model asks the devices: a request for this slot's next phase
+            outputs = {LDP_REQUESTS: RequestMessage(name, outcome).encode()}
+        self._store_mechanism(state, name, mechanism, side)
+        if not measured:
+            state.steps = self._keep(side, [*state.steps, step.encode()],
+                                     lambda k: StepOutputKey(name, StepKey.decode(k)), outputs, slot)
+        return [Out(t, v, name) for t, v in outputs.items()]
+
+    @staticmethod
+    def _store_mechanism(state: PublicationState, name: str, mechanism, side: SideKeys) -> None:
+        """The mechanism's state as a head in ``state`` and its large values (a local stream's
+        population sets, up to N/8 bytes each) in side keys named by their digest: a part is
+        written once, when it appears, and deleted when the head no longer names it."""
+        head, parts = mechanism.to_parts()
+        before = packing.references(state.mechanism)
+        for digest in parts.keys() - before:
+            side.put(MechanismPartKey(name, digest).encode(), MechanismPart(parts[digest]))
+        for digest in sorted(before - parts.keys()):
+            side.delete(MechanismPartKey(name, digest).encode())
+        state.mechanism = head
+
+    @staticmethod
+    def _local_step(state: PublicationState, mechanism, message):
+        """Advance a local mechanism's protocol by the message it waits for (None for anything else)."""
+        expected = {"ready": "open_slot", "dissimilarity": "measure", "support": "publish"}[message.kind]
+        if mechanism.expecting != expected:
+            return None
+        if isinstance(message, ReadyMessage):
+            state.closed_at = message.closed_at
+            request = mechanism.open_slot()
+            return request if request is not None else mechanism.decide()
+        if isinstance(message, DissimilarityMessage):
+            return mechanism.decide(message.dissimilarity)
+        return mechanism.publish(message.support, message.n)
+
+    @staticmethod
+    def _keep(side: SideKeys, kept: list, key_of: Callable[[Any], ReleaseKey | StepOutputKey],
+              outputs: dict[str, bytes], slot: int) -> list:
+        """Store ``outputs`` under the key of the newest of ``kept`` (the state's short forms of the
+        keys, which ``key_of`` expands); forget those of slots :data:`RECENT_RELEASES` ago."""
+        side.put(key_of(kept[-1]).encode(), KeptOutputs(outputs))
+        old = [k for k in kept if key_of(k).slot <= slot - RECENT_RELEASES]
+        for k in old:
+            side.delete(key_of(k).encode())
+        return [k for k in kept if k not in old]
+
+    def _release(self, state: PublicationState, logic, mechanism, result: StepResult, now: float, side: SideKeys,
+                 events: Events) -> dict[str, bytes]:
+        """The release and audit record of a finished slot; keeps the window accounting."""
+        name, slot = logic.stream.name, result.slot
+        ledger = mechanism.sliding_ledger(state.spend)
+        group_spend = ledger.record(result)  # every group's spend over its own window ending here
+        state.spend = ledger.state()
+        record = logic.record(mechanism, result, group_spend, logic.stream.slot_start(slot), logic.stream.slot_end(slot))
+        audit = logic.audit(mechanism, result)
+        outputs = {RELEASES: record.to_bytes(), AUDIT: audit.to_bytes()}
+        state.recent = self._keep(side, [*state.recent, slot], lambda k: ReleaseKey(name, k), outputs, slot)
+        events.releases.append(logic.released(mechanism, result, ledger.tightest(), now, float(state.closed_at)))
+        return outputs

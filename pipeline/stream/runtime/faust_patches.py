@@ -1,0 +1,217 @@
+"""What the worker changes in Faust (0.15) and its Kafka client, each for a reason of its own.
+
+- :class:`StatePositionedApp`: a stateful agent resumes where its table state says it was
+  applied, not from the group's committed offset, and every one of its sources is sought there
+  before the first record (resume after seek).
+- :func:`shorten_fetch_wait`: on the embedded tansu broker, the consumer's fetches wait 20 ms
+  for data, not Faust's 1.5 s.
+- :class:`InputGaps`: on tansu, an offset a fetch passed over is read again, not lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import faust
+from aiokafka.errors import IllegalStateError
+from faust.types import TP
+
+from ..agents.base import Processor
+from . import prometheus as metrics
+from .kafka import TANSU_FETCH_WAIT_MS, key_partition
+
+__all__ = ["StatePositionedApp", "InputGaps", "HOLE_WAIT_SECONDS", "HOLE_RETRY_SECONDS", "shorten_fetch_wait"]
+
+log = logging.getLogger("wevent.worker")
+
+
+class StatePositionedApp(faust.App):
+    """A Faust app that reads each source partition of a stateful agent from where the agent's
+    table state says it was applied (:meth:`Processor.resume_offset`), not from the group's
+    committed offset, and always seeks it there explicitly.
+
+    A committed offset can pass inputs that no state holds: Faust (0.15) acks without processing
+    the messages a stream takes after a rebalance that were fetched before it, and commits the
+    first run of acked offsets even when it does not start at the committed offset (always while
+    nothing is committed on a partition). A SIGKILL then leaves the state behind the commit, and
+    the inputs in between would never be read again (a whole partition's reports missing from
+    its slots, silently). Once the tables are recovered and before anything is fetched, Faust
+    seeks every assigned partition to its committed offset; this then moves the stateful agents'
+    sources back to their states' positions. Inputs at or below a state's offset are skipped by
+    the processor, so reading from the lowest of them applies every input exactly once (M2
+    re-reads its last input, whose release it re-emits from its state).
+
+    A live worker needs the seek as much as a restarted one. When a rebalance stops the flow
+    while a fetch is under way, Faust drops the records that fetch returns (the consumer's
+    position is already past them) and seeks back to the committed offsets; aiokafka's
+    ``seek_to_committed`` leaves a partition with nothing committed (or 0) where it stands. A
+    partition newly assigned to a running worker then lost every record of that fetch: the
+    worker stopped reading it (lag that never moved), or applied later records without the
+    dropped ones (slots closed short of reports). So every stateful source is sought, the start
+    included.
+
+    The seek must also come before the first record. Faust resumes the stream partitions, then
+    seeks them; its pause only filters what aiokafka keeps fetching from the committed offsets,
+    so records past a state's position could reach an agent before the seek back, and make the
+    inputs in between look applied. A stateful source therefore stays paused until sought.
+    """
+
+    topic_partitions: dict[str, int] = {}
+    #: (source topic names, table, processor) of every agent
+    stateful_sources: list[tuple[tuple[str, ...], Any, Processor]] = []
+    #: every agent's watch for offsets its fetches passed over
+    input_gaps: list["InputGaps"] = []
+
+    def _new_consumer(self):
+        consumer = super()._new_consumer()
+        seek_to_committed = consumer.seek_to_committed
+        resume_partitions = consumer.resume_partitions
+        held: set[TP] = set()  # stateful sources Faust resumed before they were sought
+
+        def resume_once_sought(tps) -> None:
+            # Faust resumes before it seeks: records past a state's position must not reach an
+            # agent first (see the class docstring). seek_to_state resumes these.
+            tps = set(tps)
+            stateful = {tp for tp in tps if self.reads_state(tp.topic)}
+            held.update(stateful)
+            resume_partitions(tps - stateful)
+
+        async def seek_to_state() -> dict:
+            offsets = dict(await seek_to_committed())
+            for tp in consumer.assignment():
+                position = self.resume_offset(tp.topic, tp.partition)
+                if position is None:
+                    continue  # no agent's state reads it (a changelog)
+                committed = offsets.get(tp)
+                if committed is None or committed <= 0:
+                    # Nothing committed: from the start, said explicitly. aiokafka leaves such a
+                    # partition where its fetches stand, past records Faust may have dropped.
+                    position = 0
+                elif position < committed:
+                    # M2 re-reading its last input is routine; a state further behind is the disagreement
+                    log.log(logging.WARNING if committed - position > 1 else logging.INFO,
+                            "reading %s[%d] from offset %d, where its state stands, not from the committed %d",
+                            tp.topic, tp.partition, position, committed)
+                else:
+                    # Only ever back: a state ahead of the commit skips what it applied, and other
+                    # agents reading the same partition (the query index) still get every message.
+                    position = committed
+                await consumer.seek(tp, position)
+                offsets[tp] = position
+                for gaps in self.input_gaps:
+                    gaps.forget(tp.topic, tp.partition)  # a jump to a sought position is no gap
+            sought = held & consumer.assignment()
+            held.clear()
+            resume_partitions(sought)
+            return offsets
+
+        consumer.seek_to_committed = seek_to_state
+        consumer.resume_partitions = resume_once_sought
+        return consumer
+
+    def reads_state(self, topic: str) -> bool:
+        """Whether a stateful agent reads ``topic`` (its positions then come from the states)."""
+        return any(topic in topics for topics, _, _ in self.stateful_sources)
+
+    def resume_offset(self, topic: str, partition: int) -> int | None:
+        """The lowest resume offset of the stateful agents reading ``topic`` (None: none does)."""
+        count = self.topic_partitions.get(topic, 1)
+
+        def partition_of(key: str) -> int:
+            return key_partition(key, count)
+
+        offsets = [processor.resume_offset(topic, partition, lambda key, table=table: table.get(key.encode()),
+                                           partition_of)
+                   for topics, table, processor in self.stateful_sources if topic in topics]
+        offsets = [offset for offset in offsets if offset is not None]
+        return min(offsets) if offsets else None
+
+
+HOLE_WAIT_SECONDS = 10.0  # how long a hole is read again before it is taken as no record
+HOLE_RETRY_SECONDS = 0.05  # between two re-reads of a hole
+
+
+class InputGaps:
+    """Notices the offsets a fetch passed over on a source partition, so that an agent reads them.
+
+    No source of ours has holes between offsets (none is compacted, no producer of ours uses
+    transactions), yet tansu leaves one for a moment: with two device shards writing one
+    ``ldp.reports`` partition at once, a fetch returned the records after one message of reports
+    before that message could be read, and the consumer's position passed it for good; its round
+    closed at the deadline, short of its answers, with nothing rejected. So an offset past the next
+    one expected means a record was skipped: the agent seeks back to the hole, ignores what was
+    fetched past it, and reads it again (every :data:`HOLE_RETRY_SECONDS`) until the record is
+    there. A hole still there after :data:`HOLE_WAIT_SECONDS` is accepted, logged and counted.
+    Workers watch only on tansu: on Kafka an offset may be a transaction marker, never a record.
+    """
+
+    APPLY, SKIP, SEEK = "apply", "skip", "seek"
+
+    def __init__(self) -> None:
+        self._next: dict[tuple[str, int], int] = {}
+        self._rereading: dict[tuple[str, int], tuple[int, int, float]] = {}  # hole, highest offset ignored, until
+
+    def forget(self, topic: str, partition: int) -> None:
+        """The partition was sought (a restart or rebalance): its next offset is what comes."""
+        self._next.pop((topic, partition), None)
+        self._rereading.pop((topic, partition), None)
+
+    def check(self, topic: str, partition: int, offset: int, now: float) -> tuple[str, int]:
+        """What to do with the record at ``offset`` at monotonic time ``now``: (APPLY, offset),
+        (SKIP, offset) or (SEEK, hole), after a pause of :data:`HOLE_RETRY_SECONDS`."""
+        tp = (topic, partition)
+        if tp in self._rereading:
+            hole, ignored, until = self._rereading[tp]
+            if offset > ignored:  # fetched before the seek took effect
+                self._rereading[tp] = (hole, offset, until)
+                return self.SKIP, offset
+            if offset > hole and now < until:  # the re-read starts past the hole: not readable yet
+                self._rereading[tp] = (hole, offset, until)
+                return self.SEEK, hole
+            del self._rereading[tp]
+            if offset > hole:
+                log.warning("%s[%d]: offsets %d..%d are still absent after %g s; going on from %d",
+                            topic, partition, hole, offset - 1, HOLE_WAIT_SECONDS, offset)
+                metrics.input_gaps.labels(topic, "absent").inc(offset - hole)
+        elif tp in self._next and offset > self._next[tp]:
+            hole = self._next[tp]
+            log.warning("%s[%d]: a fetch passed over offsets %d..%d; reading them again",
+                        topic, partition, hole, offset - 1)
+            metrics.input_gaps.labels(topic, "reread").inc(offset - hole)
+            self._rereading[tp] = (hole, offset, now + HOLE_WAIT_SECONDS)
+            return self.SEEK, hole
+        self._next[tp] = offset + 1
+        return self.APPLY, offset
+
+    async def admit(self, consumer, message) -> bool:
+        """Whether an agent applies ``message`` now: a record past a hole is not applied, and the
+        hole is read again (after :data:`HOLE_RETRY_SECONDS`) by seeking ``consumer`` back to it."""
+        action, offset = self.check(message.topic, message.partition, message.offset, time.monotonic())
+        if action == self.SEEK:
+            await asyncio.sleep(HOLE_RETRY_SECONDS)
+            try:
+                await consumer.seek(TP(message.topic, message.partition), offset)
+            except IllegalStateError as exc:  # revoked meanwhile: its next owner seeks it to its state
+                log.info("could not read %s[%d] again from %d: %s", message.topic, message.partition, offset, exc)
+                self.forget(message.topic, message.partition)
+        return action == self.APPLY
+
+
+def shorten_fetch_wait() -> None:
+    """tansu holds an idle fetch for its full max wait, even when data arrives meanwhile; Faust
+    hard-codes 1.5 s, which would add 1.5 s to every hop of a slot (M1 -> M2 -> releases -> M1).
+    Real Kafka answers as soon as data arrives, so this applies to the embedded broker only."""
+    import aiokafka
+    from faust.transport.drivers import aiokafka as driver
+
+    class ShortWaitConsumer(aiokafka.AIOKafkaConsumer):
+        def __init__(self, *args, **kwargs):
+            kwargs["fetch_max_wait_ms"] = min(kwargs.get("fetch_max_wait_ms", 500), TANSU_FETCH_WAIT_MS)
+            super().__init__(*args, **kwargs)
+
+    driver.aiokafka = type("aiokafka_with_short_fetch_wait", (), {
+        name: getattr(aiokafka, name) for name in dir(aiokafka) if not name.startswith("__")
+    } | {"AIOKafkaConsumer": ShortWaitConsumer})

@@ -1,0 +1,188 @@
+"""Seals: the MAC or signature that makes a message one a worker or a device may act on.
+
+Anyone who can write to the broker can write to any topic, so the messages a worker or a device
+acts on are sealed (:func:`seal`), one tag per message whatever the number of reports in it,
+bound to the message's topic and stream:
+
+* ``slots``, ``dissimilarity`` and ``releases`` carry a MAC (keyed BLAKE2b) under a sub-key of the
+  server's secret: only workers write them and only workers act on them. On ``releases`` the MAC
+  is one more JSON field, ``mac``, which public readers ignore.
+* ``ldp.requests`` carry an Ed25519 signature by the server (:func:`request_seal`), which the
+  devices check with the public key alone; Ed25519 signatures are deterministic, so a re-emitted
+  request is byte-identical.
+* ``ldp.reports`` carry an Ed25519 signature by the devices (:func:`report_seal`), which the
+  server checks with the devices' public key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import struct
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from ...core.randomness import SecretKey
+from .format import DecodeError
+
+__all__ = ["AuthenticationError", "MacSeal", "SignatureSeal", "internal_seal", "request_seal", "report_seal", "seal",
+           "unseal", "check_seal"]
+
+
+_TRAILER = struct.Struct("<H4s")  # tag length, magic: after the tag at the end of a binary message
+_TRAILER_MAGIC = b"WSL1"
+_JSON_MAC = re.compile(rb',"mac":"([0-9a-f]{2,256})"\}$')
+
+
+class AuthenticationError(DecodeError):
+    """A message without a valid MAC or signature of its topic (counted and dead-lettered)."""
+
+
+def _context(topic: str, stream: str) -> bytes:
+    """What binds a tag to its place: a tag made for one (topic, stream) fails on every other."""
+    t, s = topic.encode(), str(stream).encode()
+    return struct.pack("<H", len(t)) + t + struct.pack("<H", len(s)) + s
+
+
+class MacSeal:
+    """A keyed BLAKE2b-256 MAC of a message's bytes bound to its topic and stream.
+
+    Examples
+    --------
+    >>> mac = internal_seal(SecretKey.from_seed(1))
+    >>> tag = mac.tag("slots", "taxi", b"body")
+    >>> mac.valid("slots", "taxi", b"body", tag), mac.valid("dissimilarity", "taxi", b"body", tag)
+    (True, False)
+    """
+
+    def __init__(self, key: bytes) -> None:
+        self._mac = hashlib.blake2b(key=key, digest_size=32, person=b"wevent-mac-v1")
+
+    def tag(self, topic: str, stream: str, body: bytes) -> bytes:
+        h = self._mac.copy()
+        h.update(_context(topic, stream))
+        h.update(body)
+        return h.digest()
+
+    def valid(self, topic: str, stream: str, body: bytes, tag: bytes) -> bool:
+        return hmac.compare_digest(self.tag(topic, stream, body), tag)
+
+
+class SignatureSeal:
+    """An Ed25519 signature of a message's bytes bound to its topic and stream.
+
+    Built from a secret it signs and checks; built from a public key (:meth:`from_public_hex`) it
+    only checks. Ed25519 signatures are deterministic: the same message always gets the same tag.
+
+    Examples
+    --------
+    >>> signer = request_seal(SecretKey.from_seed(1))
+    >>> checker = SignatureSeal.from_public_hex(signer.public_hex)
+    >>> tag = signer.tag("ldp.requests", "taxi", b"body")
+    >>> tag == signer.tag("ldp.requests", "taxi", b"body"), checker.valid("ldp.requests", "taxi", b"body", tag)
+    (True, True)
+    >>> checker.valid("ldp.requests", "other", b"body", tag)
+    False
+    """
+
+    def __init__(self, public: Ed25519PublicKey, private: Ed25519PrivateKey | None = None) -> None:
+        self._public, self._private = public, private
+
+    @classmethod
+    def from_secret(cls, secret: bytes) -> "SignatureSeal":
+        private = Ed25519PrivateKey.from_private_bytes(secret)
+        return cls(private.public_key(), private)
+
+    @classmethod
+    def from_public_hex(cls, text: str) -> "SignatureSeal":
+        """A checking-only seal from a public key of 64 hexadecimal characters (ValueError otherwise)."""
+        try:
+            raw = bytes.fromhex(text.strip())
+        except ValueError:
+            raw = b""
+        if len(raw) != 32:
+            raise ValueError("a public key must be 64 hexadecimal characters")
+        return cls(Ed25519PublicKey.from_public_bytes(raw))
+
+    @property
+    def public_hex(self) -> str:
+        return self._public.public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+
+    def public(self) -> "SignatureSeal":
+        """The same key without its private half: what the other side holds."""
+        return type(self)(self._public)
+
+    def tag(self, topic: str, stream: str, body: bytes) -> bytes:
+        if self._private is None:
+            raise ValueError("a public key checks signatures; it cannot make one")
+        return self._private.sign(_context(topic, stream) + body)
+
+    def valid(self, topic: str, stream: str, body: bytes, tag: bytes) -> bool:
+        try:
+            self._public.verify(tag, _context(topic, stream) + body)
+        except InvalidSignature:
+            return False
+        return True
+
+
+def internal_seal(server_key: SecretKey) -> MacSeal:
+    """The workers' MAC of ``slots``, ``dissimilarity`` and ``releases``."""
+    return MacSeal(server_key.derive("internal-mac"))
+
+
+def request_seal(server_key: SecretKey) -> SignatureSeal:
+    """The server's signature of ``ldp.requests`` (every worker derives the same key)."""
+    return SignatureSeal.from_secret(server_key.derive("request-signing"))
+
+
+def report_seal(device_key: SecretKey) -> SignatureSeal:
+    """The devices' signature of ``ldp.reports``, from the devices' key (the server never has it)."""
+    return SignatureSeal.from_secret(device_key.derive("report-signing"))
+
+
+def seal(topic: str, stream: str, value: bytes, by: MacSeal | SignatureSeal) -> bytes:
+    """``value`` with its tag: a last JSON field ``mac`` for JSON (public readers ignore it),
+    else the tag and a 6-byte trailer appended to the binary message.
+
+    >>> import json
+    >>> mac = internal_seal(SecretKey.from_seed(1))
+    >>> sealed = seal("releases", "taxi", b'{"slot":3}', mac)
+    >>> sealed[:17], json.loads(sealed)["slot"]
+    (b'{"slot":3,"mac":"', 3)
+    >>> check_seal(mac, "releases", "taxi", *unseal(sealed))
+    >>> check_seal(mac, "releases", "other", *unseal(sealed))
+    Traceback (most recent call last):
+    ...
+    wevent.stream.wire.seals.AuthenticationError: invalid MAC or signature for releases of stream 'other'
+    """
+    tag = by.tag(topic, stream, value)
+    if value[:1] == b"{":
+        return value[:-1] + b',"mac":"' + tag.hex().encode() + b'"}'
+    return value + tag + _TRAILER.pack(len(tag), _TRAILER_MAGIC)
+
+
+def unseal(value: bytes) -> tuple[bytes, bytes | None]:
+    """(the message without its tag, the tag or None): see :func:`seal`."""
+    if value[:1] == b"{":
+        found = _JSON_MAC.search(value)
+        if found is None:
+            return value, None
+        return value[:found.start()] + b"}", bytes.fromhex(found.group(1).decode())
+    if len(value) < _TRAILER.size:
+        return value, None
+    size, magic = _TRAILER.unpack_from(value, len(value) - _TRAILER.size)
+    end = len(value) - _TRAILER.size - size
+    if magic != _TRAILER_MAGIC or end < 0:
+        return value, None
+    return value[:end], value[end:len(value) - _TRAILER.size]
+
+
+def check_seal(by: MacSeal | SignatureSeal, topic: str, stream: str, body: bytes, tag: bytes | None) -> None:
+    """Raises :class:`AuthenticationError` unless ``tag`` is ``by``'s tag of ``body`` on (topic, stream)."""
+    if tag is None:
+        raise AuthenticationError(f"no MAC or signature on a message of {topic} for stream {stream!r}")
+    if not by.valid(topic, stream, body, tag):
+        raise AuthenticationError(f"invalid MAC or signature for {topic} of stream {stream!r}")
