@@ -25,6 +25,7 @@ PROMETHEUS_CONFIG = DOCKER / "prometheus" / "prometheus.yml"
 ALERT_RULES = DOCKER / "prometheus" / "alerts.yml"
 DASHBOARDS = DOCKER / "grafana" / "dashboards"
 CHART = ROOT / "helm" / "wevent"
+CHART_ALERT_RULES = CHART / "files" / "alerts.yml"
 MAKEFILE = ROOT / "Makefile"
 
 
@@ -50,6 +51,14 @@ def helm_binary() -> str:
     if not path.exists():
         pytest.fail(f"helm {version} is not built: `make deploy-tools` builds it into {path.parent} with Go")
     return str(path)
+
+
+def chart_kube_version() -> str:
+    """The oldest Kubernetes release the chart supports (``kubeVersion: ">=X.Y.Z-0"`` in Chart.yaml),
+    which `helm template` is told it renders for."""
+    found = re.fullmatch(r">=(\d+\.\d+\.\d+)-0", yaml.safe_load((CHART / "Chart.yaml").read_text())["kubeVersion"])
+    assert found is not None, "Chart.yaml's kubeVersion is not of the form >=X.Y.Z-0"
+    return found.group(1)
 
 
 def keys_env() -> dict[str, str]:

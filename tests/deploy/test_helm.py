@@ -20,7 +20,7 @@ from wevent.stream.config import load_config
 from wevent.stream.agents.processors import logic_for
 from wevent.stream.settings import Settings
 
-from .conftest import CHART, STREAMS_FILE, helm_binary, helm_version
+from .conftest import CHART, STREAMS_FILE, chart_kube_version, helm_binary, helm_version
 
 RELEASE = "test-release"
 KEY = "0123456789abcdef" * 4
@@ -51,11 +51,14 @@ def helm(tmp_path_factory) -> Helm:
 
 def lint(helm: Helm, values: dict) -> subprocess.CompletedProcess:
     """`helm lint --strict` (warnings fail too)."""
-    return helm("lint", "--strict", str(CHART), values=values)
+    return helm("lint", "--strict", str(CHART), "--kube-version", chart_kube_version(), values=values)
 
 
 def template(helm: Helm, values: dict) -> subprocess.CompletedProcess:
-    return helm("template", RELEASE, str(CHART), "--namespace", "wevent", values=values)
+    """`helm template` for the oldest Kubernetes the chart supports (helm built from source assumes an
+    older one than its releases do)."""
+    return helm("template", RELEASE, str(CHART), "--namespace", "wevent", "--kube-version", chart_kube_version(),
+                values=values)
 
 
 def render(helm, values: dict) -> dict[str, list[dict]]:
@@ -105,7 +108,8 @@ def test_helm_template_with_the_default_values_asks_for_the_noise_key(helm):
 
 def test_the_default_values_and_a_noise_key_render_a_plaintext_worker(helm):
     manifests = render(helm, {"noiseKey": {"value": KEY}})
-    assert sorted(manifests) == ["ConfigMap", "Deployment", "Secret", "Service"]
+    assert sorted(manifests) == ["ConfigMap", "Deployment", "Pod", "PodDisruptionBudget", "Secret", "Service",
+                                 "ServiceAccount"]  # the Pod: `helm test`
     env = {e["name"]: e for e in worker(manifests)["env"]}
     assert env["WEVENT_KAFKA_SECURITY_PROTOCOL"]["value"] == "PLAINTEXT"
     assert [v["name"] for v in pod_spec(manifests)["volumes"]] == ["config", "data", "tmp"]
@@ -115,13 +119,26 @@ EVERYTHING = {
     "noiseKey": {"value": KEY},
     "kafka": {"bootstrap": "kafka-0.kafka:9093,kafka-1.kafka:9093", "securityProtocol": "SASL_SSL",
               "sasl": {"username": "wevent", "password": "secret"},
-              "tls": {"existingSecret": "kafka-client", "clientCertificate": True, "keyPasswordKey": "key-password"}},
+              "tls": {"existingSecret": "kafka-client", "clientCertificate": True, "keyPasswordKey": "key-password"},
+              "properties": {"client.id": "wevent-worker", "request.timeout.ms": "60000"}},
     "configFiles": {"users.csv": "user,w,epsilon\n0,10,1.0\n"},
     "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+    "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
+    "networkPolicy": {"enabled": True, "queryClients": [{"podSelector": {"matchLabels": {"role": "analyst"}}}],
+                      "kafka": {"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}]},
+                      "extraEgress": [{"ports": [{"port": 443, "protocol": "TCP"}]}]},
+    "serviceAccount": {"annotations": {"example.com/role": "wevent"}},
+    "image": {"repository": "registry.example.com/wevent", "digest": "sha256:" + "0" * 64},
     "imagePullSecrets": [{"name": "regcred"}],
+    "priorityClassName": "stream-critical",
     "podAnnotations": {"example.com/owner": "team"},
+    "podLabels": {"example.com/team": "privacy"},
     "nodeSelector": {"kubernetes.io/arch": "amd64"},
     "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "example.com/pool", "operator": "In", "values": ["streams"]}]}]}}},
+    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                   "whenUnsatisfiable": "DoNotSchedule"}],
     "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}],
     "extraEnvFrom": [{"configMapRef": {"name": "site-env"}}],
     "extraVolumes": [{"name": "site-ca", "configMap": {"name": "site-ca"}}],
@@ -132,8 +149,9 @@ EVERYTHING = {
 def test_helm_lint_passes_with_every_optional_part_enabled(helm):
     result = lint(helm, EVERYTHING)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert sorted(render(helm, EVERYTHING)) == ["ConfigMap", "Deployment", "Secret", "Service",
-                                                          "ServiceMonitor"]
+    assert sorted(render(helm, EVERYTHING)) == ["ConfigMap", "Deployment", "NetworkPolicy", "Pod",
+                                                "PodDisruptionBudget", "PrometheusRule", "Secret", "Service",
+                                                "ServiceAccount", "ServiceMonitor"]
 
 
 def schema_error(helm, values: dict) -> bool:
@@ -318,7 +336,7 @@ def test_the_extra_env_and_volumes_follow_the_charts_own(helm):
     assert container["envFrom"] == EVERYTHING["extraEnvFrom"]
     assert spec["volumes"][-1] == EVERYTHING["extraVolumes"][0]
     assert container["volumeMounts"][-1] == EVERYTHING["extraVolumeMounts"][0]
-    assert [v["name"] for v in spec["volumes"]] == ["config", "data", "tmp", "kafka-tls", "site-ca"]
+    assert [v["name"] for v in spec["volumes"]] == ["config", "data", "tmp", "kafka-tls", "kafka-properties", "site-ca"]
     assert "envFrom" not in worker(render(helm, {"noiseKey": {"value": KEY}}))
 
 
@@ -376,7 +394,7 @@ def test_helm_rejects_kafka_and_extra_values_of_the_wrong_shape(helm, values):
 
 
 def test_no_template_draws_randomness():
-    for template_file in (CHART / "templates").iterdir():
+    for template_file in (CHART / "templates").rglob("*.*"):
         assert not re.search(r"\b(rand[A-Z]\w*|randInt|uuidv4|genPrivateKey|genCA|genSelfSignedCert)\b",
                              template_file.read_text()), template_file.name
 
