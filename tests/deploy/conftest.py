@@ -61,6 +61,28 @@ def chart_kube_version() -> str:
     return found.group(1)
 
 
+class Helm:
+    """The pinned helm binary, with its config, cache and data directories in ``home`` and no cluster."""
+
+    def __init__(self, binary: str, home) -> None:
+        self.binary = binary
+        homes = {f"HELM_{kind}_HOME": str(home / kind.lower()) for kind in ("CONFIG", "CACHE", "DATA")}
+        self.env = {**os.environ, **homes, "KUBECONFIG": str(home / "kubeconfig")}
+
+    def __call__(self, *args: str, values: dict | None = None) -> subprocess.CompletedProcess:
+        """helm with ``args``, and ``values`` over the chart's defaults (``-f -``, from stdin)."""
+        stdin = None
+        if values is not None:
+            args, stdin = (*args, "-f", "-"), yaml.safe_dump(values)
+        return subprocess.run([self.binary, *args], input=stdin, capture_output=True, text=True, env=self.env,
+                              timeout=120)
+
+
+@pytest.fixture(scope="session")
+def helm(tmp_path_factory) -> Helm:
+    return Helm(helm_binary(), tmp_path_factory.mktemp("helm-home"))
+
+
 def keys_env() -> dict[str, str]:
     """The environment with fresh secret keys and their public keys (`wevent keys`), as an operator
     sets them before `docker compose up`."""
