@@ -25,6 +25,7 @@ PROMETHEUS_CONFIG = DOCKER / "prometheus" / "prometheus.yml"
 ALERT_RULES = DOCKER / "prometheus" / "alerts.yml"
 DASHBOARDS = DOCKER / "grafana" / "dashboards"
 CHART = ROOT / "helm" / "wevent"
+CHART_ALERT_RULES = CHART / "files" / "alerts.yml"
 MAKEFILE = ROOT / "Makefile"
 
 
@@ -50,6 +51,36 @@ def helm_binary() -> str:
     if not path.exists():
         pytest.fail(f"helm {version} is not built: `make deploy-tools` builds it into {path.parent} with Go")
     return str(path)
+
+
+def chart_kube_version() -> str:
+    """The oldest Kubernetes release the chart supports (``kubeVersion: ">=X.Y.Z-0"`` in Chart.yaml),
+    which `helm template` is told it renders for."""
+    found = re.fullmatch(r">=(\d+\.\d+\.\d+)-0", yaml.safe_load((CHART / "Chart.yaml").read_text())["kubeVersion"])
+    assert found is not None, "Chart.yaml's kubeVersion is not of the form >=X.Y.Z-0"
+    return found.group(1)
+
+
+class Helm:
+    """The pinned helm binary, with its config, cache and data directories in ``home`` and no cluster."""
+
+    def __init__(self, binary: str, home) -> None:
+        self.binary = binary
+        homes = {f"HELM_{kind}_HOME": str(home / kind.lower()) for kind in ("CONFIG", "CACHE", "DATA")}
+        self.env = {**os.environ, **homes, "KUBECONFIG": str(home / "kubeconfig")}
+
+    def __call__(self, *args: str, values: dict | None = None) -> subprocess.CompletedProcess:
+        """helm with ``args``, and ``values`` over the chart's defaults (``-f -``, from stdin)."""
+        stdin = None
+        if values is not None:
+            args, stdin = (*args, "-f", "-"), yaml.safe_dump(values)
+        return subprocess.run([self.binary, *args], input=stdin, capture_output=True, text=True, env=self.env,
+                              timeout=120)
+
+
+@pytest.fixture(scope="session")
+def helm(tmp_path_factory) -> Helm:
+    return Helm(helm_binary(), tmp_path_factory.mktemp("helm-home"))
 
 
 def keys_env() -> dict[str, str]:

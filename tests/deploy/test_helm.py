@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import subprocess
 import tomllib
 
 import pytest
@@ -20,70 +19,9 @@ from wevent.stream.config import load_config
 from wevent.stream.agents.processors import logic_for
 from wevent.stream.settings import Settings
 
-from .conftest import CHART, STREAMS_FILE, helm_binary, helm_version
-
-RELEASE = "test-release"
-KEY = "0123456789abcdef" * 4
-SCHEMA_ERROR = "values don't meet the specifications of the schema"
-
-
-class Helm:
-    """The pinned helm binary, with its config, cache and data directories in ``home`` and no cluster."""
-
-    def __init__(self, binary: str, home) -> None:
-        self.binary = binary
-        homes = {f"HELM_{kind}_HOME": str(home / kind.lower()) for kind in ("CONFIG", "CACHE", "DATA")}
-        self.env = {**os.environ, **homes, "KUBECONFIG": str(home / "kubeconfig")}
-
-    def __call__(self, *args: str, values: dict | None = None) -> subprocess.CompletedProcess:
-        """helm with ``args``, and ``values`` over the chart's defaults (``-f -``, from stdin)."""
-        stdin = None
-        if values is not None:
-            args, stdin = (*args, "-f", "-"), yaml.safe_dump(values)
-        return subprocess.run([self.binary, *args], input=stdin, capture_output=True, text=True, env=self.env,
-                              timeout=120)
-
-
-@pytest.fixture(scope="session")
-def helm(tmp_path_factory) -> Helm:
-    return Helm(helm_binary(), tmp_path_factory.mktemp("helm-home"))
-
-
-def lint(helm: Helm, values: dict) -> subprocess.CompletedProcess:
-    """`helm lint --strict` (warnings fail too)."""
-    return helm("lint", "--strict", str(CHART), values=values)
-
-
-def template(helm: Helm, values: dict) -> subprocess.CompletedProcess:
-    return helm("template", RELEASE, str(CHART), "--namespace", "wevent", values=values)
-
-
-def render(helm, values: dict) -> dict[str, list[dict]]:
-    """The manifests `helm template` renders with ``values``, by kind."""
-    result = template(helm, values)
-    assert result.returncode == 0, result.stderr
-    manifests: dict[str, list[dict]] = {}
-    for doc in yaml.safe_load_all(result.stdout):
-        if doc:
-            manifests.setdefault(doc["kind"], []).append(doc)
-    return manifests
-
-
-def render_failure(helm, values: dict) -> str:
-    """The one-line message of a `helm template` that fails (a template's `fail`, or the schema)."""
-    result = template(helm, values)
-    assert result.returncode != 0, result.stdout
-    return result.stderr
-
-
-def pod_spec(manifests: dict[str, list[dict]]) -> dict:
-    [deployment] = manifests["Deployment"]
-    return deployment["spec"]["template"]["spec"]
-
-
-def worker(manifests: dict[str, list[dict]]) -> dict:
-    [container] = pod_spec(manifests)["containers"]
-    return container
+from .conftest import CHART, STREAMS_FILE, helm_version
+from .helm_chart import (EVERYTHING, KEY, RELEASE, SASL, TLS_DIR,
+                         TLS_FORMS, lint, pod_spec, render, render_failure, schema_error, template, worker)
 
 
 def test_the_binary_is_the_pinned_release(helm):
@@ -105,42 +43,20 @@ def test_helm_template_with_the_default_values_asks_for_the_noise_key(helm):
 
 def test_the_default_values_and_a_noise_key_render_a_plaintext_worker(helm):
     manifests = render(helm, {"noiseKey": {"value": KEY}})
-    assert sorted(manifests) == ["ConfigMap", "Deployment", "Secret", "Service"]
+    assert sorted(manifests) == ["ConfigMap", "Deployment", "Pod", "PodDisruptionBudget", "Secret", "Service",
+                                 "ServiceAccount"]  # the Pod: `helm test`
     env = {e["name"]: e for e in worker(manifests)["env"]}
     assert env["WEVENT_KAFKA_SECURITY_PROTOCOL"]["value"] == "PLAINTEXT"
     assert [v["name"] for v in pod_spec(manifests)["volumes"]] == ["config", "data", "tmp"]
 
 
-EVERYTHING = {
-    "noiseKey": {"value": KEY},
-    "kafka": {"bootstrap": "kafka-0.kafka:9093,kafka-1.kafka:9093", "securityProtocol": "SASL_SSL",
-              "sasl": {"username": "wevent", "password": "secret"},
-              "tls": {"existingSecret": "kafka-client", "clientCertificate": True, "keyPasswordKey": "key-password"}},
-    "configFiles": {"users.csv": "user,w,epsilon\n0,10,1.0\n"},
-    "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
-    "imagePullSecrets": [{"name": "regcred"}],
-    "podAnnotations": {"example.com/owner": "team"},
-    "nodeSelector": {"kubernetes.io/arch": "amd64"},
-    "tolerations": [{"key": "dedicated", "operator": "Exists"}],
-    "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}],
-    "extraEnvFrom": [{"configMapRef": {"name": "site-env"}}],
-    "extraVolumes": [{"name": "site-ca", "configMap": {"name": "site-ca"}}],
-    "extraVolumeMounts": [{"name": "site-ca", "mountPath": "/etc/site-ca", "readOnly": True}],
-}
-
 
 def test_helm_lint_passes_with_every_optional_part_enabled(helm):
     result = lint(helm, EVERYTHING)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert sorted(render(helm, EVERYTHING)) == ["ConfigMap", "Deployment", "Secret", "Service",
-                                                          "ServiceMonitor"]
-
-
-def schema_error(helm, values: dict) -> bool:
-    """Both `helm lint` and `helm template` refuse ``values`` by the chart's values.schema.json."""
-    linted = lint(helm, values)
-    refused_by_lint = linted.returncode != 0 and SCHEMA_ERROR in linted.stdout
-    return refused_by_lint and SCHEMA_ERROR in render_failure(helm, values)
+    assert sorted(render(helm, EVERYTHING)) == ["ConfigMap", "Deployment", "NetworkPolicy", "Pod",
+                                                "PodDisruptionBudget", "PrometheusRule", "Secret", "Service",
+                                                "ServiceAccount", "ServiceMonitor"]
 
 
 @pytest.mark.parametrize("noise_key", [{"value": "not-a-key"}, "ab" * 32, {"generate": True}])
@@ -212,47 +128,6 @@ def test_rendering_without_exactly_one_noise_key_fails_with_a_message(helm, nois
     assert message in render_failure(helm, {"noiseKey": noise_key})
 
 
-TLS_DIR = "/etc/wevent-kafka-tls"
-CHART_SECRET = f"{RELEASE}-wevent"
-SASL = {"username": "wevent", "password": "secret"}
-PROTOCOL, CAFILE = "WEVENT_KAFKA_SECURITY_PROTOCOL", "WEVENT_KAFKA_SSL_CAFILE"
-CERTFILE, KEYFILE = "WEVENT_KAFKA_SSL_CERTFILE", "WEVENT_KAFKA_SSL_KEYFILE"
-SCRAM_512 = {"WEVENT_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512"}
-
-
-def credentials_in(secret: str) -> dict[str, tuple[str, str]]:
-    return {"WEVENT_KAFKA_USERNAME": (secret, "kafka-username"), "WEVENT_KAFKA_PASSWORD": (secret, "kafka-password")}
-
-
-# Every TLS form Kafka users meet: kafka values -> the worker's WEVENT_KAFKA_* variables (a value,
-# or the Secret and entry it comes from), and the entries mounted from kafka.tls.existingSecret.
-TLS_FORMS = {
-    "plaintext": ({}, {PROTOCOL: "PLAINTEXT"}, None),
-    "ssl, system CAs": ({"securityProtocol": "SSL"}, {PROTOCOL: "SSL"}, None),
-    "ssl, custom CA": ({"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-ca"}},
-                       {PROTOCOL: "SSL", CAFILE: f"{TLS_DIR}/ca.crt"}, ("kafka-ca", ["ca.crt"])),
-    "mutual tls": ({"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-client", "clientCertificate": True}},
-                   {PROTOCOL: "SSL", CAFILE: f"{TLS_DIR}/ca.crt", CERTFILE: f"{TLS_DIR}/tls.crt",
-                    KEYFILE: f"{TLS_DIR}/tls.key"},
-                   ("kafka-client", ["ca.crt", "tls.crt", "tls.key"])),
-    "mutual tls, encrypted key, system CAs": (
-        {"securityProtocol": "SSL", "tls": {"existingSecret": "kafka-client", "ca": False, "clientCertificate": True,
-                                            "keyPasswordKey": "key-password"}},
-        {PROTOCOL: "SSL", CERTFILE: f"{TLS_DIR}/tls.crt", KEYFILE: f"{TLS_DIR}/tls.key",
-         "WEVENT_KAFKA_SSL_KEY_PASSWORD": ("kafka-client", "key-password")},
-        ("kafka-client", ["tls.crt", "tls.key"])),
-    "sasl_plaintext": ({"securityProtocol": "SASL_PLAINTEXT", "sasl": SASL},
-                       {PROTOCOL: "SASL_PLAINTEXT", **SCRAM_512, **credentials_in(CHART_SECRET)}, None),
-    "sasl_ssl, by default with a username": ({"sasl": SASL},
-                                             {PROTOCOL: "SASL_SSL", **SCRAM_512, **credentials_in(CHART_SECRET)}, None),
-    "sasl_ssl, custom CA, existing credentials": (
-        {"securityProtocol": "SASL_SSL", "tls": {"existingSecret": "kafka-ca"},
-         "sasl": {"username": "wevent", "existingSecret": "kafka-credentials", "mechanism": "SCRAM-SHA-256"}},
-        {PROTOCOL: "SASL_SSL", "WEVENT_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256", **credentials_in("kafka-credentials"),
-         CAFILE: f"{TLS_DIR}/ca.crt"},
-        ("kafka-ca", ["ca.crt"])),
-}
-
 
 def kafka_env(manifests: dict[str, list[dict]]) -> dict[str, str | tuple[str, str]]:
     """The worker's WEVENT_KAFKA_* variables: a value, or the (Secret, entry) it comes from."""
@@ -318,7 +193,7 @@ def test_the_extra_env_and_volumes_follow_the_charts_own(helm):
     assert container["envFrom"] == EVERYTHING["extraEnvFrom"]
     assert spec["volumes"][-1] == EVERYTHING["extraVolumes"][0]
     assert container["volumeMounts"][-1] == EVERYTHING["extraVolumeMounts"][0]
-    assert [v["name"] for v in spec["volumes"]] == ["config", "data", "tmp", "kafka-tls", "site-ca"]
+    assert [v["name"] for v in spec["volumes"]] == ["config", "data", "tmp", "kafka-tls", "kafka-properties", "site-ca"]
     assert "envFrom" not in worker(render(helm, {"noiseKey": {"value": KEY}}))
 
 
@@ -376,7 +251,7 @@ def test_helm_rejects_kafka_and_extra_values_of_the_wrong_shape(helm, values):
 
 
 def test_no_template_draws_randomness():
-    for template_file in (CHART / "templates").iterdir():
+    for template_file in (CHART / "templates").rglob("*.*"):
         assert not re.search(r"\b(rand[A-Z]\w*|randInt|uuidv4|genPrivateKey|genCA|genSelfSignedCert)\b",
                              template_file.read_text()), template_file.name
 
