@@ -184,8 +184,7 @@ def test_ten_producers_through_crashes_release_the_same(seed):
     crashy = InProcessPipeline(config())
     ten_producers(crashy, "wrb1")
     rng = np.random.default_rng(seed)
-    routes = {"reports": ("assembler", crashy.processors.assembler), "slots": ("m1", crashy.processors.dissimilarity),
-              "releases": ("m1", crashy.processors.dissimilarity), "dissimilarity": ("m2", crashy.processors.publication)}
+    routes = crashy.routes
     reports = list(crashy.queue)
     restore_at = set(rng.choice(len(reports), 2, replace=False).tolist())
     snapshot, since, read = dict(crashy.tables["assembler"]), 0, 0
