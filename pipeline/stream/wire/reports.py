@@ -105,6 +105,10 @@ class Watermark:
     time: float  # epoch seconds
     producer: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.producer is not None:
+            check_producer_id(self.producer)
+
     def encode(self) -> bytes:
         """The JSON form."""
         named = {"producer": self.producer} if self.producer is not None else {}
@@ -114,7 +118,7 @@ class Watermark:
     def encode_wrb1(self) -> bytes:
         """The WRB1 form: a header of no reports with flag 2, then the producer id (u8 length, 0
         for the anonymous producer, and its ASCII bytes)."""
-        producer = check_producer_id(self.producer).encode() if self.producer is not None else b""
+        producer = self.producer.encode() if self.producer is not None else b""
         return _wrb1_head(self.stream, round(self.time * 1000), 0, _IS_WATERMARK) + bytes([len(producer)]) + producer
 
 
@@ -162,8 +166,7 @@ def _wrb1_watermark(data: bytes, stream: str, base: int, count: int, flags: int,
     if length < 0 or len(data) != offset + 1 + length:
         raise DecodeError(f"a WRB1 watermark of {len(data)} bytes: its producer id is cut short or followed by "
                           "more bytes")
-    producer = check_producer_id(bytes(data[offset + 1 :]).decode("ascii", "replace")) if length else None
-    return Watermark(stream, base / 1000, producer)
+    return Watermark(stream, base / 1000, bytes(data[offset + 1 :]).decode("ascii", "replace") if length else None)
 
 
 def json_report(stream: str, user: int, time: float, value: int) -> bytes:
@@ -214,7 +217,7 @@ def decode_report_message(data: bytes) -> ReportBatch | Watermark:
     check_version(obj)
     try:
         if obj.get("type") == "watermark":
-            producer = check_producer_id(obj["producer"]) if "producer" in obj else None
+            producer = check_producer_id(obj["producer"]) if "producer" in obj else None  # null is refused
             return Watermark(str(obj["stream"]), _finite(obj["time"], "time"), producer)
         user, value = obj["user"], obj["value"]
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (user, value)):
