@@ -220,11 +220,6 @@ def _stream(raw, index: int) -> StreamConfig:
         options = check_options(fields.get("options", {}), mechanism)
         if "bound" in options and fields.get("oracle") != "hm":
             raise SchemaError("options.bound is the range of mean estimation: for oracle hm only")
-        jump, idle = fields.get("max_watermark_jump_slots", 60), fields.get("idle_producer_seconds", 0.0)
-        if idle > (jump - 1) * fields["slot_seconds"]:
-            raise SchemaError(f"idle_producer_seconds {idle:g} is more than max_watermark_jump_slots - 1 = {jump - 1} "
-                              f"slots ({(jump - 1) * fields['slot_seconds']:g} s): the other producers' watermarks "
-                              "could never pass a producer that died")
     except SchemaError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     stream = StreamConfig(
@@ -237,6 +232,11 @@ def _stream(raw, index: int) -> StreamConfig:
         options=options,
         labels=fields.get("labels", ()), query=fields.get("query"),
     )
+    passable = (stream.max_watermark_jump_slots - 1) * stream.slot_seconds
+    if stream.idle_seconds > passable:
+        raise ConfigError(f"{where}: idle_producer_seconds {stream.idle_seconds:g} is more than "
+                          f"max_watermark_jump_slots - 1 = {stream.max_watermark_jump_slots - 1} slots ({passable:g} s): "
+                          "the other producers' watermarks could never pass a producer that died")
     try:
         settings = stream.query_settings
     except ParameterError as exc:  # the query settings' own checks name the stream already
