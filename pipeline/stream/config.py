@@ -63,6 +63,7 @@ slots by the lateness plus a device's clock error. Every slot in this horizon is
 at most one slot's counts, so the horizon bounds the keys one assembler partition holds and the
 keys one message may touch: a batch reaching further (even one user's 10,000 future reports) has
 its excess refused as ``too_far_ahead`` instead of growing the state."""
+
 DEFAULT_IDLE_PRODUCER_SLOTS = 10
 """A stream's default ``idle_producer_seconds``, in slots (and at most ``max_watermark_jump_slots - 1``).
 
@@ -70,7 +71,7 @@ A partition's clock waits for its slowest live producer; one that trails the mos
 than this, in event time, is taken for idle (dead, or stalled) and no longer waited for
 (:class:`~wevent.stream.agents.assemble.Assembler`). Producers send a watermark per slot, so the
 idleness is counted in slots: ten let an honest producer fall nine slots behind the others (a
-later start, a slower region) and hold a stream for at most ten slots when a producer dies. It
+later start, a slower region) and hold a stream back by at most ten slots when one dies. It
 must stay below ``max_watermark_jump_slots``: the others' watermarks may run at most that many slots
 past the closed ones, so a longer idleness would never let them pass a dead producer."""
 
