@@ -16,6 +16,10 @@ Speed: ``speed = 0`` sends as fast as the sink takes it; ``speed = s > 0`` sends
 :class:`DumpSink` writes what it receives as a :class:`wevent.core.data.UserValues` ``.npz``
 (``wevent replay --dump``), which ``wevent simulate --input`` reads.
 
+A replay into Kafka names itself in its watermarks (``wevent replay --producer-id``), so that
+several producers can feed one stream: by default :func:`default_producer_id`, the same for every
+replay of the same feed, so that a restarted replay carries on as the producer it was.
+
 >>> from wevent.core.data import UserValues
 >>> feed = MatrixFeed(UserValues(np.array([[0, 1], [-1, 1]]), domain_size=2, slot_seconds=60))
 >>> class Printer:
@@ -30,6 +34,7 @@ ReplayStats(first_slot=1, last_slot=2, reports=3)
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +48,7 @@ from wevent.core.validation import ParameterError
 from .preprocess import MAX_MATRIX_VALUES, value_dtype
 
 __all__ = ["Feed", "SlotSink", "MatrixFeed", "DumpSink", "ReplayStats", "replay", "slot_bounds", "check_dump_path",
-           "check_from_slot", "first_slots"]
+           "check_from_slot", "first_slots", "default_producer_id"]
 
 
 class Feed(Protocol):
@@ -105,6 +110,21 @@ def slot_bounds(feed: Feed, slot: int) -> tuple[float, float]:
     """``[start, end)`` of 1-based ``slot`` in epoch seconds."""
     begin = feed.start + (slot - 1) * feed.slot_seconds
     return begin, begin + feed.slot_seconds
+
+
+def default_producer_id(feed: Feed) -> str:
+    """The producer id of a replay of ``feed`` unless one is given: ``replay-`` and 16 hex digits of
+    a BLAKE2b digest of the feed's name and its users' ids (what the feed is, not where or when it
+    runs). A replay restarted on any host, from any slot, at any speed, has the id it had; a feed of
+    other users has another.
+
+    >>> from wevent.core.data import UserValues
+    >>> feed = MatrixFeed(UserValues(np.zeros((2, 3), dtype=np.int8), 2, user_ids=["a", "b", "c"], name="taxi"))
+    >>> default_producer_id(feed) == default_producer_id(first_slots(feed, 1)), default_producer_id(feed)[:7]
+    (True, 'replay-')
+    """
+    identity = "\0".join([feed.name, *feed.user_ids]).encode()
+    return f"replay-{hashlib.blake2b(identity, digest_size=8, person=b'wevent-producer').hexdigest()}"
 
 
 @dataclass(frozen=True)

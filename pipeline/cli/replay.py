@@ -3,7 +3,8 @@
 Each feed has named profiles (the papers' settings); every profile setting is also an option that
 overrides it. The replay loop (:func:`wevent.producers.replay.replay`) hands every slot's batch to a sink:
 ``--dump FILE`` writes the (slot x user) matrix as a ``.npz`` that ``wevent simulate --input FILE``
-reads.
+reads. Into Kafka, the replay is one producer of the stream, named by ``--producer-id``
+(:func:`~wevent.producers.replay.default_producer_id` by default).
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from typing import Callable, Mapping
 from wevent.producers import foursquare, synthetic, tdrive
 from wevent.producers.preprocess import Preprocessed, parse_grid
 from wevent.producers.profiles import resolve, settings_of
-from wevent.producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
+from wevent.producers.replay import (DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, default_producer_id,
+                                     replay)
 
 from ..stream.settings import Settings
+from ..stream.wire.format import DecodeError
+from ..stream.wire.reports import check_producer_id
 from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, listen_port, progress, reachable_kafka,
                       readable_file, real, seed, serve_metrics, slot_count, user_count, writable_file)
 
@@ -159,6 +163,9 @@ def _add_replay_options(parser, settings: Settings) -> None:
     kafka.add_argument("--delivery-timeout", type=real(above=0, maximum=LIMITS["seconds"]), default=60.0,
                        metavar="SECONDS", help="a message the broker has not confirmed within SECONDS is not "
                        "delivered, and the replay fails (default: 60)")
+    kafka.add_argument("--producer-id", type=_producer_id, metavar="ID", help="the producer this replay is, named in "
+                       "its watermarks: 1 to 64 letters, digits, '.', '_' or '-' (default: replay- and a digest of the "
+                       "feed's name and user ids, the same for a restarted replay of the same feed)")
     kafka.add_argument("--truth-port", type=listen_port, metavar="PORT", help="also follow the stream's releases and "
                        "serve their mean absolute error against this feed's truth on http://127.0.0.1:PORT/metrics, "
                        "until stopped (Ctrl-C); only ever on this machine's loopback: the truth is a function of raw "
@@ -172,6 +179,13 @@ def _add_replay_options(parser, settings: Settings) -> None:
     parser.add_argument("--progress", dest="progress", action="store_true", default=None,
                         help="always show a progress bar")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+
+
+def _producer_id(text: str) -> str:
+    try:
+        return check_producer_id(text)
+    except DecodeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
 
 
 def _sink_factory(args) -> Callable[[Feed], SlotSink]:
@@ -193,7 +207,7 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
     def open_kafka(feed: Feed) -> SlotSink:
         check_feed_fits(feed, stream)
         return sink_for(bootstrap, stream, config.report_partitions, args.tansu_compat, args.delivery_timeout,
-                        args.settings.kafka_credentials())
+                        args.settings.kafka_credentials(), args.producer_id or default_producer_id(feed))
 
     return open_kafka
 
@@ -204,6 +218,8 @@ def handle(args) -> int:
     profile = resolve(command.profiles, args.profile, **overrides)
     if args.truth_port and args.dump:
         raise UsageError("--truth-port follows releases in Kafka: it does not go with --dump")
+    if args.producer_id and args.dump:
+        raise UsageError("--producer-id names the producer of the watermarks sent to Kafka: it does not go with --dump")
     from ..stream.runtime.kafka import DeliveryError
 
     open_sink = _sink_factory(args)
@@ -225,6 +241,7 @@ def handle(args) -> int:
         "skipped": data.skipped.as_dict() if data else {}, "skipped_lines": data.skipped.total if data else 0,
         "first_slot": stats.first_slot, "last_slot": stats.last_slot, "reports": stats.reports, "dump": args.dump,
         "messages_delivered": None if args.dump else sink.delivered,
+        "producer_id": None if args.dump else sink.producer_id,
     }
     if args.json:
         print(json.dumps(summary, default=str, sort_keys=True))

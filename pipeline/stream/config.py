@@ -20,6 +20,7 @@ A config file (TOML, YAML or JSON) declares the app and its streams::
     slot_seconds = 60
     start = "2008-02-02T00:00:00Z"   # start of slot 1 (ISO 8601 or epoch seconds)
     lateness_seconds = 0       # how long a slot stays open after its end
+    idle_producer_seconds = 600   # how far a producer may trail the others (default: 10 slots)
     options = { budget_shift = false }
 
 A personalized stream (``model = "personalized"``, mechanism ``pbd`` or ``pba``) has no single
@@ -63,6 +64,17 @@ at most one slot's counts, so the horizon bounds the keys one assembler partitio
 keys one message may touch: a batch reaching further (even one user's 10,000 future reports) has
 its excess refused as ``too_far_ahead`` instead of growing the state."""
 
+DEFAULT_IDLE_PRODUCER_SLOTS = 10
+"""A stream's default ``idle_producer_seconds``, in slots (and at most ``max_watermark_jump_slots - 1``).
+
+A partition's clock waits for its slowest live producer; one that trails the most advanced by more
+than this, in event time, is taken for idle (dead, or stalled) and no longer waited for
+(:class:`~wevent.stream.agents.assemble.Assembler`). Producers send a watermark per slot, so the
+idleness is counted in slots: ten let an honest producer fall nine slots behind the others (a
+later start, a slower region) and hold a stream back by at most ten slots when one dies. It
+must stay below ``max_watermark_jump_slots``: the others' watermarks may run at most that many slots
+past the closed ones, so a longer idleness would never let them pass a dead producer."""
+
 
 class ConfigError(ParameterError):
     """The configuration is invalid; the message names the stream and field."""
@@ -88,6 +100,7 @@ class StreamConfig:
     start: float
     lateness_seconds: float = 0.0
     max_watermark_jump_slots: int = 60  # producers send a watermark at every slot's end: jumps are 1
+    idle_producer_seconds: float | None = None  # None: the default (idle_seconds)
     max_slots_ahead: int = DEFAULT_MAX_SLOTS_AHEAD
     oracle: str = "ada"
     options: dict[str, Any] = field(default_factory=dict)
@@ -134,6 +147,15 @@ class StreamConfig:
         """The stream's window budget and its shares, settled once (None for a personalized stream,
         whose users each have their own): records, metrics and alerts carry it as it is."""
         return None if self.epsilon is None else Budget(self.epsilon, self.window, self.reserved_epsilon)
+
+    @property
+    def idle_seconds(self) -> float:
+        """How far (event-time seconds) a producer may trail a partition's most advanced producer
+        and still hold the partition's clock back: ``idle_producer_seconds``, by default
+        :data:`DEFAULT_IDLE_PRODUCER_SLOTS` slots (at most ``max_watermark_jump_slots - 1``)."""
+        if self.idle_producer_seconds is not None:
+            return self.idle_producer_seconds
+        return min(DEFAULT_IDLE_PRODUCER_SLOTS, self.max_watermark_jump_slots - 1) * self.slot_seconds
 
     # --- the slot clock: slot s covers [start + (s-1) L, start + s L) -------------------------
     def slot_of_ms(self, times_ms: np.ndarray) -> np.ndarray:
@@ -206,10 +228,16 @@ def _stream(raw, index: int) -> StreamConfig:
         domain=fields["domain"], users=fields["users"], slot_seconds=fields["slot_seconds"], start=fields["start"],
         lateness_seconds=fields.get("lateness_seconds", 0.0),
         max_watermark_jump_slots=fields.get("max_watermark_jump_slots", 60),
+        idle_producer_seconds=fields.get("idle_producer_seconds"),
         max_slots_ahead=fields.get("max_slots_ahead", DEFAULT_MAX_SLOTS_AHEAD), oracle=fields.get("oracle", "ada"),
         options=options,
         labels=fields.get("labels", ()), query=fields.get("query"),
     )
+    passable = (stream.max_watermark_jump_slots - 1) * stream.slot_seconds
+    if stream.idle_seconds > passable:
+        raise ConfigError(f"{where}: idle_producer_seconds {stream.idle_seconds:g} is more than "
+                          f"max_watermark_jump_slots - 1 = {stream.max_watermark_jump_slots - 1} slots ({passable:g} s): "
+                          "the other producers' watermarks could never pass a producer that died")
     try:
         settings = stream.query_settings
     except ParameterError as exc:  # the query settings' own checks name the stream already

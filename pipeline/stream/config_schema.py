@@ -242,8 +242,11 @@ STREAM_FIELDS: dict[str, Field] = {
     "slot_seconds": Field(Number(0.001, 1e9), "the slot length", required=True),
     "start": Field(Time(), "the start of slot 1 (ISO 8601 or epoch seconds)", required=True),
     "lateness_seconds": Field(Number(0, 1e9), "how long a slot stays open after its end"),
-    "max_watermark_jump_slots": Field(Integer(1, 10_000), "the most slots one watermark may close at once "
-                                      "(default 60): a larger jump is a clock error or a forgery"),
+    "max_watermark_jump_slots": Field(Integer(1, 10_000), "how many slots past the closed ones a watermark may "
+                                      "be (default 60): a larger jump is a clock error or a forgery"),
+    "idle_producer_seconds": Field(Number(0, 1e9), "event time by which a producer may trail the partition's most "
+                                   "advanced one before it stops holding the clock back (default: 10 slots, and at "
+                                   "most max_watermark_jump_slots - 1)"),
     "max_slots_ahead": Field(Integer(1, 10_000), "how many slots past the closed ones (beyond the lateness) a "
                              "report may be (default 100): each is a table key of one slot's counts"),
     "oracle": Field(Choice(("ada", "grr", "oue", "hm")), "the frequency oracle (local streams only)"),
@@ -311,6 +314,7 @@ def config_json_schema() -> dict:
 
     It holds every field's type and range and, per mechanism, its model and options; the few
     rules across fields beyond those (a query index of mode B/C on central streams only, its
-    budget below epsilon, ``bound`` with oracle ``hm`` only) are the loader's alone.
+    budget below epsilon, ``bound`` with oracle ``hm`` only, ``idle_producer_seconds`` within
+    ``max_watermark_jump_slots - 1`` slots) are the loader's alone.
     """
     return table_json_schema(APP_FIELDS)

@@ -12,8 +12,9 @@ from wevent.core.data import ABSENT, UserValues
 from wevent.core.synthetic import synthetic
 from wevent.producers.fixtures import TDRIVE, TSMC_NYC
 from wevent.producers.foursquare import read_foursquare
-from wevent.producers.replay import MatrixFeed, replay
+from wevent.producers.replay import MatrixFeed, default_producer_id, replay
 from wevent.producers.synthetic import synthetic_feed
+from wevent.stream.wire.reports import check_producer_id
 
 
 def _run(capsys, *argv) -> tuple[int, str, str]:
@@ -81,6 +82,10 @@ def test_synthetic_dump_equals_the_core_generator(tmp_path, capsys):
     (["tdrive", TDRIVE, "--max-slots", "0"], "expected an integer >= 1"),
     (["foursquare", TSMC_NYC, "--sample-rate", "1.5"], "expected a fraction in (0, 1]"),
     (["synthetic", "--model", "walk"], "invalid choice"),
+    (["synthetic", "--producer-id", "gw 1"], "a producer id is 1 to 64 letters"),
+    (["synthetic", "--producer-id", "x" * 65], "got 'xxx"),
+    (["synthetic", "--producer-id", ""], "starting with a letter or digit, got ''"),
+    (["synthetic", "--producer-id", "gw-1", "--dump", "x.npz"], "--producer-id names the producer"),
 ])
 def test_bad_options_are_one_line_errors(tmp_path, capsys, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)
@@ -90,6 +95,15 @@ def test_bad_options_are_one_line_errors(tmp_path, capsys, monkeypatch, argv, me
         code = exc.code
     err = capsys.readouterr().err
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_the_default_producer_id_is_the_feeds_whatever_the_slots_and_another_feeds_differs():
+    feed = synthetic_feed("personalized", users=10, slots=5)
+    same = default_producer_id(feed)
+    assert same == default_producer_id(synthetic_feed("personalized", users=10, slots=3, start=600.0))
+    assert same != default_producer_id(synthetic_feed("personalized", users=11, slots=5))
+    assert same != default_producer_id(synthetic_feed("personalized", users=10, slots=5, model="sin"))
+    assert check_producer_id(same) == same and same.startswith("replay-")
 
 
 def test_replay_paces_slots_at_a_multiple_of_real_time():

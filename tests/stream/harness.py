@@ -67,11 +67,16 @@ class InProcessPipeline:
         for p in range(self.config.report_partitions):
             self.produce("reports", Watermark(stream, slot_end).encode(), partition=p)
 
+    @property
+    def routes(self) -> dict:
+        """topic -> (the table, the processor) its messages go to."""
+        return {"reports": ("assembler", self.processors.assembler), "slots": ("m1", self.processors.dissimilarity),
+                "releases": ("m1", self.processors.dissimilarity), "dissimilarity": ("m2", self.processors.publication),
+                "ldp.requests": ("collector", self.processors.collector),
+                "ldp.reports": ("collector", self.processors.collector)}
+
     def run(self, now: float = 0.0) -> None:
-        routes = {"reports": ("assembler", self.processors.assembler), "slots": ("m1", self.processors.dissimilarity),
-                  "releases": ("m1", self.processors.dissimilarity), "dissimilarity": ("m2", self.processors.publication),
-                  "ldp.requests": ("collector", self.processors.collector),
-                  "ldp.reports": ("collector", self.processors.collector)}
+        routes = self.routes
         answered = set()
         while self.queue:
             topic, p, offset, value = self.queue.popleft()

@@ -224,9 +224,12 @@ def test_an_input_whose_state_would_exceed_the_bound_is_refused_and_writes_nothi
     assert not pipeline.tables["assembler"] and not pipeline.log["releases"]
 
 
-@pytest.mark.parametrize("fields, horizon", [({}, 100), ({"lateness_seconds": 601}, 111),
-                                             ({"max_slots_ahead": 5, "lateness_seconds": 60}, 6)])
-def test_the_horizon_covers_the_lateness_and_is_configurable(fields, horizon):
+@pytest.mark.parametrize("fields, horizon", [
+    ({}, 110), ({"lateness_seconds": 601}, 121), ({"max_slots_ahead": 5, "lateness_seconds": 60}, 16),
+    ({"idle_producer_seconds": 0}, 100), ({"idle_producer_seconds": 61}, 102), ({"max_watermark_jump_slots": 4}, 103)])
+def test_the_horizon_covers_the_lateness_the_idleness_and_is_configurable(fields, horizon):
+    """max_slots_ahead, plus the lateness and the producers' idleness (default 10 slots, at most
+    max_watermark_jump_slots - 1) in whole slots."""
     config = parse_config({"seed": 1, "streams": [
         {"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 2,
          "users": 10, "slot_seconds": 60, "start": START, **fields}]})

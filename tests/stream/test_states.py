@@ -19,7 +19,8 @@ ROUND = {"asked": 1000, "answered_at": np.array([0, 5, 9]), "support": np.array(
          "deadline": 130.5}
 
 STORED = [  # (type, the dict the processors stored)
-    (AssemblerState, {"offsets": {"reports:0": 41}, "watermark": float("-inf"), "closed": 7, "open": [8, 9]}),
+    (AssemblerState, {"offsets": {"reports:0": 41}, "watermark": 420.0, "closed": 7, "open": [8, 9],
+                      "producers": {"": 420.0, "gw-1": 480.0}}),
     (OpenSlot, {"counts": np.array([[3, 1]]), "seen": np.array([2, 7, 11]), "applied": 41}),
     (DissimilarityState, {"offsets": {"slots:1": 9, "releases:1": 4}, "next": 6, "last_slot": 5,
                           "last_release": np.array([1.5, -0.25])}),
@@ -44,7 +45,8 @@ def test_a_value_packs_to_the_dict_it_was_stored_as(kind, stored):
 
 
 def test_fresh_heads_start_with_their_offsets():
-    assert list(AssemblerState(float("-inf"), 0, []).to_fields()) == ["offsets", "watermark", "closed", "open"]
+    assert list(AssemblerState(float("-inf"), 0, [], {}).to_fields()) == ["offsets", "watermark", "closed", "open",
+                                                                          "producers"]
     assert list(CollectorState({}, [], {}).to_fields()) == ["offsets", "rounds", "closed", "early"]
 
 

@@ -16,7 +16,8 @@ from .base import DEADLETTER_SAMPLE, HeadState, Out, Processor, SideKeys, TableV
 from .events import Events
 from .seen import seen_add, seen_contains
 
-__all__ = ["REJECT_REASONS", "AssemblerState", "OpenSlot", "slots_ahead", "Assembler"]
+__all__ = ["REJECT_REASONS", "MAX_PRODUCERS", "AssemblerState", "OpenSlot", "slots_ahead", "live_producers",
+           "Assembler"]
 
 # In order of precedence: a report is rejected for the first that applies.
 REJECT_REASONS = ("unknown_user", "out_of_domain", "before_start", "late", "too_far_ahead", "wrong_partition",
@@ -30,14 +31,23 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return np.unique(values)
 
 
+MAX_PRODUCERS = 100
+"""The most live producers an assembler partition keeps a watermark of, per stream. Their
+watermarks are in the partition's head, which every input rewrites: at most about 9 KB of it. The
+watermark of one more producer is refused (``too_many_producers``) and changes nothing; that
+producer's reports are still counted, but its watermarks do not hold the clock back."""
+
+
 @dataclass
 class AssemblerState(HeadState):
-    """An assembler partition's clock for one stream: its watermark, the slots it closed (all up to
-    ``closed``) and the slots it holds a key of counts for."""
+    """An assembler partition's clock for one stream: its watermark (the clock), the slots it
+    closed (all up to ``closed``), the slots it holds a key of counts for, and the last watermark
+    of each live producer (:func:`live_producers`)."""
 
     watermark: float  # epoch seconds; -inf before the first
     closed: int
     open: list[int]
+    producers: dict[str, float]  # producer id ("" for the anonymous one) -> its last watermark
 
 
 @dataclass(eq=False)
@@ -51,9 +61,22 @@ class OpenSlot(TableValue):
 
 def slots_ahead(stream) -> int:
     """The assembler's horizon for ``stream``: a report may be for at most this many slots past the
-    closed ones (its lateness in slots plus ``max_slots_ahead``, by default
-    :data:`~wevent.stream.config.DEFAULT_MAX_SLOTS_AHEAD`); so many keys at most are open."""
-    return stream.max_slots_ahead + math.ceil(stream.lateness_seconds / stream.slot_seconds)
+    closed ones (``max_slots_ahead``, by default :data:`~wevent.stream.config.DEFAULT_MAX_SLOTS_AHEAD`,
+    plus its lateness and its producers' idleness in slots: the most advanced producer runs so far
+    ahead of the clock); so many keys at most are open."""
+    return (stream.max_slots_ahead + math.ceil(stream.lateness_seconds / stream.slot_seconds)
+            + math.ceil(stream.idle_seconds / stream.slot_seconds))
+
+
+def live_producers(watermarks: dict[str, float], idle_seconds: float) -> dict[str, float]:
+    """The producers that hold a partition's clock back, by id: those whose last watermark trails
+    the most advanced one by at most ``idle_seconds``, in the order of their ids.
+
+    >>> live_producers({"b": 600.0, "a": 300.0, "c": 50.0}, idle_seconds=300)
+    {'a': 300.0, 'b': 600.0}
+    """
+    frontier = max(watermarks.values())
+    return {p: t for p, t in sorted(watermarks.items()) if t >= frontier - idle_seconds}
 
 
 class Assembler(Processor):
@@ -66,8 +89,33 @@ class Assembler(Processor):
     It counts only the users its partition owns (:func:`~wevent.stream.wire.reports.report_partition`),
     so that no user is counted twice in a slot across partitions. A slot closes when the
     partition's watermark passes its end plus the allowed lateness; the assembler then emits the
-    slot's partial histogram (zeros if nothing arrived) to ``slots``. A watermark that would close
-    more than ``max_watermark_jump_slots`` slots at once is refused and leaves the clock where it was.
+    slot's partial histogram (zeros if nothing arrived) to ``slots``. A watermark more than
+    ``max_watermark_jump_slots`` slots past the closed ones is refused and changes nothing.
+
+    **Many producers.** A partition hears watermarks from several producers, each naming itself
+    (:class:`~wevent.stream.wire.reports.Watermark`; the producer without a name is one producer
+    too, so a feed of one anonymous producer behaves as it always has). The state keeps each
+    producer's last watermark, and the partition's watermark is the least of those of the *live*
+    producers (never moving back): a slot closes once every live producer has promised it has
+    nothing more for it. A producer is live while its last watermark trails the most advanced
+    producer's by at most the stream's ``idle_producer_seconds``
+    (:attr:`~wevent.stream.config.StreamConfig.idle_seconds`, :func:`live_producers`); a producer
+    that died or stalls stops holding the clock back once the others have gone that far past it, and
+    what it sends after its slots closed is late, counted and dead-lettered as any late report.
+    A producer that restarts under its id carries on from its last watermark.
+
+    Idleness is measured in event time, by the other producers' progress, and not by any clock:
+    the partition's clock is then a function of the partition's messages in their order, so a
+    replay (a restarted worker re-reading its input) closes every slot exactly as the first run did,
+    however fast it reads. A wall clock (the worker's, or the times producers stamp on their
+    messages) would close slots differently on a re-read and could change a release. The price:
+    a live producer that falls further behind the others than the idleness, in event time, is
+    taken for idle; producers replaying faster than real time must start together and keep within
+    it of each other. A producer idle in this sense is dropped from the state (it holds nothing
+    back, and its later watermarks count as those of a newcomer), which bounds the state by the
+    live producers: at most :data:`MAX_PRODUCERS`. A producer unknown to a partition holds nothing
+    back either, which is why a producer's first message to every partition is a watermark (at
+    the start of the first slot it sends), before any report: the assembler waits for it from then on.
     """
 
     state_type = AssemblerState
@@ -86,7 +134,7 @@ class Assembler(Processor):
         return AssemblerKey(stream.name, partition).encode(), message, []
 
     def initial(self, key):
-        return AssemblerState(float("-inf"), 0, [])
+        return AssemblerState(float("-inf"), 0, [], {})
 
     def state_keys(self, topic, partition, key_partition):
         return [AssemblerKey(s.name, partition).encode() for s in self.config.streams] if topic == REPORTS else []
@@ -94,7 +142,7 @@ class Assembler(Processor):
     def apply(self, state, message, topic, partition, now, side, events):
         stream = self.config.stream(message.stream)
         if isinstance(message, Watermark):
-            return self._advance(state, stream, message.time, partition, now, side, events)
+            return self._advance(state, stream, message, partition, now, side, events)
         if stream.model == "local":  # raw values must never reach the server: refuse, copy nothing
             events.reports_rejected[stream.name, "raw_value_for_local_stream"] += int(message.users.size)
             return [dead_letter(events, "raw_value_for_local_stream", topic, f"{message.users.size} raw report(s) for "
@@ -173,18 +221,30 @@ class Assembler(Processor):
     def _empty_slot(stream, logic) -> OpenSlot:
         return OpenSlot(np.zeros((logic.groups, stream.domain), dtype=np.int64), np.zeros(0, dtype=np.int64), -1)
 
-    def _advance(self, state: AssemblerState, stream, time: float, partition: int, now: float, side: SideKeys,
+    def _advance(self, state: AssemblerState, stream, mark: Watermark, partition: int, now: float, side: SideKeys,
                  events: Events) -> list[Out]:
-        if time <= state.watermark:
+        producer = mark.producer or ""
+        if mark.time <= state.producers.get(producer, float("-inf")):
             return []
-        through = stream.closable_through(time)
-        limit = stream.max_watermark_jump_slots
-        if through - state.closed > limit:
+        who = f"producer {mark.producer!r}" if mark.producer else "the anonymous producer"
+        limit, reaches = stream.max_watermark_jump_slots, stream.closable_through(mark.time)
+        if reaches - state.closed > limit:
             events.reports_rejected[stream.name, "watermark_too_far_ahead"] += 1
             return [dead_letter(events, "watermark_too_far_ahead", REPORTS,
-                                f"watermark {time:.3f} on partition {partition} would close slots {state.closed + 1}.."
-                                f"{through} at once; at most {limit} (max_watermark_jump_slots)", stream.name)]
-        state.watermark = float(time)
+                                f"watermark {mark.time:.3f} of {who} on partition {partition} reaches slot {reaches}, "
+                                f"more than {limit} slots (max_watermark_jump_slots) past the closed ones (up to "
+                                f"{state.closed})", stream.name)]
+        producers = live_producers({**state.producers, producer: float(mark.time)}, stream.idle_seconds)
+        if len(producers) > MAX_PRODUCERS:
+            events.reports_rejected[stream.name, "too_many_producers"] += 1
+            return [dead_letter(events, "too_many_producers", REPORTS, f"watermark of {who} on partition {partition} "
+                                f"refused: {MAX_PRODUCERS} live producers already hold its clock", stream.name)]
+        state.producers = producers
+        clock = min(producers.values())
+        if clock <= state.watermark:
+            return []
+        state.watermark = clock
+        through = stream.closable_through(clock)
         logic = self.logics[stream.name]
         outputs = []
         is_open = set(state.open)

@@ -8,7 +8,7 @@ from typing import Iterator
 import numpy as np
 
 from ..settings import KafkaCredentials
-from ..wire.reports import ReportBatch, Watermark, report_partition
+from ..wire.reports import ReportBatch, Watermark, json_report, report_partition
 from ..wire.topics import REPORTS
 
 kafka_log = logging.getLogger("wevent.kafka")
@@ -91,9 +91,14 @@ class DeliveryError(Exception):
 class KafkaReportSink:
     """Sends a stream's per-slot user values to ``reports``: batched binary, then watermarks.
 
-    Each user's reports go to the partition that owns the user (:func:`report_partition`). After a
+    Each user's reports go to the partition that owns the user (:func:`report_partition`). Before
+    its first reports, every partition gets a watermark at the start of that slot, so that every
+    assembler knows the producer before another producer's watermark closes the slot; after a
     slot's reports, every partition gets a watermark at the slot's end, so every assembler can
-    close the slot. For a
+    close the slot. The watermarks name the producer (``producer``, None for the anonymous one:
+    :class:`Watermark`). ``wire`` is ``"wrb1"`` (batches of up to
+    :data:`MAX_REPORTS_PER_MESSAGE` reports and binary watermarks) or ``"json"`` (a message per
+    report, and JSON watermarks: the form of a simple producer in another language). For a
     local-model stream (``clock_only``) only the watermarks are sent: the values stay with the
     devices, which answer the server's requests with perturbed reports.
 
@@ -109,11 +114,17 @@ class KafkaReportSink:
 
     def __init__(self, bootstrap: str, stream: str, partitions: int, tansu_compat: bool = False,
                  clock_only: bool = False, delivery_timeout: float = 60.0,
-                 credentials: KafkaCredentials | None = None) -> None:
+                 credentials: KafkaCredentials | None = None, producer: str | None = None,
+                 wire: str = "wrb1") -> None:
         from confluent_kafka import Producer
 
+        if wire not in ("wrb1", "json"):
+            raise ValueError(f"wire is 'wrb1' or 'json', got {wire!r}")
         self.bootstrap = bootstrap
         self.stream = stream
+        self.producer_id = producer
+        self.wire = wire
+        self.announced = False  # the first watermark, before any report, went out
         self.clock_only = clock_only  # a local-model stream: values stay with the devices
         self.partitions = partitions
         self.delivery_timeout = delivery_timeout
@@ -169,6 +180,8 @@ class KafkaReportSink:
         self.messages_sent += 1
 
     def send_slot(self, slot: int, slot_start: float, slot_end: float, users: np.ndarray, values: np.ndarray) -> None:
+        if not self.announced:
+            self.watermark(slot_start)
         if not self.clock_only:
             self.send_reports(slot_start, users, values)
         self.watermark(slot_end)
@@ -181,15 +194,22 @@ class KafkaReportSink:
         time_ms = round(slot_start * 1000)
         for p in range(self.partitions):
             chosen = np.flatnonzero(part == p)
+            if self.wire == "json":  # one message per report: the JSON form has no batches
+                for user, value in zip(users[chosen].tolist(), values[chosen].tolist()):
+                    self._produce(json_report(self.stream, user, slot_start, value), p)
+                continue
             for chunk in _chunks(chosen, MAX_REPORTS_PER_MESSAGE):
                 batch = ReportBatch(self.stream, users[chunk], values[chunk], np.full(chunk.size, time_ms))
                 self._produce(batch.encode(), p)
         self.reports_sent += int(users.size)
 
     def watermark(self, time: float) -> None:
-        mark = Watermark(self.stream, time).encode()
+        """A watermark at ``time`` to every partition."""
+        mark = Watermark(self.stream, time, self.producer_id)
+        value = mark.encode_wrb1() if self.wire == "wrb1" else mark.encode()
         for p in range(self.partitions):
-            self._produce(mark, p)
+            self._produce(value, p)
+        self.announced = True
 
     def abandon(self) -> None:
         """Drop what is still queued (the sender is stopping): a later :meth:`close` then fails at once."""
@@ -214,10 +234,11 @@ class KafkaReportSink:
 
 
 def sink_for(bootstrap: str, stream, partitions: int, tansu_compat: bool, delivery_timeout: float = 60.0,
-             credentials: KafkaCredentials | None = None) -> "KafkaReportSink":
-    """The sink a replay into ``stream`` uses: reports and clock, or the clock alone (local model)."""
+             credentials: KafkaCredentials | None = None, producer: str | None = None) -> "KafkaReportSink":
+    """The sink a replay into ``stream`` uses: reports and clock, or the clock alone (local model),
+    as the producer named ``producer`` (None: the anonymous one)."""
     return KafkaReportSink(bootstrap, stream.name, partitions, tansu_compat, clock_only=stream.model == "local",
-                           delivery_timeout=delivery_timeout, credentials=credentials)
+                           delivery_timeout=delivery_timeout, credentials=credentials, producer=producer)
 
 
 def check_feed_fits(feed, stream) -> None:

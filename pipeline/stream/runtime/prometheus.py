@@ -16,8 +16,8 @@ reports_rejected = Counter(
     "wevent_reports_rejected_total",
     "Reports rejected and dead-lettered, by reason (malformed, unknown_stream, unknown_user, "
     "out_of_domain, duplicate, late, before_start, too_far_ahead, wrong_partition, "
-    "watermark_too_far_ahead, raw_value_for_local_stream, unrequested, unauthenticated, internal_error: a "
-    "worker failed on their message)",
+    "watermark_too_far_ahead, too_many_producers, raw_value_for_local_stream, unrequested, unauthenticated, "
+    "internal_error: a worker failed on their message)",
     ["stream", "reason"],
 )
 dead_letters = Counter(
