@@ -22,7 +22,7 @@ def test_a_clean_install_gives_import_wevent_and_no_generic_top_level_name(tmp_p
     assert "wevent = wevent.cli:main" in entry_points
     for data in ("wevent/py.typed", "wevent/stream/wire/schemas/release.schema.json",
                  "wevent/producers/fixtures/tdrive/taxi_log_2008_by_id/4978.txt",
-                 "wevent/producers/fixtures/foursquare/dataset_TIST2015_POIs.txt"):
+                 "wevent/producers/fixtures/foursquare/dataset_TIST2015_POIs.txt", "wevent/stream/wire/schemas/WRB1.md"):
         assert data in names
 
     venv = tmp_path / "venv"
