@@ -115,3 +115,11 @@ def test_the_markdown_table_has_a_row_per_option_and_meaning():
     assert any("NOT PRIVATE" in line and "`artifact_compat_nonprivate`" in line for line in table)
     assert "| central | `cutoff` | dsat | >= 1 and <= 1048576 | ceil(0.15 w) |" in markdown()
 
+
+
+def test_readmes_table_of_options_is_the_declarations():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme.split("<!-- options table: python -m wevent.core.options --markdown -->\n")[1]
+    assert table.split("<!-- end of the options table -->")[0] == markdown(), (
+        "README's table of options differs from the mechanisms' declarations: paste the output of "
+        "`python -m wevent.core.options --markdown` between its markers")
