@@ -1,8 +1,8 @@
 """``wevent bench crash``: random SIGKILLs of the worker, the replay and devices, every release checked.
 
 A trial starts the embedded broker, one worker and a replay of the bundled T-Drive sample into a
-BA stream (``--model local``: an LPA stream answered by a two-shard device fleet), with 2
-``reports`` and 2 stream partitions, then follows a random kill schedule drawn from the trial's
+BA stream (``--mechanism``: any central mechanism; ``--model local``: an LPA stream answered by a
+two-shard device fleet), with 2 ``reports`` and 2 stream partitions, then follows a random kill schedule drawn from the trial's
 seed: one to three SIGKILLs of the worker at random moments, each restarted after a random delay
 of 0 to 5 s; half the time a SIGKILL of the replay, which resumes from the slot after the last
 release (``--from-slot``); in the local model one or two of a fleet shard. When every slot is
@@ -35,6 +35,10 @@ SLOT_SECONDS = 300.0
 GRID = "4x4"
 LOCAL_BLOCK = 64
 LOCAL_DEADLINE = 5.0
+MECHANISM = {"central": "ba", "local": "lpa"}  # each model's mechanism unless a central one is named
+# Options a trial's stream takes: BD and BA with grouping cut the 16 cells into 4 groups (by
+# default they would be one group: d / 500 < 1), so M1's dissimilarity is a vector.
+TRIAL_OPTIONS = {"bd-grouped": {"groups": 4}, "ba-grouped": {"groups": 4}}
 
 
 @dataclass
@@ -48,6 +52,7 @@ class TrialResult:
     seed: int
     slots: int
     model: str = "central"
+    mechanism: str = "ba"
     kills: list[str] = field(default_factory=list)
     released: int = 0
     missing: list[int] = field(default_factory=list)
@@ -84,7 +89,7 @@ class TrialResult:
             verdict = (f"DIFFERENT: released {self.released}/{self.slots} (missing {self.missing[:10]}), differing "
                        f"slots {self.differing[:10]}, conflicting slots {self.conflicts[:10]}")
         exits = f"; exited by themselves: {'; '.join(self.exits)}" if self.exits else ""
-        return (f"{self.model} trial seed {self.seed}: {len(self.kills)} kill(s) [{'; '.join(self.kills)}] in "
+        return (f"{self.model} trial ({self.mechanism}) seed {self.seed}: {len(self.kills)} kill(s) [{'; '.join(self.kills)}] in "
                 f"{self.seconds:.0f} s: {verdict}{exits}")
 
 
@@ -96,13 +101,14 @@ def sample_values(slots: int):
                        max_slots=slots).values
 
 
-def trial_config(values, seed: int, model: str = "central"):
-    """BA over the sample (central), or LPA with devices answering within 5 s (local)."""
+def trial_config(values, seed: int, model: str = "central", mechanism: str | None = None):
+    """BA (or ``mechanism``) over the sample (central), or LPA with devices answering within 5 s (local)."""
     from ..stream.config import parse_config
 
-    stream = {"name": STREAM, "model": model, "mechanism": "ba" if model == "central" else "lpa", "epsilon": 1.0,
-              "window": 10, "domain": values.domain_size, "users": values.users, "slot_seconds": SLOT_SECONDS,
-              "start": values.start}
+    mechanism = mechanism or MECHANISM[model]
+    stream = {"name": STREAM, "model": model, "mechanism": mechanism, "epsilon": 1.0, "window": 10,
+              "domain": values.domain_size, "users": values.users, "slot_seconds": SLOT_SECONDS, "start": values.start,
+              "options": TRIAL_OPTIONS.get(mechanism, {})}
     if model == "local":
         stream["options"] = {"block_size": LOCAL_BLOCK, "deadline_seconds": LOCAL_DEADLINE}
     return parse_config({"app": "wevent-crash", "seed": seed, "report_partitions": 2, "stream_partitions": 2,
@@ -115,11 +121,12 @@ def clean_releases(config, values, workdir: Path | None = None, settings: Settin
     the server's key as ``settings`` give it: by default, from the config's seed)."""
     stream = config.stream(STREAM)
     if stream.model == "central":
-        from ..core.central import BudgetAbsorption
         from ..core.randomness import DerivedRandomness
+        from ..core.registry import mechanism_class
 
-        mechanism = BudgetAbsorption(stream.epsilon, stream.window, stream.domain,
-                                     randomness=DerivedRandomness(settings.noise_key(config), STREAM))
+        mechanism = mechanism_class(stream.mechanism)(stream.epsilon, stream.window, stream.domain,
+                                                      randomness=DerivedRandomness(settings.noise_key(config), STREAM),
+                                                      **stream.mechanism_options)
         return {r.slot: {"release": r.release.tolist()} for r in mechanism.run(values.counts().astype(float))}
     dump, log = Path(workdir) / "values.npz", Path(workdir) / "simulated.jsonl"
     values.save(dump)
@@ -155,12 +162,13 @@ class Schedule:
         return cls(sorted(events))
 
 
-def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 24, speed: float = 900.0,
-              horizon: float = 12.0, max_delay: float = 5.0, session_seconds: float = 10.0, timeout: float = 150.0,
-              loglevel: str = "warn", settings: Settings = Settings()) -> TrialResult:
-    """One trial in ``workdir`` (its config and logs stay there); ``session_seconds`` is the
-    workers' group session timeout (how long a killed worker's partitions wait); ``settings`` are
-    what this process's environment gives (by default, none: the trials' configs have seeds)."""
+def run_trial(seed: int, workdir: Path, *, model: str = "central", mechanism: str | None = None, slots: int = 24,
+              speed: float = 900.0, horizon: float = 12.0, max_delay: float = 5.0, session_seconds: float = 10.0,
+              timeout: float = 150.0, loglevel: str = "warn", settings: Settings = Settings()) -> TrialResult:
+    """One trial in ``workdir`` (its config and logs stay there) of ``model``'s mechanism (a central
+    one may be named); ``session_seconds`` is the workers' group session timeout (how long a killed
+    worker's partitions wait); ``settings`` are what this process's environment gives (by default,
+    none: the trials' configs have seeds)."""
     from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
     from ..stream.runtime.child_processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
     from ..stream.runtime.subscription import Releases
@@ -168,9 +176,9 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     values = sample_values(slots)
-    config = trial_config(values, seed, model)
+    config = trial_config(values, seed, model, mechanism)
     expected = clean_releases(config, values, workdir, settings)
-    result = TrialResult(seed, len(expected), model)
+    result = TrialResult(seed, len(expected), model, config.stream(STREAM).mechanism)
     schedule = Schedule.draw(seed, horizon, local=model == "local", max_delay=max_delay)
     started = time.monotonic()
     with EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()) as broker:
@@ -254,13 +262,15 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", slots: int = 
 
 
 def run_trials(trials, root: Path, *, parallel: int = 1, **options):
-    """The results of ``trials`` ((seed, model) pairs), ``parallel`` at a time, each with its own
-    broker and processes in ``root/<model><seed>``, in their order; ``options`` go to :func:`run_trial`."""
+    """The results of ``trials`` ((seed, model) pairs, or (seed, model, mechanism)), ``parallel`` at a
+    time, each with its own broker and processes in ``root/<mechanism><seed>``, in their order;
+    ``options`` go to :func:`run_trial`."""
     from concurrent.futures import ThreadPoolExecutor
 
     def one(trial):
-        seed, model = trial
-        return run_trial(seed, Path(root) / f"{model}{seed}", model=model, **options)
+        seed, model, mechanism = (*trial, None)[:3]
+        mechanism = mechanism or MECHANISM[model]
+        return run_trial(seed, Path(root) / f"{mechanism}{seed}", model=model, mechanism=mechanism, **options)
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         yield from pool.map(one, trials)
@@ -286,7 +296,10 @@ def register(sub) -> None:
     p = sub.add_parser("crash", help="random SIGKILLs of the worker, the replay and devices; releases against a clean run")
     p.add_argument("--trials", type=int, default=10, help="number of trials (default: 10)")
     p.add_argument("--model", choices=["central", "local"], default="central",
-                   help="central: BA; local: LPA with a two-shard device fleet (default: central)")
+                   help="central: BA, or the --mechanism named; local: LPA with a two-shard device fleet "
+                   "(default: central)")
+    p.add_argument("--mechanism", "-m", choices=_central_mechanisms(), default=None,
+                   help="the central model's mechanism (default: ba)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first trial; trial i uses seed + i (default: 0)")
     p.add_argument("--slots", type=int, default=24, help="slots per trial (default: 24)")
     p.add_argument("--parallel", type=int, default=1, help="trials run at the same time (default: 1)")
@@ -300,9 +313,11 @@ def handle(args) -> int:
 
     if args.trials < 1 or not 2 <= args.slots or not 1 <= args.parallel <= 16:
         raise UsageError("--trials must be at least 1, --slots at least 2 and --parallel in 1..16")
+    if args.mechanism and args.model != "central":
+        raise UsageError("--mechanism names a central mechanism; --model local runs LPA")
     root = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="wevent-crash-"))
     verdicts = dict.fromkeys(("identical", "short", "wrong", "stalled"), 0)
-    trials = [(seed, args.model) for seed in range(args.seed, args.seed + args.trials)]
+    trials = [(seed, args.model, args.mechanism) for seed in range(args.seed, args.seed + args.trials)]
     for result in run_trials(trials, root, parallel=args.parallel, slots=args.slots, loglevel=args.loglevel,
                              settings=args.settings):
         verdicts[result.verdict] += 1
@@ -312,6 +327,12 @@ def handle(args) -> int:
     print(f"{args.trials} trials: identical {verdicts['identical']}, short of device answers by design "
           f"{verdicts['short']}, wrong {verdicts['wrong']}, stalled {verdicts['stalled']} (logs in {root})")
     return 0 if verdicts["identical"] + verdicts["short"] == args.trials else 1
+
+
+def _central_mechanisms() -> list[str]:
+    from ..core.registry import mechanisms
+
+    return sorted(name for name, cls in mechanisms().items() if cls.model == "central")
 
 
 def positions(bootstrap: str, config) -> dict[str, object]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from ..core.registry import mechanism_class
+from ..core.registry import mechanism_class, mechanisms
 from ..producers.fixtures import TDRIVE as SAMPLE_TDRIVE
 from ..stream.settings import LOOPBACK, Settings
 from ._common import (
@@ -40,8 +40,9 @@ def register(sub, settings: Settings) -> None:
     p.add_argument("--config", "-c", type=readable_file, help="stream config file; default: one central stream over the feed")
     p.add_argument("--stream", help="stream of the config that the feed is replayed into (default: the first)")
     p.add_argument("--feed", type=readable_file, help="a .npz dump of user values to replay (default: the bundled sample feed)")
-    p.add_argument("--mechanism", "-m", default="ba", help="mechanism of the default stream (default: ba); a "
-                   "local-model one (lpa, ...) runs the devices too, pbd/pba get a generated requirement mix")
+    p.add_argument("--mechanism", "-m", default="ba", help="mechanism of the default stream (default: ba), one of "
+                   f"{', '.join(sorted(mechanisms()))}: a local-model one (lpa, ...) runs the devices too, pbd/pba "
+                   "get a generated requirement mix")
     p.add_argument("--epsilon", "-e", type=epsilon_value, default=1.0,
                    help="epsilon of the default stream (default: 1)")
     p.add_argument("--window", "-w", type=window_length, default=20, help="w of the default stream (default: 20)")

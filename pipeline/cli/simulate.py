@@ -1,8 +1,9 @@
 """``wevent simulate``: run mechanisms over a generated or supplied stream and summarise them.
 
 Each model family (central; the local model and personalized families add theirs) is a module
-of its own contributing its mechanism names, its own options and a runner
-(:class:`~wevent.cli.simulate_family.Family`); this front end owns the shared options and the
+of its own contributing its mechanism names, its own settings and a runner
+(:class:`~wevent.cli.simulate_family.Family`); the mechanisms' options are flags made from their
+declarations (:mod:`~wevent.cli.simulate_options`); this front end owns the shared options and the
 output, and dispatches to them.
 """
 
@@ -12,13 +13,13 @@ import json
 import sys
 from typing import Iterable
 
-from ..core.noise import NOISE_KINDS
 from ..core.synthetic import MODELS
 from ..stream.settings import Settings
 from ._common import (OneLineParser, UsageError, epsilon_value, readable_file, real, seed, slot_count, user_count,
                       window_length, writable_file)
 from . import simulate_central, simulate_local, simulate_personalized
 from .simulate_family import Family, Outcome
+from .simulate_options import add_option_flags
 
 __all__ = ["register", "summary", "Family", "Outcome"]
 
@@ -33,6 +34,17 @@ def _family_of(mechanism: str) -> Family:
     raise UsageError(f"unknown mechanism {mechanism!r}")
 
 
+def _runs(mechanism: str) -> list[tuple[Family, str]]:
+    """The (family, mechanism) runs ``--mechanism`` asks for: one, the central model's comparison
+    (``all``), or every mechanism of a family (``all-FAMILY``)."""
+    if mechanism == "all":
+        return [(simulate_central.FAMILY, name) for name in simulate_central.FAMILY.compared]
+    family = next((f for f in FAMILIES if f"all-{f.name}" == mechanism), None)
+    if family is not None:
+        return [(family, name) for name in family.mechanisms]
+    return [(_family_of(mechanism), mechanism)]
+
+
 def register(sub, settings: Settings) -> None:
     names = [m for f in FAMILIES for m in f.mechanisms]
     p = sub.add_parser(
@@ -42,8 +54,10 @@ def register(sub, settings: Settings) -> None:
         "summarise error (MAE, MRE, MSE), publications and the largest window spend.",
     )
     groups = [f"all-{f.name}" for f in FAMILIES]
+    compared = ", ".join(simulate_central.FAMILY.compared)
     p.add_argument("--mechanism", "-m", default="ba", choices=names + ["all"] + groups, help="mechanism to run "
-                   "(default: ba); 'all' compares the central mechanisms on the same data, 'all-FAMILY' those of a family")
+                   f"(default: ba); 'all' compares Kellaris et al.'s central mechanisms ({compared}) on the same "
+                   "data, 'all-FAMILY' every mechanism of a family")
     data = p.add_mutually_exclusive_group()
     data.add_argument("--dataset", choices=sorted(MODELS), default="lns", help="synthetic stream (default: lns)")
     data.add_argument("--input", metavar="FILE", type=readable_file,
@@ -55,8 +69,6 @@ def register(sub, settings: Settings) -> None:
     p.add_argument("--window", "-w", type=window_length, default=20, help="window w in slots (default: 20)")
     p.add_argument("--seed", type=seed, default=0, help="seed of the data and of the noise key (default: 0)")
     p.add_argument("--stream", default="default", help="stream name; part of the noise derivation (default: default)")
-    p.add_argument("--noise", choices=NOISE_KINDS, default="discrete", help="central and personalized noise: exact "
-                   "discrete Laplace on integer counts, or the papers' continuous Laplace (default: discrete)")
     p.add_argument("--mre-floor", type=real(above=0), default=None, help="MRE denominator floor max(c, floor) "
                    "(default: 1 for counts, 1e-3 for frequencies)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -64,17 +76,12 @@ def register(sub, settings: Settings) -> None:
                    help="write every release as one JSON line (the pipeline's format)")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show a progress bar")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
-    for family in FAMILIES:
-        family.add_arguments(p.add_argument_group(f"{family.name} model options"))
+    add_option_flags(p, FAMILIES)
     p.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
-    if args.mechanism == "all" or args.mechanism.startswith("all-"):
-        family = next((f for f in FAMILIES if f"all-{f.name}" == args.mechanism), simulate_central.FAMILY)
-        outcomes = [family.run(name, args) for name in family.mechanisms]
-    else:
-        outcomes = [_family_of(args.mechanism).run(args.mechanism, args)]
+    outcomes = [family.run(name, args) for family, name in _runs(args.mechanism)]
     if args.releases:
         _write_releases(args.releases, (r for o in outcomes for r in o.records))
     summaries = [o.summary for o in outcomes]
@@ -91,8 +98,7 @@ def summary(arguments: list[str]) -> dict:
     parser = OneLineParser(prog="wevent")
     register(parser.add_subparsers(dest="command"), Settings())  # simulate's options stand for no environment
     args = parser.parse_args(["simulate", *arguments, "--no-progress"])
-    family = next(f for f in FAMILIES if args.mechanism in f.mechanisms)
-    return family.run(args.mechanism, args).summary
+    return _family_of(args.mechanism).run(args.mechanism, args).summary
 
 
 def _write_releases(path: str, records: Iterable) -> None:

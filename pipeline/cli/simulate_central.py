@@ -1,29 +1,35 @@
-"""The central-model family of ``wevent simulate``: Uniform, Sample, BD, BA over count histograms."""
+"""The central-model family of ``wevent simulate``: every central mechanism over count histograms."""
 
 from __future__ import annotations
 
-from ..core.base import REGISTRY
 from ..core.central import CentralMechanism
 from ..core.data import load_input
 from ..core.ledger import window_sums
 from ..core.metrics import COUNT_MRE_FLOOR
 from ..core.randomness import DerivedRandomness, SecretKey
+from ..core.registry import mechanisms
 from ..core.simulation import simulate
 from ..core.synthetic import synthetic
 from ..stream.wire.records import ReleaseRecord
 from ._common import progress
 from .simulate_family import Outcome
+from .simulate_options import given_options
 
 
 class CentralFamily:
+    """Every registered central mechanism; ``compared`` are Kellaris et al.'s, which ``-m all`` runs."""
+
     name = "central"
-    mechanisms = ("uniform", "sample", "bd", "ba")
+    compared = ("uniform", "sample", "bd", "ba")
+
+    @property
+    def mechanisms(self) -> tuple[str, ...]:
+        """Kellaris et al.'s four, then the other central mechanisms the registry holds, by name."""
+        others = sorted(n for n, cls in mechanisms().items() if cls.model == "central" and n not in self.compared)
+        return (*self.compared, *others)
 
     def add_arguments(self, group) -> None:
-        group.add_argument("--budget-shift", action="store_true", help="BD/BA: move budget from the dissimilarity "
-                           "to publications when d > 2w (Kellaris §4.5)")
-        group.add_argument("--force-first-publish", action="store_true", help="BD/BA: always publish slot 1")
-        group.add_argument("--clamp-round", action="store_true", help="post-process releases to non-negative integers")
+        """No settings of its own: its mechanisms' options are their declarations' flags."""
 
     def counts(self, args):
         if args.input:
@@ -32,11 +38,9 @@ class CentralFamily:
         return synthetic(args.dataset, args.users, args.slots, args.seed).counts.astype(float)
 
     def build(self, mechanism: str, args, domain_size: int) -> CentralMechanism:
-        options = {"clamp_round": args.clamp_round, "noise": args.noise}
-        if mechanism in ("bd", "ba"):
-            options.update(budget_shift=args.budget_shift, force_first_publish=args.force_first_publish)
+        cls = mechanisms()[mechanism]
         randomness = DerivedRandomness(SecretKey.from_seed(args.seed), args.stream)
-        return REGISTRY[mechanism](args.epsilon, args.window, domain_size, randomness=randomness, **options)
+        return cls(args.epsilon, args.window, domain_size, randomness=randomness, **given_options(args, cls))
 
     def run(self, mechanism: str, args):
         counts = self.counts(args)

@@ -22,10 +22,13 @@ class Outcome:
 
 
 class Family(Protocol):
-    """A model family: its mechanism names, its own options, and a runner of one mechanism."""
+    """A model family: its mechanism names, its own settings (the mechanisms' options are flags made
+    from their declarations), and a runner of one mechanism."""
 
     name: str
-    mechanisms: tuple[str, ...]
+
+    @property
+    def mechanisms(self) -> tuple[str, ...]: ...
 
     def add_arguments(self, parser) -> None: ...
 

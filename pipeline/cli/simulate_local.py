@@ -19,7 +19,8 @@ from typing import Callable
 import numpy as np
 
 from ..core.data import ABSENT, UserValues, is_dump, load_dump
-from ..core.local import MECHANISMS, MODES, VAR_MODES, ClippingThreshold, Devices, UserLedger
+from ..core.local import MECHANISMS, MODES, ClippingThreshold, Devices, UserLedger
+from ..core.local._base import DEFAULT_BOUND
 from ..core.local.device_reports import DEFAULT_BLOCK_SIZE
 from ..core.local.exchangeable import ExchangeableBinarySlot
 from ..core.local.measures import bits_per_user_per_slot, cfpu, monitoring_events, roc_auc, roc_curve
@@ -29,8 +30,9 @@ from ..core.simulation import SimulationRun
 from ..core.synthetic import synthetic
 from ..core.validation import ParameterError
 from ..stream.wire.records import local_release_record
-from ._common import LIMITS, UsageError, integer, probability, progress, real, user_count
+from ._common import LIMITS, UsageError, integer, progress, real, user_count
 from .simulate_family import Outcome
+from .simulate_options import given_options
 
 _CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
 ROC_FPR = np.linspace(0.0, 1.0, 21)  # --roc reports the ROC curve's true positive rate at these false positive rates
@@ -75,9 +77,14 @@ def _selected_bound(args, stream) -> float:
     that period's. The bound is tuned for an estimate from ``N / w`` users, a population-division
     publication of the uniform share.
     """
-    calibration = ClippingThreshold(args.epsilon, args.bound, max(1, args.users // args.window),
+    calibration = ClippingThreshold(args.epsilon, _mean_bound(args), max(1, args.users // args.window),
                                     buckets=args.bound_buckets)
     return calibration.calibrate(stream.continuous_draws_at(1, args.sigma), np.random.default_rng([args.seed, 3]))
+
+
+def _mean_bound(args) -> float:
+    """The top B of the mean task's values (``--bound``, checked while parsing; else the mechanisms' default)."""
+    return DEFAULT_BOUND if args.bound is None else float(args.bound)
 
 
 @dataclass
@@ -111,17 +118,6 @@ class LocalFamily:
         group.add_argument("--mode", choices=MODES, default="report", help="draw every report, or sample the "
                            "reports' sufficient statistic (same distribution, faster; on a synthetic binary "
                            "--dataset also how many asked users hold 1) (default: report)")
-        group.add_argument("--var-mode", choices=VAR_MODES, default="exact_avg", help="form of V(eps, n) in dis and "
-                           "err (default: exact_avg; paper_literal reproduces the printed formulas)")
-        group.add_argument("--beta", type=probability(open_low=True, open_high=True), default=0.5,
-                           help="LBD/LBA/LPD/LPA/LB-DSAT_w/LP-DSAT_w: share of budget or users "
-                           "given to the dissimilarity (default: 0.5)")
-        group.add_argument("--u-min", type=user_count, default=1,
-                           help="LPD: fewest users a publication may ask (default: 1)")
-        group.add_argument("--pool", choices=("floor", "rest"), default="floor", help="LPD/LPA publication pool: "
-                           "floor((1-beta)N), or the users left by M1 (default: floor)")
-        group.add_argument("--bound", type=real(above=0), default=1.0,
-                           help="mean task: values are clipped into [0, B] (default: 1)")
         group.add_argument("--sigma", type=real(above=0), default=0.1,
                            help="mean task: spread of the -Con values around p_t "
                            "(default: 0.1; the paper prints 10)")
@@ -154,7 +150,7 @@ class LocalFamily:
         if args.select_bound and args.task != "mean":
             raise UsageError("--select-bound chooses the clipping bound of --task mean")
         if args.task == "mean":
-            bound = _selected_bound(args, stream) if args.select_bound else args.bound
+            bound = _selected_bound(args, stream) if args.select_bound else _mean_bound(args)
             values = lambda t: stream.continuous_values_at(t, args.sigma, bound)  # noqa: E731
             truth = _true_means(args.dataset, args.users, args.slots, args.seed, args.sigma,
                                 tuple(sorted(_model_options(args).items())))
@@ -172,20 +168,14 @@ class LocalFamily:
     # --- one mechanism -----------------------------------------------------------------------
     def build(self, mechanism: str, args, data: LocalData, run: int):
         seed = args.seed + run
+        cls = MECHANISMS[mechanism]
         options = dict(
+            given_options(args, cls),
             oracle="hm" if args.task == "mean" else args.oracle,
-            var_mode=args.var_mode,
-            bound=data.bound,
+            bound=data.bound,  # the mean task's (--bound, or the one a calibration selected)
             randomness=DerivedRandomness(SecretKey.from_seed(seed), args.stream),
             devices=Devices.from_seed(seed, args.stream, block_size=args.block_size, mode=args.mode),
         )
-        cls = MECHANISMS[mechanism]
-        if mechanism in ("lbd", "lba", "lpd", "lpa", "lb-dsat", "lp-dsat"):
-            options["beta"] = args.beta
-        if mechanism in ("lpd", "lpa"):
-            options["pool"] = args.pool
-        if mechanism == "lpd":
-            options["u_min"] = args.u_min
         return cls(args.epsilon, args.window, data.domain_size, data.population, **options)
 
     def run(self, mechanism: str, args):

@@ -29,17 +29,16 @@ from ..core.data import is_dump, load_dump
 from ..core.divergence import ajsd
 from ..core.metrics import COUNT_MRE_FLOOR, mae, mre, mse
 from ..core.personalized import Requirements, generate, simulate_personalized
-from ..core.personalized.budget_distribution import LOOKBACKS
 from ..core.personalized.plbu import PersonalizedLBU
-from ..core.personalized.pwsm import THRESHOLDS
 from ..core.personalized.requirements import REQUIREMENT_MIXES
 from ..core.randomness import DerivedRandomness, Phase, SecretKey
 from ..core.simulation import simulate
 from ..core.synthetic import synthetic
 from ..stream.wire.records import ReleaseRecord, personalized_release_record
-from ._common import (UsageError, epsilon_value, probability, progress, readable_file, real, slot_count, user_count,
+from ._common import (UsageError, epsilon_value, probability, progress, readable_file, slot_count, user_count,
                       window_length, writable_file)
 from .simulate_family import Outcome
+from .simulate_options import given_options
 
 BASELINES = {"pbd": "bd", "pba": "ba"}
 COMPARED = ("mae", "mre", "mse")  # the errors every run compares with its baseline's
@@ -100,7 +99,7 @@ class PersonalizedFamily:
                            "generated requirements are tied to (default: 0.6); --epsilon is not used")
         group.add_argument("--strict-window", type=window_length, default=120, help="pbd/pba: the strictest window "
                            "generated requirements are tied to (default: 120); --window is not used")
-        group.add_argument("--groups", type=user_count, default=10,
+        group.add_argument("--requirement-groups", type=user_count, default=10,
                            help="pbd/pba: groups of the 'groups' mix (default: 10)")
         group.add_argument("--share", type=probability(), default=0.5, help="pbd/pba: share of relaxed users in the "
                            "two-type mixes (default: 0.5)")
@@ -108,15 +107,6 @@ class PersonalizedFamily:
                            "BA at the strictest pair beside them (the summary has no baseline or error_reduction)")
         group.add_argument("--save-requirements", metavar="FILE", type=writable_file,
                            help="pbd/pba: write the requirements used as CSV")
-        group.add_argument("--threshold", choices=sorted(THRESHOLDS), default="sqrt-error", help="pbd/pba: publish "
-                           "iff dis > sqrt(err) (the paper) or dis > 1/theta (BD/BA's rule) (default: sqrt-error)")
-        group.add_argument("--lookback", choices=LOOKBACKS, default="paper", help="pbd: subtract the last w_i - 1 "
-                           "(paper) or w_i (authors' code, more conservative) publication budgets (default: paper)")
-        group.add_argument("--dc-obs-sensitivity", type=real(above=0), default=1.0,
-                           help="pbd/pba: sensitivity DC's OBS "
-                           "assumes when choosing its threshold (default: 1, the paper; 1/d is the true one)")
-        group.add_argument("--artifact-compat-nonprivate", action="store_true", help="pba: NOT PRIVATE. Reproduce "
-                           "the authors' code, which never updates the last publication: breaks the w-event bound")
         group.add_argument("--artifact-segment-len-nonprivate", type=slot_count, metavar="SLOTS", help="pbd/pba and "
                            "baseline: NOT PRIVATE. Restart every mechanism every SLOTS slots, as the authors' code "
                            "does: windows across a restart can spend up to twice their budget")
@@ -130,7 +120,7 @@ class PersonalizedFamily:
                                  f"{' '.join(str(exc).split())}") from None
         else:
             drawn = generate(args.requirement_mix, len(population.user_ids), args.strict_epsilon, args.strict_window,
-                             groups=args.groups, share=args.share, seed=seed)
+                             groups=args.requirement_groups, share=args.share, seed=seed)
             requirements = Requirements(drawn.windows, drawn.epsilons, population.user_ids)
         if save and args.save_requirements:
             try:
@@ -159,13 +149,8 @@ class PersonalizedFamily:
                   floor: float, records: bool) -> Outcome:
         """One run of PBD or PBA (and of its baseline) with ``seed``'s noise."""
         d = type_counts.shape[2]
-        options = {"threshold": args.threshold, "force_first_publish": args.force_first_publish,
-                   "dc_obs_sensitivity": args.dc_obs_sensitivity, "clamp_round": args.clamp_round, "noise": args.noise}
-        if mechanism == "pbd":
-            options["lookback"] = args.lookback
-        else:
-            options["artifact_compat_nonprivate"] = args.artifact_compat_nonprivate
         cls = REGISTRY[mechanism]
+        options = given_options(args, cls)
         bar = lambda it: progress(it, args.progress, total=len(type_counts), desc=mechanism)  # noqa: E731
         run = self._segmented(lambda randomness: cls.for_requirements(requirements, d, randomness=randomness, **options),
                               args, seed, iter(type_counts), lambda m, segment: simulate_personalized(m, segment, progress=bar))
@@ -182,8 +167,7 @@ class PersonalizedFamily:
         """BD (for PBD) or BA (for PBA) at the strictest pair on the same counts, and the error reduction."""
         window, epsilon = requirements.strictest
         baseline_cls = REGISTRY[BASELINES[mechanism]]
-        options = {"budget_shift": args.budget_shift, "force_first_publish": args.force_first_publish,
-                   "clamp_round": args.clamp_round, "noise": args.noise}
+        options = given_options(args, baseline_cls)
         run = self._segmented(lambda randomness: baseline_cls(epsilon, window, d, randomness=randomness, **options),
                               args, seed, iter(truth), lambda m, segment: simulate(m, np.array(list(segment))))
         base = run.summary(mre_floor=floor)

@@ -20,6 +20,7 @@ import numpy as np
 from . import packing
 from .accounting import SlidingLedger
 from .ledger import BudgetEntry, WindowLedger
+from .options import Option, options_of
 from .randomness import DerivedRandomness, SecretKey
 from .registry import REGISTRY, register
 from .validation import ParameterError, check_epsilon, check_window
@@ -74,7 +75,9 @@ class Mechanism(abc.ABC):
     """A w-event private mechanism over an unbounded stream of slots.
 
     Subclasses set ``name`` (registered in :mod:`.registry`, for :func:`restore` and the stream
-    configuration), inherit ``model`` from their model's base class, implement :meth:`step`, and
+    configuration), inherit ``model`` from their model's base class, declare their options in
+    ``OPTIONS`` (:mod:`.options`: the stream's schema and the command line are made from them),
+    implement :meth:`step`, and
     describe their state with :meth:`_params` (constructor arguments) and
     :meth:`_dynamic`/:meth:`_load` (what changes slot by slot). ``window_spend_bound`` states
     what the mechanism spends: the largest total budget any window of ``w`` slots can receive,
@@ -86,10 +89,13 @@ class Mechanism(abc.ABC):
     # "personalized" (central, with every user's own window and budget) or "local" (devices
     # perturb their own values; each user's ledger is charged per report).
     model: ClassVar[str]
+    # The options this class adds to its bases' (wevent.core.options.options_of collects them all).
+    OPTIONS: ClassVar[dict[str, Option]] = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
+            options_of(cls)  # a declared option its constructor does not take fails here, when the class is made
             register(cls)
 
     def __init__(self, epsilon: float, window: int, *, randomness: DerivedRandomness | None = None) -> None:

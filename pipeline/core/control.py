@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from .options import Option
 from .validation import ParameterError, check_positive, check_positive_int
 
-__all__ = ["PIDController", "KalmanFilter", "rescue_interval", "steer_threshold"]
+__all__ = ["PIDController", "KalmanFilter", "rescue_interval", "steer_threshold", "PID_OPTIONS", "KALMAN_OPTIONS",
+           "INTERVAL_OPTIONS", "RATE_CONTROL_OPTIONS"]
 
 
 class PIDController:
@@ -159,3 +161,23 @@ def steer_threshold(threshold: float, rate: float, target: float, tolerance: flo
     """
     step = gain * abs(abs(rate - target) - tolerance) / tolerance
     return max(0.0, threshold - step) if rate < target else min(cap, threshold + step)
+
+
+# The options of the mechanisms that use these controllers (:mod:`wevent.core.options`).
+PID_OPTIONS = {
+    "kp": Option.number("the PID controller's proportional gain", example=1.0),
+    "ki": Option.number("the PID controller's integral gain", example=0.2),
+    "kd": Option.number("the PID controller's derivative gain", example=0.1),
+    "integral_window": Option.integer("the feedback errors the integral term averages", 1, 2**20, example=2),
+}
+INTERVAL_OPTIONS = {"interval_gain": Option.number("theta, the interval's gain", example=4.0)}
+KALMAN_OPTIONS = {
+    "process_noise": Option.number("Q, the Kalman filter's process noise per slot", 0, example=1e-4),
+    "initial_covariance": Option.number("P0, the Kalman filter's initial covariance", 0, example=2.0, open_low=True),
+}
+RATE_CONTROL_OPTIONS = {
+    "tolerance": Option.number("sigma, the rate error the controller tolerates", 0, example=0.1, open_low=True),
+    "gain": Option.number("theta, the controller's gain", example=0.01, derived="T / 10"),
+    "rate_denominator": Option.choice("divide the publication count by min(t, w) or, as printed, by t",
+                                      ("window", "slot"), example="slot"),
+}

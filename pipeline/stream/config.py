@@ -28,10 +28,11 @@ epsilon and w: ``options.requirements`` is a CSV file of ``user,w,epsilon`` line
 stream's user indices) or a table of generation settings, e.g.
 ``{ mix = "groups", epsilon = 0.6, window = 120, seed = 1 }`` (the generation of Du et al. 2025, Section 5.2).
 
-Options are the mechanism's own, typed and per mechanism (:mod:`wevent.stream.config_schema`
-lists them): ``budget_shift = "false"`` is an error, not a true value, and an option the mechanism
-does not take is an error, not ignored. Every problem is reported as one :class:`ConfigError`
-line naming the stream and the field, when the config is loaded.
+Options are the mechanism's own, typed and per mechanism, as its class declares them
+(:mod:`wevent.stream.config_schema` makes the schema of them): ``budget_shift = "false"`` is an
+error, not a true value, and an option the mechanism does not take is an error, not ignored.
+Every problem is reported as one :class:`ConfigError` line naming the stream and the field, when
+the config is loaded.
 """
 
 from __future__ import annotations
@@ -47,10 +48,11 @@ from typing import Any
 import numpy as np
 
 from ..core.accounting import Budget
+from ..core.registry import mechanisms
 from ..core.validation import ParameterError
 from .wire.topics import partition_counts
 from .config_kinds import SchemaError, check_table, show
-from .config_schema import APP_FIELDS, MECHANISMS, STREAM_FIELDS, check_options
+from .config_schema import APP_FIELDS, STREAM_FIELDS, STREAM_LEVEL, check_options
 
 __all__ = ["Budget", "ConfigError", "StreamConfig", "AppConfig", "load_config"]
 
@@ -110,8 +112,7 @@ class StreamConfig:
     @property
     def mechanism_options(self) -> dict[str, Any]:
         """The options for the mechanism's constructor (those given in the config only)."""
-        schema = MECHANISMS[self.mechanism].options
-        return {k: v for k, v in self.options.items() if not schema[k].stream_level}
+        return {k: v for k, v in self.options.items() if k not in STREAM_LEVEL[self.model]}
 
     @property
     def block_size(self) -> int:
@@ -207,7 +208,7 @@ def _stream(raw, index: int) -> StreamConfig:
         where = f"stream {name!r}"
         fields = check_table(raw, STREAM_FIELDS, "")
         model, mechanism = fields["model"], fields["mechanism"]
-        belongs = MECHANISMS[mechanism].model
+        belongs = mechanisms()[mechanism].model
         if belongs != model:
             raise SchemaError(f"{mechanism} is not a {model}-model mechanism: it belongs to the {belongs} model")
         pair = [key for key in ("epsilon", "window") if key in fields]

@@ -23,6 +23,7 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.options import range_text
 from ..core.validation import ParameterError
 
 __all__ = ["SchemaError", "show", "Kind", "Boolean", "Integer", "Number", "Text", "Choice", "TextList", "Time", "Field",
@@ -67,18 +68,6 @@ class Boolean(Kind):
         return {"type": "boolean"}
 
 
-def _range_text(low, high, low_open: bool, high_open: bool) -> str:
-    """``> 0 and <= 100``: the bounds in words a config's author reads at once."""
-    bounds = [f"{'>' if low_open else '>='} {_number(low)}"] if low is not None else []
-    if high is not None:
-        bounds.append(f"{'<' if high_open else '<='} {_number(high)}")
-    return " and ".join(bounds)
-
-
-def _number(value) -> str:
-    return str(value) if isinstance(value, int) else f"{value:g}"
-
-
 @dataclass(frozen=True)
 class Integer(Kind):
     """A whole number (an int, never a bool, a float or a string) in ``[minimum, maximum]``."""
@@ -96,7 +85,7 @@ class Integer(Kind):
 
     @property
     def range(self) -> str:
-        return _range_text(self.minimum, self.maximum, False, False)
+        return range_text(self.minimum, self.maximum, False, False)
 
     def json_schema(self):
         out = {"type": "integer"}
@@ -136,7 +125,7 @@ class Number(Kind):
 
     @property
     def range(self) -> str:
-        return _range_text(self.minimum, self.maximum, self.open_low, self.open_high)
+        return range_text(self.minimum, self.maximum, self.open_low, self.open_high)
 
     def json_schema(self):
         out = {"type": "number"}

@@ -5,12 +5,16 @@ with its range. The config loader (:mod:`wevent.stream.config`) checks a config 
 tables, and the Helm chart's ``values.schema.json`` is generated from the same tables
 (:mod:`wevent.stream.helm_schema`), so the two cannot say different things.
 
-Options are per mechanism (:data:`MECHANISMS`): each mechanism lists the options it takes, and an
-option another mechanism takes is an error, never silently ignored. A few options are the stream
-layer's own rather than the mechanism's (:attr:`Option.stream_level`): the devices' ``block_size``,
-the collector's ``deadline_seconds`` and a personalized stream's ``requirements``.
+Options are per mechanism (:func:`mechanism_schema`), made from the options each mechanism class
+declares (:mod:`wevent.core.options`): a mechanism registered in the core is a mechanism a stream
+may name, with its options, and an option another mechanism takes is an error, never silently
+ignored. A few options are the stream layer's own rather than the mechanism's, declared here
+(:data:`STREAM_LEVEL`): the devices' ``block_size``, the collector's ``deadline_seconds`` and a
+personalized stream's ``requirements``; ``noise`` has the stream's own words (:data:`STREAM_WORDS`),
+and an option that breaks a mechanism's guarantee is refused.
 
->>> MECHANISMS["ba"].model, sorted(MECHANISMS["ba"].options)
+>>> schema = mechanism_schema("ba")
+>>> schema.model, sorted(schema.options)
 ('central', ['budget_shift', 'clamp_round', 'force_first_publish', 'noise'])
 >>> BOOLEAN.check("false", "options.budget_shift")
 Traceback (most recent call last):
@@ -23,29 +27,43 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import options as core_options
+from ..core.registry import MODELS, mechanisms
 from ..core.validation import MIN_EPSILON
 from .config_kinds import (Boolean, ByType, Choice, Field, Integer, Kind, Number, PerMechanism, SchemaError, Table,
-                           Text, TextList, Time, check_table, table_json_schema)
+                           Text, TextList, Time, check_table, show, table_json_schema)
 
-__all__ = ["Option", "MechanismSchema", "MECHANISMS", "MODELS", "STREAM_FIELDS", "APP_FIELDS", "check_options",
-           "config_json_schema"]
-
-MODELS = ("central", "local", "personalized")
+__all__ = ["Option", "MechanismSchema", "mechanism_schema", "mechanism_schemas", "MODELS", "STREAM_FIELDS",
+           "APP_FIELDS", "check_options", "config_json_schema"]
 
 # --- kinds the options share (config_kinds has every kind) -----------------------------------------
 BOOLEAN = Boolean()
 POSITIVE = Number(0, open_low=True)
-FINITE = Number()
-SHARE = Number(0, 1, open_low=True, open_high=True)  # strictly between 0 and 1
 PATH = Text(4096)
 
 
 # --- the options of each mechanism ----------------------------------------------------------------
 @dataclass(frozen=True)
 class Option(Field):
-    """A mechanism option; ``stream_level`` ones are for the stream layer, not the constructor."""
+    """An option of a stream: a mechanism's, or (``stream_level``) one the stream layer reads itself;
+    ``example`` is a value it takes (other than its default)."""
 
     stream_level: bool = False
+    example: Any = None
+
+
+def stream_option(declared: core_options.Option) -> Option:
+    """A mechanism's declared option as a stream takes it: its kind, range and meaning."""
+    kind: Kind
+    if declared.kind == "boolean":
+        kind = BOOLEAN
+    elif declared.kind == "integer":
+        kind = Integer(declared.minimum, declared.maximum)
+    elif declared.kind == "number":
+        kind = Number(declared.minimum, declared.maximum, declared.open_low, declared.open_high)
+    else:
+        kind = Choice(declared.choices)
+    return Option(kind, declared.doc, example=declared.example)
 
 
 class NoiseChoice(Choice):
@@ -59,16 +77,11 @@ class NoiseChoice(Choice):
         return super().check(value, name)
 
 
-NOISE = Option(NoiseChoice(("discrete", "laplace-fp-unsafe")), "noise distribution of the releases: discrete "
-               "(exact, the default) or laplace-fp-unsafe (the papers' floating-point Laplace, which leaks)")
-CENTRAL = {
-    "clamp_round": Option(BOOLEAN, "post-process fresh releases to non-negative integers"),
-    "noise": NOISE,
-}
-ADAPTIVE_CENTRAL = {
-    **CENTRAL,
-    "budget_shift": Option(BOOLEAN, "move dissimilarity budget to publications when d > 2w"),
-    "force_first_publish": Option(BOOLEAN, "publish slot 1 whatever the dissimilarity"),
+# An option a stream names in its own words: the core's floating-point sampler is `laplace-fp-unsafe` here.
+STREAM_WORDS = {
+    "noise": Option(NoiseChoice(("discrete", "laplace-fp-unsafe")), "noise distribution of the releases: discrete "
+                    "(exact, the default) or laplace-fp-unsafe (the papers' floating-point Laplace, which leaks)",
+                    example="laplace-fp-unsafe"),
 }
 REQUIREMENT_SETTINGS = Table({
     "mix": Field(Choice(("groups", "per-user", "two-type-epsilon", "two-type-window")), "the papers' requirement mix"),
@@ -78,145 +91,61 @@ REQUIREMENT_SETTINGS = Table({
     "share": Field(Number(0, 1), "share of relaxed users (two-type mixes)"),
     "seed": Field(Integer(0, 2**63 - 1), "seed of the draws"),
 })
-PERSONALIZED = {
-    "requirements": Option(ByType(((str, PATH), (dict, REQUIREMENT_SETTINGS)), "a CSV file of user,w,epsilon lines "
-                                  "or a table of generation settings (mix, epsilon, window, groups, share, seed)"),
-                           "every user's (w_i, eps_i): a CSV file or generation settings", required=True,
-                           stream_level=True),
-    "threshold": Option(Choice(("sqrt-error", "scale")), "what the dissimilarity is compared with"),
-    "force_first_publish": Option(BOOLEAN, "publish slot 1 whatever the dissimilarity"),
-    "dc_obs_sensitivity": Option(POSITIVE, "sensitivity of the dissimilarity calculation"),
-    "clamp_round": CENTRAL["clamp_round"],
-    "noise": NOISE,
+# The stream layer's own options, by model: what the devices, the collector and the requirements read.
+STREAM_LEVEL: dict[str, dict[str, Option]] = {
+    "central": {},
+    "local": {
+        "block_size": Option(Integer(1, 2**24), "users per device block (the devices' keystream unit)",
+                             stream_level=True, example=16),
+        "deadline_seconds": Option(Number(0, 86400, open_low=True), "how long the collector waits for the users "
+                                   "asked in one phase", stream_level=True, example=5.0),
+    },
+    "personalized": {
+        "requirements": Option(ByType(((str, PATH), (dict, REQUIREMENT_SETTINGS)), "a CSV file of user,w,epsilon "
+                                      "lines or a table of generation settings (mix, epsilon, window, groups, share, "
+                                      "seed)"), "every user's (w_i, eps_i): a CSV file or generation settings",
+                               required=True, stream_level=True,
+                               example={"mix": "groups", "epsilon": 0.6, "window": 12, "seed": 1}),
+    },
 }
-LOCAL = {
-    "block_size": Option(Integer(1, 2**24), "users per device block (the devices' keystream unit)", stream_level=True),
-    "deadline_seconds": Option(Number(0, 86400, open_low=True), "how long the collector waits for the users asked "
-                               "in one phase", stream_level=True),
-    "var_mode": Option(Choice(("exact_avg", "paper_literal", "approx")), "the form of the oracles' variance V"),
-    "bound": Option(POSITIVE, "the bound B of mean estimation (oracle hm)"),
-}
-ADAPTIVE_LOCAL = {
-    **LOCAL,
-    "beta": Option(SHARE, "share of the budget (budget division) or population (population division) for M1"),
-    "force_first": Option(BOOLEAN, "publish slot 1 whatever the dissimilarity"),
-}
-POPULATION = {**ADAPTIVE_LOCAL, "pool": Option(Choice(("floor", "rest")), "the publication pool's rule")}
-DSAT = {  # the rate controller of LB-DSAT_w and LP-DSAT_w
-    "cutoff": Option(Integer(1, 2**20), "target publications per window C (below w)"),
-    "threshold": Option(Number(0, 2), "initial threshold T"),
-    "tolerance": Option(POSITIVE, "tolerance sigma of the publication rate"),
-    "gain": Option(FINITE, "controller gain theta"),
-    "rate_denominator": Option(Choice(("window", "slot")), "the publication rate divides by min(t, w) or t"),
-}
-RESCUE = {  # the sampling and filter of LB-RescueDP and LP-RescueDP
-    **LOCAL,
-    "sample_share": Option(POSITIVE, "phi: the sampling share's growth"),
-    "kp": Option(FINITE, "PID proportional gain"),
-    "ki": Option(FINITE, "PID integral gain"),
-    "kd": Option(FINITE, "PID derivative gain"),
-    "integral_window": Option(Integer(1, 2**20), "pi_i: feedback errors in the integral term"),
-    "interval_gain": Option(FINITE, "theta: how fast the sampling interval moves"),
-    "process_noise": Option(Number(0), "Q: the Kalman filter's process noise"),
-    "initial_covariance": Option(POSITIVE, "P0: the Kalman filter's initial covariance"),
-}
-
-PID = {  # the feedback controller FAST_w, RescueDP and AdaPub share
-    "kp": RESCUE["kp"], "ki": RESCUE["ki"], "kd": RESCUE["kd"],
-    "integral_window": Option(Integer(1, 2**20), "feedback errors in the PID's integral term"),
-}
-GROUPED = {  # BD and BA with bins grouped
-    **ADAPTIVE_CENTRAL,
-    "groups": Option(Integer(1, 10**6), "groups of bins (default: max(1, d // 500))"),
-    "period": Option(Integer(1, 2**20), "slots between two regroupings"),
-}
-SMOOTHED = {**CENTRAL, "max_group": Option(Integer(1, 2**16), "the most slots one group of releases spans")}
+REFUSED = "it breaks the window guarantee (for `wevent simulate` only)"  # why a non-private option is refused
 
 
 @dataclass(frozen=True)
 class MechanismSchema:
+    """What a stream of one mechanism may say: its model, its options, and the options it refuses (by name)."""
+
     model: str
     options: dict[str, Option] = field(default_factory=dict)
+    refused: frozenset[str] = frozenset()
 
 
-MECHANISMS: dict[str, MechanismSchema] = {
-    "uniform": MechanismSchema("central", CENTRAL),
-    "sample": MechanismSchema("central", CENTRAL),
-    "bd": MechanismSchema("central", ADAPTIVE_CENTRAL),
-    "ba": MechanismSchema("central", ADAPTIVE_CENTRAL),
-    "pbd": MechanismSchema("personalized", {
-        **PERSONALIZED,
-        "lookback": Option(Choice(("paper", "artifact")), "slots of past publications subtracted: w-1 or w")}),
-    "pba": MechanismSchema("personalized", PERSONALIZED),
-    "bd-grouped": MechanismSchema("central", GROUPED),
-    "ba-grouped": MechanismSchema("central", GROUPED),
-    "fast-w": MechanismSchema("central", {
-        **CENTRAL, **PID,
-        "sample_ratio": Option(Number(0, 1, open_low=True), "r: the share of a window's slots sampled at most"),
-        "interval_gain": Option(FINITE, "theta: how fast the sampling interval moves"),
-        "error_target": Option(POSITIVE, "xi: the feedback error the controller aims at"),
-        "process_noise": Option(Number(0), "Q: the Kalman filter's process noise"),
-        "measurement_noise": Option(POSITIVE, "R: the Kalman filter's measurement noise"),
-        "initial_covariance": Option(POSITIVE, "P0: the Kalman filter's initial covariance"),
-    }),
-    "rescuedp": MechanismSchema("central", {
-        **CENTRAL, **PID,
-        "sample_share": Option(POSITIVE, "phi: the sampling share's growth"),
-        "max_share": Option(Number(0, 1, open_low=True), "p_max: the largest share of the remaining budget"),
-        "max_budget": Option(Number(MIN_EPSILON, 100), "e_max: the largest budget of one sample (default: eps / 5)"),
-        "interval_gain": Option(FINITE, "theta: how fast the sampling interval moves"),
-        "dynamic_grouping": Option(BOOLEAN, "group bins that move together (RescueDP-MD) or not (1D per bin)"),
-        "group_limit": Option(POSITIVE, "tau: the largest noisy count a group may sum"),
-        "min_correlation": Option(Number(-1, 1), "the least correlation of two bins in one group"),
-        "max_difference": Option(Number(0), "the largest difference of two bins' releases in one group"),
-        "history": Option(Integer(2, 2**16), "kappa: releases the grouping compares"),
-        "process_noise": Option(Number(0), "Q: the Kalman filter's process noise"),
-        "initial_covariance": Option(POSITIVE, "P0: the Kalman filter's initial covariance"),
-    }),
-    "dsat": MechanismSchema("central", {
-        **ADAPTIVE_CENTRAL,
-        "cutoff": Option(Integer(1, 2**20), "C: target publications per window (default: ceil(0.15 w))"),
-        "threshold": Option(Number(0), "T: the initial threshold in counts (default: 1 / eps_2)"),
-        "tolerance": DSAT["tolerance"],
-        "gain": Option(FINITE, "theta: the controller's gain (default: T / 10)"),
-        "threshold_cap": Option(Number(0), "the largest threshold (default: 2 T)"),
-        "rate_denominator": DSAT["rate_denominator"],
-    }),
-    "pegasus": MechanismSchema("central", {
-        **SMOOTHED,
-        "grouper_share": Option(SHARE, "the share of epsilon the grouper spends"),
-        "threshold": Option(POSITIVE, "theta: the grouper's deviation threshold (default: 5 / eps_g)"),
-        "smoother": Option(Choice(("median", "mean", "shrinkage")), "how a group's releases are smoothed"),
-    }),
-    "adapub": MechanismSchema("central", {
-        **SMOOTHED, **PID,
-        "grouping_share": Option(SHARE, "the share of epsilon the grouping in time spends"),
-        "pivots": Option(Integer(0, 2**16), "g: pivots grouping the bins (0: no grouping of bins)"),
-        "error_floor": Option(POSITIVE, "gamma: the least error the feedback assumes"),
-    }),
-    "lbu": MechanismSchema("local", LOCAL),
-    "lsp": MechanismSchema("local", LOCAL),
-    "lpu": MechanismSchema("local", LOCAL),
-    "lbd": MechanismSchema("local", ADAPTIVE_LOCAL),
-    "lba": MechanismSchema("local", ADAPTIVE_LOCAL),
-    "lpd": MechanismSchema("local", {**POPULATION, "u_min": Option(Integer(1, 2**32), "fewest users a publication asks")}),
-    "lpa": MechanismSchema("local", POPULATION),
-    "lb-dsat": MechanismSchema("local", {**ADAPTIVE_LOCAL, **DSAT}),
-    "lp-dsat": MechanismSchema("local", {**POPULATION, **DSAT}),
-    "lb-rescuedp": MechanismSchema("local", {
-        **RESCUE, "max_share": Option(Number(0, 1, open_low=True), "p_max: the largest share of the remaining budget")}),
-    "lp-rescuedp": MechanismSchema("local", {
-        **RESCUE,
-        "max_share": Option(Number(0, 1, open_low=True), "p_max: the largest share of available users sampled"),
-        "max_users": Option(Integer(1, 2**32), "n_max: the most users one sample asks"),
-    }),
-}
+def mechanism_schema(name: str) -> MechanismSchema:
+    """The schema of the registered mechanism ``name``: its declared options in the stream's words, then
+    the stream layer's own options of its model."""
+    cls = mechanisms()[name]
+    declared = core_options.options_of(cls)
+    options = {k: STREAM_WORDS.get(k, stream_option(o)) for k, o in declared.items() if not o.nonprivate}
+    refused = frozenset(k for k, o in declared.items() if o.nonprivate)
+    return MechanismSchema(cls.model, {**options, **STREAM_LEVEL[cls.model]}, refused)
 
-# Constructor keywords that are not options of a stream, with why (the message says it).
-REFUSED_OPTIONS = {
-    "artifact_compat_nonprivate": "it reproduces the authors' code, which breaks the window guarantee "
-                                  "(for `wevent simulate` only)",
-}
+
+def mechanism_schemas() -> dict[str, MechanismSchema]:
+    """Every registered mechanism's schema, by name (in alphabetical order)."""
+    return {name: mechanism_schema(name) for name in sorted(mechanisms())}
+
+
+class MechanismName(Kind):
+    """The name of a registered mechanism (the registry is read when a config is checked)."""
+
+    def check(self, value, name):
+        names = sorted(mechanisms())
+        if not isinstance(value, str) or value not in names:
+            raise SchemaError(f"unknown {name} {show(value)}; choose one of {', '.join(names)}")
+        return value
+
+    def json_schema(self):
+        return {"enum": sorted(mechanisms())}
 
 
 # --- the stream and the app ---------------------------------------------------------------------
@@ -233,8 +162,7 @@ QUERY = Table({
 STREAM_FIELDS: dict[str, Field] = {
     "name": Field(NAME, "the stream's name (keys, topics' records, metrics labels)", required=True),
     "model": Field(Choice(MODELS), "central, local or personalized", required=True),
-    "mechanism": Field(Choice(tuple(MECHANISMS), catalogue=True), "the mechanism (its model must be the stream's)",
-                       required=True),
+    "mechanism": Field(MechanismName(), "the mechanism (its model must be the stream's)", required=True),
     "epsilon": Field(Number(MIN_EPSILON, 100), "the budget of every window (not for personalized streams)"),
     "window": Field(Integer(1, 2**20), "w, in slots (not for personalized streams)"),
     "domain": Field(Integer(1, 2**20), "d: values are 0..d-1", required=True),
@@ -282,19 +210,19 @@ APP_FIELDS: dict[str, Field] = {
 
 def check_options(raw, mechanism: str) -> dict[str, Any]:
     """A stream's ``options`` for ``mechanism``: the given ones, typed (no defaults filled in)."""
-    options = MECHANISMS[mechanism].options
+    schema = mechanism_schema(mechanism)
     if isinstance(raw, dict):
-        refused = next((k for k in raw if k in REFUSED_OPTIONS), None)
+        refused = next((k for k in raw if k in schema.refused), None)
         if refused is not None:
-            raise SchemaError(f"options.{refused} is not allowed in a stream: {REFUSED_OPTIONS[refused]}")
-    return check_table(raw, options, "options", extra=f" for mechanism {mechanism}")
+            raise SchemaError(f"options.{refused} is not allowed in a stream: {REFUSED}")
+    return check_table(raw, schema.options, "options", extra=f" for mechanism {mechanism}")
 
 
 # --- JSON Schema (the Helm chart's values.schema.json) -------------------------------------------
 def stream_json_schema() -> dict:
     out = table_json_schema(STREAM_FIELDS)
     rules = []
-    for name, mechanism in MECHANISMS.items():
+    for name, mechanism in mechanism_schemas().items():
         then: dict[str, Any] = {"properties": {"model": {"const": mechanism.model},
                                                "options": table_json_schema(mechanism.options)}}
         if mechanism.model == "personalized":  # each user has their own (w_i, eps_i)

@@ -18,10 +18,17 @@ rarely to show it.)
 ``WEVENT_CRASH_TRIALS`` raises the number of random trials (at least 50; one in four local),
 ``WEVENT_CRASH_SEED`` sets the first trial's seed. Trials are short (10 slots, kills within
 8 s, restarts after up to 3 s, a 4 s group session) and run five at a time.
+
+The third runs a small sample of trials over the benchmark's central mechanisms, which rotates
+by the day so that every one comes round within four days while the suite keeps its time: day
+``n`` (the date's ordinal, or ``WEVENT_CRASH_DAY``) runs mechanisms ``2n`` and ``2n + 1`` of the
+list (modulo its length) with seeds of that day. No draw is random: the test prints the day, the
+seeds and the mechanisms, and ``WEVENT_CRASH_DAY=n`` runs the same trials again.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections import Counter
 
@@ -38,6 +45,24 @@ TRIALS = max(50, int(os.environ.get("WEVENT_CRASH_TRIALS", "50")))
 FIRST_SEED = int(os.environ.get("WEVENT_CRASH_SEED", "7000"))
 PARALLEL = 5
 SHORT_TRIAL = {"slots": 10, "horizon": 8.0, "max_delay": 3.0, "session_seconds": 4.0}
+BENCHMARK = ("fast-w", "rescuedp", "dsat", "pegasus", "adapub", "bd-grouped", "ba-grouped")
+ROTATING = 2  # trials a day
+
+
+def rotation(day: int) -> list[tuple[int, str, str]]:
+    """Day ``day``'s trials: (seed, model, mechanism), the mechanisms 2 day, 2 day + 1, ... of the
+    benchmark's (every one within four days), each with a seed of that day."""
+    return [(FIRST_SEED + 10 * (day % 100_000) + i, "central", BENCHMARK[(ROTATING * day + i) % len(BENCHMARK)])
+            for i in range(ROTATING)]
+
+
+def failed_trials(results) -> str:
+    """What the trials that changed a release did, with the first one's logs ("" if none did)."""
+    failed = [result for result in results if not result.correct]
+    if not failed:
+        return ""
+    report = "\n".join(f"{result.summary()}\n  positions: {result.positions}" for result in failed)
+    return f"{len(failed)} of {len(results)} trials changed a release:\n{report}\n{failed[0].logs}"
 
 
 def commit(bootstrap: str, group: str, topic: str, partition: int, offset: int) -> None:
@@ -99,9 +124,25 @@ def test_random_kills_of_worker_replay_and_devices_change_no_release(tmp_path):
     killed = Counter(kill.split()[0].rstrip("01") for result in results for kill in result.kills)
     assert all(result.kills for result in results), "a schedule killed nothing"
     assert {"worker", "replay", "devices"} <= set(killed), killed
-    failed = [result for result in results if not result.correct]
-    report = "\n".join(f"{result.summary()}\n  positions: {result.positions}" for result in failed)
-    assert not failed, f"{len(failed)} of {len(results)} trials changed a release:\n{report}\n{failed[0].logs}"
+    assert not failed_trials(results), failed_trials(results)
+
+
+def test_the_rotation_covers_every_benchmark_mechanism_within_four_days():
+    covered = {mechanism for day in range(738_000, 738_004) for _, _, mechanism in rotation(day)}
+    assert covered == set(BENCHMARK)
+    assert rotation(738_000) == rotation(738_000) != rotation(738_001)
+
+
+@pytest.mark.slow
+def test_a_rotating_sample_of_the_benchmark_mechanisms_survives_random_kills(tmp_path):
+    day = int(os.environ.get("WEVENT_CRASH_DAY", datetime.date.today().toordinal()))
+    trials = rotation(day)
+    print(f"crash trials of day {day} (WEVENT_CRASH_DAY={day} runs them again): "
+          + ", ".join(f"{mechanism} seed {seed}" for seed, _, mechanism in trials))
+    results = list(run_trials(trials, tmp_path, parallel=ROTATING, **SHORT_TRIAL))
+    assert [result.mechanism for result in results] == [mechanism for _, _, mechanism in trials]
+    assert all(result.kills for result in results), "a schedule killed nothing"
+    assert not failed_trials(results), f"day {day} (WEVENT_CRASH_DAY={day}): {failed_trials(results)}"
 
 
 def test_a_trial_whose_worker_cannot_start_says_why(tmp_path, monkeypatch):

@@ -25,6 +25,7 @@ from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
 from tests.stream.test_local_pipeline import USERS as LOCAL_USERS
 from tests.stream.test_local_pipeline import local_config, run_pipeline
 from tests.stream.test_processors import START, config_for, feed, simulated
+from wevent.core.registry import mechanisms
 
 PARTITIONS, USERS, SLOTS = 3, 1500, 12
 
@@ -200,6 +201,36 @@ def test_a_stream_whose_messages_could_exceed_the_bound_is_refused_at_start():
         Processors.build(config(window=200_000), Settings())  # a charge per slot of the window
     Processors.build(config(users=8_000_000, partitions=2), Settings())  # half the users on each partition
     Processors.build(config(domain=30_000, window=50_000), Settings())
+
+
+@pytest.mark.parametrize("mechanism", sorted(n for n, cls in mechanisms().items() if cls.model == "central"))
+def test_every_central_mechanisms_state_stays_within_the_bound_checked_at_start(mechanism):
+    """M1's and M2's heads, slot after slot, are never larger than what the start-time check sized."""
+    values = synthetic("log", 600, 30, seed=3).values()
+    pipeline = InProcessPipeline(config_for(("s", mechanism), partitions=2, users=600))
+    stream = pipeline.config.stream("s")
+    bounds = {"m1": pipeline.processors.dissimilarity.max_state_bytes(stream),
+              "m2": pipeline.processors.publication.max_head_bytes(stream)}
+    largest = dict.fromkeys(bounds, 0)
+    for slot in range(1, 31):
+        pipeline.send_slot("s", stream.slot_start(slot), stream.slot_end(slot), np.arange(600), values[slot - 1])
+        pipeline.run()
+        for table in bounds:
+            largest[table] = max(largest[table], len(pipeline.tables[table]["s"]))
+    assert len(pipeline.releases("s")) == 30
+    assert all(largest[table] <= bounds[table] for table in bounds), (largest, bounds)
+
+
+def test_a_mechanism_whose_state_could_exceed_the_bound_is_refused_at_start():
+    """PeGaSus keeps every bin's open group (raw and noisy counts): 2 x 8 bytes x max_group per bin."""
+    def config(**options):
+        return parse_config({"seed": 1, "streams": [
+            {"name": "big", "model": "central", "mechanism": "pegasus", "epsilon": 1.0, "window": 5, "domain": 2000,
+             "users": 100, "slot_seconds": 60, "start": START, "options": options}]})
+
+    with pytest.raises(ConfigError, match="stream 'big': its mechanism's state and window of charges can reach"):
+        Processors.build(config(max_group=64), Settings())  # 2 MB
+    Processors.build(config(max_group=16), Settings())  # 0.5 MB
 
 
 def test_an_input_refused_as_too_large_counts_its_refusal_and_nothing_it_would_have_caused(monkeypatch):

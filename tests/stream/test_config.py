@@ -16,7 +16,7 @@ import pytest
 
 from wevent.core.registry import mechanisms
 from wevent.stream.config import ConfigError, dump_config, load_config, parse_config
-from wevent.stream.config_schema import MECHANISMS
+from wevent.stream.config_schema import mechanism_schemas
 from wevent.stream.helm_schema import helm_schema_text
 from wevent.stream.agents.local import device_block_size
 from wevent.stream.agents.processors import logic_for
@@ -281,25 +281,13 @@ def test_the_repository_configs_load(path):
 
 
 # --- one definition: the schema, the constructors and the Helm chart agree -----------------------
+MECHANISMS = mechanism_schemas()
+
+
 def test_every_registered_mechanism_has_its_options_in_the_schema():
     assert set(MECHANISMS) == set(mechanisms())
     for name, entry in MECHANISMS.items():
         assert entry.model in mechanisms()[name].__module__, name
-
-
-EXAMPLES = {"block_size": 16, "deadline_seconds": 5.0, "beta": 0.4, "pool": "rest", "u_min": 2, "var_mode": "approx",
-            "bound": 2.0, "force_first": True, "cutoff": 2, "threshold": 0.5, "tolerance": 0.1, "gain": 0.01,
-            "rate_denominator": "slot", "sample_share": 0.3, "max_share": 0.5, "max_users": 10, "kp": 1.0,
-            "ki": 0.2, "kd": 0.1, "integral_window": 2, "interval_gain": 5.0, "process_noise": 1e-4,
-            "initial_covariance": 2.0, "clamp_round": True, "noise": "laplace-fp-unsafe", "budget_shift": True,
-            "force_first_publish": True, "lookback": "artifact", "dc_obs_sensitivity": 2.0, "groups": 2,
-            "period": 3, "sample_ratio": 0.2, "error_target": 0.2, "measurement_noise": 2e6, "max_budget": 0.1,
-            "dynamic_grouping": False, "group_limit": 20.0, "min_correlation": 0.4, "max_difference": 10.0,
-            "history": 4, "threshold_cap": 40.0, "grouper_share": 0.3, "smoother": "mean", "max_group": 8,
-            "grouping_share": 0.3, "pivots": 1, "error_floor": 2.0}
-
-
-PERSONALIZED_EXAMPLES = {"threshold": "scale"}  # PBD/PBA's threshold is a rule's name, LP-DSAT's a number
 
 
 @pytest.mark.parametrize("mechanism, option", [(m, o) for m, e in MECHANISMS.items() for o in e.options
@@ -307,7 +295,7 @@ PERSONALIZED_EXAMPLES = {"threshold": "scale"}  # PBD/PBA's threshold is a rule'
 def test_every_schema_option_is_taken_by_its_mechanism(mechanism, option):
     model = MECHANISMS[mechanism].model
     base = {"central": CENTRAL, "local": LOCAL, "personalized": PERSONALIZED}[model]
-    value = (PERSONALIZED_EXAMPLES if model == "personalized" else {}).get(option, EXAMPLES[option])
+    value = MECHANISMS[mechanism].options[option].example  # a value each option declares
     if option == "bound":  # mean estimation: values in [0, bound], one "bin"
         base = {**base, "oracle": "hm", "domain": 1}
     config = parse_config({"seed": 1, "streams": [with_options({**base, "mechanism": mechanism}, **{option: value})]})
@@ -326,7 +314,7 @@ def test_the_helm_values_schema_is_generated_from_the_config_schema():
         "`python -m wevent.stream.helm_schema helm/wevent/values.schema.json`")
     generated = json.loads(committed)["properties"]["config"]
     stream = generated["properties"]["streams"]["items"]
-    assert stream["properties"]["mechanism"]["enum"] == list(MECHANISMS)
+    assert stream["properties"]["mechanism"]["enum"] == sorted(mechanisms())
     assert "epsilon" not in stream.get("required", []) and "window" not in stream.get("required", [])
 
 

@@ -15,13 +15,17 @@ from tests.stream.harness import InProcessPipeline
 
 START = 1_200_000_000.0
 MECHANISMS = {"bd": BudgetDistribution, "ba": BudgetAbsorption, "uniform": Uniform, "sample": Sample}
+# The benchmark's mechanisms (tests/stream/test_central_mechanisms.py), the grouped ones with a group per bin.
+BENCHMARK = ["fast-w", "rescuedp", "dsat", "pegasus", "adapub", "bd-grouped", "ba-grouped"]
+OPTIONS = {"bd-grouped": {"groups": 2, "period": 3}, "ba-grouped": {"groups": 2, "period": 3}}
 
 
 def config_for(*streams, partitions=3, users=1500, domain=2, window=10, epsilon=1.0):
     return parse_config({
         "seed": 11, "report_partitions": partitions, "stream_partitions": 2,
         "streams": [{"name": name, "model": "central", "mechanism": mech, "epsilon": epsilon, "window": window,
-                     "domain": domain, "users": users, "slot_seconds": 60, "start": START} for name, mech in streams],
+                     "domain": domain, "users": users, "slot_seconds": 60, "start": START,
+                     "options": OPTIONS.get(mech, {})} for name, mech in streams],
     })
 
 
@@ -100,14 +104,15 @@ def test_duplicates_within_an_open_slot_are_rejected():
     assert counts.tolist() == [[1, 1]]  # user 1 -> value 0 (first report), user 2 -> value 1
 
 
-def test_replayed_inputs_after_a_crash_change_nothing():
+@pytest.mark.parametrize("mechanism", ["bd", *BENCHMARK])
+def test_replayed_inputs_after_a_crash_change_nothing(mechanism):
     """Deliver every message twice (the at-least-once worst case): releases are unchanged and the
     processors' state skips what it already applied."""
     data = synthetic("sin", 800, 15, seed=4)
-    clean = InProcessPipeline(config_for(("s", "bd"), users=800))
+    clean = InProcessPipeline(config_for(("s", mechanism), users=800))
     feed(clean, "s", data.values(), 15)
 
-    doubled = InProcessPipeline(config_for(("s", "bd"), users=800))
+    doubled = InProcessPipeline(config_for(("s", mechanism), users=800))
     original_produce = doubled.produce
 
     def produce_twice(topic, value, key=None, partition=None):
@@ -122,11 +127,12 @@ def test_replayed_inputs_after_a_crash_change_nothing():
     assert not doubled.log["deadletter"]
 
 
-def test_lost_state_reprocessing_reemits_identical_releases():
+@pytest.mark.parametrize("mechanism", ["ba", *BENCHMARK])
+def test_lost_state_reprocessing_reemits_identical_releases(mechanism):
     """A worker that lost M2's state since slot t (e.g. before its changelog write) recomputes the
     same releases: the noise is derived, not drawn."""
     data = synthetic("sin", 600, 10, seed=5)
-    pipeline = InProcessPipeline(config_for(("s", "ba"), users=600))
+    pipeline = InProcessPipeline(config_for(("s", mechanism), users=600))
     feed(pipeline, "s", data.values()[:6], 6)
     snapshot = dict(pipeline.tables["m2"])
     stream = pipeline.config.stream("s")
@@ -146,16 +152,16 @@ def test_lost_state_reprocessing_reemits_identical_releases():
     assert again and set(again) <= set(first)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_crash_between_outputs_and_state_never_loses_or_changes_a_release(seed):
+@pytest.mark.parametrize("mechanism, seed", [("ba", 0), ("ba", 1), ("ba", 2), *((m, 0) for m in BENCHMARK)])
+def test_a_crash_between_outputs_and_state_never_loses_or_changes_a_release(mechanism, seed):
     """At random inputs, crash inside the window the agents leave open: M2 has stored its ledger
     but its release is lost; the others have delivered their outputs but lost their new state.
     The input is then redelivered (at-least-once). Releases must equal a clean run's."""
     data = synthetic("log", 900, 25, seed=7)
-    clean = InProcessPipeline(config_for(("s", "ba"), users=900))
+    clean = InProcessPipeline(config_for(("s", mechanism), users=900))
     feed(clean, "s", data.values(), 25)
 
-    crashy = InProcessPipeline(config_for(("s", "ba"), users=900))
+    crashy = InProcessPipeline(config_for(("s", mechanism), users=900))
     rng = np.random.default_rng(seed)
     routes = {"reports": ("assembler", crashy.processors.assembler), "slots": ("m1", crashy.processors.dissimilarity),
               "releases": ("m1", crashy.processors.dissimilarity), "dissimilarity": ("m2", crashy.processors.publication)}

@@ -8,7 +8,9 @@ which is a constructor parameter, or one of the few settings the stream layer it
 import inspect
 
 from wevent.core.registry import mechanisms
-from wevent.stream.config_schema import MECHANISMS
+from wevent.stream.config_schema import mechanism_schemas
+
+MECHANISMS = mechanism_schemas()
 
 # Read by the stream layer, not passed to the mechanism: a personalized stream's requirements, a
 # local stream's device block size and collection deadline.

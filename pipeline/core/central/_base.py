@@ -8,6 +8,7 @@ import numpy as np
 
 from ..base import Mechanism, StepResult, Strategy
 from ..noise import check_noise
+from ..options import Option
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_counts, check_domain
 from .dissimilarity import Dissimilarity, DissimilarityMeasure, check_whole
@@ -43,6 +44,11 @@ class CentralMechanism(Mechanism):
 
     model = "central"
     dissimilarity_measure: SlotDissimilarity | None = None
+    OPTIONS = {
+        "clamp_round": Option.boolean("round fresh releases to non-negative integers (post-processing, no budget)"),
+        "noise": Option.choice("exact two-sided geometric noise on integer queries, or the paper's Lap(1/eps)",
+                               ("discrete", "laplace"), example="laplace"),
+    }
 
     def __init__(
         self,
@@ -180,6 +186,11 @@ class AdaptiveCentralMechanism(CentralMechanism):
     """
 
     dissimilarity_measure: DissimilarityMeasure
+    OPTIONS = {
+        "budget_shift": Option.boolean("give M1 epsilon / d instead of epsilon / (2w) when d > 2w and the rest to "
+                                       "the publications"),
+        "force_first_publish": Option.boolean("publish slot 1 whatever its dissimilarity"),
+    }
 
     def __init__(
         self,

@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 
 from ..base import StepResult, Strategy
-from ..control import PIDController
+from ..control import PID_OPTIONS, PIDController
+from ..options import Option
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_positive, check_positive_int
 from ._base import CentralMechanism, DecisionOverride
-from .time_groups import DeviationGrouper
+from .time_groups import GROUP_OPTIONS, DeviationGrouper
 
 __all__ = ["AdaPub"]
 
@@ -60,17 +61,18 @@ class AdaPub(CentralMechanism):
         ``g``, the pivots that group the bins, >= 0; 0 (the default) keeps every bin alone, and the
         paper takes 20.
     kp, ki, kd : float, default 0.9, 0.1, 0.0
-        The PID controllers' gains.
+        The PID controller's proportional gain; the PID controller's integral gain; the PID
+        controller's derivative gain (every bin has its controller).
     integral_window : int, default 5
         The feedback errors the integral term averages.
     error_floor : float, default 1.0
         ``gamma``, the smallest divisor of a feedback error, > 0.
     max_group : int, default 32
-        The most slots a group in time holds, >= 1.
+        The most slots a group holds (a group in time), >= 1.
     randomness : DerivedRandomness, optional
         Where every draw comes from (a fresh random key if omitted).
     clamp_round : bool, default False
-        Round releases to non-negative integers (post-processing, no budget).
+        Round fresh releases to non-negative integers (post-processing, no budget).
     noise : {"discrete", "laplace"}, default "discrete"
         Exact two-sided geometric noise on integer queries, or the paper's ``Lap(1/eps)``.
     decision_override : callable, optional
@@ -114,6 +116,14 @@ class AdaPub(CentralMechanism):
     """
 
     name = "adapub"
+    OPTIONS = {
+        "grouping_share": Option.number("the share of every slot's budget the grouping in time takes", 0, 1,
+                                        example=0.3, open_low=True, open_high=True),
+        "pivots": Option.integer("g, the pivots that group the bins", 0, 2**16, example=1),
+        **PID_OPTIONS,
+        "error_floor": Option.number("gamma, the smallest divisor of a feedback error", 0, example=2.0, open_low=True),
+        **GROUP_OPTIONS,
+    }
 
     def __init__(
         self,

@@ -30,14 +30,14 @@ class GroupedBudgetAbsorption(ColumnGrouping, BudgetAbsorption):
     domain_size : int
         ``d``, the bins of a slot's histogram of counts (sensitivity 1 per user and slot).
     groups : int, optional
-        ``k``, the groups, in ``[1, d]``; ``max(1, floor(d / 500))`` if omitted (one group is BA).
+        ``k``, the groups of bins, in ``[1, d]``; ``max(1, floor(d / 500))`` if omitted (one group is BA).
     period : int, default 10
         The slots between two regroupings, >= 1.
     budget_shift : bool, default False
         Give M1 ``epsilon / d`` instead of ``epsilon / (2w)`` when ``d > 2w`` and the rest to the
         publications (Section 4.5).
     force_first_publish : bool, default False
-        Publish slot 1 (every bin) whatever its dissimilarity.
+        Publish slot 1 whatever its dissimilarity (every bin).
     randomness : DerivedRandomness, optional
         Where every draw comes from (a fresh random key if omitted).
     clamp_round : bool, default False

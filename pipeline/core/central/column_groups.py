@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..options import Option
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_positive_int
 from ._base import AdaptiveCentralMechanism
@@ -123,6 +124,10 @@ class ColumnGrouping(AdaptiveCentralMechanism):
     """
 
     dissimilarity_measure: ColumnGroupDissimilarity
+    OPTIONS = {
+        "groups": Option.integer("k, the groups of bins", 1, 10**6, example=2, derived="max(1, floor(d / 500))"),
+        "period": Option.integer("the slots between two regroupings", 1, 2**20, example=3),
+    }
     _publishing: np.ndarray | None = None  # the bins the current slot's test chose (None: all)
 
     def _group(self, groups: int | None, period: int) -> None:

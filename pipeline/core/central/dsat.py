@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..base import StepResult, Strategy
-from ..control import steer_threshold
+from ..control import RATE_CONTROL_OPTIONS, steer_threshold
+from ..options import Option
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError, check_positive, check_positive_int
 from ._base import AdaptiveCentralMechanism, DecisionOverride
@@ -106,6 +107,12 @@ class DSAT(AdaptiveCentralMechanism):
     """
 
     name = "dsat"
+    OPTIONS = {
+        "cutoff": Option.integer("C, the most publications in a window", 1, 2**20, example=2, derived="ceil(0.15 w)"),
+        "threshold": Option.number("T, the initial threshold", 0, example=0.5, derived="1 / eps_2"),
+        **RATE_CONTROL_OPTIONS,
+        "threshold_cap": Option.number("T_max, the largest threshold", 0, example=40.0, derived="2 T"),
+    }
 
     def __init__(
         self,

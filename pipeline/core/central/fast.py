@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..base import StepResult, Strategy
-from ..control import KalmanFilter, PIDController
+from ..control import INTERVAL_OPTIONS, KALMAN_OPTIONS, PID_OPTIONS, KalmanFilter, PIDController
+from ..options import Option
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError, check_positive
 from ._base import CentralMechanism, DecisionOverride
@@ -55,7 +56,8 @@ class FASTw(CentralMechanism):
     sample_ratio : float, default 0.15
         ``r``: a block holds at most ``M = max(1, floor(r w))`` samples, in (0, 1].
     kp, ki, kd : float, default 0.9, 0.1, 0.0
-        The PID controller's gains.
+        The PID controller's proportional gain; the PID controller's integral gain; the PID
+        controller's derivative gain.
     integral_window : int, default 5
         ``T_i``, the feedback errors the integral term averages (and the first samples of a block).
     interval_gain : float, default 5.0
@@ -67,11 +69,11 @@ class FASTw(CentralMechanism):
     measurement_noise : float, default 1e6
         ``R``, the variance the filter assumes of a sample, > 0.
     initial_covariance : float, default 100.0
-        ``P0``, the filter's covariance at the start of a block, > 0.
+        ``P0``, the Kalman filter's initial covariance (at the start of every block), > 0.
     randomness : DerivedRandomness, optional
         Where every draw comes from (a fresh random key if omitted).
     clamp_round : bool, default False
-        Round releases to non-negative integers (post-processing, no budget).
+        Round fresh releases to non-negative integers (post-processing, no budget).
     noise : {"discrete", "laplace"}, default "discrete"
         Exact two-sided geometric noise on integer queries, or the paper's ``Lap(1/eps)``.
     decision_override : callable, optional
@@ -116,6 +118,15 @@ class FASTw(CentralMechanism):
     """
 
     name = "fast-w"
+    OPTIONS = {
+        **PID_OPTIONS, **INTERVAL_OPTIONS, **KALMAN_OPTIONS,
+        "sample_ratio": Option.number("r: a block holds at most M = max(1, floor(r w)) samples", 0, 1, example=0.2,
+                                      open_low=True),
+        "error_target": Option.number("xi, the feedback error at which the interval stays as it is", 0, example=0.2,
+                                      open_low=True),
+        "measurement_noise": Option.number("R, the variance the filter assumes of a sample", 0, example=2e6,
+                                           open_low=True),
+    }
 
     def __init__(
         self,

@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from ..base import StepResult, Strategy
+from ..options import Option
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError, check_positive
 from ._base import CentralMechanism, DecisionOverride
-from .time_groups import DeviationGrouper, check_smoother
+from .time_groups import GROUP_OPTIONS, SMOOTHERS, DeviationGrouper, check_smoother
 
 __all__ = ["PeGaSus"]
 
@@ -61,7 +62,7 @@ class PeGaSus(CentralMechanism):
     randomness : DerivedRandomness, optional
         Where every draw comes from (a fresh random key if omitted).
     clamp_round : bool, default False
-        Round releases to non-negative integers (post-processing, no budget).
+        Round fresh releases to non-negative integers (post-processing, no budget).
     noise : {"discrete", "laplace"}, default "discrete"
         Exact two-sided geometric noise on integer queries, or the paper's ``Lap(1/eps)``.
     decision_override : callable, optional
@@ -100,6 +101,14 @@ class PeGaSus(CentralMechanism):
     """
 
     name = "pegasus"
+    OPTIONS = {
+        "grouper_share": Option.number("the share of every slot's budget the grouper takes", 0, 1, example=0.3,
+                                       open_low=True, open_high=True),
+        "threshold": Option.number("theta, the deviation (in counts) a group may reach", 0, example=0.5,
+                                   open_low=True, derived="5 / eps_g"),
+        "smoother": Option.choice("how a group's noisy counts become a release", SMOOTHERS, example="mean"),
+        **GROUP_OPTIONS,
+    }
 
     def __init__(
         self,

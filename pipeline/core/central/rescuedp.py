@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from ..base import StepResult, Strategy
-from ..control import KalmanFilter, PIDController, rescue_interval
+from ..control import INTERVAL_OPTIONS, KALMAN_OPTIONS, PID_OPTIONS, KalmanFilter, PIDController, rescue_interval
 from ..noise import noise_variance
+from ..options import Option
 from ..randomness import DerivedRandomness
-from ..validation import ParameterError, check_epsilon, check_positive, check_positive_int
+from ..validation import MIN_EPSILON, ParameterError, check_epsilon, check_positive, check_positive_int
 from ._base import CentralMechanism, DecisionOverride
 
 __all__ = ["RescueDP"]
@@ -67,7 +68,8 @@ class RescueDP(CentralMechanism):
     max_budget : float, optional
         ``e_max``, the largest budget of a sample; ``epsilon / 5`` if omitted.
     kp, ki, kd : float, default 0.9, 0.1, 0.0
-        The PID controllers' gains.
+        The PID controller's proportional gain; the PID controller's integral gain; the PID
+        controller's derivative gain (every bin has its controller).
     integral_window : int, default 3
         ``pi``, the feedback errors the integral term averages.
     interval_gain : float, default 10.0
@@ -85,13 +87,13 @@ class RescueDP(CentralMechanism):
     history : int, default 3
         ``kappa``, the releases a prediction and a correlation look back on, >= 2.
     process_noise : float, default 1e5
-        ``Q``, every filter's process noise per slot, >= 0.
+        ``Q``, the Kalman filter's process noise per slot (every bin's), >= 0.
     initial_covariance : float, default 100.0
-        ``P0``, every filter's initial covariance, > 0.
+        ``P0``, the Kalman filter's initial covariance (every bin's), > 0.
     randomness : DerivedRandomness, optional
         Where every draw comes from (a fresh random key if omitted).
     clamp_round : bool, default False
-        Round releases to non-negative integers (post-processing, no budget).
+        Round fresh releases to non-negative integers (post-processing, no budget).
     noise : {"discrete", "laplace"}, default "discrete"
         Exact two-sided geometric noise on integer queries, or the paper's ``Lap(1/eps)``.
     decision_override : callable, optional
@@ -138,6 +140,24 @@ class RescueDP(CentralMechanism):
     """
 
     name = "rescuedp"
+    OPTIONS = {
+        **PID_OPTIONS, **INTERVAL_OPTIONS, **KALMAN_OPTIONS,
+        "sample_share": Option.number("phi, the budget share's scale", 0, example=0.3, open_low=True),
+        "max_share": Option.number("p_max, the largest share of the remaining budget a sample takes", 0, 1,
+                                   example=0.5, open_low=True),
+        "max_budget": Option.number("e_max, the largest budget of a sample", MIN_EPSILON, 100, example=0.1,
+                                    derived="epsilon / 5"),
+        "dynamic_grouping": Option.boolean("group similar sampled bins (RescueDP); false samples every bin alone",
+                                           example=False),
+        "group_limit": Option.number("tau_1: a bin predicted above it is sampled alone", 0, example=20.0,
+                                     open_low=True),
+        "min_correlation": Option.number("tau_2: bins join a pivot only when their releases correlate with its by "
+                                         "more", -1, 1, example=0.4),
+        "max_difference": Option.number("tau_3: bins join a pivot only when their prediction differs from its by "
+                                        "less", 0, example=10.0),
+        "history": Option.integer("kappa, the releases a prediction and a correlation look back on", 2, 2**16,
+                                  example=4),
+    }
 
     def __init__(
         self,

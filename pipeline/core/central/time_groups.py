@@ -35,10 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from ..options import Option
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_epsilon, check_positive_int
 
-__all__ = ["SMOOTHERS", "DeviationGrouper", "check_smoother"]
+__all__ = ["SMOOTHERS", "DeviationGrouper", "check_smoother", "GROUP_OPTIONS"]
 
 SMOOTHERS = ("median", "mean", "shrinkage")
 
@@ -120,3 +121,6 @@ def check_smoother(smoother: str) -> str:
     if smoother not in SMOOTHERS:
         raise ParameterError(f"smoother must be one of {', '.join(SMOOTHERS)}, got {smoother!r}")
     return smoother
+
+
+GROUP_OPTIONS = {"max_group": Option.integer("the most slots a group holds", 1, 2**16, example=8)}

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..base import Mechanism, Strategy
 from ..exact import grid, share
+from ..options import Option
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_domain, check_positive, check_positive_int
 from .device_reports import Devices
@@ -40,10 +41,11 @@ from .protocol import LocalDissimilarity, LocalStepResult, Request
 from .schedules import Absorption, Distribution
 from .user_ledger import SlidingUserLedger, UserLedger
 
-__all__ = ["LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision", "Populated", "Scheduled",
+__all__ = ["DEFAULT_BOUND", "LocalMechanism", "AdaptiveMechanism", "BudgetDivision", "PopulationDivision", "Populated", "Scheduled",
            "Absorbing"]
 
 DecisionOverride = Callable[[int], "bool | None"]
+DEFAULT_BOUND = 1.0  # the top of the value range of mean estimation (oracle hm) when none is given
 
 
 def answered(request: Request, n) -> int:
@@ -79,6 +81,11 @@ class LocalMechanism(Mechanism):
     """
 
     model = "local"
+    OPTIONS = {
+        "var_mode": Option.choice("the form of V(eps, n)", VAR_MODES, example="approx"),
+        "bound": Option.number('the top of the value range for oracle="hm"', 0, example=2.0, open_low=True,
+                               derived="1 (oracle hm only)"),
+    }
     has_dissimilarity: ClassVar[bool] = False
     instructs: ClassVar[tuple[bool, bool]] = (True, True)  # instruction bit per report in (M1, M2)
     # Why a fresh release has no noise variance of its own (None: it is the oracle's estimate from
@@ -108,7 +115,7 @@ class LocalMechanism(Mechanism):
             raise ParameterError(f"var_mode must be one of {', '.join(VAR_MODES)}, got {var_mode!r}")
         self.oracle = oracle
         self.var_mode = var_mode
-        self.bound = (1.0 if bound is None else float(bound)) if oracle == "hm" else None
+        self.bound = (DEFAULT_BOUND if bound is None else float(bound)) if oracle == "hm" else None
         make_oracle(oracle, self.fixed_report_budget, self.domain_size, bound=self.bound)  # fail now, not at slot 1
         self.devices = devices
         self.decision_override = decision_override
@@ -314,6 +321,12 @@ class AdaptiveMechanism(LocalMechanism):
     ``decision_override(slot) -> bool | None`` is the test hook replacing ``dis > err``.
     """
 
+    OPTIONS = {
+        "beta": Option.number("the share of the budget (budget division) or of the users (population division) "
+                              "given to M1", 0, 1, example=0.4, open_low=True, open_high=True),
+        "force_first": Option.boolean("publish slot 1 whatever dis"),
+    }
+
     has_dissimilarity = True
 
     def __init__(
@@ -454,6 +467,8 @@ class PopulationDivision(Populated, AdaptiveMechanism):
     the pool ``P = floor((1 - beta) N)``, as the arXiv version's appendix B.1 sets it (the
     pseudo-code writes ``N/2``); ``pool='rest'`` gives it every user M1 leaves, ``N - w n1``.
     """
+
+    OPTIONS = {"pool": Option.choice("the publication pool", ("floor", "rest"), example="rest")}
 
     def __init__(
         self,

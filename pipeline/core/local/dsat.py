@@ -6,7 +6,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from ..base import Strategy
-from ..control import steer_threshold
+from ..control import RATE_CONTROL_OPTIONS, steer_threshold
+from ..options import Option
 from ..validation import ParameterError, check_positive, check_positive_int
 from ._base import AdaptiveMechanism, Scheduled
 from .protocol import LocalDissimilarity, Request
@@ -29,6 +30,10 @@ class RateControlled(Scheduled, AdaptiveMechanism):
     publishes when ``dis > T_t``.
     """
 
+    OPTIONS = {
+        "cutoff": Option.integer("C, the target publications per window", 1, 2**20, example=2, derived="ceil(w/4)"),
+        **RATE_CONTROL_OPTIONS,
+    }
     schedule: Distribution
     unit: int
     publication_amount: float

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ..exact import divide
+from ..options import Option
 from ..randomness import DerivedRandomness
 from ._base import BudgetDivision, DecisionOverride
 from .device_reports import Devices
-from .dsat import RateControlled
+from .dsat import THRESHOLD_CAP, RateControlled
 from .protocol import Request
 
 __all__ = ["LBDSAT"]
@@ -89,6 +90,11 @@ class LBDSAT(RateControlled, BudgetDivision):
     """
 
     name = "lb-dsat"
+    OPTIONS = {
+        "beta": Option.number("the share of the window budget given to M1", 0, 1, example=0.4, open_low=True,
+                              open_high=True),
+        "threshold": Option.number("T, the initial threshold", 0, THRESHOLD_CAP, example=0.5, derived="V(eps_2, N)"),
+    }
 
     def __init__(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..base import Strategy
 from ..exact import grid, share
+from ..options import Option
 from ..randomness import DerivedRandomness, Phase
 from ._base import DecisionOverride, Scheduled
 from .device_reports import Devices
@@ -40,7 +41,8 @@ class LBRescueDP(KalmanSampling, Scheduled):
     max_share : float, default 0.6
         ``p_max``, the largest share of the remaining budget a sample takes, in (0, 1].
     kp, ki, kd : float, default 0.9, 0.1, 0.0
-        The PID controller's gains.
+        The PID controller's proportional gain; the PID controller's integral gain; the PID
+        controller's derivative gain (every bin has its controller).
     integral_window : int, default 3
         ``pi_i``, the feedback errors the integral term averages.
     interval_gain : float, default 10.0
@@ -48,7 +50,7 @@ class LBRescueDP(KalmanSampling, Scheduled):
     process_noise : float, default 1e-5
         ``Q``, the Kalman filter's process noise per slot.
     initial_covariance : float, default 1.0
-        ``P0``, the filter's initial covariance, > 0.
+        ``P0``, the Kalman filter's initial covariance, > 0.
     oracle : {"ada", "grr", "oue", "hm"}, default "ada"
         The devices' perturbation: the adaptive choice between GRR and OUE, one of them, or the
         Hybrid Mechanism for means over ``[0, bound]``.
@@ -94,6 +96,11 @@ class LBRescueDP(KalmanSampling, Scheduled):
     """
 
     name = "lb-rescuedp"
+    OPTIONS = {
+        "sample_share": Option.number("phi, the budget share's scale", 0, example=0.3, open_low=True),
+        "max_share": Option.number("p_max, the largest share of the remaining budget a sample takes", 0, 1,
+                                   example=0.5, open_low=True),
+    }
     instructs = (False, False)  # every user reports at a sample: nobody is picked out
     schedule: Distribution
 

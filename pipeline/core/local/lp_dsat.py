@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+from ..options import Option
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError
 from ._base import DecisionOverride, PopulationDivision
 from .device_reports import Devices
-from .dsat import RateControlled
+from .dsat import THRESHOLD_CAP, RateControlled
 from .oracles import make_oracle
 from .protocol import Request
 
@@ -101,6 +102,9 @@ class LPDSAT(RateControlled, PopulationDivision):
     """
 
     name = "lp-dsat"
+    OPTIONS = {
+        "threshold": Option.number("T, the initial threshold", 0, THRESHOLD_CAP, example=0.5, derived="V(eps, m2)"),
+    }
 
     def __init__(
         self,

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from ..base import Strategy
+from ..options import Option
 from ..randomness import DerivedRandomness
 from ..validation import check_positive_int
 from ._base import DecisionOverride, Populated
@@ -47,7 +48,8 @@ class LPRescueDP(KalmanSampling, Populated):
     max_users : int, optional
         ``n_max``, the most users a sample asks; ``floor(N/5)`` if omitted.
     kp, ki, kd : float, default 0.9, 0.1, 0.0
-        The PID controller's gains.
+        The PID controller's proportional gain; the PID controller's integral gain; the PID
+        controller's derivative gain (every bin has its controller).
     integral_window : int, default 3
         ``pi_i``, the feedback errors the integral term averages.
     interval_gain : float, default 10.0
@@ -55,7 +57,7 @@ class LPRescueDP(KalmanSampling, Populated):
     process_noise : float, default 1e-5
         ``Q``, the Kalman filter's process noise per slot.
     initial_covariance : float, default 1.0
-        ``P0``, the filter's initial covariance, > 0.
+        ``P0``, the Kalman filter's initial covariance, > 0.
     oracle : {"ada", "grr", "oue", "hm"}, default "ada"
         The devices' perturbation: the adaptive choice between GRR and OUE, one of them, or the
         Hybrid Mechanism for means over ``[0, bound]``.
@@ -101,6 +103,13 @@ class LPRescueDP(KalmanSampling, Populated):
     """
 
     name = "lp-rescuedp"
+    OPTIONS = {
+        "sample_share": Option.number("phi, the sampling share's scale", 0, example=0.3, open_low=True),
+        "max_share": Option.number("p_max, the largest share of the available users a sample takes", 0, 1,
+                                   example=0.5, open_low=True),
+        "max_users": Option.integer("n_max, the most users a sample asks", 1, 2**32, example=10,
+                                    derived="floor(N/5)"),
+    }
 
     def __init__(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import Strategy
+from ..options import Option
 from ..randomness import DerivedRandomness
 from ..validation import check_positive_int
 from ._base import DecisionOverride, PopulationDivision, Scheduled
@@ -85,6 +86,7 @@ class LPD(Scheduled, PopulationDivision):
     """
 
     name = "lpd"
+    OPTIONS = {"u_min": Option.integer("the fewest users a publication may ask", 1, 2**32, example=2)}
     schedule: Distribution
 
     def __init__(

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Strategy
-from ..control import KalmanFilter, PIDController, rescue_interval
+from ..control import INTERVAL_OPTIONS, KALMAN_OPTIONS, PID_OPTIONS, KalmanFilter, PIDController, rescue_interval
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError, check_positive
 from ._base import DecisionOverride, LocalMechanism
@@ -36,6 +36,7 @@ class KalmanSampling(LocalMechanism):
         As for every local mechanism.
     """
 
+    OPTIONS = {**PID_OPTIONS, **INTERVAL_OPTIONS, **KALMAN_OPTIONS}
     no_release_variance = ("a release is a Kalman correction of the previous one, so its noise is not its own: "
                            "it is correlated with every earlier release's")
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..exact import divide
+from ..options import Option
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError
 from .pwsm import DecisionOverride, PersonalizedMechanism
@@ -92,6 +93,10 @@ class PersonalizedBudgetAbsorption(PersonalizedMechanism):
     """
 
     name = "pba"
+    OPTIONS = {
+        "artifact_compat_nonprivate": Option.boolean("reproduce the authors' code, which never updates l or the "
+                                                     "share counts after a publication", nonprivate=True),
+    }
 
     def __init__(
         self,

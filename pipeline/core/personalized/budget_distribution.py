@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..exact import divide
+from ..options import Option
 from ..randomness import DerivedRandomness
 from ..validation import ParameterError
 from .pwsm import DecisionOverride, PersonalizedMechanism
@@ -88,6 +89,10 @@ class PersonalizedBudgetDistribution(PersonalizedMechanism):
     """
 
     name = "pbd"
+    OPTIONS = {
+        "lookback": Option.choice("how many past slots rem_i subtracts: w_i - 1 as Algorithm 4 prints, or w_i as "
+                                  "the authors' code does", LOOKBACKS, example="artifact"),
+    }
 
     def __init__(
         self,

@@ -46,6 +46,7 @@ from ..base import StepResult, Strategy
 from ..central import CentralMechanism
 from ..central._base import DecisionOverride
 from ..central.dissimilarity import Dissimilarity
+from ..options import Option
 from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError
 from .dissimilarity import DissimilarityCalculation
@@ -94,6 +95,15 @@ class PersonalizedMechanism(CentralMechanism):
 
     model = "personalized"
     dissimilarity_measure: DissimilarityCalculation
+    OPTIONS = {
+        "threshold": Option.choice("what the dissimilarity must exceed: sqrt(err_2) (Algorithm 2 line 5) or BD/BA's "
+                                   "1/theta_2", tuple(THRESHOLDS), example="scale"),
+        "force_first_publish": Option.boolean("publish slot 1 whatever its dissimilarity"),
+        "dc_obs_sensitivity": Option.number("the sensitivity DC's OBS assumes when it picks theta_1", 0, example=2.0,
+                                            open_low=True),
+        "noise": Option.choice("exact two-sided geometric noise on integer queries, or the paper's Lap(1/theta)",
+                               ("discrete", "laplace"), example="laplace"),
+    }
 
     def __init__(
         self,

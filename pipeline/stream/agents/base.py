@@ -40,6 +40,8 @@ import logging
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, NamedTuple, Protocol, Self, TypeVar
 
+import numpy as np
+
 from ...core import packing
 from ...core.randomness import SecretKey
 from ..config import AppConfig
@@ -52,7 +54,7 @@ from .events import Events
 from .logic import StreamLogic
 
 __all__ = ["Out", "Processed", "dead_letter", "malformed", "refuse", "ServerKeys", "TableValue", "HeadState",
-           "SideKeys", "Processor", "oversized", "MAX_MESSAGE_BYTES", "DEADLETTER_SAMPLE"]
+           "SideKeys", "Processor", "oversized", "at_longest", "all_offsets", "MAX_MESSAGE_BYTES", "DEADLETTER_SAMPLE"]
 
 log = logging.getLogger(__name__)
 
@@ -323,6 +325,35 @@ class Processor:
         mark = OffsetMark(topic, partition).encode()
         applied = [HeadState.offsets_in(stored).get(mark, -1) if (stored := load(key)) else -1 for key in keys]
         return max(min(applied) + (0 if self.persist_before_send else 1), 0)
+
+
+LONGEST_FLOAT = -2.2250738585072014e-308  # 24 characters, as long as a float's shortest repr gets
+LONGEST_INTEGER = -(2**63)  # an int64's longest
+
+
+def at_longest(value):
+    """``value``, a state as :mod:`~wevent.core.packing` packs it, with every number at its longest
+    text (a None one too, and False for a flag): packed, it is at least as large as the state at any
+    slot, for a state whose arrays, lists and keys keep their shapes (a central mechanism's)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, dict):
+        return {k: at_longest(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [at_longest(v) for v in value]
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return LONGEST_INTEGER
+    if value is None or isinstance(value, float):
+        return LONGEST_FLOAT
+    return value
+
+
+def all_offsets(config: AppConfig, topics) -> dict[str, int]:
+    """A head's offsets at their longest: one for every partition of ``topics`` (what a state records
+    of the sources it reads)."""
+    return {OffsetMark(topic, p).encode(): 2**63 - 1 for topic in topics for p in range(config.topics()[topic])}
 
 
 def oversized(updates: dict[str, bytes | None], outputs: list[Out]) -> str | None:

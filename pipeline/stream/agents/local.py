@@ -39,7 +39,7 @@ class LocalLogic(StreamLogic):
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 
-    def slot_ready(self, slot, closed_at, counts, last_release):
+    def slot_ready(self, slot, closed_at, counts, last_release, measure_state):
         return ReadyMessage(self.stream.name, slot, closed_at)  # the server has no data: M2 opens the slot's rounds
 
     @property

@@ -88,15 +88,25 @@ class StreamLogic:
             return None
         return f"the config says {configured}, the stream's state holds {stored}"
 
-    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray) -> Dissimilarity | None:
+    def measure_state(self) -> dict:
+        """M1's own state at the start, where its measure follows the releases (empty otherwise)."""
+        return {}
+
+    def follow(self, measure_state: dict, slot: int, release: np.ndarray) -> dict:
+        """M1's own state once it learned release ``slot`` (M1 learns every release, in order)."""
+        return measure_state
+
+    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray,
+                measure_state: dict) -> Dissimilarity | None:
         """M1: the private dissimilarity of slot ``slot`` (None when the mechanism has none)."""
         raise NotImplementedError
 
-    def slot_ready(self, slot: int, closed_at: float, counts: np.ndarray,
-                   last_release: np.ndarray) -> MeasuredMessage | ReadyMessage:
+    def slot_ready(self, slot: int, closed_at: float, counts: np.ndarray, last_release: np.ndarray,
+                   measure_state: dict) -> MeasuredMessage | ReadyMessage:
         """What M1 sends M2 once slot ``slot`` closed everywhere and release ``slot - 1`` is known:
         the slot's counts with their private dissimilarity."""
-        return MeasuredMessage(self.stream.name, slot, closed_at, counts, self.measure(slot, counts, last_release))
+        return MeasuredMessage(self.stream.name, slot, closed_at, counts,
+                               self.measure(slot, counts, last_release, measure_state))
 
     def publish(self, mechanism: Mechanism, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> StepResult:
         raise NotImplementedError

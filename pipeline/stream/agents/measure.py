@@ -12,8 +12,9 @@ from ..wire.keys import PartialKey
 from ..wire.messages import DissimilarityMessage, PartialMessage, SupportMessage, decode_message
 from ..wire.records import ReleaseRecord
 from ..wire.seals import unseal
-from ..wire.topics import MEASUREMENTS, RELEASES
-from .base import HeadState, Out, Processor, SideKeys, TableValue, dead_letter, refuse
+from ..wire.topics import MEASUREMENTS, RELEASES, SLOTS
+from .base import (LONGEST_INTEGER, HeadState, Out, Processor, SideKeys, TableValue, all_offsets, at_longest,
+                   dead_letter, refuse)
 
 __all__ = ["MAX_SLOTS_PENDING", "DissimilarityState", "PendingPartial", "DissimilarityProcessor"]
 
@@ -27,11 +28,14 @@ refused as ``out_of_range`` (the stream then stops at that slot, loudly)."""
 
 @dataclass(eq=False)
 class DissimilarityState(HeadState):
-    """M1's state of one stream: the slot it measures next and the last release it knows."""
+    """M1's state of one stream: the slot it measures next, the last release it knows and, where the
+    mechanism's measure follows the releases (BD and BA with grouping: the partition of the bins),
+    the measure's own state (:meth:`StreamLogic.follow`; empty otherwise)."""
 
     next: int
     last_slot: int
     last_release: np.ndarray
+    measure: dict
 
 
 @dataclass(eq=False)
@@ -49,9 +53,9 @@ class DissimilarityProcessor(Processor):
     only when every assembler partition closed it and release t-1 is known, so that the
     dissimilarity is computed against exactly the release M2 published.
 
-    State key: ``stream`` (the next slot to measure, the last release); each partial waits in a
-    key of its own, ``stream/slot/partition``, so that a backlog of closed slots costs no work per
-    message. Partials reach at most :data:`MAX_SLOTS_PENDING` slots ahead.
+    State key: ``stream`` (the next slot to measure, the last release, the measure's own state);
+    each partial waits in a key of its own, ``stream/slot/partition``, so that a backlog of closed
+    slots costs no work per message. Partials reach at most :data:`MAX_SLOTS_PENDING` slots ahead.
     """
 
     reads = (ReleaseRecord, PartialMessage, SupportMessage)
@@ -79,7 +83,15 @@ class DissimilarityProcessor(Processor):
         return [s.name for s in self.config.streams if key_partition(s.name) == partition]
 
     def initial(self, key):
-        return DissimilarityState(1, 0, np.zeros(self.config.stream(key).domain))
+        return DissimilarityState(1, 0, np.zeros(self.config.stream(key).domain), self.logics[key].measure_state())
+
+    def max_state_bytes(self, stream) -> int:
+        """The size of the stream's state at its largest: every number at its longest, the measure's own
+        state included (its arrays keep their shapes: the grouped mechanisms' partition has a number per bin)."""
+        state = self.initial(stream.name)
+        return len(DissimilarityState(LONGEST_INTEGER, LONGEST_INTEGER, state.last_release,
+                                      at_longest(state.measure),
+                                      offsets=all_offsets(self.config, (SLOTS, RELEASES))).pack())
 
     def apply(self, state, message, topic, partition, now, side, events):
         name = message.stream
@@ -87,9 +99,10 @@ class DissimilarityProcessor(Processor):
         if impossible:
             return [refuse(events, "out_of_range", topic, impossible, name)]
         if topic == RELEASES:
-            if message.slot > state.last_slot:
+            if message.slot > state.last_slot:  # the next release (M2 releases slot t after M1 measured it)
                 state.last_slot = message.slot
                 state.last_release = np.asarray(message.release, dtype=float)
+                state.measure = self.logics[name].follow(state.measure, message.slot, state.last_release)
         elif isinstance(message, SupportMessage):  # local model: the phase-1 reports of the open slot
             return self._measure_support(state, name, message)
         elif message.slot >= state.next:
@@ -124,7 +137,7 @@ class DissimilarityProcessor(Processor):
             return []
         counts = sum(np.asarray(partial.counts, dtype=np.int64) for partial in partials)
         closed_at = max(partial.closed_at for partial in partials)
-        ready = self.logics[name].slot_ready(slot, closed_at, counts, state.last_release)
+        ready = self.logics[name].slot_ready(slot, closed_at, counts, state.last_release, state.measure)
         for key in keys:
             side.delete(key)
         state.next = slot + 1

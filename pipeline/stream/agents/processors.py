@@ -38,7 +38,9 @@ class Processors:
                                                                Collector)))
         for stream in config.streams:
             largest = {"its release": built.publication.max_release_bytes(stream),
-                       "its mechanism's state and window of charges": built.publication.max_head_bytes(stream)}
+                       "its mechanism's state and window of charges": built.publication.max_head_bytes(stream),
+                       "its dissimilarity's state (the last release, the partition of grouped bins)":
+                           built.dissimilarity.max_state_bytes(stream)}
             if stream.model != "local":
                 largest["one slot's state (a count per value and group, a bit per user of a reports partition)"] = \
                     built.assembler.max_slot_bytes(stream)

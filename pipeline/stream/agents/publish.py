@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -22,8 +22,9 @@ from ..wire.messages import (
 )
 from ..wire.records import ReleaseRecord
 from ..wire.seals import unseal
-from ..wire.topics import AUDIT, LDP_REQUESTS, RELEASES
-from .base import HeadState, Out, Processor, SideKeys, TableValue, dead_letter, refuse
+from ..wire.topics import AUDIT, LDP_REQUESTS, MEASUREMENTS, RELEASES
+from .base import (LONGEST_FLOAT, HeadState, Out, Processor, SideKeys, TableValue, all_offsets, at_longest,
+                   dead_letter, refuse)
 from .events import Events
 
 __all__ = ["RECENT_RELEASES", "PublicationState", "MechanismPart", "MechanismParts", "KeptOutputs",
@@ -127,12 +128,16 @@ class PublicationProcessor(Processor):
         return len(record.to_bytes())
 
     def max_head_bytes(self, stream) -> int:
-        """The size of the stream's state once its window's charges are full, with the mechanism as it
-        starts (a local mechanism's ledger holds a number per user: its population counts here)."""
-        ledger = self.logics[stream.name].new_mechanism().sliding_ledger()
+        """The size of the stream's state once its window's charges are full, with the mechanism's state
+        at its largest: every number in it at its longest (a central mechanism's arrays keep the shapes
+        they start with; a local mechanism's ledger holds a number per user: its population counts here)."""
+        mechanism = self.logics[stream.name].new_mechanism()
+        ledger = mechanism.sliding_ledger()
         full = np.zeros((ledger.keep, ledger.columns))
         recent, steps = [2**31] * RECENT_RELEASES, [StepKey(2**31, "dissimilarity", 2).encode()] * (3 * RECENT_RELEASES)
-        return len(replace(self.initial(stream.name), spend=full, recent=recent, steps=steps).pack())
+        head = PublicationState(packing.pack(at_longest(mechanism.state_dict())), recent, steps, full, LONGEST_FLOAT,
+                                offsets=all_offsets(self.config, (MEASUREMENTS,)))
+        return len(head.pack())
 
     def apply(self, state, message, topic, partition, now, side, events):
         name = message.stream

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from ...core import packing
+from ...core.central.column_groups import GroupDissimilarity
 from ...core.central.dissimilarity import Dissimilarity
 from ...core.local.protocol import LocalDissimilarity, Request
 from .format import FORMAT_VERSION, DecodeError, check_version
@@ -105,7 +106,16 @@ class PartialMessage(InternalMessage):
 @dataclass(frozen=True, eq=False)
 class MeasuredMessage(InternalMessage):
     """A central or personalized slot's counts and private dissimilarity (None: the mechanism
-    has no M1): M1 to M2, on ``dissimilarity``."""
+    has no M1): M1 to M2, on ``dissimilarity``.
+
+    On the wire the dissimilarity is its named fields, and ``dis_values`` where it is one per group
+    of bins (:class:`~wevent.core.central.column_groups.GroupDissimilarity`: BD and BA with grouping).
+
+    >>> dis = GroupDissimilarity(3, 2.5, 0.05, 10.0, np.array([2.5, 0.25]))
+    >>> back = decode_message(MeasuredMessage("taxi", 3, 60.0, np.array([[4, 1]]), dis).encode())
+    >>> type(back.dissimilarity).__name__, back.dissimilarity.values.tolist()
+    ('GroupDissimilarity', [2.5, 0.25])
+    """
 
     kind: ClassVar[str] = "measured"
     stream: str
@@ -117,6 +127,8 @@ class MeasuredMessage(InternalMessage):
     def to_fields(self):
         dis = self.dissimilarity
         measured = {} if dis is None else {"dis_value": dis.value, "dis_epsilon": dis.epsilon, "dis_scale": dis.scale}
+        if isinstance(dis, GroupDissimilarity) and dis.values is not None:
+            measured["dis_values"] = np.asarray(dis.values, dtype=float)
         return {"stream": self.stream, "slot": self.slot, "closed_at": self.closed_at, "counts": self.counts,
                 **measured}
 
@@ -125,8 +137,9 @@ class MeasuredMessage(InternalMessage):
         slot = _integer(values, "slot")
         dis = None
         if "dis_value" in values:
-            dis = Dissimilarity(slot, _real(values, "dis_value"), _real(values, "dis_epsilon"),
-                                _real(values, "dis_scale"))
+            scalars = (slot, _real(values, "dis_value"), _real(values, "dis_epsilon"), _real(values, "dis_scale"))
+            dis = (GroupDissimilarity(*scalars, np.asarray(values["dis_values"], dtype=float))
+                   if "dis_values" in values else Dissimilarity(*scalars))
         return cls(_text(values, "stream"), slot, _real(values, "closed_at"), np.asarray(values["counts"]), dis)
 
 
