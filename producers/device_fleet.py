@@ -55,8 +55,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wevent.core.accounting import WindowSpend
+from wevent.core.accounting import UserCharges, WindowSpend
 from wevent.core.data import ABSENT, UserValues
+from wevent.core.exact import round_up
 from wevent.core.local import Request
 from wevent.core.local.device_reports import Devices, block_reports
 from wevent.core.local.user_sets import pack_users, unpack_users
@@ -113,8 +114,9 @@ class RequestRefused(Exception):
 class DeviceLedger:
     """Every user's budget spent in the last ``window`` slots, as their own device keeps it.
 
-    It answers the question every ledger of :mod:`wevent.core.accounting` answers, which user
-    window comes closest to its bound (:meth:`tightest`, a core
+    It keeps the users' spend as the core's ledgers do, exactly (a
+    :class:`~wevent.core.accounting.UserCharges`), and answers the question they answer, which
+    user window comes closest to its bound (:meth:`tightest`, a core
     :class:`~wevent.core.accounting.WindowSpend`), but it charges in its own way, because it
     guards the users rather than accounting for a mechanism: it *admits* a request before any
     report exists, refusing each user it would take over ``epsilon``, where a core ledger records
@@ -145,8 +147,10 @@ class DeviceLedger:
 
     Attributes
     ----------
-    spend : numpy.ndarray
-        Every user's spend in the window ending at :attr:`newest`.
+    charges : wevent.core.accounting.UserCharges
+        Every user's charges in the window ending at :attr:`newest`, kept exactly: a user is
+        admitted only if the exact sum of their charges plus the request's budget is at most
+        ``epsilon``, with no slack in the server's favour.
     newest : int
         The newest charged slot.
     """
@@ -158,7 +162,7 @@ class DeviceLedger:
         if self.max_ahead < 1:
             raise ParameterError(f"the slots a request may run ahead must be >= 1, got {self.max_ahead}")
         self.path, self.owner = (None if path is None else Path(path)), owner
-        self.spend = np.zeros(self.population)
+        self.charges = UserCharges(self.population)
         # (slot, phase) -> (digest of the request charged there, its epsilon, the users it charged as a
         # packed user set: a bitmap or gaps between ids, whichever is shorter, at most N/8 bytes where
         # their ids would take 8 bytes per user)
@@ -203,8 +207,8 @@ class DeviceLedger:
             raise RequestRefused("ahead", f"{where} is more than {self.max_ahead} slots past slot {self.newest}")
         for key in [k for k in self._charged if k[0] <= slot - self.window]:  # out of every later window
             _, spent, packed = self._charged.pop(key)
-            self.spend[unpack_users(packed, self.population)] -= spent
-        allowed = self.spend[users] + epsilon <= self.epsilon * (1 + 1e-12)
+            self.charges.charge(unpack_users(packed, self.population), spent, -1)
+        allowed = self.charges.within(users, epsilon, self.epsilon)
         chosen = users[allowed]
         if not (chosen[1:] > chosen[:-1]).all():  # a fleet asks in increasing order; others may not
             chosen = np.unique(chosen)
@@ -217,15 +221,16 @@ class DeviceLedger:
     def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, users: np.ndarray,
                 packed: bytes) -> None:
         self._charged[(slot, phase)] = (digest, epsilon, packed)
-        self.spend[users] += epsilon
+        self.charges.charge(users, epsilon)
 
     def tightest(self) -> WindowSpend | None:
-        """The fullest user window, the one ending at :attr:`newest` (None while nothing is charged)."""
+        """The fullest user window, the one ending at :attr:`newest` (None while nothing is charged);
+        its spend is the exact sum rounded up."""
         if not self._charged:
             return None
-        user = int(np.argmax(self.spend))
+        user, spend = self.charges.fullest()
         last = self.newest - 1  # 0-based, as WindowSpend counts slots
-        return WindowSpend(float(self.spend[user]), self.epsilon, 0, max(0, last - self.window + 1), last, user)
+        return WindowSpend(round_up(spend), self.epsilon, 0, max(0, last - self.window + 1), last, user)
 
     # --- on disk -------------------------------------------------------------------------------
     def _state(self) -> dict:
