@@ -46,7 +46,6 @@ wevent.producers.device_fleet.RequestRefused: slot 2 phase 2 was charged for ano
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -59,6 +58,7 @@ from wevent.core.accounting import UserCharges, WindowSpend
 from wevent.core.data import ABSENT, UserValues
 from wevent.core.exact import round_up
 from wevent.core.local import Request
+from wevent.core.local.protocol import DIGEST_BYTES
 from wevent.core.local.device_reports import Devices, block_reports
 from wevent.core.local.user_sets import pack_users, unpack_users
 from wevent.core.packing import StateError, pack, unpack
@@ -73,34 +73,11 @@ log = logging.getLogger("wevent.devices")
 
 MAX_REPORTS_PER_MESSAGE = 16_384  # OUE reports of d ~ 100 bins: well under Kafka's default 1 MiB message
 MAX_MESSAGE_BYTES = 900_000  # users and reports of one message, whatever d: under Kafka's default 1 MiB
-DIGEST_BYTES = 32
 # /2 keeps each charge's users as a packed user set (gaps or a bitset, whichever is shorter): a
 # fleet rewrites its whole window per request, and /1's bitsets of the population made that 5 MB
 # per request at a million users. A /1 file is still read.
 LEDGER_FORMAT = "wevent-device-ledger/2"
 BITSET_LEDGER_FORMAT = "wevent-device-ledger/1"
-
-
-def request_digest(request: Request) -> bytes:
-    """BLAKE2b of the request's canonical encoding: equal exactly when every field of the requests is.
-
-    The scalar fields go in a sorted-key JSON header (floats as their exact hex form), the asked
-    users after it as little-endian int64, so an int32 copy of the same users digests the same.
-    """
-    fields = request.to_dict()
-    del fields["users"]  # packed on the wire: the ids go in below
-    users = request.users
-    # Every field of the wire form is in, so a field added to requests later is covered too.
-    header = {**fields, "slot": int(fields["slot"]), "phase": int(fields["phase"]), "oracle": str(fields["oracle"]),
-              "domain_size": int(fields["domain_size"]), "population": int(fields["population"]),
-              "epsilon": float(fields["epsilon"]).hex(),
-              "bound": None if fields["bound"] is None else float(fields["bound"]).hex(),
-              "users": None if users is None else int(np.size(users))}
-    digest = hashlib.blake2b(json.dumps(header, sort_keys=True).encode(), digest_size=DIGEST_BYTES,
-                             person=b"wevent-request")
-    if users is not None:
-        digest.update(np.ascontiguousarray(users, dtype="<i8").tobytes())
-    return digest.digest()
 
 
 class RequestRefused(Exception):
@@ -191,7 +168,7 @@ class DeviceLedger:
         users = np.asarray(users, dtype=np.int64)
         slot, phase = int(request.slot), int(request.phase)
         where = f"slot {slot} phase {phase}"
-        digest = request_digest(request)
+        digest = request.digest
         charged = self._charged.get((slot, phase))
         if charged is not None:
             if charged[0] != digest:

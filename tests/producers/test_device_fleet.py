@@ -234,15 +234,13 @@ def test_another_sharding_of_the_same_ledger_directory_is_refused(tmp_path):
 
 
 def test_the_digest_follows_every_field_and_not_the_users_dtype():
-    from wevent.producers.device_fleet import request_digest
-
     base = ask(4, [1, 2, 3], epsilon=0.5)
-    assert request_digest(base) == request_digest(ask(4, np.array([1, 2, 3], dtype=np.int32), epsilon=0.5))
-    assert request_digest(base) == request_digest(Request.from_dict(base.to_dict()))
+    assert base.digest == ask(4, np.array([1, 2, 3], dtype=np.int32), epsilon=0.5).digest
+    assert base.digest == Request.from_dict(base.to_dict()).digest
     others = [ask(5, [1, 2, 3], 0.5), ask(4, [1, 2, 3], 0.5, phase=Phase.DISSIMILARITY), ask(4, [1, 2], 0.5),
               ask(4, [1, 2, 3], np.nextafter(0.5, 1)), ask(4, [1, 2, 3], 0.5, oracle="oue"), ask(4, None, 0.5),
               Request.from_dict({**base.to_dict(), "bound": 1.0}), Request.from_dict({**base.to_dict(), "population": 65})]
-    assert len({request_digest(r) for r in [base, *others]}) == 1 + len(others)
+    assert len({r.digest for r in [base, *others]}) == 1 + len(others)
 
 
 def test_a_ledger_that_cannot_be_written_stops_the_fleet_before_any_report(tmp_path):

@@ -12,7 +12,7 @@ import numpy as np
 from wevent.core.local import Request
 from wevent.core.randomness import Phase
 from wevent.core.packing import pack
-from wevent.producers.device_fleet import BITSET_LEDGER_FORMAT, DIGEST_BYTES, DeviceLedger, request_digest
+from wevent.producers.device_fleet import BITSET_LEDGER_FORMAT, DIGEST_BYTES, DeviceLedger
 
 POPULATION, WINDOW, ASKED = 100_000, 20, 1_000
 
@@ -41,7 +41,7 @@ def test_a_file_of_bitsets_is_read_with_every_charge(tmp_path):
     for slot, users in ((3, np.array([0, 7, 99_999])), (4, np.arange(0, POPULATION, 3))):
         bits = np.zeros(POPULATION, dtype=bool)
         bits[users] = True
-        digest = request_digest(ask(slot, users))
+        digest = ask(slot, users).digest
         charges.append({"slot": slot, "phase": int(Phase.PUBLICATION), "digest": digest, "epsilon": 0.5,
                         "users": np.packbits(bits)})
         spend[users] += 0.5
