@@ -14,7 +14,8 @@ server re-emitting after a crash) is answered with the identical reports at no n
 any other request for that ``(slot, phase)`` is refused whole. So are requests whose budget is
 not a finite number in ``(0, epsilon]``, requests for a slot older than the newest charged one,
 and requests more than ``max_ahead`` slots past it. With a ``path`` the ledger is written
-atomically to disk before any report leaves, and read back at start: a restart forgets no spend.
+atomically to disk before any report leaves, and read back at start: a restart forgets no spend,
+and a fleet whose ledger is missing does not start unless told this is its first start.
 
 A fleet acts only on requests signed by the server (:class:`SignedRequests`, checked with the
 server's public key: the devices hold no server secret) and signs its report batches with a key
@@ -147,13 +148,21 @@ class DeviceLedger:
         self.newest = int(newest)
 
     @classmethod
-    def open(cls, path: str | os.PathLike, population: int, window: int, epsilon: float, *,
+    def open(cls, path: str | os.PathLike, population: int, window: int, epsilon: float, *, new: bool = False,
              max_ahead: int | None = None, newest: int = 0, owner: str = "") -> "DeviceLedger":
-        """The ledger kept at ``path`` (a new one if there is no file); a file that does not check is an error."""
+        """The ledger kept at ``path``. A file that does not check is an error, and so is no file at all
+        unless ``new`` says this is the ledger's first start: then an empty ledger is written at once,
+        so that a later start finds it. An existing file is read whatever ``new`` says."""
         ledger = cls(population, window, epsilon, max_ahead=max_ahead, newest=newest, path=path, owner=owner)
         try:
             data = ledger.path.read_bytes()
         except FileNotFoundError:
+            if not new:
+                raise StateError(f"no device ledger {ledger.path.name} in {ledger.path.parent.resolve()}: a fleet "
+                                 "that answered before would answer again what its users already spent, so it starts "
+                                 "from an empty ledger only when told this is its first start (wevent devices "
+                                 "--new-ledger)") from None
+            ledger.save()
             return ledger
         except OSError as exc:
             raise StateError(f"cannot read device ledger {path}: {exc.strerror}") from None
@@ -289,12 +298,17 @@ class DeviceFleet:
     """The devices of one shard of users: answers requests with perturbed reports.
 
     ``ledger_dir`` keeps the shard's :class:`DeviceLedger` on disk (one file per stream and
-    shard); without it the ledger lives in memory only. ``max_ahead`` bounds how far past the
-    newest charged slot a request may be (see :class:`DeviceLedger`).
+    shard). A fleet fails closed: it does not start from an empty ledger, which would answer again
+    for spend its users already have, unless ``new_ledger`` says this is the shard's first start.
+    Then a missing ledger file is created (an existing one is read all the same); without
+    ``ledger_dir`` the ledger lives in this object only, so ``new_ledger`` must say that the
+    fleet's whole life is this process's. ``max_ahead`` bounds how far past the newest charged
+    slot a request may be (see :class:`DeviceLedger`).
     """
 
     def __init__(self, stream, values: UserValues, devices: Devices, shard: int = 0, shards: int = 1, *,
-                 ledger_dir: str | os.PathLike | None = None, max_ahead: int | None = None) -> None:
+                 ledger_dir: str | os.PathLike | None = None, new_ledger: bool = False,
+                 max_ahead: int | None = None) -> None:
         from wevent.stream.runtime.kafka import check_feed_fits
 
         if not 0 <= shard < shards:
@@ -309,18 +323,25 @@ class DeviceFleet:
         self.slot_offset = round((values.start - stream.start) / stream.slot_seconds)
         options = dict(max_ahead=max_ahead, newest=self.slot_offset)  # nothing charged: count from the first value
         if ledger_dir is None:
+            if not new_ledger:
+                raise ParameterError("a fleet without a ledger directory keeps its users' spend in memory only, and "
+                                     "another one would start from nothing: give ledger_dir, or new_ledger=True when "
+                                     "this fleet's whole life is this process's")
             self.ledger = DeviceLedger(stream.users, stream.window, stream.epsilon, **options)
         else:
-            self.ledger = DeviceLedger.open(self._ledger_path(Path(ledger_dir)), stream.users, stream.window,
-                                            stream.epsilon, owner=f"{stream.name} {shard}/{shards}", **options)
+            self.ledger = DeviceLedger.open(self._ledger_path(Path(ledger_dir), new_ledger), stream.users,
+                                            stream.window, stream.epsilon, new=new_ledger,
+                                            owner=f"{stream.name} {shard}/{shards}", **options)
         self.refused = 0
         self.answered = 0
 
-    def _ledger_path(self, directory: Path) -> Path:
-        """This shard's ledger file; the ledgers of another sharding of the stream are an error."""
+    def _ledger_path(self, directory: Path, new: bool) -> Path:
+        """This shard's ledger file (its directory made on a first start); the ledgers of another
+        sharding of the stream are an error."""
         name = self.stream.name
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            if new:
+                directory.mkdir(parents=True, exist_ok=True)
             others = sorted(p.name for p in directory.glob(f"{name}-*of*.ledger")
                             if not p.name.endswith(f"of{self.shards}.ledger"))
         except OSError as exc:

@@ -12,6 +12,7 @@ from wevent.core.exact import round_up
 from wevent.core.local import Devices, Request
 from wevent.core.randomness import DerivedRandomness, Phase, SecretKey
 from wevent.core.packing import StateError, unpack
+from wevent.core.validation import ParameterError
 from wevent.stream.runtime import prometheus as metrics
 from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import DeviceFleet, DeviceLedger
@@ -27,9 +28,11 @@ def stream(name="s", epsilon=1.0, window=WINDOW):
 
 
 def fleet(**options) -> DeviceFleet:
+    """A fleet of the test stream, by default on its first start."""
     config = stream()
     devices = Devices(DerivedRandomness(SecretKey.from_seed(3, purpose="devices"), config.name), block_size=BLOCK)
-    return DeviceFleet(config, UserValues(VALUES, DOMAIN, slot_seconds=60, start=START), devices, **options)
+    return DeviceFleet(config, UserValues(VALUES, DOMAIN, slot_seconds=60, start=START), devices,
+                       **{"new_ledger": True, **options})
 
 
 def ask(slot, users, epsilon=1.0, phase=Phase.PUBLICATION, oracle="grr"):
@@ -166,7 +169,7 @@ def test_a_user_without_a_value_is_not_charged():
     values[0, 2] = -1
     config = stream()
     devices = DeviceFleet(config, UserValues(values, DOMAIN, slot_seconds=60, start=START),
-                          Devices.from_seed(3, config.name, block_size=BLOCK))
+                          Devices.from_seed(3, config.name, block_size=BLOCK), new_ledger=True)
     assert answered(devices.answer(ask(1, [1, 2, 3]))) == [1, 3]
     assert spent(devices.ledger, [1, 2, 3]) == [1.0, 0.0, 1.0]
 
@@ -221,10 +224,33 @@ def test_a_damaged_or_foreign_file_is_an_error_not_a_reset(tmp_path, damage):
 def test_a_fleet_restarted_on_its_ledger_directory_keeps_the_spend(tmp_path):
     devices = fleet(ledger_dir=tmp_path)
     assert answered(devices.answer(ask(1, [0, 1], epsilon=0.6))) == [0, 1]
-    restarted = fleet(ledger_dir=tmp_path)
+    restarted = fleet(ledger_dir=tmp_path, new_ledger=False)
     assert restarted.answer(ask(2, [0, 1], epsilon=0.6)) == [] and restarted.refused == 2  # 1.2 > 1
     assert answered(restarted.answer(ask(1, [0, 1], epsilon=0.6))) == [0, 1]  # the repeat, free
     assert restarted.answer(ask(1, [0, 1], epsilon=0.3)) == []  # another request for a charged slot
+
+
+def test_a_fleet_does_not_start_from_an_empty_ledger_unless_told_it_is_the_first_start(tmp_path):
+    """A fleet whose ledger file was lost answered, at no cost, a slot it had charged, and with the
+    same random bytes at another budget: it stops instead, naming the directory it looked in."""
+    devices = fleet(ledger_dir=tmp_path)
+    assert (tmp_path / "s-0of1.ledger").is_file()  # written on the first start, before any request
+    assert answered(devices.answer(ask(1, [0, 1], epsilon=0.6))) == [0, 1]
+    (tmp_path / "s-0of1.ledger").unlink()
+    with pytest.raises(StateError, match=f"no device ledger s-0of1.ledger in {tmp_path.resolve()}: .*--new-ledger"):
+        fleet(ledger_dir=tmp_path, new_ledger=False)
+    with pytest.raises(StateError, match="no device ledger"):
+        fleet(ledger_dir=tmp_path / "never", new_ledger=False)
+    assert not (tmp_path / "never").exists()  # nothing made where the fleet only looked
+    with pytest.raises(ParameterError, match="new_ledger=True"):  # a ledger in memory is a new one every time
+        fleet(new_ledger=False)
+
+
+def test_a_first_start_on_an_existing_ledger_reads_it(tmp_path):
+    fleet(ledger_dir=tmp_path).answer(ask(1, [0, 1], epsilon=0.6))
+    again = fleet(ledger_dir=tmp_path)
+    assert spent(again.ledger, [0, 1, 2]) == [0.6, 0.6, 0.0]
+    assert again.answer(ask(2, [0, 1], epsilon=0.6)) == [] and again.refused == 2
 
 
 def test_another_sharding_of_the_same_ledger_directory_is_refused(tmp_path):
@@ -248,7 +274,8 @@ def test_a_ledger_that_cannot_be_written_stops_the_fleet_before_any_report(tmp_p
     (tmp_path / "s-0of1.ledger.tmp").mkdir()  # the file the ledger is written to first cannot be opened
     with pytest.raises(StateError, match="cannot write device ledger"):
         devices.answer(ask(1, [0, 1]))
-    assert not (tmp_path / "s-0of1.ledger").exists() and devices.answered == 0
+    on_disk = DeviceLedger.open(tmp_path / "s-0of1.ledger", USERS, WINDOW, 1.0, owner="s 0/1")
+    assert on_disk.tightest() is None and devices.answered == 0  # the first start's empty ledger only
 
 
 def test_by_default_a_request_may_run_a_hundred_windows_ahead():

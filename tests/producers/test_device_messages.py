@@ -20,7 +20,7 @@ def test_oue_reports_of_a_large_domain_are_split_into_messages_under_kafkas_defa
         "users": USERS, "slot_seconds": 60, "start": START, "options": {"block_size": 256}}]}).streams[0]
     values = np.random.default_rng(2).integers(0, DOMAIN, (3, USERS))
     fleet = DeviceFleet(stream, UserValues(values, DOMAIN, slot_seconds=60, start=START),
-                        Devices.from_seed(1, "wide", block_size=256))
+                        Devices.from_seed(1, "wide", block_size=256), new_ledger=True)
     batches = fleet.answer(Request(1, Phase.PUBLICATION, 1.0, "oue", DOMAIN, USERS, None))
     messages = signed_reports(batches, report_seal(SecretKey.from_seed(1, purpose="devices")))
     # 4 KiB a report: 600 of them are 2.4 MB, which no default broker takes in one message.

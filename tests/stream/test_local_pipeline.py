@@ -33,7 +33,7 @@ def local_config(mechanism, **options):
 def run_pipeline(config, values, fleets=None, extra=None, reports_first=False):
     stream = config.stream("l")
     fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), new_ledger=True)
     pipeline = InProcessPipeline(config, fleets or {"l": fleet}, reports_first)
     for slot in range(1, SLOTS + 1):  # the wall clock advances 100 s a slot (deadlines are 30 s)
         pipeline.send_slot("l", stream.slot_start(slot), stream.slot_end(slot), None, None)
@@ -85,7 +85,7 @@ def test_a_release_short_of_device_answers_says_so():
     config = local_config("lbu")  # every user asked in every slot
     stream = config.stream("l")
     fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), new_ledger=True)
     pipeline, _ = run_pipeline(config, values, fleets={"l": LosingFleet(fleet, slot=7)})
     short = {r.slot: r.extras["asked2"] - r.extras["n2"] for r in pipeline.releases("l")
              if r.extras["n2"] < r.extras["asked2"]}
@@ -142,7 +142,7 @@ def test_duplicates_and_unrequested_users_are_rejected_by_the_collector():
     config = local_config("lpa")
     stream = config.stream("l")
     fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), new_ledger=True)
 
     class Misbehaving:  # answers twice, and also for a user who was not asked
         def answer(self, request):

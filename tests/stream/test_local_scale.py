@@ -40,7 +40,7 @@ def test_taobao_scale_messages_stay_bounded_and_releases_equal_the_simulation():
     values = rng.choice(DOMAIN, (SLOTS, USERS), p=popularity / popularity.sum()).astype(np.int8)
     stream = config.stream("t")
     fleet = DeviceFleet(stream, UserValues(values, DOMAIN, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(Settings().device_key(config), "t"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "t"), block_size=BLOCK), new_ledger=True)
     pipeline = InProcessPipeline(config, {"t": fleet})
     pipeline.tables = {name: WrittenSizes() for name in pipeline.tables}
     for slot in range(1, SLOTS + 1):

@@ -264,7 +264,8 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
         "query": {"mode": "A", "window": WINDOW, "decay": DECAY}}]})
     values = synthetic("sin", USERS, SLOTS, seed=3).values().astype(np.int64)
     half = DeviceFleet(config.stream("l"), UserValues(values, 2, start=START, slot_seconds=60),
-                       Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), shard=0, shards=2)
+                       Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), shard=0, shards=2,
+                       new_ledger=True)
     pipeline = InProcessPipeline(config, {"l": half})
     stream = config.stream("l")
     for slot in range(1, SLOTS + 1):
