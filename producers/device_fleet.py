@@ -4,7 +4,12 @@ A fleet process holds the true values of the users of its shard (whole device bl
 belongs to shard ``b mod shards``), reads the server's requests from ``ldp.requests``, perturbs
 the values of the asked users with the library's device-side code and the **devices'** key
 (:func:`wevent.core.local.device_reports.block_reports`; the server never has that key), and sends only
-the perturbed reports to ``ldp.reports``. Raw values never leave this process.
+the perturbed reports to ``ldp.reports``. Raw values never leave this process, and neither does
+who has one: every asked user answers and is charged alike, a user without a value in the slot
+(``ABSENT`` in the dump, or beyond its users) with the absent category, the last of the
+``domain + 1`` a frequency stream's devices answer in
+(:func:`~wevent.stream.agents.local.answers_absent`). A mean stream's devices refuse to start on
+a dump without every user's value in every slot.
 
 Each user's own ledger (:class:`DeviceLedger`) refuses a report that would take the user over
 epsilon within any window of w slots, so privacy holds even against a server that asks too
@@ -69,6 +74,7 @@ from wevent.stream.wire.seals import AuthenticationError, SignatureSeal, check_s
 from wevent.stream.wire.format import DecodeError
 from wevent.stream.wire.messages import ReportsMessage, RequestMessage, decode_message
 from wevent.stream.agents.events import Events
+from wevent.stream.agents.local import answer_categories, answers_absent
 
 log = logging.getLogger("wevent.devices")
 
@@ -318,8 +324,8 @@ class DeviceFleet:
         self.values = values
         self.devices = devices
         self.shard, self.shards = shard, shards
-        # A user with no value in a slot reports the extra ABSENT category when the stream has one.
-        self.absent_category = values.domain_size if stream.domain == values.domain_size + 1 else None
+        if not answers_absent(stream.oracle):
+            self._check_complete(values)
         self.slot_offset = round((values.start - stream.start) / stream.slot_seconds)
         options = dict(max_ahead=max_ahead, newest=self.slot_offset)  # nothing charged: count from the first value
         if ledger_dir is None:
@@ -351,16 +357,24 @@ class DeviceFleet:
                                  f"{self.shard}/{self.shards}: re-sharding would forget the users' spend")
         return directory / f"{name}-{self.shard}of{self.shards}.ledger"
 
+    def _check_complete(self, values: UserValues) -> None:
+        """A mean stream's devices need every user's value in every slot (:func:`answers_absent`)."""
+        missing = int((values.values == ABSENT).sum()) + (self.stream.users - values.users) * values.slots
+        if missing:
+            raise ParameterError(f"stream {self.stream.name!r} estimates a mean, which has no category for a user "
+                                 f"without a value, so every user answers with one: the dump has no value for "
+                                 f"{missing} of its {self.stream.users} users x {values.slots} slots")
+
     def values_at(self, slot: int) -> np.ndarray | None:
+        """Every user's answer at ``slot``: their value, or the absent category (the last of the
+        request's) for a user without one; None outside the dump."""
         feed_slot = slot - self.slot_offset
         if not 1 <= feed_slot <= self.values.slots:
             return None
         row = self.values.values[feed_slot - 1]
-        if self.absent_category is not None:
-            row = np.where(row == ABSENT, self.absent_category, row)
         if row.size < self.stream.users:  # users beyond the data have no value
             row = np.concatenate([row, np.full(self.stream.users - row.size, ABSENT, dtype=row.dtype)])
-        return row
+        return np.where(row == ABSENT, self.stream.domain, row.astype(np.int64))
 
     def answer(self, request: Request) -> list[ReportsMessage]:
         """:meth:`respond`, its events exported as metrics: what ``wevent devices`` does with a request."""
@@ -387,16 +401,15 @@ class DeviceFleet:
         if values is None:
             return Answer([], self._refuse(events, asked.size, request, "no_value", f"no value for slot {request.slot}"))
         held = values[asked]
-        present = held != ABSENT
-        admitted = np.zeros(asked.size, dtype=bool)
         try:
-            # Only users with a value are charged: the others send nothing. The ledger is on disk
+            # Every asked user is charged and answers, a user without a value with the absent
+            # category: who answers, and when, never depends on raw data. The ledger is on disk
             # before any report of this request leaves.
-            admitted[present] = self.ledger.admit(request, asked[present])
+            admitted = self.ledger.admit(request, asked)
         except RequestRefused as refusal:
             return Answer([], self._refuse(events, asked.size, request, refusal.reason, str(refusal)))
         if not admitted.all():
-            self._refuse(events, int((~admitted).sum()), request, None, "over budget or absent")
+            self._refuse(events, int((~admitted).sum()), request, None, "over budget")
         batches = []
         oracle = request.make_oracle()
         start = 0
@@ -407,9 +420,8 @@ class DeviceFleet:
             if not chosen.any():
                 continue
             # Every asked user of the block is perturbed in order, so each report is the one the
-            # simulation draws whoever else answers; refused or absent users' reports are dropped.
-            reports = block_reports(self.devices.randomness, request, block,
-                                    np.where(block_held == ABSENT, 0, block_held), oracle)
+            # simulation draws whoever else answers; refused users' reports are dropped.
+            reports = block_reports(self.devices.randomness, request, block, block_held, oracle)
             # A message the broker refuses would never be delivered, and its request never committed.
             per_message = max(1, min(MAX_REPORTS_PER_MESSAGE, MAX_MESSAGE_BYTES // (reports[0].nbytes + users.itemsize)))
             for first in range(0, int(chosen.sum()), per_message):
@@ -422,10 +434,11 @@ class DeviceFleet:
     def _check(self, request: Request) -> None:
         """The request is one this stream's devices can answer: its population, users, domain and oracle."""
         stream = self.stream
-        if request.population != stream.users or request.domain_size != stream.domain:
-            raise RequestRefused("malformed", f"a request for {request.population} users and d = "
-                                              f"{request.domain_size}; stream {stream.name!r} has {stream.users} "
-                                              f"users and d = {stream.domain}")
+        categories = answer_categories(stream.oracle, stream.domain)
+        if request.population != stream.users or request.domain_size != categories:
+            raise RequestRefused("malformed", f"a request for {request.population} users in {request.domain_size} "
+                                              f"categories; stream {stream.name!r} has {stream.users} users who "
+                                              f"answer in {categories}")
         users = request.users
         if users is not None and (users.ndim != 1 or users.size and (users[0] < 0 or users[-1] >= stream.users
                                                                      or np.any(np.diff(users) <= 0))):

@@ -71,7 +71,8 @@ class KeptStream:
         from confluent_kafka import Producer
 
         request = {"stream": "kept", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",
-                   "domain_size": DOMAIN, "population": self.users, "users": np.asarray(users, dtype=np.int64),
+                   "domain_size": DOMAIN + 1, "population": self.users,  # the values and the devices' "absent"
+                   "users": np.asarray(users, dtype=np.int64),
                    "bound": None}
         signed = seal("ldp.requests", "kept", pack_message("request", request),
                       request_seal(Settings().noise_key(self.config)))

@@ -151,7 +151,8 @@ def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(br
 
     def ask(slot, phase, users, epsilon, signed=True):
         request = {"stream": "guarded", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",
-                   "domain_size": DOMAIN, "population": USERS, "users": np.asarray(users, dtype=np.int64), "bound": None}
+                   "domain_size": DOMAIN + 1, "population": USERS, "users": np.asarray(users, dtype=np.int64),
+                   "bound": None}  # the values and the devices' "absent"
         value = pack_message("request", request)
         if signed:  # by the server's key (a server that misbehaves still signs its requests)
             value = seal("ldp.requests", "guarded", value, request_seal(Settings().noise_key(config)))

@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from wevent.core.data import UserValues
+from wevent.core.data import ABSENT, UserValues
 from wevent.core.exact import round_up
 from wevent.core.local import Devices, Request
 from wevent.core.randomness import DerivedRandomness, Phase, SecretKey
@@ -18,6 +18,7 @@ from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import DeviceFleet, DeviceLedger
 
 USERS, DOMAIN, WINDOW, SLOTS, BLOCK, START = 64, 4, 5, 30, 8, 1_201_910_400.0
+CATEGORIES = DOMAIN + 1  # what the devices answer in: the values, and "absent" for a user without one
 VALUES = np.random.default_rng(7).integers(0, DOMAIN, (SLOTS, USERS))
 
 
@@ -36,7 +37,8 @@ def fleet(**options) -> DeviceFleet:
 
 
 def ask(slot, users, epsilon=1.0, phase=Phase.PUBLICATION, oracle="grr"):
-    return Request(slot, phase, epsilon, oracle, DOMAIN, USERS, None if users is None else np.asarray(users, np.int64))
+    return Request(slot, phase, epsilon, oracle, CATEGORIES, USERS,
+                   None if users is None else np.asarray(users, np.int64))
 
 
 def spent(ledger: DeviceLedger, users=range(USERS)) -> list[float]:
@@ -147,7 +149,8 @@ def test_users_that_are_not_distinct_ascending_ids_are_refused(users):
     assert not any(spent(devices.ledger))
 
 
-@pytest.mark.parametrize("change", [{"population": USERS + 1}, {"domain_size": DOMAIN + 1}, {"oracle": "nope"}])
+@pytest.mark.parametrize("change", [{"population": USERS + 1}, {"domain_size": DOMAIN}, {"domain_size": DOMAIN + 2},
+                                    {"oracle": "nope"}])
 def test_a_request_for_another_stream_shape_is_refused(change):
     devices = fleet()
     assert devices.answer(Request.from_dict({**ask(1, [0]).to_dict(), **change})) == []
@@ -164,14 +167,47 @@ def test_older_slots_and_slots_far_ahead_are_refused():
     assert answered(devices.answer(ask(6, [1]))) == [1]
 
 
-def test_a_user_without_a_value_is_not_charged():
+def test_a_user_without_a_value_answers_the_absent_category_and_is_charged_like_everyone():
+    """Users without a value neither answered nor paid: who answered told the server who had a value."""
     values = VALUES.copy()
-    values[0, 2] = -1
+    values[0, 2] = ABSENT
     config = stream()
-    devices = DeviceFleet(config, UserValues(values, DOMAIN, slot_seconds=60, start=START),
-                          Devices.from_seed(3, config.name, block_size=BLOCK), new_ledger=True)
-    assert answered(devices.answer(ask(1, [1, 2, 3]))) == [1, 3]
-    assert spent(devices.ledger, [1, 2, 3]) == [1.0, 0.0, 1.0]
+    keys = Devices.from_seed(3, config.name, block_size=BLOCK)
+    devices = DeviceFleet(config, UserValues(values, DOMAIN, slot_seconds=60, start=START), keys, new_ledger=True)
+    request = ask(1, [1, 2, 3])
+    [batch] = devices.answer(request)
+    assert batch.users.tolist() == [1, 2, 3] and spent(devices.ledger, [1, 2, 3]) == [1.0, 1.0, 1.0]
+    # user 2 answered as a device holding the last category, DOMAIN, does: what the simulation draws
+    answers = values[0].astype(np.int64)
+    answers[2] = DOMAIN
+    assert np.array_equal(batch.reports, keys.reports(request, answers))
+
+
+def test_users_beyond_the_dump_answer_the_absent_category_too():
+    config = stream()
+    short = UserValues(VALUES[:, : USERS - 4], DOMAIN, slot_seconds=60, start=START)
+    devices = DeviceFleet(config, short, Devices.from_seed(3, config.name, block_size=BLOCK), new_ledger=True)
+    assert answered(devices.answer(ask(1, None))) == list(range(USERS))
+    assert devices.values_at(1)[USERS - 4:].tolist() == [DOMAIN] * 4
+
+
+@pytest.mark.parametrize("hole", ["absent", "short"])
+def test_a_mean_stream_does_not_start_on_a_dump_without_every_users_value(hole):
+    """A mean has no category for a user without a value, so every user must have one."""
+    config = parse_config({"seed": 1, "streams": [{
+        "name": "m", "model": "local", "mechanism": "lbu", "oracle": "hm", "epsilon": 1.0, "window": WINDOW,
+        "domain": 1, "users": USERS, "slot_seconds": 60, "start": START}]}).streams[0]
+    values = np.zeros((SLOTS, USERS), dtype=np.int64)
+    if hole == "absent":
+        values[3, 5] = values[4, 6] = ABSENT
+    else:
+        values = values[:, :-1]
+    with pytest.raises(ParameterError, match=f"stream 'm' estimates a mean.*no value for {2 if hole == 'absent' else SLOTS} "
+                                             f"of its {USERS} users x {SLOTS} slots"):
+        DeviceFleet(config, UserValues(values, 1, slot_seconds=60, start=START), Devices.from_seed(3, "m"),
+                    new_ledger=True)
+    complete = UserValues(np.zeros((SLOTS, USERS), dtype=np.int64), 1, slot_seconds=60, start=START)
+    DeviceFleet(config, complete, Devices.from_seed(3, "m"), new_ledger=True)  # every value there: it starts
 
 
 # --- on disk -----------------------------------------------------------------------------------
