@@ -237,9 +237,12 @@ def _dump_data(values: UserValues) -> LocalData:
     the absent category, the last of ``d + 1``, whose estimate no release holds (the papers do not
     say how they handled absent users). Whether or not this dump has holes, so that its releases
     are the stream's; the releases estimate each value's share of all the users."""
-    wide = values.values.astype(np.promote_types(values.values.dtype, np.min_scalar_type(values.domain_size)),
-                                copy=False)
-    matrix = np.where(wide == ABSENT, values.domain_size, wide)  # d may not fit the values' own type
+    matrix = values.values
+    if values.domain_size > np.iinfo(matrix.dtype).max:  # the absent category, d, must fit the values' type
+        matrix = matrix.astype(np.int64)
+    holes = matrix == ABSENT
+    if holes.any():  # a copy only where there is something to replace
+        matrix = np.where(holes, values.domain_size, matrix)
     return LocalData(values.users, values.counts() / values.users, lambda t: matrix[t - 1], absent=True)
 
 
