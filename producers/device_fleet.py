@@ -4,7 +4,12 @@ A fleet process holds the true values of the users of its shard (whole device bl
 belongs to shard ``b mod shards``), reads the server's requests from ``ldp.requests``, perturbs
 the values of the asked users with the library's device-side code and the **devices'** key
 (:func:`wevent.core.local.device_reports.block_reports`; the server never has that key), and sends only
-the perturbed reports to ``ldp.reports``. Raw values never leave this process.
+the perturbed reports to ``ldp.reports``. Raw values never leave this process, and neither does
+who has one: every asked user answers and is charged alike, a user without a value in the slot
+(``ABSENT`` in the dump, or beyond its users) with the absent category, the last of the
+``domain + 1`` a frequency stream's devices answer in
+(:func:`~wevent.stream.agents.local.answers_absent`). A mean stream's devices refuse to start on
+a dump without every user's value in every slot.
 
 Each user's own ledger (:class:`DeviceLedger`) refuses a report that would take the user over
 epsilon within any window of w slots, so privacy holds even against a server that asks too
@@ -14,7 +19,8 @@ server re-emitting after a crash) is answered with the identical reports at no n
 any other request for that ``(slot, phase)`` is refused whole. So are requests whose budget is
 not a finite number in ``(0, epsilon]``, requests for a slot older than the newest charged one,
 and requests more than ``max_ahead`` slots past it. With a ``path`` the ledger is written
-atomically to disk before any report leaves, and read back at start: a restart forgets no spend.
+atomically to disk before any report leaves, and read back at start: a restart forgets no spend,
+and a fleet whose ledger is missing does not start unless told this is its first start.
 
 A fleet acts only on requests signed by the server (:class:`SignedRequests`, checked with the
 server's public key: the devices hold no server secret) and signs its report batches with a key
@@ -46,7 +52,6 @@ wevent.producers.device_fleet.RequestRefused: slot 2 phase 2 was charged for ano
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -55,9 +60,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from wevent.core.accounting import WindowSpend
+from wevent.core.accounting import UserCharges, WindowSpend
 from wevent.core.data import ABSENT, UserValues
+from wevent.core.exact import round_up
 from wevent.core.local import Request
+from wevent.core.local.protocol import DIGEST_BYTES
 from wevent.core.local.device_reports import Devices, block_reports
 from wevent.core.local.user_sets import pack_users, unpack_users
 from wevent.core.packing import StateError, pack, unpack
@@ -67,39 +74,17 @@ from wevent.stream.wire.seals import AuthenticationError, SignatureSeal, check_s
 from wevent.stream.wire.format import DecodeError
 from wevent.stream.wire.messages import ReportsMessage, RequestMessage, decode_message
 from wevent.stream.agents.events import Events
+from wevent.stream.agents.local import answer_categories, answers_absent
 
 log = logging.getLogger("wevent.devices")
 
 MAX_REPORTS_PER_MESSAGE = 16_384  # OUE reports of d ~ 100 bins: well under Kafka's default 1 MiB message
 MAX_MESSAGE_BYTES = 900_000  # users and reports of one message, whatever d: under Kafka's default 1 MiB
-DIGEST_BYTES = 32
 # /2 keeps each charge's users as a packed user set (gaps or a bitset, whichever is shorter): a
 # fleet rewrites its whole window per request, and /1's bitsets of the population made that 5 MB
 # per request at a million users. A /1 file is still read.
 LEDGER_FORMAT = "wevent-device-ledger/2"
 BITSET_LEDGER_FORMAT = "wevent-device-ledger/1"
-
-
-def request_digest(request: Request) -> bytes:
-    """BLAKE2b of the request's canonical encoding: equal exactly when every field of the requests is.
-
-    The scalar fields go in a sorted-key JSON header (floats as their exact hex form), the asked
-    users after it as little-endian int64, so an int32 copy of the same users digests the same.
-    """
-    fields = request.to_dict()
-    del fields["users"]  # packed on the wire: the ids go in below
-    users = request.users
-    # Every field of the wire form is in, so a field added to requests later is covered too.
-    header = {**fields, "slot": int(fields["slot"]), "phase": int(fields["phase"]), "oracle": str(fields["oracle"]),
-              "domain_size": int(fields["domain_size"]), "population": int(fields["population"]),
-              "epsilon": float(fields["epsilon"]).hex(),
-              "bound": None if fields["bound"] is None else float(fields["bound"]).hex(),
-              "users": None if users is None else int(np.size(users))}
-    digest = hashlib.blake2b(json.dumps(header, sort_keys=True).encode(), digest_size=DIGEST_BYTES,
-                             person=b"wevent-request")
-    if users is not None:
-        digest.update(np.ascontiguousarray(users, dtype="<i8").tobytes())
-    return digest.digest()
 
 
 class RequestRefused(Exception):
@@ -113,8 +98,9 @@ class RequestRefused(Exception):
 class DeviceLedger:
     """Every user's budget spent in the last ``window`` slots, as their own device keeps it.
 
-    It answers the question every ledger of :mod:`wevent.core.accounting` answers, which user
-    window comes closest to its bound (:meth:`tightest`, a core
+    It keeps the users' spend as the core's ledgers do, exactly (a
+    :class:`~wevent.core.accounting.UserCharges`), and answers the question they answer, which
+    user window comes closest to its bound (:meth:`tightest`, a core
     :class:`~wevent.core.accounting.WindowSpend`), but it charges in its own way, because it
     guards the users rather than accounting for a mechanism: it *admits* a request before any
     report exists, refusing each user it would take over ``epsilon``, where a core ledger records
@@ -145,8 +131,10 @@ class DeviceLedger:
 
     Attributes
     ----------
-    spend : numpy.ndarray
-        Every user's spend in the window ending at :attr:`newest`.
+    charges : wevent.core.accounting.UserCharges
+        Every user's charges in the window ending at :attr:`newest`, kept exactly: a user is
+        admitted only if the exact sum of their charges plus the request's budget is at most
+        ``epsilon``, with no slack in the server's favour.
     newest : int
         The newest charged slot.
     """
@@ -158,7 +146,7 @@ class DeviceLedger:
         if self.max_ahead < 1:
             raise ParameterError(f"the slots a request may run ahead must be >= 1, got {self.max_ahead}")
         self.path, self.owner = (None if path is None else Path(path)), owner
-        self.spend = np.zeros(self.population)
+        self.charges = UserCharges(self.population)
         # (slot, phase) -> (digest of the request charged there, its epsilon, the users it charged as a
         # packed user set: a bitmap or gaps between ids, whichever is shorter, at most N/8 bytes where
         # their ids would take 8 bytes per user)
@@ -166,13 +154,21 @@ class DeviceLedger:
         self.newest = int(newest)
 
     @classmethod
-    def open(cls, path: str | os.PathLike, population: int, window: int, epsilon: float, *,
+    def open(cls, path: str | os.PathLike, population: int, window: int, epsilon: float, *, new: bool = False,
              max_ahead: int | None = None, newest: int = 0, owner: str = "") -> "DeviceLedger":
-        """The ledger kept at ``path`` (a new one if there is no file); a file that does not check is an error."""
+        """The ledger kept at ``path``. A file that does not check is an error, and so is no file at all
+        unless ``new`` says this is the ledger's first start: then an empty ledger is written at once,
+        so that a later start finds it. An existing file is read whatever ``new`` says."""
         ledger = cls(population, window, epsilon, max_ahead=max_ahead, newest=newest, path=path, owner=owner)
         try:
             data = ledger.path.read_bytes()
         except FileNotFoundError:
+            if not new:
+                raise StateError(f"no device ledger {ledger.path.name} in {ledger.path.parent.resolve()}: a fleet "
+                                 "that answered before would answer again what its users already spent, so it starts "
+                                 "from an empty ledger only when told this is its first start (wevent devices "
+                                 "--new-ledger)") from None
+            ledger.save()
             return ledger
         except OSError as exc:
             raise StateError(f"cannot read device ledger {path}: {exc.strerror}") from None
@@ -187,7 +183,7 @@ class DeviceLedger:
         users = np.asarray(users, dtype=np.int64)
         slot, phase = int(request.slot), int(request.phase)
         where = f"slot {slot} phase {phase}"
-        digest = request_digest(request)
+        digest = request.digest
         charged = self._charged.get((slot, phase))
         if charged is not None:
             if charged[0] != digest:
@@ -203,8 +199,8 @@ class DeviceLedger:
             raise RequestRefused("ahead", f"{where} is more than {self.max_ahead} slots past slot {self.newest}")
         for key in [k for k in self._charged if k[0] <= slot - self.window]:  # out of every later window
             _, spent, packed = self._charged.pop(key)
-            self.spend[unpack_users(packed, self.population)] -= spent
-        allowed = self.spend[users] + epsilon <= self.epsilon * (1 + 1e-12)
+            self.charges.charge(unpack_users(packed, self.population), spent, -1)
+        allowed = self.charges.within(users, epsilon, self.epsilon)
         chosen = users[allowed]
         if not (chosen[1:] > chosen[:-1]).all():  # a fleet asks in increasing order; others may not
             chosen = np.unique(chosen)
@@ -217,15 +213,16 @@ class DeviceLedger:
     def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, users: np.ndarray,
                 packed: bytes) -> None:
         self._charged[(slot, phase)] = (digest, epsilon, packed)
-        self.spend[users] += epsilon
+        self.charges.charge(users, epsilon)
 
     def tightest(self) -> WindowSpend | None:
-        """The fullest user window, the one ending at :attr:`newest` (None while nothing is charged)."""
+        """The fullest user window, the one ending at :attr:`newest` (None while nothing is charged);
+        its spend is the exact sum rounded up."""
         if not self._charged:
             return None
-        user = int(np.argmax(self.spend))
+        user, spend = self.charges.fullest()
         last = self.newest - 1  # 0-based, as WindowSpend counts slots
-        return WindowSpend(float(self.spend[user]), self.epsilon, 0, max(0, last - self.window + 1), last, user)
+        return WindowSpend(round_up(spend), self.epsilon, 0, max(0, last - self.window + 1), last, user)
 
     # --- on disk -------------------------------------------------------------------------------
     def _state(self) -> dict:
@@ -307,12 +304,17 @@ class DeviceFleet:
     """The devices of one shard of users: answers requests with perturbed reports.
 
     ``ledger_dir`` keeps the shard's :class:`DeviceLedger` on disk (one file per stream and
-    shard); without it the ledger lives in memory only. ``max_ahead`` bounds how far past the
-    newest charged slot a request may be (see :class:`DeviceLedger`).
+    shard). A fleet fails closed: it does not start from an empty ledger, which would answer again
+    for spend its users already have, unless ``new_ledger`` says this is the shard's first start.
+    Then a missing ledger file is created (an existing one is read all the same); without
+    ``ledger_dir`` the ledger lives in this object only, so ``new_ledger`` must say that the
+    fleet's whole life is this process's. ``max_ahead`` bounds how far past the newest charged
+    slot a request may be (see :class:`DeviceLedger`).
     """
 
     def __init__(self, stream, values: UserValues, devices: Devices, shard: int = 0, shards: int = 1, *,
-                 ledger_dir: str | os.PathLike | None = None, max_ahead: int | None = None) -> None:
+                 ledger_dir: str | os.PathLike | None = None, new_ledger: bool = False,
+                 max_ahead: int | None = None) -> None:
         from wevent.stream.runtime.kafka import check_feed_fits
 
         if not 0 <= shard < shards:
@@ -322,23 +324,30 @@ class DeviceFleet:
         self.values = values
         self.devices = devices
         self.shard, self.shards = shard, shards
-        # A user with no value in a slot reports the extra ABSENT category when the stream has one.
-        self.absent_category = values.domain_size if stream.domain == values.domain_size + 1 else None
+        if not answers_absent(stream.oracle):
+            self._check_complete(values)
         self.slot_offset = round((values.start - stream.start) / stream.slot_seconds)
         options = dict(max_ahead=max_ahead, newest=self.slot_offset)  # nothing charged: count from the first value
         if ledger_dir is None:
+            if not new_ledger:
+                raise ParameterError("a fleet without a ledger directory keeps its users' spend in memory only, and "
+                                     "another one would start from nothing: give ledger_dir, or new_ledger=True when "
+                                     "this fleet's whole life is this process's")
             self.ledger = DeviceLedger(stream.users, stream.window, stream.epsilon, **options)
         else:
-            self.ledger = DeviceLedger.open(self._ledger_path(Path(ledger_dir)), stream.users, stream.window,
-                                            stream.epsilon, owner=f"{stream.name} {shard}/{shards}", **options)
+            self.ledger = DeviceLedger.open(self._ledger_path(Path(ledger_dir), new_ledger), stream.users,
+                                            stream.window, stream.epsilon, new=new_ledger,
+                                            owner=f"{stream.name} {shard}/{shards}", **options)
         self.refused = 0
         self.answered = 0
 
-    def _ledger_path(self, directory: Path) -> Path:
-        """This shard's ledger file; the ledgers of another sharding of the stream are an error."""
+    def _ledger_path(self, directory: Path, new: bool) -> Path:
+        """This shard's ledger file (its directory made on a first start); the ledgers of another
+        sharding of the stream are an error."""
         name = self.stream.name
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            if new:
+                directory.mkdir(parents=True, exist_ok=True)
             others = sorted(p.name for p in directory.glob(f"{name}-*of*.ledger")
                             if not p.name.endswith(f"of{self.shards}.ledger"))
         except OSError as exc:
@@ -348,16 +357,24 @@ class DeviceFleet:
                                  f"{self.shard}/{self.shards}: re-sharding would forget the users' spend")
         return directory / f"{name}-{self.shard}of{self.shards}.ledger"
 
+    def _check_complete(self, values: UserValues) -> None:
+        """A mean stream's devices need every user's value in every slot (:func:`answers_absent`)."""
+        missing = int((values.values == ABSENT).sum()) + (self.stream.users - values.users) * values.slots
+        if missing:
+            raise ParameterError(f"stream {self.stream.name!r} estimates a mean, which has no category for a user "
+                                 f"without a value, so every user answers with one: the dump has no value for "
+                                 f"{missing} of its {self.stream.users} users x {values.slots} slots")
+
     def values_at(self, slot: int) -> np.ndarray | None:
+        """Every user's answer at ``slot``: their value, or the absent category (the last of the
+        request's) for a user without one; None outside the dump."""
         feed_slot = slot - self.slot_offset
         if not 1 <= feed_slot <= self.values.slots:
             return None
         row = self.values.values[feed_slot - 1]
-        if self.absent_category is not None:
-            row = np.where(row == ABSENT, self.absent_category, row)
         if row.size < self.stream.users:  # users beyond the data have no value
             row = np.concatenate([row, np.full(self.stream.users - row.size, ABSENT, dtype=row.dtype)])
-        return row
+        return np.where(row == ABSENT, self.stream.domain, row.astype(np.int64))
 
     def answer(self, request: Request) -> list[ReportsMessage]:
         """:meth:`respond`, its events exported as metrics: what ``wevent devices`` does with a request."""
@@ -384,16 +401,15 @@ class DeviceFleet:
         if values is None:
             return Answer([], self._refuse(events, asked.size, request, "no_value", f"no value for slot {request.slot}"))
         held = values[asked]
-        present = held != ABSENT
-        admitted = np.zeros(asked.size, dtype=bool)
         try:
-            # Only users with a value are charged: the others send nothing. The ledger is on disk
+            # Every asked user is charged and answers, a user without a value with the absent
+            # category: who answers, and when, never depends on raw data. The ledger is on disk
             # before any report of this request leaves.
-            admitted[present] = self.ledger.admit(request, asked[present])
+            admitted = self.ledger.admit(request, asked)
         except RequestRefused as refusal:
             return Answer([], self._refuse(events, asked.size, request, refusal.reason, str(refusal)))
         if not admitted.all():
-            self._refuse(events, int((~admitted).sum()), request, None, "over budget or absent")
+            self._refuse(events, int((~admitted).sum()), request, None, "over budget")
         batches = []
         oracle = request.make_oracle()
         start = 0
@@ -404,9 +420,8 @@ class DeviceFleet:
             if not chosen.any():
                 continue
             # Every asked user of the block is perturbed in order, so each report is the one the
-            # simulation draws whoever else answers; refused or absent users' reports are dropped.
-            reports = block_reports(self.devices.randomness, request, block,
-                                    np.where(block_held == ABSENT, 0, block_held), oracle)
+            # simulation draws whoever else answers; refused users' reports are dropped.
+            reports = block_reports(self.devices.randomness, request, block, block_held, oracle)
             # A message the broker refuses would never be delivered, and its request never committed.
             per_message = max(1, min(MAX_REPORTS_PER_MESSAGE, MAX_MESSAGE_BYTES // (reports[0].nbytes + users.itemsize)))
             for first in range(0, int(chosen.sum()), per_message):
@@ -419,10 +434,11 @@ class DeviceFleet:
     def _check(self, request: Request) -> None:
         """The request is one this stream's devices can answer: its population, users, domain and oracle."""
         stream = self.stream
-        if request.population != stream.users or request.domain_size != stream.domain:
-            raise RequestRefused("malformed", f"a request for {request.population} users and d = "
-                                              f"{request.domain_size}; stream {stream.name!r} has {stream.users} "
-                                              f"users and d = {stream.domain}")
+        categories = answer_categories(stream.oracle, stream.domain)
+        if request.population != stream.users or request.domain_size != categories:
+            raise RequestRefused("malformed", f"a request for {request.population} users in {request.domain_size} "
+                                              f"categories; stream {stream.name!r} has {stream.users} users who "
+                                              f"answer in {categories}")
         users = request.users
         if users is not None and (users.ndim != 1 or users.size and (users[0] < 0 or users[-1] >= stream.users
                                                                      or np.any(np.diff(users) <= 0))):

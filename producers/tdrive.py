@@ -12,9 +12,10 @@ Profiles (every setting can be overridden):
   slots": lon [116, 116.8] x lat [39.5, 40.3], 10 x 10 cells (d = 100), 60 s slots, carry-forward
   (every taxi has a cell in every slot; before its first point, its first cell).
 * ``ldp-ids``: LDP-IDS Section 7.1.2 Taxi: d = 5 "grid areas" in 10-minute slots. The paper does not say
-  how the 5 areas are cut; we use the same box as 1 x 5 longitude strips. ABSENT handling is
-  ``absent_as_category`` by default (an extra value "absent", so 6 values; GRR still needs
-  3 bits, as the paper's table says).
+  how the 5 areas are cut; we use the same box as 1 x 5 longitude strips. A taxi without a point
+  in a slot is ``ABSENT`` there (policy ``none``): a local stream's devices answer for it with
+  their own "absent" category, the sixth they answer in (GRR still needs 3 bits, as the paper's
+  table says), whose estimate no release holds.
 
 On the full sample the personalized profile gives 10,357 taxis x 8,889 slots (as Du et al. 2025 report: T = 8,889).
 
@@ -68,8 +69,8 @@ PROFILES = {
         description="Du et al. 2025 Section 5.1 Taxi: 10x10 grid over lon 116-116.8, lat 39.5-40.3, "
         "1-minute slots, carry-forward"),
     "ldp-ids": TDriveProfile(
-        description="LDP-IDS Section 7.1.2 Taxi: 5 areas (1x5 grid), 10-minute slots, absent as a category",
-        grid=(1, 5), slot_seconds=600.0, absent="category"),
+        description="LDP-IDS Section 7.1.2 Taxi: 5 areas (1x5 grid), 10-minute slots, absent taxis without a value",
+        grid=(1, 5), slot_seconds=600.0, absent="none"),
 }
 
 

@@ -199,7 +199,8 @@ def run_trial(seed: int, workdir: Path, *, model: str = "central", mechanism: st
                                         "--from-slot", str(from_slot), "--speed", str(speed), "--no-progress"], log)
             else:  # a device fleet shard keeps its users' ledgers across restarts
                 process = DevicesProcess(config_path, STREAM, workdir / "values.npz", broker.bootstrap, log,
-                                         tansu_compat=True, shard=int(target[-1]), shards=2)
+                                         tansu_compat=True, new_ledger=target not in processes,
+                                         shard=int(target[-1]), shards=2)
             processes.setdefault(target, []).append(process.start())
 
         start("worker")

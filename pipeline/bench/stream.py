@@ -145,7 +145,8 @@ def handle(args) -> int:
                 dump = workdir / f"{stream.name}.npz"
                 UserValues(values[stream.name], stream.domain, slot_seconds=SLOT_SECONDS, start=START).save(dump)
                 processes += [DevicesProcess(config_path, stream.name, dump, bootstrap, workdir / f"devices{k}.log",
-                                             tansu_compat=broker is not None, shard=k, shards=args.shards).start()
+                                             tansu_compat=broker is not None, new_ledger=True, shard=k,
+                                             shards=args.shards).start()
                               for k in range(args.shards)]
             timings.append(_measure(config, stream, values[stream.name], bootstrap, broker is not None, processes,
                                     settings))

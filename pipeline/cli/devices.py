@@ -28,6 +28,10 @@ def register(sub, settings: Settings) -> None:
                    help="directory of the users' ledgers (their spend in the current window), one file per stream "
                    "and shard, written before any report leaves and read back at start "
                    f"(default: ./{DEFAULT_LEDGER_DIR})")
+    p.add_argument("--new-ledger", action="store_true",
+                   help="this is the shard's first start: without a ledger in --ledger-dir, begin with an empty one "
+                   "(written at once; an existing ledger is read all the same). Without it a missing ledger stops "
+                   "the fleet, which would otherwise answer again for spend its users already have")
     p.add_argument("--max-slots-ahead", type=integer(1),
                    help="refuse a request more than this many slots past the newest charged one (default: 100 w)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
@@ -79,7 +83,8 @@ def handle(args) -> int:
         # The dump is checked against the stream, and the ledger read, before anything connects.
         fleets[name] = DeviceFleet(stream, dumps[path], Devices(DerivedRandomness(settings.device_key(config), name),
                                                                 block_size=device_block_size(stream)),
-                                   shard, shards, ledger_dir=args.ledger_dir, max_ahead=args.max_slots_ahead)
+                                   shard, shards, ledger_dir=args.ledger_dir, new_ledger=args.new_ledger,
+                                   max_ahead=args.max_slots_ahead)
         readers[name] = SignedRequests(name, server)
     reports = report_seal(settings.device_key(config))
     if args.metrics_port:

@@ -93,8 +93,8 @@ class LocalData:
 
     population: int
     truth: np.ndarray  # (T, d): what the releases estimate (frequencies, or the mean)
-    values_at: Callable[[int], np.ndarray]  # 1-based slot -> every user's value
-    bins: int  # leading bins the metrics use (an ABSENT category, if any, is the last bin)
+    values_at: Callable[[int], np.ndarray]  # 1-based slot -> every user's value (or answer category)
+    absent: bool = False  # users may have no value: the devices answer with an extra, last category
     bound: float | None = None  # the mean task's clipping bound
 
     @property
@@ -154,16 +154,16 @@ class LocalFamily:
             values = lambda t: stream.continuous_values_at(t, args.sigma, bound)  # noqa: E731
             truth = _true_means(args.dataset, args.users, args.slots, args.seed, args.sigma,
                                 tuple(sorted(_model_options(args).items())))
-            return LocalData(stream.users, truth, values, 1, bound)
+            return LocalData(stream.users, truth, values, bound=bound)
         truth = stream.counts / stream.users
         if args.mode == "sufficient":  # the reports' statistic needs only how many asked users hold 1
             ones = stream.ones
-            return LocalData(stream.users, truth, lambda t: ExchangeableBinarySlot(stream.users, ones[t - 1]), 2)
+            return LocalData(stream.users, truth, lambda t: ExchangeableBinarySlot(stream.users, ones[t - 1]))
         if stream.slots * stream.users <= _CACHED_VALUES:  # every mechanism and run reuses the same values
             matrix = _stream_values(args.dataset, args.users, args.slots, args.seed,
                                     tuple(sorted(_model_options(args).items())))
-            return LocalData(stream.users, truth, lambda t: matrix[t - 1], 2)
-        return LocalData(stream.users, truth, stream.values_at, 2)
+            return LocalData(stream.users, truth, lambda t: matrix[t - 1])
+        return LocalData(stream.users, truth, stream.values_at)
 
     # --- one mechanism -----------------------------------------------------------------------
     def build(self, mechanism: str, args, data: LocalData, run: int):
@@ -173,6 +173,7 @@ class LocalFamily:
             given_options(args, cls),
             oracle="hm" if args.task == "mean" else args.oracle,
             bound=data.bound,  # the mean task's (--bound, or the one a calibration selected)
+            absent=data.absent,
             randomness=DerivedRandomness(SecretKey.from_seed(seed), args.stream),
             devices=Devices.from_seed(seed, args.stream, block_size=args.block_size, mode=args.mode),
         )
@@ -197,10 +198,10 @@ class LocalFamily:
     @staticmethod
     def summary(m, results, data: LocalData, ledger: UserLedger, floor: float, roc: bool) -> dict:
         run = SimulationRun(m, results, data.truth, charged=ledger)  # the run charged it slot by slot
-        releases, truth = run.releases[:, : data.bins], data.truth[:, : data.bins]
+        releases, truth = run.releases, data.truth
         summary = run.summary(mre_floor=floor)
         summary.update(
-            domain_size=data.bins,
+            domain_size=data.domain_size,
             mae=mae(releases, truth),
             mre=mre(releases, truth, floor),
             mse=mse(releases, truth),
@@ -222,13 +223,17 @@ class LocalFamily:
 
 
 def _dump_data(values: UserValues) -> LocalData:
-    """A dump's users; absent users report an extra ABSENT category, left out of the metrics (the papers do not say how they handled absent users)."""
+    """A dump's users, as a stream's devices answer: a user without a value in a slot answers with
+    the absent category, the last of ``d + 1``, whose estimate no release holds (the papers do not
+    say how they handled absent users). Whether or not this dump has holes, so that its releases
+    are the stream's; the releases estimate each value's share of all the users."""
     matrix = values.values
-    truth = values.counts() / values.users
-    if (matrix == ABSENT).any():
-        truth = np.hstack([truth, 1.0 - truth.sum(axis=1, keepdims=True)])
-        matrix = np.where(matrix == ABSENT, values.domain_size, matrix)
-    return LocalData(values.users, truth, lambda t: matrix[t - 1], values.domain_size)
+    if values.domain_size > np.iinfo(matrix.dtype).max:  # the absent category, d, must fit the values' type
+        matrix = matrix.astype(np.int64)
+    holes = matrix == ABSENT
+    if holes.any():  # a copy only where there is something to replace
+        matrix = np.where(holes, values.domain_size, matrix)
+    return LocalData(values.users, values.counts() / values.users, lambda t: matrix[t - 1], absent=True)
 
 
 def _average(summaries: list[dict]) -> dict:

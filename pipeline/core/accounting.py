@@ -515,6 +515,20 @@ class UserCharges:
         best = max(range(len(spends)), key=lambda i: (spends[i], -i))
         return int(candidates[best]), spends[best]
 
+    def spend(self, users: np.ndarray) -> list[Fraction]:
+        """The window spend of each of ``users``, exactly.
+
+        >>> charges = UserCharges(population=3)
+        >>> charges.charge(np.array([0, 2]), 0.25); charges.charge(np.array([2]), 0.5)
+        >>> charges.spend(np.array([2, 1])) == [Fraction(3, 4), 0]
+        True
+        """
+        users = np.asarray(users, dtype=np.int64)
+        counts, budgets, _ = self._active()
+        if not budgets or not users.size:
+            return [Fraction(0)] * int(users.size)
+        return self._exact(counts[:, users], budgets)
+
     def within(self, users: np.ndarray, budget: float, bound: float) -> np.ndarray:
         """Which of ``users`` can pay ``budget`` more and stay within ``bound``, exactly."""
         users = np.asarray(users, dtype=np.int64)

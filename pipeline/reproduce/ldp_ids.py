@@ -1,11 +1,12 @@
 """LDP-IDS (Ren et al., SIGMOD 2022), Section 7: w-event LDP on binary synthetic and real streams.
 
 Synthetic streams: N = 200,000 users, T = 800 slots (Section 7.1.1); the real ones are T-Drive
-(5 areas plus "absent", 10-minute slots) and Foursquare (countries). Every cell runs the devices'
-sufficient statistic (the reports' exact distribution, fast; on the synthetic binary streams also
-how many asked users hold 1), MRE with floor 1e-3, Ada as the oracle. Fig. 10's mean estimation
-runs on the "-Con" streams with HM, clipped at the threshold a calibration period selects (Section
-6.1.2). Taobao is not public in a form we can read, so it and Fig. 9 are left out.
+(5 areas, 10-minute slots; a taxi without a point in a slot answers in the devices' "absent"
+category) and Foursquare (countries). Every cell runs the devices' sufficient statistic (the
+reports' exact distribution, fast; on the synthetic binary streams also how many asked users hold
+1), MRE with floor 1e-3, Ada as the oracle. Fig. 10's mean estimation runs on the "-Con" streams
+with HM, clipped at the threshold a calibration period selects (Section 6.1.2). Taobao is not
+public in a form we can read, so it and Fig. 9 are left out.
 """
 
 from __future__ import annotations
@@ -80,8 +81,9 @@ FIGURES = (
            ("bits_per_user_per_slot",), ("lns",), log_y=True),
     Figure("table2", "Time average communication bits per user", "setting", TABLE2, ALL,
            ("bits_per_user_per_slot",), DATASETS, table=True, reported=TABLE2_REPORTED,
-           note="Real datasets: our T-Drive has d = 6 (5 areas and absent) and the Foursquare sample 10 "
-           "countries, against the paper's d = 5 and 77, so their bit counts differ by construction."),
+           note="Real datasets: the devices answer in d + 1 categories, the last for a user without a value: "
+           "6 for our T-Drive's d = 5 areas (GRR's 3 bits, as the paper's) and 11 for the Foursquare sample's "
+           "10 countries, against the paper's 77, so the Foursquare bit counts differ by construction."),
     Figure("fig8", "Varying budget allocation portion beta (epsilon = 1, w = 20)", "beta",
            (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9), ("lbd", "lba", "lpd", "lpa"), ("mre",), DATASETS,
            groups=(("lbd", "lba"), ("lpd", "lpa"))),

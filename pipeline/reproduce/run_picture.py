@@ -236,8 +236,7 @@ def _truth_of_dump(path: str, run: Run, records: list[ReleaseRecord]) -> tuple[n
 
     values = UserValues.load(path)
     d = run.releases.shape[1]
-    absent = run.shares and d == values.domain_size + 1  # a local stream's extra bin: the users absent
-    if d != values.domain_size and not absent:
+    if d != values.domain_size:
         raise UsageError(f"{path} holds values in {values.domain_size} bins, the releases have {d}: not the feed of "
                          f"this run")
     offset = 0  # stream slot s is the dump's slot s - offset
@@ -252,7 +251,7 @@ def _truth_of_dump(path: str, run: Run, records: list[ReleaseRecord]) -> tuple[n
     if all(row is None for row in rows):
         raise UsageError(f"{path} covers none of the released slots ({_span(run.slots)}): not the feed of this run")
     labels = [str(label) for label in values.labels] if len(values.labels) == values.domain_size else None
-    return _rows(rows, d), (labels + ["absent"] if labels and absent else labels)
+    return _rows(rows, d), labels
 
 
 def _truth_of_log(path: str, run: Run, records: list[ReleaseRecord]) -> tuple[np.ndarray, None]:

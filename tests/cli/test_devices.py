@@ -53,11 +53,11 @@ def test_a_dump_that_does_not_fit_the_stream_is_refused_before_anything_starts(t
     assert all(text in proc.stderr for text in named), proc.stderr
 
 
-@pytest.mark.parametrize("domain", [DOMAIN, DOMAIN - 1])  # d - 1 values: the extra category is ABSENT
+@pytest.mark.parametrize("domain", [DOMAIN, DOMAIN - 1])  # a dump of fewer values than the stream fits too
 def test_a_dump_that_fits_passes_the_checks(tmp_path, config_path, domain):
     values = dump(tmp_path, users=USERS - 3, domain=domain, start=START + 120)
     proc = wevent("devices", "--config", str(config_path), "--values", str(values), "--ledger-dir",
-                  str(tmp_path / "ledger"))
+                  str(tmp_path / "ledger"), "--new-ledger")
     assert proc.returncode == 2 and "no Kafka to connect to" in proc.stderr, proc.stderr
 
 
@@ -72,5 +72,34 @@ def test_a_damaged_ledger_stops_the_fleet_with_one_line(tmp_path, config_path):
 
 
 def test_the_ledger_directory_defaults_to_the_working_directory(tmp_path, config_path):
-    wevent("devices", "--config", str(config_path), "--values", str(dump(tmp_path)), cwd=tmp_path)
-    assert (tmp_path / "wevent-devices-ledger").is_dir()
+    wevent("devices", "--config", str(config_path), "--values", str(dump(tmp_path)), "--new-ledger", cwd=tmp_path)
+    assert (tmp_path / "wevent-devices-ledger" / "l-0of1.ledger").is_file()
+
+
+@pytest.mark.parametrize("lost", ["deleted", "another working directory"])
+def test_a_fleet_without_its_ledger_does_not_start_unless_told_it_is_the_first_start(tmp_path, config_path, lost):
+    """Without its ledger a fleet would answer again, at no cost, requests its users already paid
+    for: it stops in one line naming where it looked, before anything connects."""
+    values = str(dump(tmp_path))
+    first = tmp_path / "first"
+    first.mkdir()
+    wevent("devices", "--config", str(config_path), "--values", values, "--new-ledger", cwd=first)
+    assert (first / "wevent-devices-ledger" / "l-0of1.ledger").is_file()
+    if lost == "deleted":
+        (first / "wevent-devices-ledger" / "l-0of1.ledger").unlink()
+        where = first
+    else:
+        where = tmp_path / "elsewhere"
+        where.mkdir()
+    ledger = where / "wevent-devices-ledger"
+    proc = wevent("devices", "--config", str(config_path), "--values", values, cwd=where)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert f"no device ledger l-0of1.ledger in {ledger.resolve()}" in proc.stderr and "--new-ledger" in proc.stderr
+
+
+def test_a_restart_reads_the_ledger_its_first_start_wrote(tmp_path, config_path):
+    values, ledger = str(dump(tmp_path)), str(tmp_path / "ledger")
+    for flags in (["--new-ledger"], []):
+        proc = wevent("devices", "--config", str(config_path), "--values", values, "--ledger-dir", ledger, *flags)
+        assert proc.returncode == 2 and "no Kafka to connect to" in proc.stderr, proc.stderr

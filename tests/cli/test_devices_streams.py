@@ -18,13 +18,14 @@ def two_streams(tmp_path):
 
 def devices(tmp_path, *arguments):
     return wevent("devices", "--config", str(two_streams(tmp_path)), "--ledger-dir", str(tmp_path / "ledger"),
-                  *arguments)
+                  "--new-ledger", *arguments)
 
 
 def test_one_dump_for_two_streams_passes_the_checks_of_both(tmp_path):
     proc = devices(tmp_path, "--stream", "lpa", "--stream", "lbu", "--values", str(dump(tmp_path)))
     assert proc.returncode == 2 and "no Kafka to connect to" in proc.stderr, proc.stderr
-    assert sorted(p.name for p in (tmp_path / "ledger").iterdir()) == []  # nothing charged, nothing written
+    # a first start: each stream's empty ledger is written before anything connects
+    assert sorted(p.name for p in (tmp_path / "ledger").iterdir()) == ["lbu-0of1.ledger", "lpa-0of1.ledger"]
 
 
 def test_the_second_streams_dump_is_checked_too(tmp_path):

@@ -115,7 +115,8 @@ USERS, SLOTS, WINDOW = counts(LIMITS["users"]), counts(LIMITS["slots"]), counts(
 DOMAIN, RUNS = counts(LIMITS["domain"]), counts(LIMITS["runs"])
 SIM = ["simulate", "--slots", "6", "--users", "40", "--no-progress"]
 SYNTH = ["replay", "synthetic", "--users", "5", "--slots", "3", "--no-progress", "--dump", "{root}/out.npz"]
-DEVICES = ["devices", "--config", "{config}", "--values", "{dump}", "-b", UNREACHABLE]
+DEVICES = ["devices", "--config", "{config}", "--values", "{dump}", "--ledger-dir", "{root}/ledger", "--new-ledger",
+           "-b", UNREACHABLE]
 QUERY_RANGE = ["query", "-s", "x", "--from", "1", "--to", "2"]
 QUERY = QUERY_RANGE + ["--url", f"http://{UNREACHABLE}"]
 
@@ -379,7 +380,7 @@ def test_without_the_stream_extra_simulate_still_runs(files):
 @pytest.mark.parametrize("argv", [
     ["subscribe", "-b", UNREACHABLE, "--timeout", "1"], ["audit", "-b", UNREACHABLE],
     ["worker", "--config", "{config}", "-b", UNREACHABLE],
-    ["devices", "--config", "{config}", "--values", "{dump}", "-b", UNREACHABLE],
+    DEVICES,
     ["replay", "synthetic", "--config", "{config}", "-b", UNREACHABLE, "--slots", "2", "--users", "20"],
     QUERY, ["bench", "ingest", "-b", UNREACHABLE], ["bench", "producers", "-b", UNREACHABLE],
     ["subscribe", "-b", "no-such-host.invalid:9092"],

@@ -82,3 +82,13 @@ def test_bench_local_small(capsys):
     code = main(["bench", "local", "--users", "20000", "--domain", "20", "--slots", "12", "--naive-slots", "2"])
     out = capsys.readouterr().out
     assert code == 0 and "speed-up" in out and "peak memory" in out
+
+
+def test_a_dump_whose_domain_fills_its_value_type_gets_its_absent_category_unwrapped(tmp_path):
+    """The absent category is d: 128 does not fit the int8 of a dump of 128 values (0..127), where
+    it wrapped to -128."""
+    from wevent.cli.simulate_local import _dump_data
+
+    values = np.array([[127, ABSENT, 0]], dtype=np.int8)
+    data = _dump_data(UserValues(values, domain_size=128))
+    assert data.values_at(1).tolist() == [127, 128, 0] and data.absent

@@ -21,7 +21,9 @@ from wevent.core.registry import mechanisms
 MECHANISMS = sorted(mechanisms().items())
 # Keywords that are not options: hooks, and what a stream defines outside its options (a local
 # stream's oracle is a field of its own).
-NOT_OPTIONS = {"randomness", "devices", "decision_override", "oracle"}
+# Keywords that are not tuning options: the stream layer and simulation set them (`absent`: every asked
+# user of a stream answers, presence through the oracle), never a user.
+NOT_OPTIONS = {"randomness", "devices", "decision_override", "oracle", "absent"}
 
 
 def documented(cls) -> dict[str, str]:

@@ -61,16 +61,18 @@ class KeptStream:
         return self.directory / "ledger"
 
     def start_fleet(self, n: int) -> DevicesProcess:
+        """The fleet's ``n``-th start: its first (0) begins the ledger, a restart must find it."""
         return DevicesProcess(write_config(self.config, self.directory), "kept", self.directory / "values.npz",
                               self.bootstrap, self.directory / f"devices{n}.log", tansu_compat=self.tansu_compat,
-                              ledger_dir=self.ledger).start()
+                              new_ledger=n == 0, ledger_dir=self.ledger).start()
 
     def ask(self, slot: int, phase: int, users, epsilon: float) -> None:
         """Send a GRR request signed with the server's key, as M2 would."""
         from confluent_kafka import Producer
 
         request = {"stream": "kept", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",
-                   "domain_size": DOMAIN, "population": self.users, "users": np.asarray(users, dtype=np.int64),
+                   "domain_size": DOMAIN + 1, "population": self.users,  # the values and the devices' "absent"
+                   "users": np.asarray(users, dtype=np.int64),
                    "bound": None}
         signed = seal("ldp.requests", "kept", pack_message("request", request),
                       request_seal(Settings().noise_key(self.config)))
@@ -96,7 +98,7 @@ def fleet_of_streams(config_path: Path, dumps: dict[str, Path], bootstrap: str, 
                      shards: int, tansu_compat: bool) -> ChildProcess:
     """One `wevent devices` process serving every stream of ``dumps`` (stream -> its values) for one shard."""
     arguments = ["devices", "--config", str(config_path), "--bootstrap", bootstrap, "--shard", f"{shard}/{shards}",
-                 "--ledger-dir", str(directory / "ledger"), *(["--tansu-compat"] if tansu_compat else [])]
+                 "--ledger-dir", str(directory / "ledger"), "--new-ledger", *(["--tansu-compat"] if tansu_compat else [])]
     for stream, dump in dumps.items():
         arguments += ["--stream", stream, "--values", str(dump)]
     return ChildProcess(arguments, directory / f"devices-{shard}of{shards}.log").start()

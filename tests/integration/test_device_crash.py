@@ -84,8 +84,8 @@ def test_fleets_killed_mid_answer_release_what_a_run_without_crashes_releases(cl
 
     def start_fleet(shard, n=0):
         return DevicesProcess(cluster.config_path, "lpa", dump, cluster.bootstrap,
-                              tmp_path / f"devices-{shard}-{n}.log", tansu_compat=cluster.tansu_compat, shard=shard, shards=2,
-                              ledger_dir=ledger.parent).start()
+                              tmp_path / f"devices-{shard}-{n}.log", tansu_compat=cluster.tansu_compat,
+                              new_ledger=n == 0, shard=shard, shards=2, ledger_dir=ledger.parent).start()
 
     fleets = [start_fleet(0), start_fleet(1)]
     sink = KafkaReportSink(cluster.bootstrap, "lpa", 1, tansu_compat=cluster.tansu_compat, clock_only=True)

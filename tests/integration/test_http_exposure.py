@@ -70,9 +70,10 @@ def test_the_worker_and_the_devices_listen_on_every_interface_only_when_told(bro
     devices, open_devices = free_port(), free_port()
     processes: list[ChildProcess] = [
         DevicesProcess(config_path, "devices", values, broker.bootstrap, tmp_path / "devices.log", tansu_compat=broker.tansu_compat,
-                       metrics_port=devices),
+                       new_ledger=True, metrics_port=devices),
         DevicesProcess(config_path, "devices", values, broker.bootstrap, tmp_path / "devices-open.log",
-                       tansu_compat=broker.tansu_compat, shard=1, shards=2, metrics_port=open_devices),
+                       tansu_compat=broker.tansu_compat, new_ledger=True, shard=1, shards=2, metrics_port=open_devices,
+                       ledger_dir=tmp_path / "ledger-open"),  # another sharding: a directory of its own
         WorkerProcess(config_path, broker.bootstrap, free_port(), tmp_path / "worker.log", tansu_compat=broker.tansu_compat,
                       datadir=tmp_path / "data"),
     ]

@@ -44,7 +44,7 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     dump = tmp_path / "values.npz"
     UserValues(values, DOMAIN, user_ids=[str(u) for u in range(USERS)], slot_seconds=60, start=START).save(dump)
     fleets = [DevicesProcess(cluster.config_path, name, dump, cluster.bootstrap, tmp_path / f"devices-{name}-{k}.log",
-                             tansu_compat=cluster.tansu_compat, shard=k, shards=2).start()
+                             tansu_compat=cluster.tansu_compat, new_ledger=True, shard=k, shards=2).start()
               for name in ("lba", "lpa") for k in range(2)]  # two processes split each stream's users
     # A report from a user the server does not ask at slot 1 (the request is derived, so computable),
     # sent before the request exists: it must wait, then be refused, and change nothing. And a
@@ -127,7 +127,8 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
                     kept[oracle] += int((sent == truth).sum())
                     reports[oracle] += truth.size
     assert messages > 1000 and min(reports.values()) > 5_000
-    for oracle, p in (("grr", np.e / (np.e + DOMAIN - 1)), ("oue", 0.5)):
+    # GRR over the d values and the devices' "absent": a report keeps the value with e / (e + d)
+    for oracle, p in (("grr", np.e / (np.e + DOMAIN)), ("oue", 0.5)):
         assert abs(kept[oracle] / reports[oracle] - p) < 5 * np.sqrt(p * (1 - p) / reports[oracle]), oracle
 
 
@@ -144,14 +145,15 @@ def test_devices_refuse_a_second_report_in_a_window_and_a_request_over_budget(br
     UserValues(values, DOMAIN, slot_seconds=60, start=START).save(dump)
     port = free_port()
     fleet = DevicesProcess(write_config(config, tmp_path), "guarded", dump, broker.bootstrap, tmp_path / "devices.log",
-                           tansu_compat=broker.tansu_compat, metrics_port=port).start()
+                           tansu_compat=broker.tansu_compat, new_ledger=True, metrics_port=port).start()
     from confluent_kafka import Producer
 
     producer = Producer(producer_config(broker.bootstrap, tansu_compat=broker.tansu_compat))
 
     def ask(slot, phase, users, epsilon, signed=True):
         request = {"stream": "guarded", "slot": slot, "phase": phase, "epsilon": epsilon, "oracle": "grr",
-                   "domain_size": DOMAIN, "population": USERS, "users": np.asarray(users, dtype=np.int64), "bound": None}
+                   "domain_size": DOMAIN + 1, "population": USERS, "users": np.asarray(users, dtype=np.int64),
+                   "bound": None}  # the values and the devices' "absent"
         value = pack_message("request", request)
         if signed:  # by the server's key (a server that misbehaves still signs its requests)
             value = seal("ldp.requests", "guarded", value, request_seal(Settings().noise_key(config)))

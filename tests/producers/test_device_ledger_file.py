@@ -12,7 +12,7 @@ import numpy as np
 from wevent.core.local import Request
 from wevent.core.randomness import Phase
 from wevent.core.packing import pack
-from wevent.producers.device_fleet import BITSET_LEDGER_FORMAT, DIGEST_BYTES, DeviceLedger, request_digest
+from wevent.producers.device_fleet import BITSET_LEDGER_FORMAT, DIGEST_BYTES, DeviceLedger
 
 POPULATION, WINDOW, ASKED = 100_000, 20, 1_000
 
@@ -31,7 +31,8 @@ def test_a_charge_of_few_users_takes_about_a_byte_per_user_on_disk(tmp_path):
     # the window's charges as gaps: about 2 bytes per user at gaps of 100 (a bitset: 12,500 bytes each)
     assert path.stat().st_size < WINDOW * (2 * ASKED + 200)
     back = DeviceLedger.open(path, POPULATION, WINDOW, 1.0, owner="s 0/1")
-    assert np.array_equal(back.spend, ledger.spend) and back.newest == 2 * WINDOW
+    everyone = np.arange(POPULATION)
+    assert back.charges.spend(everyone) == ledger.charges.spend(everyone) and back.newest == 2 * WINDOW
 
 
 def test_a_file_of_bitsets_is_read_with_every_charge(tmp_path):
@@ -40,7 +41,7 @@ def test_a_file_of_bitsets_is_read_with_every_charge(tmp_path):
     for slot, users in ((3, np.array([0, 7, 99_999])), (4, np.arange(0, POPULATION, 3))):
         bits = np.zeros(POPULATION, dtype=bool)
         bits[users] = True
-        digest = request_digest(ask(slot, users))
+        digest = ask(slot, users).digest
         charges.append({"slot": slot, "phase": int(Phase.PUBLICATION), "digest": digest, "epsilon": 0.5,
                         "users": np.packbits(bits)})
         spend[users] += 0.5
@@ -48,7 +49,7 @@ def test_a_file_of_bitsets_is_read_with_every_charge(tmp_path):
                  "newest": 4, "charges": charges})
     path.write_bytes(body + hashlib.blake2b(body, digest_size=DIGEST_BYTES).digest())
     back = DeviceLedger.open(path, POPULATION, WINDOW, 1.0, owner="s 0/1")
-    assert np.array_equal(back.spend, spend) and back.newest == 4
+    assert back.charges.spend(np.arange(POPULATION)) == list(spend) and back.newest == 4
     users = np.arange(0, POPULATION, 3)
     assert back.admit(ask(4, users), users).all()  # the charged request again: free, same users
     assert back.admit(ask(5, np.array([0, 1])), np.array([0, 1])).tolist() == [False, True]  # 0 spent 1.0

@@ -20,11 +20,11 @@ def test_oue_reports_of_a_large_domain_are_split_into_messages_under_kafkas_defa
         "users": USERS, "slot_seconds": 60, "start": START, "options": {"block_size": 256}}]}).streams[0]
     values = np.random.default_rng(2).integers(0, DOMAIN, (3, USERS))
     fleet = DeviceFleet(stream, UserValues(values, DOMAIN, slot_seconds=60, start=START),
-                        Devices.from_seed(1, "wide", block_size=256))
-    batches = fleet.answer(Request(1, Phase.PUBLICATION, 1.0, "oue", DOMAIN, USERS, None))
+                        Devices.from_seed(1, "wide", block_size=256), new_ledger=True)
+    batches = fleet.answer(Request(1, Phase.PUBLICATION, 1.0, "oue", DOMAIN + 1, USERS, None))  # and "absent"
     messages = signed_reports(batches, report_seal(SecretKey.from_seed(1, purpose="devices")))
     # 4 KiB a report: 600 of them are 2.4 MB, which no default broker takes in one message.
     assert len(messages) > 2 and max(map(len, messages)) < KAFKA_DEFAULT_MAX_MESSAGE
     users = np.concatenate([ReportsMessage.decode(m).users for m in messages])
     assert users.tolist() == list(range(USERS))
-    assert all(np.asarray(b.reports).shape[1:] == (DOMAIN // 8,) for b in batches)
+    assert all(np.asarray(b.reports).shape[1:] == (DOMAIN // 8 + 1,) for b in batches)

@@ -154,12 +154,12 @@ def test_truth_monitor_scores_local_releases_as_frequencies():
     from wevent.producers.replay import MatrixFeed
 
     feed = MatrixFeed(UserValues(np.array([[0, 1, 1, ABSENT]]), 2, start=0.0, slot_seconds=60))
-    local = parse_config({"seed": 1, "streams": [{**STREAM, "model": "local", "mechanism": "lpa", "domain": 3,
+    local = parse_config({"seed": 1, "streams": [{**STREAM, "model": "local", "mechanism": "lpa", "domain": 2,
                                                   "users": 4, "start": 0}]}).streams[0]
     central = parse_config({"seed": 1, "streams": [{**STREAM, "domain": 2, "users": 4, "start": 0}]}).streams[0]
 
     def record(values):
         return ReleaseRecord("s", 1, values, "publish", "x", 1.0, 5, 0.0, 1.0, 1.0)
 
-    assert TruthMonitor.for_stream(local, feed).observe(record([0.25, 0.5, 0.25])) == 0.0
+    assert TruthMonitor.for_stream(local, feed).observe(record([0.25, 0.5])) == 0.0  # shares of all 4 users
     assert TruthMonitor.for_stream(central, feed).observe(record([1.0, 2.0])) == 0.0

@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from wevent.core.data import UserValues
+from wevent.core.data import ABSENT, UserValues
 from wevent.core.local import MECHANISMS
 from wevent.core.local.device_reports import Devices
 from wevent.core.randomness import DerivedRandomness, SecretKey
@@ -14,7 +14,7 @@ from wevent.core.synthetic import synthetic
 from wevent.stream.audit import verify
 from wevent.stream.wire.records import DeadLetter
 from wevent.stream.wire.messages import ReportsMessage, TickMessage, decode_message
-from wevent.stream.wire.seals import report_seal, seal
+from wevent.stream.wire.seals import report_seal, seal, unseal
 from wevent.stream.config import parse_config
 from wevent.producers.device_fleet import DeviceFleet
 from wevent.stream.settings import Settings
@@ -33,7 +33,7 @@ def local_config(mechanism, **options):
 def run_pipeline(config, values, fleets=None, extra=None, reports_first=False):
     stream = config.stream("l")
     fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), new_ledger=True)
     pipeline = InProcessPipeline(config, fleets or {"l": fleet}, reports_first)
     for slot in range(1, SLOTS + 1):  # the wall clock advances 100 s a slot (deadlines are 30 s)
         pipeline.send_slot("l", stream.slot_start(slot), stream.slot_end(slot), None, None)
@@ -46,7 +46,9 @@ def run_pipeline(config, values, fleets=None, extra=None, reports_first=False):
 
 
 def simulated(mechanism, values):
-    m = MECHANISMS[mechanism](1.0, W, 2, USERS, randomness=DerivedRandomness(SecretKey.from_seed(SEED), "l"),
+    """The core's mechanism on simulated devices, answering as a stream's do (with an absent category)."""
+    m = MECHANISMS[mechanism](1.0, W, 2, USERS, absent=True,
+                              randomness=DerivedRandomness(SecretKey.from_seed(SEED), "l"),
                               devices=Devices.from_seed(SEED, "l", block_size=BLOCK))
     return [m.step(values[t]) for t in range(SLOTS)]
 
@@ -69,6 +71,35 @@ def test_local_releases_equal_the_simulation_and_audit_per_user(mechanism):
     assert all(r.window_spend <= 1.0 + 1e-12 for r in got)
 
 
+@pytest.mark.parametrize("mechanism", ["lbu", "lpa"])
+def test_who_answers_never_depends_on_who_has_a_value(mechanism):
+    """A fraction of the users have no value in each slot. Every asked user answers all the same (a
+    user without a value with the devices' absent category), so the server sees every asked user's
+    report and nothing else: the users without a value answered nothing, and were not charged, so
+    who answered named them. The releases are the core's, and cover the two values only."""
+    values = synthetic("sin", USERS, SLOTS, seed=3).values().astype(np.int64)
+    holes = np.random.default_rng(8).random(values.shape) < 0.3
+    values[holes] = ABSENT
+    pipeline, fleet = run_pipeline(local_config(mechanism), values)
+    requests = {}
+    for value in pipeline.log["ldp.requests"]:
+        message = decode_message(unseal(value)[0])
+        users = message.request.users
+        requests[message.request.slot, int(message.request.phase)] = np.arange(USERS) if users is None else users
+    answered = {}
+    for value in pipeline.log["ldp.reports"]:
+        message = decode_message(unseal(value)[0])
+        if isinstance(message, ReportsMessage):
+            answered.setdefault((message.slot, message.phase), []).append(message.users)
+    assert requests and answered.keys() == requests.keys()
+    assert all(np.array_equal(np.concatenate(answered[key]), asked) for key, asked in requests.items())
+    got = pipeline.releases("l")
+    assert all(r.extras["n1"] == r.extras["asked1"] and r.extras["n2"] == r.extras["asked2"] for r in got)
+    expected = simulated(mechanism, np.where(values == ABSENT, 2, values))  # the absent category: the last of 3
+    assert [r.release for r in got] == [e.release.tolist() for e in expected]
+    assert all(len(r.release) == 2 for r in got) and fleet.refused == 0
+
+
 class LosingFleet:
     """A fleet whose first report batch of one slot never arrives (a shard down past the deadline)."""
 
@@ -85,7 +116,7 @@ def test_a_release_short_of_device_answers_says_so():
     config = local_config("lbu")  # every user asked in every slot
     stream = config.stream("l")
     fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), new_ledger=True)
     pipeline, _ = run_pipeline(config, values, fleets={"l": LosingFleet(fleet, slot=7)})
     short = {r.slot: r.extras["asked2"] - r.extras["n2"] for r in pipeline.releases("l")
              if r.extras["n2"] < r.extras["asked2"]}
@@ -104,9 +135,10 @@ def test_no_raw_value_reaches_any_topic():
                 truth = values[message.slot - 1, message.users]
                 kept += int((message.reports == truth).sum())
                 reports += truth.size
-    # LPA asks with the whole epsilon = 1: a GRR report (d = 2) keeps the true value with
-    # p = e/(e+1) = 0.731, not 1. Binomial standard error sqrt(p(1-p)/n); 5 of them.
-    p = np.e / (np.e + 1)
+    # LPA asks with the whole epsilon = 1: a GRR report over 3 categories (the 2 values and the
+    # devices' "absent") keeps the true value with p = e/(e+2) = 0.576, not 1. Binomial standard
+    # error sqrt(p(1-p)/n); 5 of them.
+    p = np.e / (np.e + 2)
     assert reports > 5000 and abs(kept / reports - p) < 5 * np.sqrt(p * (1 - p) / reports)
 
 
@@ -142,7 +174,7 @@ def test_duplicates_and_unrequested_users_are_rejected_by_the_collector():
     config = local_config("lpa")
     stream = config.stream("l")
     fleet = DeviceFleet(stream, UserValues(values, 2, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), new_ledger=True)
 
     class Misbehaving:  # answers twice, and also for a user who was not asked
         def answer(self, request):

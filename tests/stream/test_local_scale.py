@@ -40,7 +40,7 @@ def test_taobao_scale_messages_stay_bounded_and_releases_equal_the_simulation():
     values = rng.choice(DOMAIN, (SLOTS, USERS), p=popularity / popularity.sum()).astype(np.int8)
     stream = config.stream("t")
     fleet = DeviceFleet(stream, UserValues(values, DOMAIN, start=START, slot_seconds=60),
-                        Devices(DerivedRandomness(Settings().device_key(config), "t"), block_size=BLOCK))
+                        Devices(DerivedRandomness(Settings().device_key(config), "t"), block_size=BLOCK), new_ledger=True)
     pipeline = InProcessPipeline(config, {"t": fleet})
     pipeline.tables = {name: WrittenSizes() for name in pipeline.tables}
     for slot in range(1, SLOTS + 1):
@@ -54,7 +54,8 @@ def test_taobao_scale_messages_stay_bounded_and_releases_equal_the_simulation():
     parts = {key.rsplit("/", 1)[1] for key in m2 if key.startswith("t/part/")}
     assert parts and parts == packing.references(packing.unpack(m2["t"])["mechanism"])
 
-    simulation = LPA(1.0, WINDOW, DOMAIN, USERS, oracle="oue", randomness=DerivedRandomness(SecretKey.from_seed(SEED), "t"),
+    simulation = LPA(1.0, WINDOW, DOMAIN, USERS, oracle="oue", absent=True,  # as a stream's devices answer
+                     randomness=DerivedRandomness(SecretKey.from_seed(SEED), "t"),
                      devices=Devices.from_seed(SEED, "t", block_size=BLOCK))
     expected = [simulation.step(values[t]) for t in range(SLOTS)]
     got = pipeline.releases("t")

@@ -152,11 +152,13 @@ def served_slots(config, values, slots, **mechanism_options):
     to the query service, and queries that slot alone: (record, answer, standard error) per slot."""
     from wevent.core.local import MECHANISMS
     from wevent.core.local.device_reports import Devices
+    from wevent.stream.agents.local import answers_absent
     from wevent.stream.agents.processors import logic_for
 
     stream = config.stream("l")
     logic = logic_for(config, stream, Settings())
     mechanism = MECHANISMS[stream.mechanism](1.0, LOCAL_W, stream.domain, LOCAL_USERS, oracle=stream.oracle,
+                                             absent=answers_absent(stream.oracle),  # as the stream's devices
                                              randomness=DerivedRandomness(Settings().noise_key(config), "l"),
                                              devices=Devices.from_seed(3, "l"), **stream.mechanism_options,
                                              **mechanism_options)
@@ -171,10 +173,15 @@ def served_slots(config, values, slots, **mechanism_options):
     return served, service, table
 
 
-def oracle_variance(record):
+def oracle_of(record):
+    """The oracle the devices answered with: over the release's bins and "absent"."""
     from wevent.core.local.oracles import make_oracle
 
-    return make_oracle(record.extras["oracle2"], record.eps2, len(record.release)).variance(record.extras["n2"])
+    return make_oracle(record.extras["oracle2"], record.eps2, len(record.release) + 1)
+
+
+def oracle_variance(record):
+    return oracle_of(record).variance(record.extras["n2"])
 
 
 @pytest.mark.parametrize("mechanism", ["lbu", "lsp", "lpu", "lbd", "lba", "lpd", "lpa", "lp-dsat"])
@@ -191,11 +198,16 @@ def test_local_standard_errors_are_the_oracles_and_match_the_spread_of_the_relea
                 assert not np.isclose(last ** 2, record.threshold)
         if last is not None:  # a repeat keeps the standard error of the release it repeats
             assert np.allclose(error, last, rtol=1e-12), (record.slot, error, last)
-    # Each fresh release's error over its standard error: mean square 1 (the oracle's variance is
-    # the average over bins of the exact per-bin variances). A slot's d bins count at most as one
-    # sample of variance 2, so the mean square of F slots has standard error at most sqrt(2 / F).
+    # Each fresh release's error over its standard error. The oracle's variance is the average of
+    # the exact per-bin variances over its d + 1 categories, where "absent" holds nobody here, so
+    # the d released bins' mean square is theirs over it (a little above 1). A slot's d bins count
+    # at most as one sample of variance 2: the mean square of F slots has standard error at most
+    # sqrt(2 / F).
     z = np.array([(answer - FREQUENCIES) / error for _, answer, error in fresh])
-    assert abs(np.mean(z ** 2) - 1) < 5 * np.sqrt(2 / len(fresh)), np.mean(z ** 2)
+    shares = np.append(FREQUENCIES, 0.0)  # nobody is without a value
+    expected = np.mean([np.mean(oracle_of(r).bin_variance(shares, r.extras["n2"])[:LOCAL_D] / oracle_variance(r))
+                        for r, _, _ in fresh])
+    assert abs(np.mean(z ** 2) - expected) < 5 * np.sqrt(2 / len(fresh)), (np.mean(z ** 2), expected)
 
 
 def test_lbu_standard_error_of_a_range_is_the_decayed_sum_of_the_oracle_variance():
@@ -203,7 +215,7 @@ def test_lbu_standard_error_of_a_range_is_the_decayed_sum_of_the_oracle_variance
 
     values = np.repeat(np.arange(LOCAL_D), (FREQUENCIES * LOCAL_USERS).astype(int))
     served, service, table = served_slots(local_query_config("lbu"), values, 30)
-    variance = GRR(1.0 / LOCAL_W, LOCAL_D).variance(LOCAL_USERS)  # about 0.013, not 2 / 0.25^2 = 32
+    variance = GRR(1.0 / LOCAL_W, LOCAL_D + 1).variance(LOCAL_USERS)  # the values and "absent"; not 2 / 0.25^2 = 32
     assert np.allclose(served[-1][2], np.sqrt(variance), rtol=1e-12)
     status, body = service.answer({"stream": "l", "from": "23", "to": "30"}, table.get)
     weights = DECAY ** (2 * np.arange(8))
@@ -264,7 +276,8 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
         "query": {"mode": "A", "window": WINDOW, "decay": DECAY}}]})
     values = synthetic("sin", USERS, SLOTS, seed=3).values().astype(np.int64)
     half = DeviceFleet(config.stream("l"), UserValues(values, 2, start=START, slot_seconds=60),
-                       Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), shard=0, shards=2)
+                       Devices(DerivedRandomness(Settings().device_key(config), "l"), block_size=BLOCK), shard=0, shards=2,
+                       new_ledger=True)
     pipeline = InProcessPipeline(config, {"l": half})
     stream = config.stream("l")
     for slot in range(1, SLOTS + 1):
@@ -281,7 +294,7 @@ def test_through_the_pipeline_a_local_release_has_the_variance_of_the_reports_th
         assert status == 200, body
         if record.strategy == "publish":
             fresh += 1
-            oracle = make_oracle(record.extras["oracle2"], record.eps2, 2)
+            oracle = make_oracle(record.extras["oracle2"], record.eps2, 3)  # the 2 values and "absent"
             assert 0 < record.extras["n2"] < USERS
             assert np.allclose(body["standard_error"], np.sqrt(oracle.variance(record.extras["n2"])), rtol=1e-12)
             assert not np.isclose(body["standard_error"][0] ** 2, oracle.variance(USERS))

@@ -62,13 +62,16 @@ def dissimilarity_of(request: Request, support, n: int, last_release: np.ndarray
 
     ``support`` sums the ``n`` reports answering ``request``; with no report nothing is known, so
     the dissimilarity is ``-inf`` and nothing is published.
+    The comparison covers the released bins, ``last_release``'s: an oracle with an "absent"
+    category estimates one more (:class:`LocalMechanism`), which no release holds.
     """
     n = answered(request, n)
     oracle = request.make_oracle(var_mode)
     variance = oracle.variance(n)
     value = -math.inf
     if n:
-        value = float(np.mean((oracle.estimate(support, n) - last_release) ** 2)) - variance
+        estimate = oracle.estimate(support, n)[: np.size(last_release)]
+        value = float(np.mean((estimate - last_release) ** 2)) - variance
     return LocalDissimilarity(request.slot, value, request.epsilon, n, variance)
 
 
@@ -78,6 +81,16 @@ class LocalMechanism(Mechanism):
     ``oracle`` is ``ada`` (default), ``grr`` or ``oue`` for frequencies, or ``hm`` for means over
     ``[0, bound]`` (``domain_size`` 1). ``var_mode`` picks the form of ``V``
     (:data:`~.oracle.VAR_MODES`).
+
+    With ``absent``, users may have no value in a slot, and they answer like everyone else: the
+    number and timing of the answers then never depend on who has a value. The devices answer in
+    :attr:`categories` ``= domain_size + 1`` categories, the last meaning "no value"; requests,
+    the oracle (its ``ada`` choice, its variance ``V``, a report's bits) and the collected support
+    cover them all, while the dissimilarity and the releases cover the ``domain_size`` values:
+    the absent category's estimate is dropped. A release's bin k still estimates the share of all
+    ``population`` users holding k. A stream always sets it, since whether its users always have a
+    value is raw data; a simulation of a generated stream whose every user has a value by
+    construction need not (the papers' binary streams keep their two categories).
     """
 
     model = "local"
@@ -102,6 +115,7 @@ class LocalMechanism(Mechanism):
         oracle: str = "ada",
         var_mode: str = "exact_avg",
         bound: float | None = None,
+        absent: bool = False,
         randomness: DerivedRandomness | None = None,
         devices: Devices | None = None,
         decision_override: DecisionOverride | None = None,
@@ -116,7 +130,12 @@ class LocalMechanism(Mechanism):
         self.oracle = oracle
         self.var_mode = var_mode
         self.bound = (DEFAULT_BOUND if bound is None else float(bound)) if oracle == "hm" else None
-        make_oracle(oracle, self.fixed_report_budget, self.domain_size, bound=self.bound)  # fail now, not at slot 1
+        if absent and oracle == "hm":
+            raise ParameterError("a mean has no category for a user without a value: mean estimation (hm) needs "
+                                 "every user's value in every slot, so absent must be False")
+        self.absent = bool(absent)
+        self.categories = self.domain_size + int(self.absent)  # what the devices answer in
+        self._oracle(self.fixed_report_budget)  # fail now, not at slot 1
         self.devices = devices
         self.decision_override = decision_override
         self.last_release = self._freeze(np.zeros(self.domain_size))  # r_0 = 0, as the algorithms initialise it
@@ -183,7 +202,7 @@ class LocalMechanism(Mechanism):
         n = answered(request, n)
         if not n:
             return self._close(Strategy.APPROXIMATE, request, 0)
-        estimate = request.make_oracle(self.var_mode).estimate(support, n)
+        estimate = request.make_oracle(self.var_mode).estimate(support, n)[: self.domain_size]  # no absent bin
         self.last_release = self._freeze(self._fresh_release(estimate, request, n))
         return self._close(Strategy.PUBLISH, request, n)
 
@@ -222,9 +241,13 @@ class LocalMechanism(Mechanism):
         """Bookkeeping at the end of ``slot`` (``publication``: the M2 request, if one was sent)."""
 
     # --- helpers -----------------------------------------------------------------------------
+    def _oracle(self, epsilon: float, var_mode: str = "exact_avg"):
+        """The devices' oracle at budget ``epsilon``, over :attr:`categories`."""
+        return make_oracle(self.oracle, epsilon, self.categories, bound=self.bound, var_mode=var_mode)
+
     def _request(self, slot: int, phase: Phase, epsilon: float, users: np.ndarray | None) -> Request:
-        oracle = make_oracle(self.oracle, epsilon, self.domain_size, bound=self.bound).name
-        return Request(slot, phase, float(epsilon), oracle, self.domain_size, self.population, users, self.bound)
+        oracle = self._oracle(epsilon).name
+        return Request(slot, phase, float(epsilon), oracle, self.categories, self.population, users, self.bound)
 
     def _set_threshold(self, err: float) -> None:
         self._err = float(err)
@@ -288,7 +311,7 @@ class LocalMechanism(Mechanism):
     # --- state -------------------------------------------------------------------------------
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "domain_size": self.domain_size, "population": self.population,
-                "oracle": self.oracle, "var_mode": self.var_mode, "bound": self.bound}
+                "oracle": self.oracle, "var_mode": self.var_mode, "bound": self.bound, "absent": self.absent}
 
     def _dynamic(self) -> dict[str, Any]:
         dis = self._dissimilarity
@@ -341,12 +364,13 @@ class AdaptiveMechanism(LocalMechanism):
         oracle: str = "ada",
         var_mode: str = "exact_avg",
         bound: float | None = None,
+        absent: bool = False,
         randomness: DerivedRandomness | None = None,
         devices: Devices | None = None,
         decision_override: DecisionOverride | None = None,
     ) -> None:
         super().__init__(epsilon, window, domain_size, population, oracle=oracle, var_mode=var_mode, bound=bound,
-                         randomness=randomness, devices=devices, decision_override=decision_override)
+                         absent=absent, randomness=randomness, devices=devices, decision_override=decision_override)
         beta = check_positive(beta, "beta")
         if not beta < 1:
             raise ParameterError(f"beta must lie strictly between 0 and 1, got {beta!r}")
@@ -393,16 +417,17 @@ class BudgetDivision(AdaptiveMechanism):
         oracle: str = "ada",
         var_mode: str = "exact_avg",
         bound: float | None = None,
+        absent: bool = False,
         randomness: DerivedRandomness | None = None,
         devices: Devices | None = None,
         decision_override: DecisionOverride | None = None,
     ) -> None:
         super().__init__(epsilon, window, domain_size, population, beta=beta, force_first=force_first, oracle=oracle,
-                         var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
+                         var_mode=var_mode, bound=bound, absent=absent, randomness=randomness, devices=devices,
                          decision_override=decision_override)
         self.eps1 = share(self.epsilon, Fraction(self.beta) / self.window)
         self.pool = share(self.epsilon, 1 - Fraction(self.beta))  # w eps1 + pool <= eps, exactly
-        make_oracle(oracle, self.eps1, self.domain_size, bound=self.bound)  # M1's reports: fail now, not at slot 1
+        self._oracle(self.eps1)  # M1's reports: fail now, not at slot 1
 
     @property
     def grid(self) -> float:
@@ -417,8 +442,7 @@ class BudgetDivision(AdaptiveMechanism):
         below :data:`~.oracle.MIN_REPORT_EPSILON`, where no report can be drawn (the slot approximates)."""
         if eps2 < MIN_REPORT_EPSILON:
             return math.inf
-        return make_oracle(self.oracle, eps2, self.domain_size, bound=self.bound, var_mode=self.var_mode).variance(
-            self.population)
+        return self._oracle(eps2, self.var_mode).variance(self.population)
 
     def _ask(self, slot: int, eps2: float) -> Request:
         return self._request(slot, Phase.PUBLICATION, eps2, None)
@@ -439,8 +463,7 @@ class Populated(LocalMechanism):
 
     def _error(self, users: float) -> float:
         """``V(eps, users)``: the error of an estimate from ``users`` reports at ``eps`` (a whole number)."""
-        return make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound,
-                           var_mode=self.var_mode).variance(int(users))
+        return self._oracle(self.epsilon, self.var_mode).variance(int(users))
 
     def _ask(self, slot: int, users: float) -> Request:
         return self._take(slot, Phase.PUBLICATION, int(users))
@@ -483,12 +506,13 @@ class PopulationDivision(Populated, AdaptiveMechanism):
         oracle: str = "ada",
         var_mode: str = "exact_avg",
         bound: float | None = None,
+        absent: bool = False,
         randomness: DerivedRandomness | None = None,
         devices: Devices | None = None,
         decision_override: DecisionOverride | None = None,
     ) -> None:
         super().__init__(epsilon, window, domain_size, population, beta=beta, force_first=force_first, oracle=oracle,
-                         var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
+                         var_mode=var_mode, bound=bound, absent=absent, randomness=randomness, devices=devices,
                          decision_override=decision_override)
         if self.population < 2 * self.window:
             raise ParameterError(f"population division needs N >= 2w users; got N = {self.population}, w = {self.window}")

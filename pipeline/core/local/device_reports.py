@@ -1,18 +1,22 @@
 """The users' side: perturb the values of the users a :class:`Request` asks, block by block.
 
 Randomness comes from the **devices'** key, never the server's: users are grouped in blocks of
-``block_size`` consecutive indices, and the reports of the requested users of block ``b`` at
-``(slot, phase)`` are drawn from ``DerivedRandomness(device_key, stream).keystream(slot, phase,
-block=b)`` in ascending user order. A fleet process holding whole blocks (:func:`block_reports`)
-therefore produces exactly the reports the simulation produces, and a retried report is
-identical to the first.
+``block_size`` consecutive indices, and the reports of the requested users of block ``b`` are
+drawn in ascending user order from the keystream of :func:`answer_keystream`, bound to the
+request they answer: its key is a keyed hash of the request's digest under the first bytes of
+``DerivedRandomness(device_key, stream).keystream(slot, phase, block=b)``. A fleet process
+holding whole blocks (:func:`block_reports`) therefore produces exactly the reports the
+simulation produces, a retried request gets the identical reports, and two different requests
+never share random bytes, even for the same ``(slot, phase)``: answers to a request for the
+same users at another budget are independent draws, not the same draws read at other odds.
 
 Two simulation modes, feeding the same estimator:
 
 * ``report``: every report is drawn (what the devices do); the collector's support is their sum.
 * ``sufficient``: the support is drawn directly from the requested users' value counts, exact in
   distribution, its cost independent of the number of reports (GRR, OUE; HM has no cheaper
-  statistic than its reports). It uses the generator at block ``-1``. Given an
+  statistic than its reports). It uses the generator at block ``-1`` (simulation only: no
+  device draws from it). Given an
   :class:`~.exchangeable.ExchangeableBinarySlot` instead of values, the counts are drawn too.
 
 Examples
@@ -29,32 +33,47 @@ Examples
 >>> again = block_reports(devices.randomness, request, 1, values[[5, 6]])  # users 5, 6 of block 1
 >>> bool((again == reports[1:3]).all())
 True
+>>> other = Request.from_dict({**request.to_dict(), "epsilon": 2.0})  # same (slot, phase), another request
+>>> first, second = (answer_keystream(devices.randomness, r, 0).words(2) for r in (request, other))
+>>> bool((first == answer_keystream(devices.randomness, request, 0).words(2)).all()), bool((first == second).any())
+(True, False)
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Iterator
 
 import numpy as np
 
-from ..randomness import DerivedRandomness, SecretKey
+from ..randomness import DerivedRandomness, KeyStream, SecretKey
 from ..validation import ParameterError, check_positive_int
 from .exchangeable import ExchangeableBinarySlot
 from .oracle import FrequencyOracle, LocalOracle
 from .protocol import Request
 
-__all__ = ["Devices", "block_reports", "MODES", "DEFAULT_BLOCK_SIZE"]
+__all__ = ["Devices", "answer_keystream", "block_reports", "MODES", "DEFAULT_BLOCK_SIZE"]
 
 MODES = ("report", "sufficient")
 DEFAULT_BLOCK_SIZE = 65536
 _SUFFICIENT_BLOCK = -1
 
 
+def answer_keystream(randomness: DerivedRandomness, request: Request, block: int) -> KeyStream:
+    """The keystream block ``block`` answers ``request`` from: keyed by a BLAKE2b of the request's
+    digest under the first 32 bytes of the block's keystream at the request's ``(slot, phase)``, so
+    its bytes are a function of the devices' key, the block and every field of the request."""
+    coordinates = randomness.keystream(request.slot, request.phase, block=block)
+    key = hashlib.blake2b(request.digest, key=coordinates.words(4).tobytes(), digest_size=32,
+                          person=b"wevent-answer-v1")
+    return KeyStream(key.digest())
+
+
 def block_reports(randomness: DerivedRandomness, request: Request, block: int, values,
                   oracle: LocalOracle | None = None) -> np.ndarray:
     """The reports of the requested users of ``block``, given their values in ascending user order."""
     oracle = oracle if oracle is not None else request.make_oracle()
-    return oracle.perturb(values, randomness.keystream(request.slot, request.phase, block=block))
+    return oracle.perturb(values, answer_keystream(randomness, request, block))
 
 
 class Devices:
@@ -111,6 +130,6 @@ class Devices:
             return oracle.sample_support(asked, rng), request.size
         blocks = list(self.blocks(request))
         asked = values if request.users is None else values[request.users]
-        streams = [self.randomness.keystream(request.slot, request.phase, block) for block, _ in blocks]
+        streams = [answer_keystream(self.randomness, request, block) for block, _ in blocks]
         sizes = [users.stop - users.start if isinstance(users, slice) else users.size for _, users in blocks]
         return oracle.batches_support(asked, streams, sizes), request.size

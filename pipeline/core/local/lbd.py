@@ -45,6 +45,11 @@ class LBD(Scheduled, BudgetDivision):
         The form of ``V(eps, n)``: the exact average over the bins by default.
     bound : float, optional
         The top of the value range for ``oracle="hm"`` (1 if omitted); ignored otherwise.
+    absent : bool, default False
+        Whether a user may have no value in a slot. Every asked user answers all the same: the
+        devices answer in ``domain_size + 1`` categories, the last meaning "no value" (the caller
+        gives such users that value), and releases keep the other ``domain_size`` bins. For
+        frequency oracles only: a mean needs every user's value.
     randomness : DerivedRandomness, optional
         Where the server's draws come from (a fresh random key if omitted).
     devices : Devices, optional
@@ -95,12 +100,13 @@ class LBD(Scheduled, BudgetDivision):
         oracle: str = "ada",
         var_mode: str = "exact_avg",
         bound: float | None = None,
+        absent: bool = False,
         randomness: DerivedRandomness | None = None,
         devices: Devices | None = None,
         decision_override: DecisionOverride | None = None,
     ) -> None:
         super().__init__(epsilon, window, domain_size, population, beta=beta, force_first=force_first, oracle=oracle,
-                         var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
+                         var_mode=var_mode, bound=bound, absent=absent, randomness=randomness, devices=devices,
                          decision_override=decision_override)
         self.schedule = Distribution(self.pool, self.window)
 

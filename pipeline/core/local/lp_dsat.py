@@ -10,7 +10,6 @@ from ..validation import ParameterError
 from ._base import DecisionOverride, PopulationDivision
 from .device_reports import Devices
 from .dsat import THRESHOLD_CAP, RateControlled
-from .oracles import make_oracle
 from .protocol import Request
 
 __all__ = ["LPDSAT"]
@@ -63,6 +62,11 @@ class LPDSAT(RateControlled, PopulationDivision):
         The form of ``V(eps, n)``: the exact average over the bins by default.
     bound : float, optional
         The top of the value range for ``oracle="hm"`` (1 if omitted); ignored otherwise.
+    absent : bool, default False
+        Whether a user may have no value in a slot. Every asked user answers all the same: the
+        devices answer in ``domain_size + 1`` categories, the last meaning "no value" (the caller
+        gives such users that value), and releases keep the other ``domain_size`` bins. For
+        frequency oracles only: a mean needs every user's value.
     randomness : DerivedRandomness, optional
         Where the server's draws come from (a fresh random key if omitted).
     devices : Devices, optional
@@ -124,23 +128,22 @@ class LPDSAT(RateControlled, PopulationDivision):
         oracle: str = "ada",
         var_mode: str = "exact_avg",
         bound: float | None = None,
+        absent: bool = False,
         randomness: DerivedRandomness | None = None,
         devices: Devices | None = None,
         decision_override: DecisionOverride | None = None,
     ) -> None:
         super().__init__(epsilon, window, domain_size, population, beta=beta, force_first=force_first, pool=pool,
-                         oracle=oracle, var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
-                         decision_override=decision_override)
+                         oracle=oracle, var_mode=var_mode, bound=bound, absent=absent, randomness=randomness,
+                         devices=devices, decision_override=decision_override)
         self._check_cutoff(cutoff, rate_denominator)
         self.pool = self.population - math.floor(self.beta * self.population)  # n2
         self.publication_users = self.unit = self.pool // self.cutoff  # m2
         self.publication_amount = self.publication_users
         if self.publication_users < 1:
             raise ParameterError(f"n2 = {self.pool} users cannot fill C = {self.cutoff} publications per window")
-        publication_oracle = make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound,
-                                         var_mode=self.var_mode)
-        self._start_controller(self.pool, threshold, publication_oracle.variance(self.publication_users), tolerance,
-                               gain)
+        self._start_controller(self.pool, threshold, self._oracle(self.epsilon, self.var_mode).variance(
+            self.publication_users), tolerance, gain)
 
     def _closed(self, slot: int, publication: Request | None) -> None:
         self.schedule.record(slot, publication.size if publication is not None else 0)

@@ -65,6 +65,11 @@ class LPRescueDP(KalmanSampling, Populated):
         The form of ``V(eps, n)``: the exact average over the bins by default.
     bound : float, optional
         The top of the value range for ``oracle="hm"`` (1 if omitted); ignored otherwise.
+    absent : bool, default False
+        Whether a user may have no value in a slot. Every asked user answers all the same: the
+        devices answer in ``domain_size + 1`` categories, the last meaning "no value" (the caller
+        gives such users that value), and releases keep the other ``domain_size`` bins. For
+        frequency oracles only: a mean needs every user's value.
     randomness : DerivedRandomness, optional
         Where the server's draws come from (a fresh random key if omitted).
     devices : Devices, optional
@@ -131,6 +136,7 @@ class LPRescueDP(KalmanSampling, Populated):
         oracle: str = "ada",
         var_mode: str = "exact_avg",
         bound: float | None = None,
+        absent: bool = False,
         randomness: DerivedRandomness | None = None,
         devices: Devices | None = None,
         decision_override: DecisionOverride | None = None,
@@ -138,7 +144,7 @@ class LPRescueDP(KalmanSampling, Populated):
         super().__init__(epsilon, window, domain_size, population, sample_share=sample_share, max_share=max_share,
                          kp=kp, ki=ki, kd=kd, integral_window=integral_window, interval_gain=interval_gain,
                          process_noise=process_noise, initial_covariance=initial_covariance, oracle=oracle,
-                         var_mode=var_mode, bound=bound, randomness=randomness, devices=devices,
+                         var_mode=var_mode, bound=bound, absent=absent, randomness=randomness, devices=devices,
                          decision_override=decision_override)
         self.max_users = check_positive_int(self.population // 5 if max_users is None else max_users, "n_max")
         self.ledger = PopulationLedger(self.population, self.window)

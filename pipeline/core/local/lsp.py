@@ -35,6 +35,11 @@ class LSP(LocalMechanism):
         The form of ``V(eps, n)``: the exact average over the bins by default.
     bound : float, optional
         The top of the value range for ``oracle="hm"`` (1 if omitted); ignored otherwise.
+    absent : bool, default False
+        Whether a user may have no value in a slot. Every asked user answers all the same: the
+        devices answer in ``domain_size + 1`` categories, the last meaning "no value" (the caller
+        gives such users that value), and releases keep the other ``domain_size`` bins. For
+        frequency oracles only: a mean needs every user's value.
     randomness : DerivedRandomness, optional
         Where the server's draws come from (a fresh random key if omitted).
     devices : Devices, optional

@@ -16,7 +16,10 @@ the slot's outcome with what every user spent (the users asked in each phase).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -27,7 +30,9 @@ from .oracle import LocalOracle
 from .oracles import make_oracle
 from .user_sets import pack_users, unpack_users
 
-__all__ = ["Request", "LocalDissimilarity", "LocalStepResult"]
+__all__ = ["Request", "LocalDissimilarity", "LocalStepResult", "DIGEST_BYTES"]
+
+DIGEST_BYTES = 32
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,6 +57,29 @@ class Request:
     def size(self) -> int:
         """How many users are asked."""
         return self.population if self.users is None else int(self.users.size)
+
+    @cached_property
+    def digest(self) -> bytes:
+        """BLAKE2b of the request's canonical encoding: equal exactly when every field of two requests is.
+
+        The scalar fields go in a sorted-key JSON header (floats as their exact hex form), the asked
+        users after it as little-endian int64, so an int32 copy of the same users digests the same.
+        A device ledger charges a request by it, and a device's randomness is bound to it.
+        """
+        fields = self.to_dict()
+        del fields["users"]  # packed on the wire: the ids go in below
+        users = self.users
+        # Every field of the wire form is in, so a field added to requests later is covered too.
+        header = {**fields, "slot": int(fields["slot"]), "phase": int(fields["phase"]), "oracle": str(fields["oracle"]),
+                  "domain_size": int(fields["domain_size"]), "population": int(fields["population"]),
+                  "epsilon": float(fields["epsilon"]).hex(),
+                  "bound": None if fields["bound"] is None else float(fields["bound"]).hex(),
+                  "users": None if users is None else int(np.size(users))}
+        digest = hashlib.blake2b(json.dumps(header, sort_keys=True).encode(), digest_size=DIGEST_BYTES,
+                                 person=b"wevent-request")
+        if users is not None:
+            digest.update(np.ascontiguousarray(users, dtype="<i8").tobytes())
+        return digest.digest()
 
     def make_oracle(self, var_mode: str = "exact_avg") -> LocalOracle:
         return make_oracle(self.oracle, self.epsilon, self.domain_size, bound=self.bound, var_mode=var_mode)

@@ -32,7 +32,7 @@ class KalmanSampling(LocalMechanism):
         As for every local mechanism.
     sample_share, max_share, kp, ki, kd, integral_window, interval_gain, process_noise, initial_covariance
         ``phi``, ``p_max``, the PID gains, ``pi_i``, ``theta``, ``Q`` and ``P0``.
-    oracle, var_mode, bound, randomness, devices, decision_override
+    oracle, var_mode, bound, absent, randomness, devices, decision_override
         As for every local mechanism.
     """
 
@@ -59,12 +59,13 @@ class KalmanSampling(LocalMechanism):
         oracle: str,
         var_mode: str,
         bound: float | None,
+        absent: bool,
         randomness: DerivedRandomness | None,
         devices: Devices | None,
         decision_override: DecisionOverride | None,
     ) -> None:
         super().__init__(epsilon, window, domain_size, population, oracle=oracle, var_mode=var_mode, bound=bound,
-                         randomness=randomness, devices=devices, decision_override=decision_override)
+                         absent=absent, randomness=randomness, devices=devices, decision_override=decision_override)
         self.sample_share = check_positive(sample_share, "phi")
         self.max_share = check_positive(max_share, "p_max")
         if self.max_share > 1:

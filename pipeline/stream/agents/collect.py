@@ -16,8 +16,8 @@ from .base import DEADLETTER_SAMPLE, HeadState, Out, Processor, SideKeys, TableV
 from .events import Events
 from .seen import seen_add, seen_contains
 
-__all__ = ["CLOSED_ROUNDS_KEPT", "MAX_EARLY_MESSAGES", "valid_reports", "asked_positions", "Round", "RoundRequest",
-           "CollectorState", "request_key", "round_request", "Collector"]
+__all__ = ["CLOSED_ROUNDS_KEPT", "MAX_EARLY_MESSAGES", "asked_positions", "Round", "RoundRequest", "CollectorState",
+           "request_key", "round_request", "Collector"]
 
 CLOSED_ROUNDS_KEPT = 16  # closed rounds remembered, so that a late report is told apart from an unrequested one
 
@@ -26,23 +26,6 @@ MAX_EARLY_MESSAGES = 256
 after it read the request, so honest early reports are those of the request the collector is
 about to read: one round's messages. Each waits in a key of its own; more are refused as
 ``unrequested`` rather than held."""
-
-
-def valid_reports(request: Request, reports: np.ndarray, n: int) -> np.ndarray:
-    """Which of ``n`` reports the request's oracle could have produced (shape and range)."""
-    d, oracle = request.domain_size, request.oracle
-    reports = np.asarray(reports)
-    if oracle == "grr":
-        if reports.shape != (n,) or reports.dtype.kind not in "iu":
-            return np.zeros(n, dtype=bool)
-        return (reports >= 0) & (reports < d)
-    if oracle == "oue":
-        width = -(-d // 8)
-        return np.full(n, reports.dtype == np.uint8 and reports.shape == (n, width))
-    if reports.shape != (n,) or reports.dtype.kind != "f":  # hm: outputs in [-C_d, C_d]
-        return np.zeros(n, dtype=bool)
-    e = np.exp(request.epsilon)
-    return np.isfinite(reports) & (np.abs(reports) <= (e + 1) / (e - 1) * (1 + 1e-12))
 
 
 def asked_positions(request: Request, users: np.ndarray) -> np.ndarray:
@@ -117,7 +100,8 @@ class Collector(Processor):
     answers, and ticks). A round closes when every asked user answered or its deadline passed
     (the users who did not answer are counted); its support goes to M1 (phase 1, on ``slots``) or
     M2 (phase 2, on ``dissimilarity``). A report from a user who was not asked, a second report, a
-    report for a closed round, or one no oracle could produce is counted and dead-lettered.
+    report for a closed round, or one the request's oracle cannot produce (its
+    :meth:`~wevent.core.local.oracle.LocalOracle.possible`) is counted and dead-lettered.
 
     State key: ``stream``: its open rounds (M2 opens one at a time, each holding at most a bit per
     asked user: who answered, by position in the request) and the index of early reports. A round's
@@ -200,7 +184,8 @@ class Collector(Processor):
         request = round_request(name, key, side)
         if users.size != len(reports.reports):
             return self._reject(events, name, "malformed", topic, users, "users and reports differ in number")
-        ok = valid_reports(request, reports.reports, users.size)
+        oracle = request.make_oracle()
+        ok = oracle.possible(reports.reports, users.size)  # exactly the outputs this oracle can produce
         asked = request.asks(users)
         first = np.zeros(users.size, dtype=bool)
         first[np.unique(users, return_index=True)[1]] = True
@@ -212,7 +197,7 @@ class Collector(Processor):
                 outputs += self._reject(events, name, reason, topic, users[mask], f"round {key}")
         keep = ok & asked & fresh
         if keep.any():
-            support = request.make_oracle().support(reports.reports[keep])
+            support = oracle.support(reports.reports[keep])
             round_.support = support if round_.support is None else round_.support + support
             round_.answered_at = seen_add(round_.answered_at, at[keep], request.size)
             round_.n += int(keep.sum())

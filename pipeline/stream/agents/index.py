@@ -42,12 +42,14 @@ from ..wire.keys import QueryEntryKey, QueryHeadKey
 from ..wire.messages import MeasuredMessage, decode_message
 from ..wire.records import ReleaseRecord
 from ..wire.topics import RELEASES
+from .local import answer_categories
 
 def release_variance(record: ReleaseRecord, bound: float | None = None, noise: str = "discrete") -> float | None:
     """Per-bin noise variance of a fresh release (None for a repeat), from what the record says.
 
     A local-model release is its oracle's estimate from the ``n2`` reports at ``eps2`` the record
-    names: the oracle's variance, in its exact average over the bins whatever form the mechanism
+    names, the oracle answering in the release's bins and the devices' "absent" category: the
+    oracle's variance, in its exact average over the categories whatever form the mechanism
     decides with (``bound``: the range of a mean estimate, oracle ``hm``; its variance is the
     worst case over the users' values). A central or personalized release has the variance of the
     stream's ``noise`` (its option, the mechanisms' default ``"discrete"``) at the release's budget.
@@ -58,7 +60,8 @@ def release_variance(record: ReleaseRecord, bound: float | None = None, noise: s
         reason = unindexable(record.mechanism)
         if reason:
             raise ParameterError(f"{record.mechanism} releases have no noise variance of their own: {reason}")
-        oracle = make_oracle(record.extras["oracle2"], record.eps2, len(record.release), bound=bound)
+        name = record.extras["oracle2"]
+        oracle = make_oracle(name, record.eps2, answer_categories(name, len(record.release)), bound=bound)
         return oracle.variance(int(record.extras["n2"]))
     if record.extras.get("theta"):  # personalized: Lap(1/theta) (the sampling error is not noise)
         return noise_variance(record.extras["theta"], noise)

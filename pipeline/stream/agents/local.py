@@ -15,7 +15,7 @@ from ..wire.messages import ReadyMessage
 from ..wire.records import AuditRecord, local_release_record
 from .logic import StreamLogic
 
-__all__ = ["LocalLogic", "device_block_size"]
+__all__ = ["LocalLogic", "device_block_size", "answers_absent", "answer_categories"]
 
 
 class LocalLogic(StreamLogic):
@@ -26,6 +26,10 @@ class LocalLogic(StreamLogic):
     support, M1 turns a phase-1 support into the dissimilarity (:func:`dissimilarity_of`), and M2
     decides and publishes. ``options.block_size`` is the devices' and ``options.deadline_seconds``
     the collector's (not the mechanism's).
+
+    Every asked user answers, with or without a value (:func:`answers_absent`): the mechanism's
+    devices answer in the stream's ``domain`` values plus an "absent" category, and its releases
+    have ``domain`` bins.
     """
 
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
@@ -35,7 +39,8 @@ class LocalLogic(StreamLogic):
         s = self.stream
         try:
             return mechanisms()[s.mechanism](s.epsilon, s.window, s.domain, s.users, oracle=s.oracle,
-                                         randomness=self.randomness, **s.mechanism_options)
+                                             absent=answers_absent(s.oracle), randomness=self.randomness,
+                                             **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 
@@ -69,6 +74,23 @@ class LocalLogic(StreamLogic):
         return AuditRecord(stream=self.stream.name, slot=result.slot, mechanism=mechanism.name,
                            epsilon=mechanism.epsilon, window=mechanism.window, eps1=float(result.eps1),
                            eps2=float(result.eps2), phases=phases)
+
+
+def answers_absent(oracle: str) -> bool:
+    """Whether a local stream's devices answer for a user without a value with an "absent" category.
+
+    Frequency streams do, always: a server that asked only the users with a value would learn,
+    from who answers and when, exactly who had one, which is raw data; so every asked user
+    answers through the oracle and is charged alike, the absent category is the last of
+    ``domain + 1``, and the releases drop its estimate. A mean (``hm``) has no category to spare,
+    so a mean stream needs every user's value in every slot (its devices refuse to start without).
+    """
+    return oracle != "hm"
+
+
+def answer_categories(oracle: str, domain: int) -> int:
+    """The categories a local stream's devices answer in (its requests' ``domain_size``)."""
+    return domain + int(answers_absent(oracle))
 
 
 def device_block_size(stream: StreamConfig) -> int:

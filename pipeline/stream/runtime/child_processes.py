@@ -81,15 +81,18 @@ class DevicesProcess(ChildProcess):
     """A `wevent devices` fleet for one shard of a local-model stream's users.
 
     Its users' ledgers are kept in ``ledger_dir`` (default: ``devices-ledger`` beside the log), so a
-    run's fleets never read another run's ledgers and a restarted fleet reads its own.
+    run's fleets never read another run's ledgers and a restarted fleet reads its own. ``new_ledger``
+    marks the shard's first start (``--new-ledger``): a restart without it finds its ledger or stops.
     """
 
     def __init__(self, config_path: Path, stream: str, values: Path, bootstrap: str, log_path: Path, *,
-                 tansu_compat: bool, shard: int = 0, shards: int = 1, metrics_port: int | None = None,
-                 ledger_dir: Path | None = None) -> None:
+                 tansu_compat: bool, new_ledger: bool, shard: int = 0, shards: int = 1,
+                 metrics_port: int | None = None, ledger_dir: Path | None = None) -> None:
         ledger_dir = ledger_dir or Path(log_path).parent / "devices-ledger"
         arguments = ["devices", "--config", str(config_path), "--stream", stream, "--values", str(values),
                      "--bootstrap", bootstrap, "--shard", f"{shard}/{shards}", "--ledger-dir", str(ledger_dir)]
+        if new_ledger:
+            arguments.append("--new-ledger")
         if tansu_compat:
             arguments.append("--tansu-compat")
         if metrics_port:

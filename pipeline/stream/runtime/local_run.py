@@ -283,7 +283,8 @@ class LocalRun:
             values = self.workdir / "values.npz"
             self.replayed.data.save(values)
             devices = DevicesProcess(config_path, self.stream.name, values, self.bootstrap,
-                                     self.workdir / "devices.log", tansu_compat=self.embedded)
+                                     self.workdir / "devices.log", tansu_compat=self.embedded,
+                                     new_ledger=True)  # the run owns the fleet's whole life, and its ledger's
             devices.env.update(self.keys.devices)
             self.children.append(self._start(devices))
 

@@ -18,8 +18,8 @@ class TruthMonitor:
     """Mean absolute error of every release seen so far against the feed's true histograms.
 
     Central and personalized releases estimate counts; local-model releases estimate the share of
-    the ``population`` users holding each value (absent users in an extra last category when the
-    stream has one), so their truth is scaled to match.
+    the ``population`` users holding each value (users without a value hold none), so their truth
+    is scaled to match.
     """
 
     def __init__(self, stream: str, feed, slot_offset: int = 0, population: int | None = None) -> None:
@@ -43,11 +43,7 @@ class TruthMonitor:
             return None
         values = np.asarray(self.feed.values_at(feed_slot))
         counts = np.bincount(values[values >= 0], minlength=domain)[:domain].astype(float)
-        if self.population is None:
-            return counts
-        if domain == self.feed.domain_size + 1:  # absent users report the extra last category
-            counts[-1] = self.population - counts[:-1].sum()
-        return counts / self.population
+        return counts if self.population is None else counts / self.population
 
     def observe(self, record: ReleaseRecord) -> float | None:
         """The running error once ``record`` is scored (None: its slot is not in the feed)."""

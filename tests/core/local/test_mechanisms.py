@@ -10,7 +10,7 @@ from tests.conftest import derived, scripted
 from tests.core.local.conftest import audit, make, run
 from wevent.core import packing
 from wevent.core.base import Strategy, restore
-from wevent.core.local import LPA, MECHANISMS, HybridMechanism, Request
+from wevent.core.local import GRR, LPA, MECHANISMS, HybridMechanism, Request
 from wevent.core.local.measures import bits_per_user_per_slot, cfpu
 from wevent.core.validation import ParameterError
 
@@ -468,3 +468,45 @@ def test_a_publication_budget_no_report_can_carry_approximates_even_when_forced(
     published = [e for e in eps2 if e > 0]
     assert min(published) >= MIN_REPORT_EPSILON and len(published) < 60  # the rest approximated
     assert all(e == 0 for e in eps2[len(published):])
+
+
+# Users without a value --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ALL)
+def test_with_absent_users_the_devices_answer_one_more_category_and_releases_drop_it(name):
+    """Every asked user answers, a user without a value in the absent category (the last of d + 1):
+    requests, oracles and supports cover the d + 1 categories, releases the d values."""
+    m = make(name, 1.0, 4, domain=3, population=400, absent=True, mode="report", decision_override=lambda t: True)
+    values = np.random.default_rng(2).integers(0, 4, (8, 400))  # 3: no value
+    requests = []
+    for row in values:
+        first = m.open_slot()
+        if first is not None:
+            requests.append(first)
+            m.measure(*m.devices.collect(first, row))
+        outcome = m.decide()
+        if isinstance(outcome, Request):
+            requests.append(outcome)
+            outcome = m.publish(*m.devices.collect(outcome, row))
+        assert outcome.release.shape == (3,)
+        assert outcome.reports == outcome.n1 + outcome.n2 and outcome.n1 == (0 if first is None else first.size)
+    assert m.categories == 4 and requests and all(r.domain_size == 4 for r in requests)
+    assert restore(m.to_bytes(), derived(0)).params() == m.params() and m.params()["absent"] is True
+
+
+def test_a_release_with_absent_users_estimates_each_values_share_of_all_the_users():
+    """LBU at eps = w asks everyone at eps = 1 per slot; GRR over d + 1 = 4 categories is unbiased for
+    each category's share of the N users, so the released bins estimate the values' shares of all
+    the users. Each release's bins have variance at most V(1, N) averaged over the categories times
+    d + 1 (one bin's variance is at most the sum): 5 of those standard deviations per bin."""
+    users = 20_000
+    shares = np.array([0.5, 0.2, 0.1, 0.2])  # the last: users without a value
+    values = np.repeat(np.arange(4), (shares * users).astype(int))
+    m = make("lbu", 4.0, 4, domain=3, population=users, absent=True, mode="report", oracle="grr")
+    release = m.step(values).release
+    bound = 5 * math.sqrt(4 * GRR(1.0, 4).variance(users))
+    assert release.shape == (3,) and np.all(np.abs(release - shares[:3]) < bound)
+
+
+def test_a_mean_has_no_absent_category():
+    with pytest.raises(ParameterError, match="every user's value in every slot"):
+        make("lbu", oracle="hm", domain=1, absent=True)
