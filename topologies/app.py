@@ -31,7 +31,8 @@ from wevent.stream.wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, R
 
 def build_app(config: AppConfig, bootstrap: str, settings: Settings, *, web_port: int = 6066,
               web_bind: str = "127.0.0.1", tansu_compat: bool = False, datadir: str | None = None,
-              stall_seconds: float = DEFAULT_STALL_SECONDS, session_seconds: float | None = None) -> faust.App:
+              stall_seconds: float = DEFAULT_STALL_SECONDS, session_seconds: float | None = None,
+              report_counts: bool = False) -> faust.App:
     """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``, with the
     keys and Kafka credentials ``settings`` give.
 
@@ -41,7 +42,8 @@ def build_app(config: AppConfig, bootstrap: str, settings: Settings, *, web_port
     """
     credentials = settings.kafka_credentials()
     app = worker_app(config, bootstrap, web_port=web_port, web_bind=web_bind, tansu_compat=tansu_compat,
-                     datadir=datadir, session_seconds=session_seconds, credentials=credentials)
+                     datadir=datadir, session_seconds=session_seconds, credentials=credentials,
+                     report_counts=report_counts)
     processors = Processors.build(config, settings)
     topics = {name: raw_topic(app, name, partitions=n) for name, n in config.topics().items()}
     watch_gaps = tansu_compat  # only tansu passes over records (on Kafka, offsets skip transaction markers)

@@ -28,6 +28,10 @@ def register(sub, settings: Settings) -> None:
                    default=settings.session_seconds,
                    help="the consumer group's session timeout: how long a dead worker's partitions wait for "
                    "another (default: Faust's; 10 with --tansu-compat)")
+    p.add_argument("--export-report-counts", action="store_true",
+                   help="also serve on /metrics the exact numbers of reports each stream accepted and rejected "
+                   "(wevent_reports_accepted_total, wevent_reports_rejected_total): functions of the raw data, "
+                   "which anyone who can scrape the port then sees; by default only messages are counted")
     p.add_argument("--loglevel", default="warn", choices=["crit", "error", "warn", "info", "debug"])
     p.set_defaults(handler=handle)
 
@@ -49,7 +53,7 @@ def handle(args) -> int:
 
     app = build_app(config, bootstrap, settings, web_port=args.web_port, web_bind=args.web_host,
                     tansu_compat=args.tansu_compat, datadir=args.datadir, stall_seconds=args.stall_seconds,
-                    session_seconds=args.session_seconds)
+                    session_seconds=args.session_seconds, report_counts=args.export_report_counts)
     create_topics(bootstrap, changelog_partitions(app), replication=config.replication_factor,
                   settings={"cleanup.policy": "compact"}, credentials=settings.kafka_credentials())
     run_worker(app, args.loglevel)

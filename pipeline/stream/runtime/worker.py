@@ -17,6 +17,7 @@ import time
 import faust
 from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
+from prometheus_client import CollectorRegistry
 
 from ...errors import UsageError
 from ...core.randomness import DerivedRandomness
@@ -55,12 +56,14 @@ def processing_guarantee(config: AppConfig, tansu_compat: bool) -> str:
 
 def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bind: str = "127.0.0.1",
                tansu_compat: bool = False, datadir: str | None = None, session_seconds: float | None = None,
-               credentials: KafkaCredentials | None = None) -> StatePositionedApp:
+               credentials: KafkaCredentials | None = None, report_counts: bool = False) -> StatePositionedApp:
     """A Faust app for the streams of ``config`` against the Kafka at ``bootstrap``, without agents yet.
 
     Its web server (/metrics, /healthz, /query) listens on ``web_bind`` only, this machine by
     default. Faust's /table views are off: they would serve the tables' contents (partial counts
-    of raw reports, ledgers) to anyone who can reach the port. ``session_seconds`` is the consumer
+    of raw reports, ledgers) to anyone who can reach the port. So are the exact numbers of reports
+    accepted and rejected, functions of the raw data, unless ``report_counts``
+    (:class:`~wevent.stream.runtime.prometheus.ServedMetrics`). ``session_seconds`` is the consumer
     group's session timeout (default: Faust's, 10 s on tansu): how long a killed worker's
     partitions wait before another takes them; a rebalance may take half of it. ``credentials``
     say how to reach a secured Kafka.
@@ -94,7 +97,9 @@ def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_b
                        broker_heartbeat_interval=min(1.0, session_seconds / 4))
     app = StatePositionedApp(config.app, **options)
     app.topic_partitions = config.topics()
-    setup_prometheus_sensors(app, name_prefix="wevent_faust")
+    served = CollectorRegistry(auto_describe=True)  # Faust's sensors, and this process's metrics as served
+    served.register(metrics.ServedMetrics(report_counts))
+    setup_prometheus_sensors(app, registry=served, name_prefix="wevent_faust")
     return app
 
 
