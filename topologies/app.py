@@ -36,9 +36,10 @@ def build_app(config: AppConfig, bootstrap: str, settings: Settings, *, web_port
     """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``, with the
     keys and Kafka credentials ``settings`` give.
 
-    ``/healthz`` answers 503 while the broker is unreachable, or input has waited ``stall_seconds``
-    without progress (:func:`~wevent.stream.runtime.worker.serve_health`); the rest of the
-    settings are the app's (:func:`~wevent.stream.runtime.worker.worker_app`).
+    ``/readyz`` answers 503 while the broker is unreachable, or input has waited ``stall_seconds``
+    without progress, and ``/livez`` 200 whenever the process answers
+    (:func:`~wevent.stream.runtime.worker.serve_health`); the rest of the settings are the app's
+    (:func:`~wevent.stream.runtime.worker.worker_app`).
     """
     credentials = settings.kafka_credentials()
     app = worker_app(config, bootstrap, web_port=web_port, web_bind=web_bind, tansu_compat=tansu_compat,

@@ -23,7 +23,7 @@ import subprocess
 import threading
 import time
 
-from ...errors import UsageError
+from ...errors import Unavailable, UsageError
 from ..settings import MEMORY_LIMIT_ENV, KafkaCredentials
 
 
@@ -206,7 +206,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
     try:
         existing = admin.list_topics(timeout=timeout).topics
     except Exception as exc:
-        raise UsageError(f"cannot reach Kafka at {bootstrap}: {exc}") from None
+        raise Unavailable(f"cannot reach Kafka at {bootstrap}: {exc}") from None
     for name, partitions in topics.items():
         if name in existing and len(existing[name].partitions) != partitions:
             raise UsageError(f"topic {name!r} has {len(existing[name].partitions)} partitions, the config needs {partitions}")
@@ -222,7 +222,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
     deadline = time.monotonic() + timeout
     while missing and not _served(bootstrap, {t.topic: t.num_partitions for t in missing}, credentials):
         if time.monotonic() > deadline:
-            raise UsageError(f"Kafka at {bootstrap} created the topics but does not serve them after {timeout:.0f} s")
+            raise Unavailable(f"Kafka at {bootstrap} created the topics but does not serve them after {timeout:.0f} s")
         time.sleep(0.1)
 
 
