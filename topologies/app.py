@@ -31,17 +31,20 @@ from wevent.stream.wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, R
 
 def build_app(config: AppConfig, bootstrap: str, settings: Settings, *, web_port: int = 6066,
               web_bind: str = "127.0.0.1", tansu_compat: bool = False, datadir: str | None = None,
-              stall_seconds: float = DEFAULT_STALL_SECONDS, session_seconds: float | None = None) -> faust.App:
+              stall_seconds: float = DEFAULT_STALL_SECONDS, session_seconds: float | None = None,
+              report_counts: bool = False) -> faust.App:
     """A Faust app running every stream of ``config`` against the Kafka at ``bootstrap``, with the
     keys and Kafka credentials ``settings`` give.
 
-    ``/healthz`` answers 503 while the broker is unreachable, or input has waited ``stall_seconds``
-    without progress (:func:`~wevent.stream.runtime.worker.serve_health`); the rest of the
-    settings are the app's (:func:`~wevent.stream.runtime.worker.worker_app`).
+    ``/readyz`` answers 503 while the broker is unreachable, or input has waited ``stall_seconds``
+    without progress, and ``/livez`` 200 whenever the process answers
+    (:func:`~wevent.stream.runtime.worker.serve_health`); the rest of the settings are the app's
+    (:func:`~wevent.stream.runtime.worker.worker_app`).
     """
     credentials = settings.kafka_credentials()
     app = worker_app(config, bootstrap, web_port=web_port, web_bind=web_bind, tansu_compat=tansu_compat,
-                     datadir=datadir, session_seconds=session_seconds, credentials=credentials)
+                     datadir=datadir, session_seconds=session_seconds, credentials=credentials,
+                     report_counts=report_counts)
     processors = Processors.build(config, settings)
     topics = {name: raw_topic(app, name, partitions=n) for name, n in config.topics().items()}
     watch_gaps = tansu_compat  # only tansu passes over records (on Kafka, offsets skip transaction markers)

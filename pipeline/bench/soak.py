@@ -12,15 +12,18 @@ always has work) for a given time, twice in one run of the benchmark:
 Every second the broker's resident memory (VmRSS) and the releases so far are sampled; printed
 are the memory at start, middle and end, its growth per minute, and the release rate in the first
 and last third of the run (a flat rate means the worker keeps up whatever the run's length).
+
+Each run's broker and worker end with it, and its working directory is deleted at its end; a run
+killed outright takes its children with it, and the next run (or ``wevent run``) deletes its
+directory (:mod:`wevent.stream.runtime.workdir`).
 """
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +33,7 @@ from ..stream.config import parse_config
 from ..stream.runtime.kafka import KafkaReportSink
 from ..stream.runtime.child_processes import WorkerProcess, write_config
 from ..stream.runtime.subscription import Releases
+from ..stream.runtime.workdir import make_workdir
 
 START = 1_300_000_000.0
 STREAM = "soak"
@@ -76,7 +80,7 @@ def soak(args, limit_mb: float | None) -> Soak:
     """One run: broker (with the watchdog at ``limit_mb``, or none), worker and producer."""
     config = _config(args.users, args.partitions)
     broker = EmbeddedBroker(memory_limit_mb=limit_mb, watch=limit_mb is not None).start()
-    workdir = Path(tempfile.mkdtemp(prefix="wevent-soak-"))
+    workdir = make_workdir("soak")
     result = Soak(limit_mb)
     worker = None
     done = threading.Event()
@@ -121,7 +125,7 @@ def soak(args, limit_mb: float | None) -> Soak:
                     deadline = now + args.seconds
                 if now > deadline:
                     if started is None:
-                        raise RuntimeError(f"no release within 120 s; worker log {worker.log_path}")
+                        raise RuntimeError(f"no release within 120 s; the worker's last log line: {worker.last_line()}")
                     break
     finally:
         done.set()
@@ -129,6 +133,7 @@ def soak(args, limit_mb: float | None) -> Soak:
         if worker:
             worker.stop()
         broker.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
     return result
 
 

@@ -1,9 +1,11 @@
 """The ``wevent`` command: one module per subcommand, each with ``register(subparsers)``.
 
-Every user-facing failure (bad parameter, unreadable input, unreachable broker, too little memory)
-is one line on stderr and exit status 2, never a traceback. Options are checked by type and range
-while parsing (:mod:`wevent.cli._common`), before any work starts. Anything else is a bug: one
-line and exit status 1, with the traceback only when ``WEVENT_DEBUG=1``.
+Every user-facing failure is one line on stderr, never a traceback, and its exit status says what
+to do about it (:mod:`wevent.errors`): 2 for bad input (a parameter, an unreadable input, too
+little memory), 75 for a Kafka that does not answer, 3 for a broker that lost what it confirmed.
+Options are checked by type and range while parsing (:mod:`wevent.cli._common`), before any work
+starts. Anything else is a bug: one line and exit status 1, with the traceback only when
+``WEVENT_DEBUG=1``.
 
 :func:`main` reads the environment once (:class:`~wevent.stream.settings.Settings`): the defaults
 of the options it stands in for, and ``args.settings`` for every command's handler.
@@ -19,6 +21,7 @@ import sys
 from .. import __version__
 from ..core.packing import StateError
 from ..core.validation import ParameterError
+from ..errors import EXIT_INTERNAL, EXIT_LOST_STATE, EXIT_UNAVAILABLE, EXIT_USAGE, LostState, Unavailable
 from ..stream.settings import DEBUG_ENV, Settings
 from ._common import OneLineParser, UsageError
 
@@ -68,18 +71,24 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def describe(exc: BaseException) -> tuple[str, int]:
-    """One line and the exit status for a failure: 2 for the user's to fix, 1 for a bug."""
+    """One line and the exit status for a failure: 2 for the user's to fix, 75 for a Kafka that did
+    not answer, 3 for a broker that lost state, 1 for a bug."""
     if isinstance(exc, (ParameterError, StateError, UsageError)):  # ConfigError is a ParameterError
-        return f"error: {_one_line(exc)}", 2
+        return f"error: {_one_line(exc)}", EXIT_USAGE
+    if isinstance(exc, LostState):  # first: messages a broker confirmed and lost are also undelivered
+        return f"lost state: {_one_line(exc)}", EXIT_LOST_STATE
+    if isinstance(exc, Unavailable):
+        return f"unavailable: {_one_line(exc)}", EXIT_UNAVAILABLE
     extra = EXTRA_OF_MODULE.get((exc.name or "").partition(".")[0]) if isinstance(exc, ImportError) else None
     if extra:
         return (f"error: this command needs the {extra} extra ({exc.name} is missing): in the wevent checkout, "
-                f"pip install -e '.[{extra}]'"), 2
+                f"pip install -e '.[{extra}]'"), EXIT_USAGE
     if isinstance(exc, MemoryError):
-        return f"error: not enough memory for this input or these sizes ({_one_line(exc) or 'MemoryError'})", 2
+        return f"error: not enough memory for this input or these sizes ({_one_line(exc) or 'MemoryError'})", EXIT_USAGE
     if isinstance(exc, OSError) and exc.filename is not None:
-        return f"error: {exc.filename}: {exc.strerror or _one_line(exc)}", 2
-    return (f"internal error: {type(exc).__name__}: {_one_line(exc)}; rerun with {DEBUG_ENV}=1 for the traceback", 1)
+        return f"error: {exc.filename}: {exc.strerror or _one_line(exc)}", EXIT_USAGE
+    return (f"internal error: {type(exc).__name__}: {_one_line(exc)}; rerun with {DEBUG_ENV}=1 for the traceback",
+            EXIT_INTERNAL)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -15,17 +15,18 @@ import os
 import re
 import socket
 import sys
+import time
 import urllib.parse
 from typing import Callable, Iterable, TypeVar
 
 from ..core.validation import MIN_EPSILON
-from ..errors import UsageError
+from ..errors import Unavailable, UsageError
 from ..stream.settings import LOOPBACK, Settings
 
 __all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
            "probability", "port", "listen_port", "seed", "user_count", "slot_count", "window_length", "bin_count",
            "partition_count", "epsilon_value", "readable_file", "writable_file", "directory", "bootstrap_servers",
-           "http_url", "shard_spec", "reachable_kafka", "bind_address", "check_listen"]
+           "http_url", "shard_spec", "reachable_kafka", "wait_for_kafka", "bind_address", "check_listen"]
 
 
 T = TypeVar("T")
@@ -277,8 +278,10 @@ def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 1
     """The Kafka to use (``explicit``, else $WEVENT_BOOTSTRAP as ``settings`` give it), reached with
     the credentials ``settings`` give, checked to answer within ``timeout`` s.
 
-    A refused connection or an unknown host fails at once; a listener that is not Kafka fails after
-    ``timeout``. Either way the failure is one line, not the client library's retries and log.
+    A refused connection or an unknown host fails at once (:class:`~wevent.errors.Unavailable`:
+    Kafka may be down now and up later); a listener that is not Kafka fails after ``timeout`` (a
+    usage error: the address or the security settings are wrong). Either way the failure is one
+    line, not the client library's retries and log.
     """
     import socket
 
@@ -303,10 +306,42 @@ def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 1
         except OSError as exc:
             errors.append(f"{address.strip()}: {exc.strerror or exc}")
     else:
-        raise UsageError(f"cannot reach Kafka at {bootstrap}: {'; '.join(errors)}")
+        raise Unavailable(f"cannot reach Kafka at {bootstrap}: {'; '.join(errors)}")
     try:  # log_level 0: the one line below says it all
         client = AdminClient({**client_config(bootstrap, settings.kafka_credentials()), "log_level": 0})
         client.list_topics(timeout=timeout)
     except KafkaException as exc:
         raise UsageError(f"no Kafka answered at {bootstrap} within {timeout:g} s: {exc.args[0].str()}") from None
     return bootstrap
+
+
+RETRY_LIMIT_SECONDS = 10.0  # the longest wait between two attempts to reach Kafka
+
+
+def wait_for_kafka(explicit: str | None, settings: Settings, command: str,
+                   waiting: Callable[[str, str, float], None] = lambda bootstrap, error, seconds: None,
+                   sleep: Callable[[float], object] = time.sleep) -> str:
+    """:func:`reachable_kafka`, tried again while Kafka cannot be reached, with a backoff from 1 s
+    doubling up to :data:`RETRY_LIMIT_SECONDS`, for as long as it takes: for the long-running
+    commands (a worker, a device fleet), whose supervisor would only start them again.
+
+    ``command`` says one line on stderr when the wait starts and one when Kafka answers;
+    ``waiting(bootstrap, error, seconds)`` hears of every failed attempt. Any other failure (no
+    bootstrap, a listener that is not Kafka) ends the wait as :func:`reachable_kafka` raises it.
+    """
+    started, delay, said = time.monotonic(), 1.0, False
+    while True:
+        try:
+            bootstrap = reachable_kafka(explicit, settings)
+        except Unavailable as exc:
+            waiting(settings.kafka_bootstrap(explicit) or "", str(exc), time.monotonic() - started)
+            if not said:
+                print(f"{command}: {exc}; trying again until it answers", file=sys.stderr, flush=True)
+                said = True
+            sleep(delay)
+            delay = min(2 * delay, RETRY_LIMIT_SECONDS)
+            continue
+        if said:
+            print(f"{command}: Kafka at {bootstrap} answers, after {time.monotonic() - started:.0f} s",
+                  file=sys.stderr, flush=True)
+        return bootstrap

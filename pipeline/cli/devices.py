@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import sys
 
+from ..errors import Unavailable
 from ..stream.wire.topics import LDP_REPORTS, LDP_REQUESTS
 from ..stream.settings import LOOPBACK, Settings
-from ._common import (UsageError, bind_address, bootstrap_servers, check_listen, integer, port,
-                      reachable_kafka, readable_file, serve_metrics, shard_spec)
+from ._common import (UsageError, bind_address, bootstrap_servers, check_listen, integer, port, readable_file,
+                      serve_metrics, shard_spec, wait_for_kafka)
 
 DEFAULT_LEDGER_DIR = "wevent-devices-ledger"
 
@@ -16,7 +17,11 @@ log = logging.getLogger("wevent.devices")
 
 
 def register(sub, settings: Settings) -> None:
-    p = sub.add_parser("devices", help="the local model's devices: answer ldp.requests with perturbed reports")
+    p = sub.add_parser("devices", help="the local model's devices: answer ldp.requests with perturbed reports",
+                       description="The local model's devices: answer ldp.requests with perturbed reports until "
+                       "SIGTERM, SIGINT or SIGHUP (exit status 0). Started while Kafka is down, the fleet waits for "
+                       "it. Exit status 2: bad input (starting again will not help); 75: reports not delivered "
+                       "within the producer's message timeout (start again: the request is answered again).")
     p.add_argument("--config", "-c", required=True, type=readable_file, help="stream config file")
     p.add_argument("--stream", "-s", action="append", help="local-model stream of the config (default: the "
                    "first); give it several times for one fleet serving several streams")
@@ -50,16 +55,16 @@ def register(sub, settings: Settings) -> None:
 
 
 def handle(args) -> int:
-    from confluent_kafka import Consumer, Producer  # first: without the stream extra, say so before anything else
+    import confluent_kafka  # noqa: F401 - first: without the stream extra, say so before anything else
 
     from wevent.core.data import UserValues
     from wevent.core.local.device_reports import Devices
     from wevent.core.randomness import DerivedRandomness
     from wevent.stream.wire.seals import report_seal
     from wevent.stream.config import load_config
-    from wevent.stream.runtime.kafka import consumer_config, producer_config
     from wevent.stream.agents.local import device_block_size
-    from wevent.producers.device_fleet import DeviceFleet, SignedRequests, signed_reports
+    from wevent.producers.device_fleet import DeviceFleet, SignedRequests
+    from wevent.stream.runtime.local_run import Signals, Stopped
 
     settings = args.settings
     config = load_config(args.config)
@@ -89,25 +94,41 @@ def handle(args) -> int:
     reports = report_seal(settings.device_key(config))
     if args.metrics_port:
         check_listen(args.metrics_host, args.metrics_port)
-    bootstrap = reachable_kafka(args.bootstrap, settings)
+    signals = Signals().install()  # a signal stops the fleet wherever it is: every step of an answer is crash-safe
+    try:
+        serve(args, fleets, readers, reports, f"wevent-devices-{'+'.join(names)}-{shard}of{shards}")
+    except Stopped as stop:  # a request being answered stays uncommitted: it is answered again on restart
+        print(f"wevent devices: {stop}: stopping", file=sys.stderr)
+    finally:
+        signals.restore()
+    return 0
+
+
+def serve(args, fleets: dict, readers: dict, reports, group: str) -> None:
+    """Wait for Kafka, then answer the requests of ``group``'s partitions until stopped."""
+    from confluent_kafka import Consumer, Producer
+
+    from wevent.producers.device_fleet import signed_reports
+    from wevent.stream.runtime.health import log_client_errors
+    from wevent.stream.runtime.kafka import consumer_config, producer_config
+
+    settings = args.settings
+    bootstrap = wait_for_kafka(args.bootstrap, settings, "wevent devices")
     credentials = settings.kafka_credentials()
     if args.metrics_port:
         serve_metrics(args.metrics_port, args.metrics_host)
-    from wevent.stream.runtime.health import log_client_errors
-
     log_client_errors()  # a broker that goes away: one line per 30 s in the fleet's log, not one per retry
     # Offsets are committed by hand, each after its request's answer is delivered (see answer_requests).
-    consumer = Consumer({**consumer_config(bootstrap, group=f"wevent-devices-{'+'.join(names)}-{shard}of{shards}",
-                                         tansu_compat=args.tansu_compat, credentials=credentials),
-                         "enable.auto.commit": False})
+    consumer = Consumer({**consumer_config(bootstrap, group=group, tansu_compat=args.tansu_compat,
+                                         credentials=credentials), "enable.auto.commit": False})
     producer = Producer(producer_config(bootstrap, args.tansu_compat, credentials))
     consumer.subscribe([LDP_REQUESTS])
     for name, fleet in fleets.items():
         fullest = fleet.ledger.tightest()
         spent = "" if fullest is None else f", fullest user window {fullest.spend:g} of {fullest.bound:g}"
-        print(f"devices of stream {name!r}: shard {shard}/{shards} of {fleet.stream.users} users in blocks of "
-              f"{fleet.devices.block_size}; ledger {fleet.ledger.path} (newest charged slot {fleet.ledger.newest}"
-              f"{spent}); waiting for requests", file=sys.stderr, flush=True)
+        print(f"devices of stream {name!r}: shard {fleet.shard}/{fleet.shards} of {fleet.stream.users} users in "
+              f"blocks of {fleet.devices.block_size}; ledger {fleet.ledger.path} (newest charged slot "
+              f"{fleet.ledger.newest}{spent}); waiting for requests until SIGTERM", file=sys.stderr, flush=True)
 
     def respond(raw: bytes) -> list[tuple[bytes, bytes]]:
         """The ``ldp.reports`` messages answering one request, with their keys ([] for a forged one or
@@ -121,8 +142,7 @@ def handle(args) -> int:
     try:
         answer_requests(consumer, producer, respond)
     finally:
-        consumer.close()
-    return 0
+        consumer.close()  # leaves the consumer group: a fleet of the same shard started next takes over at once
 
 
 def answer_requests(consumer, producer, respond) -> None:
@@ -167,8 +187,8 @@ def deliver(producer, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
     while producer.flush(1.0):  # short waits: the process still answers signals
         pass
     if failures:
-        raise UsageError(f"{len(failures)} of {len(messages)} report message(s) not delivered to {topic} "
-                         f"({failures[0].str()}); the request stays uncommitted and is answered again on restart")
+        raise Unavailable(f"{len(failures)} of {len(messages)} report message(s) not delivered to {topic} "
+                          f"({failures[0].str()}); the request stays uncommitted and is answered again on restart")
 
 
 def server_public_key(text: str | None, config, settings: Settings):

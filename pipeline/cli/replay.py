@@ -23,6 +23,7 @@ from wevent.producers.profiles import resolve, settings_of
 from wevent.producers.replay import (DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, default_producer_id,
                                      replay)
 
+from ..errors import EXIT_LOST_STATE, EXIT_UNAVAILABLE, LostState
 from ..stream.settings import Settings
 from ..stream.wire.format import DecodeError
 from ..stream.wire.reports import check_producer_id
@@ -232,7 +233,7 @@ def handle(args) -> int:
                        progress=lambda slots, total: progress(slots, args.progress, total=total, desc="replay"))
     except DeliveryError as exc:  # the broker is gone, refuses or lost data: what was sent is incomplete
         print(f"wevent replay: failed: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_LOST_STATE if isinstance(exc, LostState) else EXIT_UNAVAILABLE
     summary = {
         "feed": command.name, "profile": args.profile, "settings": asdict(profile), "name": feed.name,
         "users": feed.users, "slots": feed.slots, "domain_size": feed.domain_size,

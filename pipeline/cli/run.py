@@ -36,7 +36,13 @@ PORT = integer(0, 65_535)  # 0: a free port
 
 
 def register(sub, settings: Settings) -> None:
-    p = sub.add_parser("run", help="run broker, worker and a feed replay; print releases live")
+    p = sub.add_parser("run", help="run broker, worker and a feed replay; print releases live",
+                       description="Run the embedded broker (or use --bootstrap), a worker, the devices of a "
+                       "local-model stream and a replay of the feed; print releases live. Exit status: 0 done; 1 "
+                       "internal error; 2 bad input, or the embedded broker at its memory limit; 3 the embedded "
+                       "broker died (its state is gone); 75 Kafka unreachable or the replay not delivered; 128+N "
+                       "stopped by signal N. A worker or device fleet that stops ends the run with its status (1 "
+                       "if it was killed).")
     p.add_argument("--config", "-c", type=readable_file, help="stream config file; default: one central stream over the feed")
     p.add_argument("--stream", help="stream of the config that the feed is replayed into (default: the first)")
     p.add_argument("--feed", type=readable_file, help="a .npz dump of user values to replay (default: the bundled sample feed)")
@@ -138,7 +144,7 @@ def handle(args) -> int:
         return 128 + stop.signum
     except Failed as failure:
         print(f"wevent run: failed: {failure}", file=sys.stderr)
-        return 1
+        return failure.status
     finally:
         run.close()
 

@@ -145,7 +145,7 @@ def test_prometheus_scrapes_every_worker_truth_monitor_and_device_shard(compose)
 def test_only_workers_keep_the_image_healthcheck_on_the_port_they_serve(compose):
     dockerfile = (DOCKER / "Dockerfile").read_text()
     image_port = int(re.search(r"WEVENT_WEB_PORT=(\d+)", dockerfile).group(1))
-    assert "/healthz" in re.search(r"HEALTHCHECK.*?\n[^\n]*CMD[^\n]*", dockerfile, flags=re.S).group(0)
+    assert "/livez" in re.search(r"HEALTHCHECK.*?\n[^\n]*CMD[^\n]*", dockerfile, flags=re.S).group(0)
     workers = worker_services(compose)
     for name in WEVENT_SERVICES:
         service = compose["services"][name]
@@ -155,7 +155,7 @@ def test_only_workers_keep_the_image_healthcheck_on_the_port_they_serve(compose)
             port = int(service.get("environment", {}).get("WEVENT_WEB_PORT", image_port))
             assert not disabled and web_port == port, f"{name} serves {web_port}, the check probes {port}"
         else:
-            assert disabled, f"{name} runs `wevent {service['command'][0]}`, which serves no /healthz"
+            assert disabled, f"{name} runs `wevent {service['command'][0]}`, which serves no /livez"
 
 
 def test_grafana_provisions_the_dashboards_and_datasource_from_files(compose):

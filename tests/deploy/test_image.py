@@ -72,7 +72,7 @@ def test_dockerfile_builds_in_two_stages_and_runs_unprivileged_with_a_health_che
     users = [arg for op, arg in final if op == "USER"]
     assert users and users[-1].split(":")[0] not in ("0", "root"), "the runtime stage runs as a non-root user"
     health = [arg for op, arg in final if op == "HEALTHCHECK"]
-    assert len(health) == 1 and "/healthz" in health[0] and "WEVENT_WEB_PORT" in health[0]
+    assert len(health) == 1 and "/livez" in health[0] and "WEVENT_WEB_PORT" in health[0]
     build = steps[:stages[-1]]
     lock_install = [arg for op, arg in build if op == "RUN" and "requirements.lock" in arg]
     assert lock_install and all(arg.count("--no-deps") == arg.count("--require-hashes") == arg.count(".lock") == 2

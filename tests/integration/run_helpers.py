@@ -65,6 +65,32 @@ def first_release(directory: Path, timeout: float = 120) -> bool:
     return wait_for(lambda: (directory / "stdout").read_text().startswith("taxi"), timeout)
 
 
+def kill_a_child(directory: Path, kind: str, arguments: list[str]) -> tuple[int, list[str], float, str]:
+    """`wevent run` with ``arguments`` until its first release, then SIGKILL its child ``kind``
+    ("broker", "worker", "devices"). Returns the run's exit status, the lines it wrote on stderr
+    after the kill, the seconds it took to end, and the whole of its stderr; every child must end."""
+    run = start_run(arguments, environment(directory / "tmp"), directory)
+    err = directory / "stderr"
+    started = {}
+    try:
+        assert first_release(directory), err.read_text()
+        started = children(run.pid)
+        before = len(err.read_text().splitlines())
+        killed = time.monotonic()
+        os.kill(next(pid for pid, argv in started.items() if command_of(argv) == kind), signal.SIGKILL)
+        try:
+            status = run.wait(60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the run still runs 60 s after its {kind} died; stderr ends with "
+                                 f"{err.read_text()[-2000:]}") from None
+        seconds = time.monotonic() - killed
+        assert wait_for(lambda: not any(alive(pid) for pid in started), 10), \
+            {pid: started[pid] for pid in started if alive(pid)}
+        return status, err.read_text().splitlines()[before:], seconds, err.read_text()
+    finally:
+        kill_leftovers(run, started)
+
+
 def kill_leftovers(run: subprocess.Popen, started) -> None:
     """After a failed test: the run and the children it was seen to start (by their own pids)."""
     if run.poll() is None:

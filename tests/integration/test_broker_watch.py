@@ -1,4 +1,4 @@
-"""What a worker's /healthz sees, checked against a real broker."""
+"""What a worker's /readyz sees, checked against a real broker."""
 
 from __future__ import annotations
 

@@ -1,45 +1,33 @@
-"""`wevent run` whose embedded broker dies exits promptly with one line."""
+"""`wevent run` whose embedded broker or worker dies exits promptly with one line saying why."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.integration.run_helpers import (alive, children, command_of, environment, first_release, kill_leftovers,
-                                           start_run, wait_for, wevent_run)
+from tests.integration.run_helpers import environment, kill_a_child, started_ports, wevent_run
 
 pytestmark = pytest.mark.slow
 
 
 def test_a_dead_broker_ends_the_run_with_one_line(tmp_path):
-    env = environment(tmp_path / "tmp")
-    run = start_run(["--speed", "60"], env, tmp_path)
-    err = tmp_path / "stderr"
-    started = {}
-    try:
-        assert first_release(tmp_path), err.read_text()
-        started = children(run.pid)
-        broker = next(pid for pid, argv in started.items() if command_of(argv) == "broker")
-        before = len(err.read_text().splitlines())
-        killed = time.monotonic()
-        os.kill(broker, signal.SIGKILL)
-        try:
-            status = run.wait(60)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"the run still runs 60 s after its broker died; stderr ends with {err.read_text()[-2000:]}")
-        assert time.monotonic() - killed < 15
-        assert status == 1
-        after = err.read_text().splitlines()[before:]
-        assert len(after) == 1 and after[0].startswith("wevent run: failed: the embedded broker stopped (killed by "
-                                                       "SIGKILL); its topics"), after[:20]
-        assert wait_for(lambda: not any(alive(pid) for pid in started), 5)
-    finally:
-        kill_leftovers(run, started)
+    status, after, seconds, _ = kill_a_child(tmp_path, "broker", ["--speed", "60"])
+    assert seconds < 15
+    assert status == 3  # the broker's state is gone: a new run starts from scratch
+    assert len(after) == 1 and after[0].startswith("wevent run: failed: the embedded broker stopped (killed by "
+                                                   "SIGKILL); its topics"), after[:20]
+
+
+def test_a_dying_worker_ends_the_run_with_its_last_line_quoted(tmp_path):
+    status, after, _, err = kill_a_child(tmp_path, "worker", ["--speed", "60"])
+    assert status == 1  # killed: no documented status of its own
+    assert len(after) == 1 and after[0].startswith(
+        "wevent run: failed: the worker stopped (killed by SIGKILL); the last line of its log: wevent worker: app "
+        "wevent, streams taxi (central ba); Kafka at 127.0.0.1:"), after
+    assert after[0].endswith(f"(tansu); web http://127.0.0.1:{started_ports(err)[0]} (/metrics, /livez, /readyz, "
+                             "/query); stops on SIGTERM"), after
 
 
 def test_a_broker_at_its_memory_limit_ends_the_run_with_one_line_saying_so(tmp_path):
@@ -53,6 +41,6 @@ def test_a_broker_at_its_memory_limit_ends_the_run_with_one_line_saying_so(tmp_p
     assert dump.returncode == 0, dump.stderr
     result = wevent_run(["--feed", str(feed), "--speed", "0", "--quiet"], env, tmp_path, timeout=120)
     failures = [line for line in result.stderr.splitlines() if line.startswith("wevent run: failed")]
-    assert result.returncode == 1 and len(failures) == 1, result.stderr[-2000:]
+    assert result.returncode == 2 and len(failures) == 1, result.stderr[-2000:]  # the same run would stop again
     assert "its memory limit of 60 MiB (WEVENT_BROKER_MEMORY_MB)" in failures[0]
     assert "Traceback" not in result.stderr and list((tmp_path / "tmp").iterdir()) == []

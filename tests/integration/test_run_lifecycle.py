@@ -1,13 +1,17 @@
 """`wevent run` stops everything it started and leaves nothing behind, whichever way it ends.
 
 The run is a real subprocess with its real children (the tansu broker, the worker, the device
-fleet); the tests watch them through /proc.
+fleet); the tests watch them through /proc. Killed outright, a run (or `wevent bench soak`) takes
+its children with it, and the next run deletes the directory it left.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -74,3 +78,47 @@ def test_a_finished_run_and_a_failed_run_leave_nothing_behind(tmp_path):
     assert failed.returncode == 2 and "cannot serve metrics" in failed.stderr, failed.stderr[-3000:]
     assert "Traceback" not in failed.stderr
     assert list(tmpdir.iterdir()) == [] and not _processes_using(tmpdir)
+
+
+def _kill_and_watch_children(process: subprocess.Popen, started: dict) -> None:
+    """SIGKILL ``process``: nothing of it runs to stop its children, which must end anyway."""
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert wait_for(lambda: not any(alive(pid) for pid in started), 10), \
+        {pid: started[pid] for pid in started if alive(pid)}
+
+
+def test_a_killed_soak_or_run_leaves_no_process_and_the_next_run_removes_its_directory(tmp_path):
+    tmpdir = tmp_path / "tmp"
+    env = environment(tmpdir)
+    soak_dir = tmp_path / "soak"
+    soak_dir.mkdir()
+    with open(soak_dir / "stderr", "w") as stderr:
+        soak = subprocess.Popen([sys.executable, "-m", "wevent.cli", "bench", "soak", "--seconds", "10", "--users",
+                                 "100"], stdout=subprocess.DEVNULL, stderr=stderr, env=env, cwd=soak_dir)
+    started = {}
+    try:
+        started = wait_for(lambda: (lambda found: found if len(found) == 2 else None)(children(soak.pid)), 60)
+        assert started and sorted(command_of(argv) for argv in started.values()) == ["broker", "worker"], started
+        _kill_and_watch_children(soak, started)
+    finally:
+        kill_leftovers(soak, started)
+    [soak_left] = tmpdir.glob("wevent-soak-*")  # nothing of the soak was left to delete it
+
+    run = start_run(["-m", "lpa", "--speed", "60"], env, tmp_path)
+    started = {}
+    try:
+        assert first_release(tmp_path), (tmp_path / "stderr").read_text()
+        assert not soak_left.exists()
+        started = children(run.pid)
+        assert sorted(command_of(argv) for argv in started.values()) == ["broker", "devices", "worker"], started
+        [run_left] = tmpdir.iterdir()
+        assert (run_left / "values.npz").exists()  # the devices' true values
+        _kill_and_watch_children(run, started)
+    finally:
+        kill_leftovers(run, started)
+
+    assert run_left.exists()
+    done = wevent_run(["--slots", "2", "--quiet"], env, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list(tmpdir.iterdir()) == []

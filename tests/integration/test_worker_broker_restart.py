@@ -1,6 +1,7 @@
-"""A worker whose broker goes away says so on /healthz, logs little, and exits with one line when
-the broker comes back without its data. tansu keeps everything in memory:
-restarted, it is empty."""
+"""A worker whose broker goes away stays alive (/livez), says so on /readyz, logs little, and exits
+with one line when the broker comes back without its data (tansu keeps everything in memory:
+restarted, it is empty). A worker started while its broker is down waits for it, saying so once,
+and comes up when it starts."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ OUTAGE = 30.0  # seconds the broker stays away
 FIRST_SLOT = 281  # the stream starts at the sample's slot 281: a short replay of its last 8 slots
 
 
-def health(worker: WorkerProcess) -> tuple[int, dict]:
+def health(worker: WorkerProcess, path: str = "/readyz") -> tuple[int, dict]:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}/healthz", timeout=10) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{worker.web_port}{path}", timeout=10) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
@@ -41,9 +42,9 @@ def released(bootstrap: str) -> bool:
         return False
 
 
-def replay_last_slots(path: Path, bootstrap: str) -> None:
-    done = subprocess.run(replay_command(path, bootstrap, "--from-slot", str(FIRST_SLOT)), capture_output=True, text=True,
-                          timeout=120)
+def replay_last_slots(path: Path, bootstrap: str, tansu_compat: bool = True) -> None:
+    done = subprocess.run(replay_command(path, bootstrap, "--from-slot", str(FIRST_SLOT), tansu_compat=tansu_compat),
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
 
@@ -68,7 +69,9 @@ def test_lost_broker_unready_then_exit_when_it_returns_empty(tmp_path):
         assert wait_until(lambda: health(worker)[0] == 503, 20), health(worker)
         status, body = health(worker)
         assert body["problems"][0]["reason"] == "broker unreachable", body
-        time.sleep(max(0.0, OUTAGE - (time.monotonic() - down)))
+        while time.monotonic() - down < OUTAGE:  # alive all along: the outage is no reason to restart it
+            assert health(worker, "/livez")[0] == 200
+            time.sleep(1.0)
         outage_log = worker.log_path.read_text(errors="replace").splitlines()[lines_before:]
         assert len(outage_log) <= 20, "\n".join(outage_log)  # one line per kind of error per 30 s
 
@@ -84,4 +87,33 @@ def test_lost_broker_unready_then_exit_when_it_returns_empty(tmp_path):
     finally:
         if worker:
             worker.stop()
+        broker.stop()
+
+
+def test_a_worker_started_before_its_broker_waits_for_it_then_releases(tmp_path):
+    config, path = write_taxi_config(tmp_path, FIRST_SLOT)
+    broker = EmbeddedBroker()  # not started yet: its port is known
+    worker = start_worker(path, broker.bootstrap, tmp_path / "worker.log")
+    try:
+        assert wait_until(lambda: health(worker)[0] == 503, 30), worker.log_tail()
+        time.sleep(5)  # a few attempts: still one line
+        status, body = health(worker)
+        assert status == 503 and body["problems"][0]["reason"] == "broker unreachable", body
+        assert health(worker, "/livez")[0] == 200
+        assert worker.alive and worker.log_path.read_text().splitlines() == [
+            f"wevent worker: cannot reach Kafka at {broker.bootstrap}: {broker.bootstrap}: Connection refused; "
+            "trying again until it answers"]
+
+        broker.start()
+        assert wait_until(lambda: health(worker)[0] == 200, 60), (health(worker), worker.log_tail())
+        replay_last_slots(path, broker.bootstrap)
+        assert wait_until(lambda: released(broker.bootstrap), 120), worker.log_tail()
+        lines = worker.log_path.read_text().splitlines()
+        assert lines[1].startswith(f"wevent worker: Kafka at {broker.bootstrap} answers, after "), lines
+        assert sum("cannot reach Kafka" in line for line in lines) == 1, lines
+        assert lines[2] == (f"wevent worker: app wevent, streams taxi (central ba); Kafka at {broker.bootstrap} "
+                            f"(tansu); web http://127.0.0.1:{worker.web_port} (/metrics, /livez, /readyz, /query); stops on "
+                            "SIGTERM"), lines
+    finally:
+        worker.stop()
         broker.stop()

@@ -162,8 +162,8 @@ def audit(*args):
                           timeout=60)
 
 
-def one_line_error(run, reason):
-    assert run.returncode == 2 and run.stdout == "", (run.stdout, run.stderr)
+def one_line_error(run, reason, status=2):
+    assert run.returncode == status and run.stdout == "", (run.stdout, run.stderr)
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr, run.stderr
     assert reason in run.stderr, run.stderr
 
@@ -199,13 +199,13 @@ def test_cli_refuses_unreadable_input_in_one_line(tmp_path, content, reason):
     one_line_error(audit(str(path), "--stream", "s"), reason)
 
 
-@pytest.mark.parametrize("bootstrap, reason", [
-    ("not a::host", "HOST:PORT"),
-    ("127.0.0.1:99999", "HOST:PORT"),
-    ("127.0.0.1:{free_port}", "cannot reach Kafka"),  # the port is picked when the test runs
+@pytest.mark.parametrize("bootstrap, reason, status", [
+    ("not a::host", "HOST:PORT", 2),
+    ("127.0.0.1:99999", "HOST:PORT", 2),
+    ("127.0.0.1:{free_port}", "cannot reach Kafka", 75),  # the port is picked when the test runs; Kafka may come up
 ])
-def test_cli_refuses_a_bad_bootstrap_in_one_line(bootstrap, reason):
-    one_line_error(audit("--bootstrap", bootstrap.format(free_port=free_port())), reason)
+def test_cli_refuses_a_bad_bootstrap_in_one_line(bootstrap, reason, status):
+    one_line_error(audit("--bootstrap", bootstrap.format(free_port=free_port())), reason, status)
 
 
 def test_cli_refuses_a_listener_that_is_not_kafka_in_one_line():

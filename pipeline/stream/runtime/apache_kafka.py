@@ -27,6 +27,7 @@ from pathlib import Path
 from ...errors import UsageError
 from ..settings import Settings
 from .broker import free_port, wait_for_port
+from .child_processes import die_with_parent
 
 KAFKA_VERSION = "3.9.1"
 
@@ -120,17 +121,6 @@ def _fetch(version: str, staging: Path, quiet: bool) -> None:
         last = (result.stdout or "").strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
         raise UsageError(f"cannot fetch Apache Kafka {version} from Maven Central: {last[0]}")
     pom.unlink()
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the kernel SIGKILLs it when its parent dies, so a killed test
-    run leaves no broker behind (Linux; elsewhere a no-op)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def java_command(home: Path, main_class: str, *args: str, heap_mb: int = 256, log4j: str = "tools-log4j.properties",
@@ -314,7 +304,7 @@ class KafkaCluster:
         self.processes[node] = subprocess.Popen(
             java_command(home, "kafka.Kafka", str(properties), heap_mb=self.heap_mb, log4j="log4j.properties"),
             stdout=self._logs[node], stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent)
+            preexec_fn=die_with_parent())  # a killed test run leaves no broker behind
 
     def wait_ready(self, nodes: list[int] | None = None, timeout: float | None = None) -> None:
         """Wait until ``nodes`` (default: all) accept clients and every live node is in the metadata."""

@@ -23,10 +23,9 @@ import subprocess
 import threading
 import time
 
-from ...errors import UsageError
+from ...errors import Unavailable, UsageError
 from ..settings import MEMORY_LIMIT_ENV, KafkaCredentials
-
-
+from .child_processes import describe_exit, die_with_parent
 
 LOWEST_PORT = 10000  # below: the well-known and commonly configured service ports
 
@@ -99,7 +98,8 @@ def default_memory_limit_mb() -> int:
 
 
 class EmbeddedBroker:
-    """A tansu broker child process on 127.0.0.1 (in-memory: its data ends with it).
+    """A tansu broker child process on 127.0.0.1 (in-memory: its data ends with it), killed by
+    the kernel if this process dies first (:func:`~wevent.stream.runtime.child_processes.die_with_parent`).
 
     Parameters
     ----------
@@ -147,6 +147,7 @@ class EmbeddedBroker:
         self.process = subprocess.Popen(
             [binary, "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=die_with_parent(),
         )
         wait_for_port("127.0.0.1", self.port)
         if self.memory_limit_mb:
@@ -167,10 +168,7 @@ class EmbeddedBroker:
 
     def describe_exit(self) -> str:
         """How the broker process ended, e.g. "killed by SIGKILL" or "exit status 1"."""
-        code = self.process.poll() if self.process else None
-        if code is None:
-            return "running"
-        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        return describe_exit(self.process.poll() if self.process else None)
 
     def stop(self, timeout: float = 1.0) -> None:
         # In-memory storage: nothing to save. tansu drains open client connections on SIGTERM
@@ -206,7 +204,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
     try:
         existing = admin.list_topics(timeout=timeout).topics
     except Exception as exc:
-        raise UsageError(f"cannot reach Kafka at {bootstrap}: {exc}") from None
+        raise Unavailable(f"cannot reach Kafka at {bootstrap}: {exc}") from None
     for name, partitions in topics.items():
         if name in existing and len(existing[name].partitions) != partitions:
             raise UsageError(f"topic {name!r} has {len(existing[name].partitions)} partitions, the config needs {partitions}")
@@ -222,7 +220,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
     deadline = time.monotonic() + timeout
     while missing and not _served(bootstrap, {t.topic: t.num_partitions for t in missing}, credentials):
         if time.monotonic() > deadline:
-            raise UsageError(f"Kafka at {bootstrap} created the topics but does not serve them after {timeout:.0f} s")
+            raise Unavailable(f"Kafka at {bootstrap} created the topics but does not serve them after {timeout:.0f} s")
         time.sleep(0.1)
 
 

@@ -1,16 +1,73 @@
-"""Child processes of ``wevent run`` and of the integration tests: workers started as `wevent worker`."""
+"""Child processes of ``wevent run`` and of the integration tests: workers started as `wevent worker`.
+
+Every child ends with its parent: :func:`die_with_parent` asks the kernel to SIGKILL it when the
+process that started it dies, however it dies (SIGKILL included, when nothing of the parent runs
+to stop it). The request is made in the child between fork and exec, so it holds for programs
+that are not ours too: the embedded tansu broker and Apache Kafka's JVM get it the same way.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
+from ...errors import EXIT_INTERNAL, EXIT_LOST_STATE, EXIT_UNAVAILABLE, EXIT_USAGE
 from ..config import AppConfig, dump_config
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# What a terminal makes of a log but a file does not: CSI sequences, other escapes, control characters.
+TERMINAL_CODES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|[\x00-\x08\x0b-\x1f\x7f]")
+#: The exit statuses a child may end with, each with its meaning (wevent.errors); any other end
+#: (a signal, an unknown status) is reported as an internal error.
+DOCUMENTED_STATUSES = (EXIT_INTERNAL, EXIT_USAGE, EXIT_LOST_STATE, EXIT_UNAVAILABLE)
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` for :class:`subprocess.Popen` that makes the kernel SIGKILL the child when
+    this process dies (Linux's ``PR_SET_PDEATHSIG``; None where there is no ``prctl``).
+
+    It runs in the child after fork and before exec, and the setting survives exec (of a program
+    that is not set-user-ID and has no file capabilities), so it covers a binary that is not ours,
+    such as the tansu broker, without a wrapper. SIGKILL, because nothing is left to escalate a
+    SIGTERM that is ignored, and every child is safe to kill: the worker is at-least-once, the
+    device fleet's ledger is on disk first, the embedded broker holds nothing worth keeping. The
+    signal follows the *thread* that started the child: start children from a thread that
+    outlives them (the main thread, as ``wevent run`` does). A parent that died before the child
+    asked is noticed (the child's parent changed) and the child kills itself.
+    """
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up, and its argument made, before the fork
+    except (OSError, AttributeError):
+        return None
+    parent, kill = os.getpid(), ctypes.c_ulong(signal.SIGKILL)
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, kill)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm
+
+
+def describe_exit(code: int | None) -> str:
+    """How a process ended, from its return code: "exit status 2", "killed by SIGKILL" or "running"."""
+    if code is None:
+        return "running"
+    return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+
+
+def last_line(text: str) -> str:
+    """The last line of a log with something to read, without terminal codes ("" if none)."""
+    lines = (TERMINAL_CODES.sub("", line).strip() for line in reversed(text.splitlines()))
+    return next((line for line in lines if line), "")
 
 
 def write_config(config: AppConfig, directory: Path) -> Path:
@@ -20,7 +77,8 @@ def write_config(config: AppConfig, directory: Path) -> Path:
 
 
 class ChildProcess:
-    """A `wevent ...` child process with its own log file, stopped as a process group."""
+    """A `wevent ...` child process with its own log file, stopped as a process group, and killed
+    by the kernel if this process dies first (:func:`die_with_parent`)."""
 
     def __init__(self, arguments: list[str], log_path: Path, env: dict | None = None) -> None:
         self.command = [sys.executable, "-m", "wevent.cli", *arguments]
@@ -31,13 +89,27 @@ class ChildProcess:
     def start(self) -> "ChildProcess":
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                        start_new_session=True)
+                                        start_new_session=True, preexec_fn=die_with_parent())
         log.close()
         return self
 
     @property
+    def name(self) -> str:
+        """The `wevent` subcommand it runs: "worker", "devices", ..."""
+        return self.command[3]
+
+    @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def describe_exit(self) -> str:
+        return describe_exit(self.process.poll() if self.process else None)
+
+    @property
+    def exit_status(self) -> int:
+        """Its exit status if it is a documented one, else :data:`~wevent.errors.EXIT_INTERNAL`."""
+        code = self.process.poll() if self.process else None
+        return code if code in DOCUMENTED_STATUSES else EXIT_INTERNAL
 
     def kill(self) -> None:
         """SIGKILL: the crash the tests inject."""
@@ -61,9 +133,13 @@ class ChildProcess:
         except FileNotFoundError:
             return ""
 
+    def last_line(self) -> str:
+        """The last line of its log with something to read (:func:`last_line`)."""
+        return last_line(self.log_tail())
+
 
 class WorkerProcess(ChildProcess):
-    """A `wevent worker` with its own web port (/metrics, /healthz, /query)."""
+    """A `wevent worker` with its own web port (/metrics, /livez, /readyz, /query)."""
 
     def __init__(self, config_path: Path, bootstrap: str, web_port: int, log_path: Path, *, tansu_compat: bool,
                  datadir: Path | None = None, env: dict | None = None, loglevel: str = "warn") -> None:

@@ -1,16 +1,24 @@
-"""Loud faults: rate-limited client logs, and what a worker's ``/healthz`` reports.
+"""Loud faults: rate-limited client logs, and what a worker's ``/livez`` and ``/readyz`` report.
 
 A broker that goes away makes every Kafka client log the same connection error again and again;
 :class:`RateLimit` lets one line through per interval and says how many it held back.
 :class:`BrokerWatch` looks at the broker from beside the worker (its own client, in a thread):
 whether the broker answers, whether it still holds what the worker has read, whether the
-worker's consumer moves while input is pending, and whether each stream it owns releases.
+worker's consumer moves while input is pending, and whether each stream it owns releases; that is
+``/readyz``. ``/livez`` asks only that the process and its event loop answer, so a Kafka outage
+makes a worker unready, never dead. Before the worker's app runs (while it waits for Kafka),
+:class:`StartingProbes` answers both.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import logging
+import socket
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ..wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
 from ..agents.failures import Throttle
@@ -74,8 +82,100 @@ def log_client_errors(stream=None, interval: float = 30.0) -> None:
     kafka_log.addHandler(handler)
 
 
+def alive(streams: list[str]) -> dict:
+    """The body of ``/livez``: the process answers."""
+    return {"status": "alive", "streams": streams}
+
+
+def readiness(streams: list[str], problems: list[dict]) -> tuple[int, dict]:
+    """The status and body of ``/readyz``: 200 without problems, else 503 with them."""
+    return (503 if problems else 200), {"status": "not ready" if problems else "ok", "streams": streams,
+                                        "problems": problems}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, host: str, port: int, handler) -> None:
+        self.address_family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+        super().__init__((host, port), handler)
+
+
+class StartingProbes:
+    """``/livez`` and ``/readyz`` on the worker's web port while it starts, before its app serves them.
+
+    A worker started while Kafka is down waits for it; meanwhile it is alive (``/livez`` 200) and
+    not ready (``/readyz`` 503, the problem being :attr:`problem`), as it is during an outage once
+    running, so a probe does not take the wait for a hung process. :meth:`close` frees the port
+    for the app.
+
+    Parameters
+    ----------
+    host, port : str, int
+        Where the worker's web server listens.
+    streams : list of str
+        The worker's streams, named in both answers.
+    """
+
+    def __init__(self, host: str, port: int, streams: list[str]) -> None:
+        probes = self
+        self.streams = streams
+        self.problem: dict = {"reason": "starting"}
+        self.unreachable_since: float | None = None
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's API
+                path = self.path.partition("?")[0]
+                if path == "/livez":
+                    self._answer(200, alive(probes.streams))
+                elif path == "/readyz":
+                    self._answer(*readiness(probes.streams, [probes.current_problem()]))
+                else:
+                    self._answer(404, {"status": "starting", "streams": probes.streams})
+
+            def _answer(self, status: int, body: dict) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args) -> None:  # a probe every few seconds is not worth a line
+                pass
+
+        self.server = _Server(host, port, Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, name="starting-probes", daemon=True)
+        self.thread.start()
+
+    def unreachable(self, bootstrap: str, error: str, seconds: float) -> None:
+        """Kafka at ``bootstrap`` has not answered for ``seconds``: ``/readyz`` says so, until :meth:`reached`."""
+        self.unreachable_since = time.monotonic() - seconds
+        self.problem = {"reason": "broker unreachable", "broker": bootstrap, "error": error}
+
+    def reached(self) -> None:
+        """Kafka answers; the worker starts its app."""
+        self.unreachable_since = None
+        self.problem = {"reason": "starting"}
+
+    def current_problem(self) -> dict:
+        since = self.unreachable_since
+        return self.problem if since is None else self.problem | {"seconds": round(time.monotonic() - since, 1)}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+    def __enter__(self) -> "StartingProbes":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 class BrokerWatch:
-    """What a worker's ``/healthz`` reports: the broker, its consumer's progress, its streams' releases.
+    """What a worker's ``/readyz`` reports: the broker, its consumer's progress, its streams' releases.
 
     Each :meth:`check` (every few seconds, in a thread: its calls block) asks the broker, with a
     client of its own in the worker's consumer group (it never joins it), for the topics, the end

@@ -7,6 +7,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ...errors import LostState, Unavailable
 from ..settings import KafkaCredentials
 from ..wire.reports import ReportBatch, Watermark, json_report, report_partition
 from ..wire.topics import REPORTS
@@ -84,8 +85,12 @@ def key_partition(key: str, partitions: int) -> int:
     return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
-class DeliveryError(Exception):
-    """Messages a producer was given did not reach the broker."""
+class DeliveryError(Unavailable):
+    """Messages a producer was given did not reach the broker within its delivery timeout."""
+
+
+class LostMessages(DeliveryError, LostState):
+    """The broker confirmed messages it no longer holds (an in-memory broker restarted)."""
 
 
 class KafkaReportSink:
@@ -228,7 +233,7 @@ class KafkaReportSink:
         lost = np.flatnonzero(held < self.delivered_to)
         if lost.size:
             p = int(lost[0])
-            raise DeliveryError(f"Kafka at {self.bootstrap} confirmed {self.delivered_to[p]:,} messages to reports[{p}] "
+            raise LostMessages(f"Kafka at {self.bootstrap} confirmed {self.delivered_to[p]:,} messages to reports[{p}] "
                                 f"but holds {max(int(held[p]), 0):,} more than before the replay: it lost messages "
                                 "(an in-memory broker restarted?)")
 

@@ -5,7 +5,10 @@ a worker, the device fleet of a local-model stream, and then a replay of the fee
 ``reports``; it follows the stream's releases, measuring their error against the feed's truth,
 until the wanted slots are released. Whatever happens (the end of the run, an error, SIGINT,
 SIGTERM or SIGHUP), :meth:`LocalRun.close` stops everything it started, in reverse order, and
-deletes its working directory: the config, the devices' true values and the logs.
+deletes its working directory: the config, the devices' true values and the logs. A run killed
+outright (SIGKILL) takes its children with it (the kernel kills them:
+:func:`~wevent.stream.runtime.child_processes.die_with_parent`), and the next run deletes the
+directory it left (:mod:`~wevent.stream.runtime.workdir`).
 
 Keys (:func:`run_keys`): the worker gets the server's noise key and the device fleet the
 devices' key, each through its environment only. They come from ``WEVENT_NOISE_KEY`` and
@@ -19,13 +22,12 @@ import contextlib
 import itertools
 import shutil
 import signal
-import tempfile
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
-from ...errors import UsageError
+from ...errors import EXIT_INTERNAL, EXIT_LOST_STATE, EXIT_UNAVAILABLE, EXIT_USAGE, LostState, UsageError
 from ..config import AppConfig, StreamConfig
 from ..settings import Settings
 
@@ -103,7 +105,12 @@ def run_keys(config: AppConfig, seed: int | None, settings: Settings, *, devices
 
 
 class Failed(Exception):
-    """A part of the run failed for good (the broker died, the replay was not delivered)."""
+    """A part of the run failed for good (the broker died, the replay was not delivered, the
+    worker or the devices stopped); ``status`` is the exit status that says so (:mod:`wevent.errors`)."""
+
+    def __init__(self, reason: str, status: int = EXIT_INTERNAL) -> None:
+        super().__init__(reason)
+        self.status = status
 
 
 class Stopped(Exception):
@@ -118,7 +125,7 @@ class Signals:
     """SIGINT, SIGTERM and SIGHUP raise :class:`Stopped` in the main thread while installed.
 
     The children run in their own sessions (a terminal's Ctrl-C must not reach them before the
-    run decides the order of shutdown), so nothing stops them but this process. While a child is
+    run decides the order of shutdown), so nothing stops them but this process, or its death. While a child is
     being started (``deferred``) a signal waits until its handle is kept; once the run is
     stopping (``ignoring``) further signals are dropped so that the shutdown completes.
     """
@@ -254,9 +261,12 @@ class LocalRun:
         self.stop_timeout: dict[str, float] = {}  # how long each process gets to stop
 
     def open(self) -> "LocalRun":
-        """Install the signal handlers and make the working directory (mode 0700)."""
+        """Install the signal handlers and make the working directory (mode 0700), after deleting
+        those of runs that are gone (:func:`~wevent.stream.runtime.workdir.make_workdir`)."""
+        from .workdir import make_workdir
+
         with self.signals.install().deferred():
-            self.workdir = Path(tempfile.mkdtemp(prefix="wevent-run-"))
+            self.workdir = make_workdir("run")
         return self
 
     def _start(self, process):
@@ -303,8 +313,8 @@ class LocalRun:
 
     def releases(self) -> Iterator:
         """The stream's releases (:class:`~wevent.stream.wire.records.ReleaseRecord`), each once, until
-        ``slots`` are released. Raises :class:`Failed` when the broker dies or the replay fails, and
-        a usage error naming the process when the worker or the devices stop."""
+        ``slots`` are released. Raises :class:`Failed` when the broker dies, the replay fails, or
+        the worker or the devices stop (quoting the last line of their log)."""
         from .prometheus import export_release_error
         from .subscription import Releases
 
@@ -323,18 +333,21 @@ class LocalRun:
     def _check_alive(self) -> None:
         if self.broker and not self.broker.alive:
             reason = self.broker.failure or f"the embedded broker stopped ({self.broker.describe_exit()})"
+            # past its memory limit, the same run would stop there again: the limit or the run must change
             self._fail(f"{reason}; its topics and the streams' state are gone: {self.released} of {self.slots} "
-                       "slots were released")
+                       "slots were released", EXIT_USAGE if self.broker.failure else EXIT_LOST_STATE)
         for child in self.children:
             if not child.alive:
-                raise UsageError(f"{child.command[3]} stopped; its log ends with:\n{child.log_tail()}")
+                raise Failed(f"the {child.name} stopped ({child.describe_exit()}); the last line of its log: "
+                             f"{child.last_line() or '(none)'}", child.exit_status)
         if self.replay.failure:
-            self._fail(f"the replay failed: {self.replay.failure}")
+            lost = isinstance(self.replay.failure, LostState)
+            self._fail(f"the replay failed: {self.replay.failure}", EXIT_LOST_STATE if lost else EXIT_UNAVAILABLE)
 
-    def _fail(self, reason: str) -> None:
+    def _fail(self, reason: str, status: int) -> None:
         # without a broker the worker cannot leave its group cleanly: no use waiting
         self.stop_timeout = {"timeout": 2.0}
-        raise Failed(reason)
+        raise Failed(reason, status)
 
     @property
     def mean_error(self) -> float:

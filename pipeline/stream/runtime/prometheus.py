@@ -3,18 +3,27 @@
 Labels are streams, strategies and reasons: never users. Faust's own sensors are served on the
 same ``/metrics`` page under the ``wevent_faust_`` prefix. The processors count what they see in
 :class:`~wevent.stream.agents.events.Events`; :func:`export` turns those into the metrics below.
+
+A worker exports no function of raw data by default: it counts messages of reports, not reports
+(:data:`RAW_DATA_METRICS` are served only when asked for, :class:`ServedMetrics`).
 """
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 
 from ..agents.events import Events
 
-reports_accepted = Counter("wevent_reports_accepted_total", "Reports counted into a slot", ["stream"])
+report_batches = Counter(
+    "wevent_report_batches_total",
+    "Messages of reports (batches) applied to a stream's slots, however many reports each carried or had accepted",
+    ["stream"],
+)
+reports_accepted = Counter("wevent_reports_accepted_total", "Reports counted into a slot (a function of raw data)",
+                           ["stream"])
 reports_rejected = Counter(
     "wevent_reports_rejected_total",
-    "Reports rejected and dead-lettered, by reason (malformed, unknown_stream, unknown_user, "
+    "Reports rejected and dead-lettered (a function of raw data), by reason (malformed, unknown_stream, unknown_user, "
     "out_of_domain, duplicate, late, before_start, too_far_ahead, wrong_partition, "
     "watermark_too_far_ahead, too_many_producers, raw_value_for_local_stream, unrequested, unauthenticated, "
     "internal_error: a worker failed on their message)",
@@ -92,6 +101,25 @@ forged_messages = Counter(
 )
 
 
+#: The exact numbers of reports each stream accepted and rejected: functions of the raw data (a slot's
+#: count of reports is its histogram's total, which the releases only show with noise). A worker
+#: serves them only with ``wevent worker --export-report-counts``.
+RAW_DATA_METRICS = (reports_accepted, reports_rejected)
+
+
+class ServedMetrics:
+    """What a worker's ``/metrics`` serves: this process's metrics (``registry``), without
+    :data:`RAW_DATA_METRICS` unless ``report_counts``."""
+
+    def __init__(self, report_counts: bool = False, registry=REGISTRY) -> None:
+        self.registry = registry
+        self.hidden = set() if report_counts else {family.name for metric in RAW_DATA_METRICS
+                                                   for family in metric.describe()}
+
+    def collect(self):  # a collector of prometheus_client's
+        return [family for family in self.registry.collect() if family.name not in self.hidden]
+
+
 #: The gauges of one stream, set by the worker that publishes it.
 STREAM_GAUGES = (last_released_slot, release_time, window_spent, window_reserved, window_budget, available_population,
                  release_error)
@@ -116,6 +144,8 @@ def export(events: Events) -> None:
     for metric, counts in counted:
         for labels, count in counts.items():
             metric.labels(*(labels if isinstance(labels, tuple) else (labels,))).inc(count)
+    for stream in events.reports_accepted:  # an applied batch names its stream, even with none accepted
+        report_batches.labels(stream).inc()
     for released in events.releases:
         stream = released.stream
         releases.labels(stream, released.strategy).inc()

@@ -1,4 +1,5 @@
-"""The worker's Faust plumbing: the app's settings, its stateful agents' loop, ``/healthz`` and ``/query``.
+"""The worker's Faust plumbing: the app's settings, its stateful agents' loop, ``/livez``,
+``/readyz`` and ``/query``.
 
 :mod:`wevent.topologies.app` declares the topics, tables and agents of a worker with these:
 :func:`worker_app` makes the Faust app (its broker, credentials, web server, timeouts and
@@ -17,8 +18,9 @@ import time
 import faust
 from faust.exceptions import SameNode
 from faust.sensors.prometheus import setup_prometheus_sensors
+from prometheus_client import CollectorRegistry
 
-from ...errors import UsageError
+from ...errors import EXIT_LOST_STATE, UsageError
 from ...core.randomness import DerivedRandomness
 from ..agents.base import Processor, ServerKeys
 from ..agents.failures import ErrorLog, internal_error
@@ -29,7 +31,7 @@ from ..wire.seals import AuthenticationError, check_seal, unseal
 from ..wire.topics import MEASUREMENTS, RELEASES
 from . import prometheus as metrics
 from .faust_patches import InputGaps, StatePositionedApp, shorten_fetch_wait
-from .health import BrokerWatch, rate_limit_client_logs
+from .health import BrokerWatch, alive, rate_limit_client_logs, readiness
 from .kafka import faust_credentials, key_partition
 
 __all__ = ["DEFAULT_STALL_SECONDS", "processing_guarantee", "worker_app", "raw_topic", "state_table", "stateful_agent",
@@ -40,7 +42,6 @@ errors = ErrorLog(log)  # one line per agent and exception type per minute; trac
 
 DEFAULT_STALL_SECONDS = 120.0
 HEALTH_INTERVAL = 2.0  # seconds between two looks at the broker
-LOST_BROKER_STATUS = 3
 TANSU_SESSION_SECONDS = 10.0  # tansu's first join takes the whole rebalance timeout: keep it short
 
 
@@ -55,12 +56,14 @@ def processing_guarantee(config: AppConfig, tansu_compat: bool) -> str:
 
 def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_bind: str = "127.0.0.1",
                tansu_compat: bool = False, datadir: str | None = None, session_seconds: float | None = None,
-               credentials: KafkaCredentials | None = None) -> StatePositionedApp:
+               credentials: KafkaCredentials | None = None, report_counts: bool = False) -> StatePositionedApp:
     """A Faust app for the streams of ``config`` against the Kafka at ``bootstrap``, without agents yet.
 
-    Its web server (/metrics, /healthz, /query) listens on ``web_bind`` only, this machine by
-    default. Faust's /table views are off: they would serve the tables' contents (partial counts
-    of raw reports, ledgers) to anyone who can reach the port. ``session_seconds`` is the consumer
+    Its web server (/metrics, /livez, /readyz, /query) listens on ``web_bind`` only, this machine
+    by default. Faust's /table views are off: they would serve the tables' contents (partial counts
+    of raw reports, ledgers) to anyone who can reach the port. So are the exact numbers of reports
+    accepted and rejected, functions of the raw data, unless ``report_counts``
+    (:class:`~wevent.stream.runtime.prometheus.ServedMetrics`). ``session_seconds`` is the consumer
     group's session timeout (default: Faust's, 10 s on tansu): how long a killed worker's
     partitions wait before another takes them; a rebalance may take half of it. ``credentials``
     say how to reach a secured Kafka.
@@ -94,7 +97,9 @@ def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_b
                        broker_heartbeat_interval=min(1.0, session_seconds / 4))
     app = StatePositionedApp(config.app, **options)
     app.topic_partitions = config.topics()
-    setup_prometheus_sensors(app, name_prefix="wevent_faust")
+    served = CollectorRegistry(auto_describe=True)  # Faust's sensors, and this process's metrics as served
+    served.register(metrics.ServedMetrics(report_counts))
+    setup_prometheus_sensors(app, registry=served, name_prefix="wevent_faust")
     return app
 
 
@@ -166,7 +171,9 @@ async def send(topics: dict, outputs) -> None:
 
 def serve_health(app: faust.App, config: AppConfig, bootstrap: str, stall_seconds: float,
                  credentials: KafkaCredentials | None = None) -> None:
-    """``/healthz``, from a :class:`BrokerWatch` checked every few seconds.
+    """``/livez`` (the process and its event loop answer) and ``/readyz`` (no problem seen by a
+    :class:`BrokerWatch` checked every few seconds: the broker answers, no input waits
+    ``stall_seconds`` without progress).
 
     A broker that lost the worker's topics or offsets (an in-memory broker restarted) cannot be
     resumed from: the worker's tables and positions describe data that is gone. It then exits
@@ -185,14 +192,17 @@ def serve_health(app: faust.App, config: AppConfig, bootstrap: str, stall_second
                              "the broker holds", bootstrap, watch.lost)
                 for handler in logging.getLogger().handlers:
                     handler.flush()
-                os._exit(LOST_BROKER_STATUS)  # Faust's own shutdown would wait on a consumer group that is gone
+                os._exit(EXIT_LOST_STATE)  # Faust's own shutdown would wait on a consumer group that is gone
             await asyncio.sleep(HEALTH_INTERVAL)
 
-    @app.page("/healthz")
-    async def healthz(self, request):
-        problems = watch.problems
-        body = {"status": "not ready" if problems else "ok", "streams": streams, "problems": problems}
-        return self.json(body, status=503 if problems else 200)
+    @app.page("/livez")
+    async def livez(self, request):
+        return self.json(alive(streams))
+
+    @app.page("/readyz")
+    async def readyz(self, request):
+        status, body = readiness(streams, watch.problems)
+        return self.json(body, status=status)
 
 
 def serve_queries(app: faust.App, config: AppConfig, keys: ServerKeys) -> None:
@@ -264,7 +274,12 @@ def changelog_partitions(app: faust.App) -> dict[str, int]:
 
 class _Worker(faust.Worker):
     """Faust's worker, with the Kafka clients' repeated errors rate-limited (one line per kind
-    and interval: a broker that is gone makes them retry several times a second)."""
+    and interval: a broker that is gone makes them retry several times a second), and without
+    its terminal spinner, whose escape codes would fill a log file."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.spinner = None
 
     def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
         super().on_setup_root_logger(logger, level)
