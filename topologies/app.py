@@ -39,7 +39,7 @@ def build_app(config: AppConfig, bootstrap: str, settings: Settings, *, web_port
     without progress (:func:`~wevent.stream.runtime.worker.serve_health`); the rest of the
     settings are the app's (:func:`~wevent.stream.runtime.worker.worker_app`).
     """
-    credentials = settings.kafka_credentials()
+    credentials = settings.kafka_credentials(config)
     app = worker_app(config, bootstrap, web_port=web_port, web_bind=web_bind, tansu_compat=tansu_compat,
                      datadir=datadir, session_seconds=session_seconds, credentials=credentials)
     processors = Processors.build(config, settings)

@@ -20,12 +20,12 @@ from typing import Callable, Iterable, TypeVar
 
 from ..core.validation import MIN_EPSILON
 from ..errors import UsageError
-from ..stream.settings import LOOPBACK, Settings
+from ..stream.settings import LOOPBACK, PROPERTIES_FILE_ENV, Settings
 
 __all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
            "probability", "port", "listen_port", "seed", "user_count", "slot_count", "window_length", "bin_count",
            "partition_count", "epsilon_value", "readable_file", "writable_file", "directory", "bootstrap_servers",
-           "http_url", "shard_spec", "reachable_kafka", "bind_address", "check_listen"]
+           "http_url", "shard_spec", "kafka_properties_option", "reachable_kafka", "bind_address", "check_listen"]
 
 
 T = TypeVar("T")
@@ -273,11 +273,21 @@ def serve_metrics(port: int, address: str = LOOPBACK) -> None:
         raise UsageError(f"cannot serve metrics on {address}:{port}: {exc.strerror}") from None
 
 
-def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 10.0) -> str:
-    """The Kafka to use (``explicit``, else $WEVENT_BOOTSTRAP as ``settings`` give it), reached with
-    the credentials ``settings`` give, checked to answer within ``timeout`` s.
+def kafka_properties_option(parser) -> None:
+    """The network commands' ``--kafka-properties FILE`` (:func:`wevent.cli.main` applies it to
+    ``args.settings``)."""
+    parser.add_argument("--kafka-properties", type=readable_file, metavar="FILE",
+                        help=f"Kafka client properties, one per line in Java's form (e.g. a managed Kafka's "
+                        f"client.properties; default: ${PROPERTIES_FILE_ENV}); WEVENT_KAFKA_* variables win over it")
 
-    A refused connection or an unknown host fails at once; a listener that is not Kafka fails after
+
+def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 10.0, config=None) -> str:
+    """The Kafka to use (``explicit``, else $WEVENT_BOOTSTRAP, else the properties file's
+    ``bootstrap.servers``, as ``settings`` give them), reached with the client properties
+    ``settings`` and ``config`` give, checked to answer within ``timeout`` s.
+
+    A refused connection, an unknown host, a property librdkafka does not take or an OAUTHBEARER
+    token endpoint that refuses the client fail at once; a listener that is not Kafka fails after
     ``timeout``. Either way the failure is one line, not the client library's retries and log.
     """
     import socket
@@ -294,6 +304,11 @@ def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 1
         bootstrap_servers(bootstrap)
     except argparse.ArgumentTypeError as exc:
         raise UsageError(f"Kafka bootstrap servers {exc}") from None
+    credentials = settings.kafka_credentials(config)
+    if credentials is not None and credentials.oauthbearer:
+        from ..stream.runtime.oauth import ClientCredentialsTokens
+
+        ClientCredentialsTokens.of(credentials).check()
     errors = []
     for address in bootstrap.split(","):
         host, _, number = address.strip().rpartition(":")
@@ -305,7 +320,10 @@ def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 1
     else:
         raise UsageError(f"cannot reach Kafka at {bootstrap}: {'; '.join(errors)}")
     try:  # log_level 0: the one line below says it all
-        client = AdminClient({**client_config(bootstrap, settings.kafka_credentials()), "log_level": 0})
+        client = AdminClient({**client_config(bootstrap, credentials), "log_level": 0})
+    except KafkaException as exc:  # a property librdkafka refuses, before it connects
+        raise UsageError(f"the Kafka client properties: {exc.args[0].str()}") from None
+    try:
         client.list_topics(timeout=timeout)
     except KafkaException as exc:
         raise UsageError(f"no Kafka answered at {bootstrap} within {timeout:g} s: {exc.args[0].str()}") from None

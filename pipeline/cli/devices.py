@@ -7,8 +7,8 @@ import sys
 
 from ..stream.wire.topics import LDP_REPORTS, LDP_REQUESTS
 from ..stream.settings import LOOPBACK, Settings
-from ._common import (UsageError, bind_address, bootstrap_servers, check_listen, integer, port,
-                      reachable_kafka, readable_file, serve_metrics, shard_spec)
+from ._common import (UsageError, bind_address, bootstrap_servers, check_listen, integer, kafka_properties_option,
+                      port, reachable_kafka, readable_file, serve_metrics, shard_spec)
 
 DEFAULT_LEDGER_DIR = "wevent-devices-ledger"
 
@@ -32,6 +32,7 @@ def register(sub, settings: Settings) -> None:
                    help="refuse a request more than this many slots past the newest charged one (default: 100 w)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                    help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka_properties_option(p)
     p.add_argument("--tansu-compat", action="store_true", default=settings.tansu_compat,
                    help="the broker is tansu: one record per batch")
     p.add_argument("--metrics-port", type=port, help="serve the fleet's counters on this port (/metrics)")
@@ -84,8 +85,8 @@ def handle(args) -> int:
     reports = report_seal(settings.device_key(config))
     if args.metrics_port:
         check_listen(args.metrics_host, args.metrics_port)
-    bootstrap = reachable_kafka(args.bootstrap, settings)
-    credentials = settings.kafka_credentials()
+    bootstrap = reachable_kafka(args.bootstrap, settings, config=config)
+    credentials = settings.kafka_credentials(config)
     if args.metrics_port:
         serve_metrics(args.metrics_port, args.metrics_host)
     from wevent.stream.runtime.health import log_client_errors

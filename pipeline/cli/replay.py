@@ -22,8 +22,9 @@ from wevent.producers.profiles import resolve, settings_of
 from wevent.producers.replay import DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, replay
 
 from ..stream.settings import Settings
-from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, listen_port, progress, reachable_kafka,
-                      readable_file, real, seed, serve_metrics, slot_count, user_count, writable_file)
+from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, kafka_properties_option, listen_port,
+                      progress, reachable_kafka, readable_file, real, seed, serve_metrics, slot_count, user_count,
+                      writable_file)
 
 __all__ = ["register"]
 
@@ -154,6 +155,7 @@ def _add_replay_options(parser, settings: Settings) -> None:
     kafka.add_argument("--stream", "-s", metavar="NAME", help="stream of the config (default: the first)")
     kafka.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                        help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka_properties_option(kafka)
     kafka.add_argument("--tansu-compat", action="store_true", default=settings.tansu_compat,
                        help="the broker is tansu: one record per batch")
     kafka.add_argument("--delivery-timeout", type=real(above=0, maximum=LIMITS["seconds"]), default=60.0,
@@ -188,12 +190,12 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
     stream = config.stream(args.stream) if args.stream else config.streams[0]
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
-    bootstrap = reachable_kafka(args.bootstrap, args.settings)
+    bootstrap = reachable_kafka(args.bootstrap, args.settings, config=config)
 
     def open_kafka(feed: Feed) -> SlotSink:
         check_feed_fits(feed, stream)
         return sink_for(bootstrap, stream, config.report_partitions, args.tansu_compat, args.delivery_timeout,
-                        args.settings.kafka_credentials())
+                        args.settings.kafka_credentials(config))
 
     return open_kafka
 
@@ -249,7 +251,7 @@ def _follow_truth(args, feed) -> None:
 
     def follow() -> None:
         with Releases(args.settings.kafka_bootstrap(args.bootstrap), streams=[stream.name],
-                      credentials=args.settings.kafka_credentials()) as releases:
+                      credentials=args.settings.kafka_credentials(config)) as releases:
             for record in releases.follow():
                 export_release_error(stream.name, monitor.observe(record))
 

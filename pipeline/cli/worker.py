@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..stream.settings import LOOPBACK, Settings
-from ._common import (LIMITS, bind_address, bootstrap_servers, check_listen, directory, port, reachable_kafka,
-                      readable_file, real)
+from ._common import (LIMITS, bind_address, bootstrap_servers, check_listen, directory, kafka_properties_option, port,
+                      reachable_kafka, readable_file, real)
 
 
 def register(sub, settings: Settings) -> None:
@@ -13,6 +13,7 @@ def register(sub, settings: Settings) -> None:
                    help="stream config file (.toml, .yaml or .json)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                    help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka_properties_option(p)
     p.add_argument("--web-port", type=port, default=settings.web_port,
                    help="port of the worker's web server: /metrics, /healthz and /query (default: 6066)")
     p.add_argument("--web-host", type=bind_address, default=settings.web_host,
@@ -35,14 +36,18 @@ def register(sub, settings: Settings) -> None:
 def handle(args) -> int:
     from ..stream.runtime.broker import create_topics
     from ..stream.config import load_config
+    from ..stream.runtime.kafka import faust_options
+    from ..stream.runtime.worker import processing_guarantee
 
     settings = args.settings
     config = load_config(args.config)
     settings.noise_key(config)  # fail now, not in the middle of a slot, if no key is configured
     check_listen(args.web_host, args.web_port)
-    bootstrap = reachable_kafka(args.bootstrap, settings)
-    create_topics(bootstrap, config.topics(), replication=config.replication_factor,
-                  credentials=settings.kafka_credentials())
+    credentials = settings.kafka_credentials(config)
+    # a property Faust's clients cannot honour, or exactly-once on tansu: one line before anything connects
+    faust_options(credentials, processing_guarantee(config, args.tansu_compat) == "exactly_once")
+    bootstrap = reachable_kafka(args.bootstrap, settings, config=config)
+    create_topics(bootstrap, config.topics(), replication=config.replication_factor, credentials=credentials)
     from wevent.topologies.app import build_app
 
     from ..stream.runtime.worker import changelog_partitions, run_worker
@@ -51,6 +56,6 @@ def handle(args) -> int:
                     tansu_compat=args.tansu_compat, datadir=args.datadir, stall_seconds=args.stall_seconds,
                     session_seconds=args.session_seconds)
     create_topics(bootstrap, changelog_partitions(app), replication=config.replication_factor,
-                  settings={"cleanup.policy": "compact"}, credentials=settings.kafka_credentials())
+                  settings={"cleanup.policy": "compact"}, credentials=credentials)
     run_worker(app, args.loglevel)
     return 0

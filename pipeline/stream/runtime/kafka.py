@@ -1,4 +1,5 @@
-"""confluent-kafka producers and consumers configured for tansu or a real Kafka."""
+"""confluent-kafka producers and consumers configured for tansu or a real Kafka, and what Faust's
+aiokafka clients get of the same client properties (:func:`faust_options`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Iterator
 
 import numpy as np
 
+from ...errors import UsageError
+from ..kafka_properties import is_secret
 from ..settings import KafkaCredentials
 from ..wire.reports import ReportBatch, Watermark, report_partition
 from ..wire.topics import REPORTS
@@ -22,34 +25,122 @@ def faust_credentials(credentials: KafkaCredentials):
     import faust
 
     context = credentials.ssl_context()
+    if credentials.oauthbearer:
+        from .oauth import ClientCredentialsTokens
+
+        return faust.OAuthCredentials(oauth_cb=ClientCredentialsTokens.of(credentials), ssl_context=context)
     if credentials.sasl:
         return faust.SASLCredentials(username=credentials.username, password=credentials.password,
                                      mechanism=credentials.mechanism, ssl_context=context)
     return faust.SSLCredentials(context) if context is not None else None
 
 
-def client_config(bootstrap: str, credentials: KafkaCredentials | None = None) -> dict:
-    """What every confluent client needs: the servers, and the credentials if any
-    (:meth:`Settings.kafka_credentials <wevent.stream.settings.Settings.kafka_credentials>`)."""
+def _seconds(ms: str) -> float:
+    return int(ms) / 1000
+
+
+def _acks(value: str) -> int:
+    return {"all": -1, "-1": -1, "0": 0, "1": 1}[value.lower()]
+
+
+def _boolean(value: str) -> bool:
+    return {"true": True, "false": False}[value.lower()]
+
+
+def _compression(value: str) -> str | None:
+    from aiokafka import codec
+
+    kind = value.lower()
+    available = {"none": True, "gzip": codec.has_gzip(), "snappy": codec.has_snappy(), "lz4": codec.has_lz4(),
+                 "zstd": codec.has_zstd()}
+    if not available[kind]:
+        raise ValueError(f"aiokafka has no {kind} codec installed")
+    return None if kind == "none" else kind
+
+
+#: property -> (the Faust settings that pass it to aiokafka, how its text becomes their value)
+FAUST_SETTINGS = {
+    "client.id": (("broker_client_id",), str),
+    "request.timeout.ms": (("broker_request_timeout", "producer_request_timeout"), _seconds),
+    "session.timeout.ms": (("broker_session_timeout",), _seconds),
+    "heartbeat.interval.ms": (("broker_heartbeat_interval",), _seconds),
+    "max.poll.interval.ms": (("broker_max_poll_interval",), _seconds),
+    "max.poll.records": (("broker_max_poll_records",), int),
+    "max.partition.fetch.bytes": (("consumer_max_fetch_size",), int),
+    "metadata.max.age.ms": (("consumer_metadata_max_age_ms", "producer_metadata_max_age_ms"), int),
+    "connections.max.idle.ms": (("consumer_connections_max_idle_ms", "producer_connections_max_idle_ms"), int),
+    "check.crcs": (("broker_check_crcs",), _boolean),
+    "acks": (("producer_acks",), _acks),
+    "linger.ms": (("producer_linger",), _seconds),
+    "batch.size": (("producer_max_batch_size",), int),
+    "message.max.bytes": (("producer_max_request_size",), int),
+    "compression.type": (("producer_compression_type",), _compression),
+}
+#: properties Faust's clients honour through its credentials (:func:`faust_credentials`)
+FAUST_CREDENTIALS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location",
+                     "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+                     "ssl.endpoint.identification.algorithm", "sasl.oauthbearer.method", "sasl.oauthbearer.client.id",
+                     "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url",
+                     "sasl.oauthbearer.scope", "sasl.oauthbearer.extensions")
+
+
+def faust_options(credentials: KafkaCredentials | None, exactly_once: bool = False) -> dict:
+    """The Faust app settings that give its aiokafka clients every property of ``credentials``.
+
+    A worker's Kafka traffic is Faust's, so a property its clients cannot honour is refused here,
+    in one line, before anything connects, even where the worker's librdkafka clients (its admin
+    and health checks) would take it: never left out silently. Faust passes its clients the
+    credentials (:func:`faust_credentials`), the properties of :data:`FAUST_SETTINGS`, and
+    ``client.dns.lookup=use_all_dns_ips`` is what aiokafka does anyway (it tries every address of
+    a name in turn). Under ``exactly_once``, Faust's transactions need ``acks=all``.
+    """
+    if credentials is None:
+        return {}
+    options: dict = {"broker_credentials": faust_credentials(credentials)}
+    for name, value in credentials.properties.items():
+        if name in FAUST_CREDENTIALS or (name == "client.dns.lookup" and value == "use_all_dns_ips"):
+            continue
+        if name not in FAUST_SETTINGS:
+            shown = name if is_secret(name) else f"{name}={value}"
+            raise UsageError(f"{credentials.label(name)}: a worker's Kafka clients (aiokafka, under Faust) cannot "
+                             f"honour {shown}: remove it from what the worker is given")
+        settings, convert = FAUST_SETTINGS[name]
+        try:
+            converted = convert(value)
+        except (ValueError, KeyError) as exc:
+            reason = f": {exc}" if isinstance(exc, ValueError) and str(exc).startswith("aiokafka") else ""
+            raise UsageError(f"{credentials.label(name)}: {value!r} is not a value of {name} a worker takes"
+                             f"{reason}") from None
+        options.update(dict.fromkeys(settings, converted))
+    if exactly_once and options.get("producer_acks", -1) != -1:
+        raise UsageError(f"{credentials.label('acks')}: processing_guarantee = \"exactly_once\" needs acks=all "
+                         "(Kafka transactions)")
+    return options
+
+
+def client_config(bootstrap: str, credentials: KafkaCredentials | None = None, defaults: dict | None = None) -> dict:
+    """What every confluent client needs: the servers, and every client property if any
+    (:meth:`Settings.kafka_credentials <wevent.stream.settings.Settings.kafka_credentials>`), which
+    win over the client's own ``defaults``."""
     # Warnings and errors only, through Python logging (rate-limited in a worker, silent in a
     # command): librdkafka itself prints every failed reconnection to stderr, thousands of lines
     # when a broker dies. Callers learn of failures from their calls and delivery reports.
-    return {"bootstrap.servers": bootstrap, "log_level": 4, "logger": kafka_log,
-            **(credentials.librdkafka() if credentials else {})}
+    return {"log_level": 4, "logger": kafka_log, **(defaults or {}),
+            **(credentials.librdkafka() if credentials else {}), "bootstrap.servers": bootstrap}
 
 
 def producer_config(bootstrap: str, tansu_compat: bool, credentials: KafkaCredentials | None = None) -> dict:
+    defaults = {"message.max.bytes": 4_000_000}
+    if not tansu_compat:
+        defaults.update({"linger.ms": 5, "compression.type": "lz4"})
     config = {
-        **client_config(bootstrap, credentials),
+        **client_config(bootstrap, credentials, defaults),
         # Java-compatible key hashing, as Faust (aiokafka) uses: keyed messages from any client
         # land on the partition a Faust table expects.
         "partitioner": "murmur2_random",
-        "message.max.bytes": 4_000_000,
     }
-    if tansu_compat:
-        config.update({"batch.num.messages": 1, "linger.ms": 0})  # one record per batch (tansu high watermarks)
-    else:
-        config.update({"linger.ms": 5, "compression.type": "lz4"})
+    if tansu_compat:  # tansu's workaround wins: one record per batch (tansu high watermarks)
+        config.update({"batch.num.messages": 1, "linger.ms": 0})
     return config
 
 
@@ -61,11 +152,10 @@ TANSU_FETCH_WAIT_MS = 20
 def consumer_config(bootstrap: str, group: str | None = None, tansu_compat: bool = False,
                     credentials: KafkaCredentials | None = None) -> dict:
     config = {
-        **client_config(bootstrap, credentials),
+        **client_config(bootstrap, credentials, {"session.timeout.ms": 10_000}),
         "group.id": group or "wevent-observer",
         "enable.auto.commit": group is not None,
         "auto.offset.reset": "earliest",
-        "session.timeout.ms": 10_000,
     }
     if tansu_compat:  # real Kafka answers a fetch as soon as data arrives
         config["fetch.wait.max.ms"] = TANSU_FETCH_WAIT_MS
@@ -222,8 +312,6 @@ def sink_for(bootstrap: str, stream, partitions: int, tansu_compat: bool, delive
 
 def check_feed_fits(feed, stream) -> None:
     """The feed's users, values and clock must fit the stream it is replayed into."""
-    from ...errors import UsageError
-
     if feed.users > stream.users or feed.domain_size > stream.domain:
         raise UsageError(f"the feed ({feed.users} users, d = {feed.domain_size}) does not fit stream {stream.name!r} "
                          f"({stream.users} users, d = {stream.domain})")

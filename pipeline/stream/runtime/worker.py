@@ -30,7 +30,7 @@ from ..wire.topics import MEASUREMENTS, RELEASES
 from . import prometheus as metrics
 from .faust_patches import InputGaps, StatePositionedApp, shorten_fetch_wait
 from .health import BrokerWatch, rate_limit_client_logs
-from .kafka import faust_credentials, key_partition
+from .kafka import faust_options, key_partition
 
 __all__ = ["DEFAULT_STALL_SECONDS", "processing_guarantee", "worker_app", "raw_topic", "state_table", "stateful_agent",
            "serve_health", "serve_queries", "forget_lost_streams", "changelog_partitions", "run_worker"]
@@ -62,8 +62,9 @@ def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_b
     default. Faust's /table views are off: they would serve the tables' contents (partial counts
     of raw reports, ledgers) to anyone who can reach the port. ``session_seconds`` is the consumer
     group's session timeout (default: Faust's, 10 s on tansu): how long a killed worker's
-    partitions wait before another takes them; a rebalance may take half of it. ``credentials``
-    say how to reach a secured Kafka.
+    partitions wait before another takes them; a rebalance may take half of it, and it wins over
+    the properties' ``session.timeout.ms``. ``credentials`` say how to reach a secured Kafka, with
+    any other client property (:func:`~wevent.stream.runtime.kafka.faust_options`).
     """
     options = dict(
         broker=f"kafka://{bootstrap}",
@@ -80,18 +81,21 @@ def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_b
     )
     if datadir:
         options["datadir"] = datadir
-    if credentials:
-        options["broker_credentials"] = faust_credentials(credentials)
+    properties = faust_options(credentials, exactly_once=options["processing_guarantee"] == "exactly_once")
+    options.update(properties)
     if tansu_compat:
         # tansu reports wrong high watermarks for multi-record batches, which loses data after a
         # restart; one record per batch avoids it. Our records
         # already carry thousands of reports each.
+        if "producer_max_batch_size" in properties:
+            raise UsageError(f"{credentials.label('batch.size')}: --tansu-compat sends one record per batch")
         options.update(producer_max_batch_size=1)
         session_seconds = session_seconds or TANSU_SESSION_SECONDS
         shorten_fetch_wait()
     if session_seconds:
         options.update(broker_session_timeout=session_seconds, broker_rebalance_timeout=session_seconds / 2,
-                       broker_heartbeat_interval=min(1.0, session_seconds / 4))
+                       broker_heartbeat_interval=properties.get("broker_heartbeat_interval",
+                                                                min(1.0, session_seconds / 4)))
     app = StatePositionedApp(config.app, **options)
     app.topic_partitions = config.topics()
     setup_prometheus_sensors(app, name_prefix="wevent_faust")
