@@ -174,6 +174,62 @@ def key_partition(key: str, partitions: int) -> int:
     return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
+class CommittedTail:
+    """The records that committed transactions hold on a topic partition, read newest first.
+
+    A ``read_committed`` consumer of its own (no group is joined, nothing is committed: ``group``
+    is only the group id the ACLs let it use) reads the partition backwards in windows, each twice
+    the last, from its last stable offset down, so that finding a recent record reads little;
+    records of aborted transactions never show, and those of open ones lie past the last stable
+    offset. Each window is read within ``timeout`` seconds, else :class:`DeliveryError`.
+    """
+
+    FIRST_WINDOW = 64
+
+    def __init__(self, bootstrap: str, credentials: KafkaCredentials | None, group: str, timeout: float = 30.0) -> None:
+        self.bootstrap = bootstrap
+        self.credentials = credentials
+        self.group = group
+        self.timeout = timeout
+
+    def newest_first(self, topic: str, partition: int) -> Iterator[tuple[bytes | None, bytes]]:
+        """(key, value) of each committed record of ``topic[partition]``, the newest first."""
+        import time
+
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        consumer = Consumer(consumer_config(self.bootstrap, self.group, credentials=self.credentials)
+                            | {"enable.auto.commit": False, "isolation.level": "read_committed",
+                               "enable.partition.eof": True})
+        try:
+            low, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout,
+                                                      cached=False)
+            window = self.FIRST_WINDOW
+            while end > low:
+                start = max(low, end - window)
+                consumer.assign([TopicPartition(topic, partition, start)])
+                records: list[tuple[bytes | None, bytes]] = []
+                deadline = time.monotonic() + self.timeout
+                while True:
+                    if time.monotonic() > deadline:
+                        raise DeliveryError(f"{topic}[{partition}]: offsets {start}..{end - 1} not read within "
+                                            f"{self.timeout:g} s")
+                    message = consumer.poll(0.2)
+                    if message is None:
+                        continue
+                    if message.error():
+                        if message.error().code() == KafkaError._PARTITION_EOF:
+                            break
+                        raise DeliveryError(f"{topic}[{partition}]: {message.error().str()}")
+                    if message.offset() >= end:
+                        break
+                    records.append((message.key(), message.value()))
+                yield from reversed(records)
+                end, window = start, 2 * window
+        finally:
+            consumer.close()
+
+
 class DeliveryError(Exception):
     """Messages a producer was given did not reach the broker."""
 
