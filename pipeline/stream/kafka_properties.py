@@ -317,6 +317,10 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def _property(name: str) -> property:
+    return property(lambda self: self.properties.get(name), doc=f"``{name}``, or None")
+
+
 @dataclass(frozen=True)
 class KafkaCredentials:
     """How the clients reach Kafka: TLS, SASL, both or neither, and any other client property.
@@ -351,33 +355,14 @@ class KafkaCredentials:
     def protocol(self) -> str:
         return self.properties.get("security.protocol", "PLAINTEXT")
 
-    @property
-    def mechanism(self) -> str | None:
-        return self.properties.get("sasl.mechanism")
-
-    @property
-    def username(self) -> str | None:
-        return self.properties.get("sasl.username")
-
-    @property
-    def password(self) -> str | None:
-        return self.properties.get("sasl.password")
-
-    @property
-    def cafile(self) -> str | None:
-        return self.properties.get("ssl.ca.location")
-
-    @property
-    def certfile(self) -> str | None:
-        return self.properties.get("ssl.certificate.location")
-
-    @property
-    def keyfile(self) -> str | None:
-        return self.properties.get("ssl.key.location")
-
-    @property
-    def key_password(self) -> str | None:
-        return self.properties.get("ssl.key.password")
+    # the security settings, by what they are (None when not given)
+    mechanism = _property("sasl.mechanism")
+    username = _property("sasl.username")
+    password = _property("sasl.password")
+    cafile = _property("ssl.ca.location")
+    certfile = _property("ssl.certificate.location")
+    keyfile = _property("ssl.key.location")
+    key_password = _property("ssl.key.password")
 
     @property
     def tls(self) -> bool:

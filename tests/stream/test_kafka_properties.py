@@ -273,3 +273,36 @@ def test_the_config_table_reaches_every_client_and_is_checked_when_one_is_made()
     assert client_config("k:9092", Settings().kafka_credentials(config))["client.id"] == "eu"
     reserved = parse_config({"kafka_properties": {"group.id": "mine"}, "streams": [STREAM]})
     one_line(lambda: Settings().kafka_credentials(reserved), r"group.id \(the config's kafka_properties\)")
+
+
+# --- OAUTHBEARER tokens for the worker's clients ------------------------------------------------------
+def test_tokens_are_fetched_once_and_renewed_after_most_of_their_lifetime():
+    import asyncio
+    import time
+
+    from wevent.stream.runtime.oauth import REFRESH_AT, ClientCredentialsTokens, _expiry
+    from tests.integration.oidc_endpoint import TokenEndpoint, unsecured_jws
+
+    now = [0.0]
+    with TokenEndpoint({"w": "s&cret=1"}, lifetime=100) as endpoint:
+        tokens = ClientCredentialsTokens(endpoint.url, "w", "s&cret=1", scope="kafka", clock=lambda: now[0])
+        first = asyncio.run(tokens.token())
+        now[0] = 100 * REFRESH_AT - 1
+        assert tokens.current() == first and endpoint.requests == {"w": 1}
+        now[0] = 100 * REFRESH_AT
+        tokens.current()
+        assert endpoint.requests == {"w": 2}
+    assert abs(_expiry(unsecured_jws("w", 60)) - time.time() - 60) < 2  # a token without expires_in: its exp
+
+
+def test_a_token_endpoint_that_refuses_or_is_not_there_is_one_line():
+    from wevent.stream.runtime.broker import free_port
+    from wevent.stream.runtime.oauth import ClientCredentialsTokens, TokenError
+    from tests.integration.oidc_endpoint import TokenEndpoint
+
+    with TokenEndpoint({"w": "right"}) as endpoint:
+        with pytest.raises(TokenError, match=r"refused client 'w': HTTP 401 \(invalid_client: bad client") as refused:
+            ClientCredentialsTokens(endpoint.url, "w", "wrong").check()
+    assert "wrong" not in str(refused.value)
+    with pytest.raises(TokenError, match="cannot reach the OAUTHBEARER token endpoint"):
+        ClientCredentialsTokens(f"http://127.0.0.1:{free_port()}/token", "w", "s").check()
