@@ -45,7 +45,7 @@ def handle(args) -> int:
     check_listen(args.web_host, args.web_port)
     credentials = settings.kafka_credentials(config)
     # a property Faust's clients cannot honour, or exactly-once on tansu: one line before anything connects
-    faust_options(credentials, processing_guarantee(config, args.tansu_compat) == "exactly_once")
+    faust_options(credentials, processing_guarantee(config, args.tansu_compat) == "exactly_once", args.tansu_compat)
     bootstrap = reachable_kafka(args.bootstrap, settings, config=config)
     create_topics(bootstrap, config.topics(), replication=config.replication_factor, credentials=credentials)
     from wevent.topologies.app import build_app

@@ -235,6 +235,10 @@ def test_a_worker_refuses_what_aiokafka_cannot_honour(text, guarantee, match):
     one_line(lambda: faust_options(credentials_of(text), exactly_once=guarantee), match)
 
 
+def test_tansu_batches_hold_one_record_whatever_batch_size_says():
+    one_line(lambda: faust_options(credentials_of("batch.size=65536\n"), tansu_compat=True), "one record per batch")
+
+
 def test_a_worker_refuses_before_it_connects(tmp_path):
     """`wevent worker` with a property aiokafka cannot honour: one line, exit 2, and no attempt to
     reach the Kafka it is given (a port nothing listens on would say "cannot reach")."""

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...core import packing
 from ...core.base import StepResult
+from ..config import AppConfig
 from ..wire.format import DecodeError
 from ..wire.keys import MechanismPartKey, ReleaseKey, StepKey, StepOutputKey
 from ..wire.messages import (
@@ -23,7 +24,6 @@ from ..wire.messages import (
 from ..wire.records import ReleaseRecord
 from ..wire.seals import AuthenticationError, check_seal, unseal
 from ..wire.topics import AUDIT, LDP_REQUESTS, RELEASES
-from ..config import AppConfig
 from .base import HeadState, Out, Processor, ServerKeys, SideKeys, TableValue, dead_letter, refuse
 from .events import Events
 from .logic import StreamLogic

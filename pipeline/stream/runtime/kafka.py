@@ -84,7 +84,7 @@ FAUST_CREDENTIALS = ("security.protocol", "sasl.mechanism", "sasl.username", "sa
                      "sasl.oauthbearer.scope", "sasl.oauthbearer.extensions")
 
 
-def faust_options(credentials: KafkaCredentials | None, exactly_once: bool = False) -> dict:
+def faust_options(credentials: KafkaCredentials | None, exactly_once: bool = False, tansu_compat: bool = False) -> dict:
     """The Faust app settings that give its aiokafka clients every property of ``credentials``.
 
     A worker's Kafka traffic is Faust's, so a property its clients cannot honour is refused here,
@@ -92,7 +92,8 @@ def faust_options(credentials: KafkaCredentials | None, exactly_once: bool = Fal
     and health checks) would take it: never left out silently. Faust passes its clients the
     credentials (:func:`faust_credentials`), the properties of :data:`FAUST_SETTINGS`, and
     ``client.dns.lookup=use_all_dns_ips`` is what aiokafka does anyway (it tries every address of
-    a name in turn). Under ``exactly_once``, Faust's transactions need ``acks=all``.
+    a name in turn). Under ``exactly_once``, Faust's transactions need ``acks=all``; with
+    ``tansu_compat`` a batch holds one record, whatever ``batch.size`` says.
     """
     if credentials is None:
         return {}
@@ -115,6 +116,8 @@ def faust_options(credentials: KafkaCredentials | None, exactly_once: bool = Fal
     if exactly_once and options.get("producer_acks", -1) != -1:
         raise UsageError(f"{credentials.label('acks')}: processing_guarantee = \"exactly_once\" needs acks=all "
                          "(Kafka transactions)")
+    if tansu_compat and "producer_max_batch_size" in options:
+        raise UsageError(f"{credentials.label('batch.size')}: --tansu-compat sends one record per batch")
     return options
 
 

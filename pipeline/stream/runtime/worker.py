@@ -81,14 +81,12 @@ def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_b
     )
     if datadir:
         options["datadir"] = datadir
-    properties = faust_options(credentials, exactly_once=options["processing_guarantee"] == "exactly_once")
+    properties = faust_options(credentials, options["processing_guarantee"] == "exactly_once", tansu_compat)
     options.update(properties)
     if tansu_compat:
         # tansu reports wrong high watermarks for multi-record batches, which loses data after a
         # restart; one record per batch avoids it. Our records
         # already carry thousands of reports each.
-        if "producer_max_batch_size" in properties:
-            raise UsageError(f"{credentials.label('batch.size')}: --tansu-compat sends one record per batch")
         options.update(producer_max_batch_size=1)
         session_seconds = session_seconds or TANSU_SESSION_SECONDS
         shorten_fetch_wait()
