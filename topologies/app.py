@@ -13,7 +13,9 @@ Every agent is a thin loop around a processor of :mod:`wevent.stream.agents`
 (:func:`~wevent.stream.runtime.worker.stateful_agent`); its state lives in a Faust table backed by
 a changelog topic, keyed by ``stream/partition`` (assembler) or ``stream`` (M1, M2, collector). A
 table's changelog partitions match its source topics (co-partitioning), so a worker that takes
-over a partition recovers exactly that partition's state.
+over a partition recovers exactly that partition's state. Under exactly-once, M2 reads what
+committed transactions hold on ``releases`` before it sends a release again
+(:func:`send_releases_once`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from __future__ import annotations
 import faust
 
 from wevent.stream.agents.processors import Processors
+from wevent.stream.agents.publish import PublicationProcessor
 from wevent.stream.config import AppConfig
+from wevent.stream.runtime.kafka import CommittedTail, key_partition
 from wevent.stream.settings import Settings
 from wevent.stream.runtime.worker import (DEFAULT_STALL_SECONDS, forget_lost_streams, raw_topic, serve_health,
                                           serve_queries, state_table, stateful_agent, worker_app)
@@ -41,7 +45,7 @@ def build_app(config: AppConfig, bootstrap: str, settings: Settings, *, web_port
     (:func:`~wevent.stream.runtime.worker.serve_health`); the rest of the settings are the app's
     (:func:`~wevent.stream.runtime.worker.worker_app`).
     """
-    credentials = settings.kafka_credentials()
+    credentials = settings.kafka_credentials(config)
     app = worker_app(config, bootstrap, web_port=web_port, web_bind=web_bind, tansu_compat=tansu_compat,
                      datadir=datadir, session_seconds=session_seconds, credentials=credentials,
                      report_counts=report_counts)
@@ -69,7 +73,29 @@ def build_app(config: AppConfig, bootstrap: str, settings: Settings, *, web_port
             for name in local:
                 await topics[LDP_REPORTS].send(key=name.encode(), value=TickMessage(name).encode())
 
+    if config.processing_guarantee == "exactly_once":
+        send_releases_once(app, config, processors.publication, CommittedTail(bootstrap, credentials, config.app))
     serve_health(app, config, bootstrap, stall_seconds, credentials)
     serve_queries(app, config, processors.publication.keys)
     forget_lost_streams(app, config)
     return app
+
+
+def send_releases_once(app: faust.App, config: AppConfig, publication: PublicationProcessor,
+                       tail: CommittedTail) -> None:
+    """M2 sends each release once (:class:`~wevent.stream.agents.publish.PublicationProcessor`):
+    it reads a stream's committed releases from its ``releases`` partition with ``tail``, and
+    forgets what it knew of the streams whose partition this worker takes anew."""
+    def partition(name: str) -> int:
+        return key_partition(name, config.stream_partitions)
+
+    publication.exactly_once(lambda name: tail.newest_first(RELEASES, partition(name)))
+    owned: set[int] = set()
+
+    async def on_assigned(sender, assigned, **kwargs) -> None:
+        now = {tp.partition for tp in assigned if tp.topic == MEASUREMENTS}
+        publication.taken_over(s.name for s in config.streams if partition(s.name) in now - owned)
+        owned.clear()
+        owned.update(now)
+
+    app.on_partitions_assigned.connect(on_assigned)

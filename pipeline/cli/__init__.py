@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as exc:  # a usage error (argparse printed its one line) or --help
             return exc.code
         command = " ".join(["wevent", *(getattr(args, dest) for dest in SUBCOMMAND_DESTS if getattr(args, dest, None))])
+        args.settings = args.settings.with_kafka_properties(getattr(args, "kafka_properties", None))
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)

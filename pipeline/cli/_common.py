@@ -21,12 +21,13 @@ from typing import Callable, Iterable, TypeVar
 
 from ..core.validation import MIN_EPSILON
 from ..errors import Unavailable, UsageError
-from ..stream.settings import LOOPBACK, Settings
+from ..stream.settings import LOOPBACK, PROPERTIES_FILE_ENV, Settings
 
 __all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
            "probability", "port", "listen_port", "seed", "user_count", "slot_count", "window_length", "bin_count",
            "partition_count", "epsilon_value", "readable_file", "writable_file", "directory", "bootstrap_servers",
-           "http_url", "shard_spec", "reachable_kafka", "wait_for_kafka", "bind_address", "check_listen"]
+           "http_url", "shard_spec", "kafka_properties_option", "reachable_kafka", "wait_for_kafka", "bind_address",
+           "check_listen"]
 
 
 T = TypeVar("T")
@@ -274,14 +275,24 @@ def serve_metrics(port: int, address: str = LOOPBACK) -> None:
         raise UsageError(f"cannot serve metrics on {address}:{port}: {exc.strerror}") from None
 
 
-def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 10.0) -> str:
-    """The Kafka to use (``explicit``, else $WEVENT_BOOTSTRAP as ``settings`` give it), reached with
-    the credentials ``settings`` give, checked to answer within ``timeout`` s.
+def kafka_properties_option(parser) -> None:
+    """The network commands' ``--kafka-properties FILE`` (:func:`wevent.cli.main` applies it to
+    ``args.settings``)."""
+    parser.add_argument("--kafka-properties", type=readable_file, metavar="FILE",
+                        help=f"Kafka client properties, one per line in Java's form (e.g. a managed Kafka's "
+                        f"client.properties; default: ${PROPERTIES_FILE_ENV}); WEVENT_KAFKA_* variables win over it")
+
+
+def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 10.0, config=None) -> str:
+    """The Kafka to use (``explicit``, else $WEVENT_BOOTSTRAP, else the properties file's
+    ``bootstrap.servers``, as ``settings`` give them), reached with the client properties
+    ``settings`` and ``config`` give, checked to answer within ``timeout`` s.
 
     A refused connection or an unknown host fails at once (:class:`~wevent.errors.Unavailable`:
-    Kafka may be down now and up later); a listener that is not Kafka fails after ``timeout`` (a
-    usage error: the address or the security settings are wrong). Either way the failure is one
-    line, not the client library's retries and log.
+    Kafka may be down now and up later); a property librdkafka does not take or an OAUTHBEARER
+    token endpoint that refuses the client fails at once too, and a listener that is not Kafka
+    after ``timeout`` (usage errors: the address or the settings are wrong). Either way the failure
+    is one line, not the client library's retries and log.
     """
     import socket
 
@@ -297,6 +308,11 @@ def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 1
         bootstrap_servers(bootstrap)
     except argparse.ArgumentTypeError as exc:
         raise UsageError(f"Kafka bootstrap servers {exc}") from None
+    credentials = settings.kafka_credentials(config)
+    if credentials is not None and credentials.oauthbearer:
+        from ..stream.runtime.oauth import ClientCredentialsTokens
+
+        ClientCredentialsTokens.of(credentials).check()
     errors = []
     for address in bootstrap.split(","):
         host, _, number = address.strip().rpartition(":")
@@ -308,7 +324,10 @@ def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 1
     else:
         raise Unavailable(f"cannot reach Kafka at {bootstrap}: {'; '.join(errors)}")
     try:  # log_level 0: the one line below says it all
-        client = AdminClient({**client_config(bootstrap, settings.kafka_credentials()), "log_level": 0})
+        client = AdminClient({**client_config(bootstrap, credentials), "log_level": 0})
+    except KafkaException as exc:  # a property librdkafka refuses, before it connects
+        raise UsageError(f"the Kafka client properties: {exc.args[0].str()}") from None
+    try:
         client.list_topics(timeout=timeout)
     except KafkaException as exc:
         raise UsageError(f"no Kafka answered at {bootstrap} within {timeout:g} s: {exc.args[0].str()}") from None
@@ -320,7 +339,7 @@ RETRY_LIMIT_SECONDS = 10.0  # the longest wait between two attempts to reach Kaf
 
 def wait_for_kafka(explicit: str | None, settings: Settings, command: str,
                    waiting: Callable[[str, str, float], None] = lambda bootstrap, error, seconds: None,
-                   sleep: Callable[[float], object] = time.sleep) -> str:
+                   sleep: Callable[[float], object] = time.sleep, config=None) -> str:
     """:func:`reachable_kafka`, tried again while Kafka cannot be reached, with a backoff from 1 s
     doubling up to :data:`RETRY_LIMIT_SECONDS`, for as long as it takes: for the long-running
     commands (a worker, a device fleet), whose supervisor would only start them again.
@@ -332,7 +351,7 @@ def wait_for_kafka(explicit: str | None, settings: Settings, command: str,
     started, delay, said = time.monotonic(), 1.0, False
     while True:
         try:
-            bootstrap = reachable_kafka(explicit, settings)
+            bootstrap = reachable_kafka(explicit, settings, config=config)
         except Unavailable as exc:
             waiting(settings.kafka_bootstrap(explicit) or "", str(exc), time.monotonic() - started)
             if not said:

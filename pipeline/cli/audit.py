@@ -6,7 +6,7 @@ import argparse
 
 from ..stream.settings import Settings
 from ..stream.wire.topics import AUDIT
-from ._common import UsageError, bootstrap_servers, integer, reachable_kafka, readable_file
+from ._common import UsageError, bootstrap_servers, integer, kafka_properties_option, reachable_kafka, readable_file
 
 READ_TIMEOUT = 15.0  # seconds for the topic's metadata and offsets
 
@@ -39,6 +39,7 @@ def register(sub, settings: Settings) -> None:
                    help="JSON lines of release or audit records (default: read the audit topic)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                    help="Kafka bootstrap servers for the audit topic (default: $WEVENT_BOOTSTRAP)")
+    kafka_properties_option(p)
     p.add_argument("--topic", default=AUDIT, help=f"topic to read (default: {AUDIT})")
     p.add_argument("--stream", "-s", action="append", help="only these streams (repeatable)")
     p.add_argument("--from-slot", type=integer(1), metavar="SLOT",

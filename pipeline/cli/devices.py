@@ -8,8 +8,8 @@ import sys
 from ..errors import Unavailable
 from ..stream.wire.topics import LDP_REPORTS, LDP_REQUESTS
 from ..stream.settings import LOOPBACK, Settings
-from ._common import (UsageError, bind_address, bootstrap_servers, check_listen, integer, port, readable_file,
-                      serve_metrics, shard_spec, wait_for_kafka)
+from ._common import (UsageError, bind_address, bootstrap_servers, check_listen, integer, kafka_properties_option,
+                      port, readable_file, serve_metrics, shard_spec, wait_for_kafka)
 
 DEFAULT_LEDGER_DIR = "wevent-devices-ledger"
 
@@ -41,6 +41,7 @@ def register(sub, settings: Settings) -> None:
                    help="refuse a request more than this many slots past the newest charged one (default: 100 w)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                    help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka_properties_option(p)
     p.add_argument("--tansu-compat", action="store_true", default=settings.tansu_compat,
                    help="the broker is tansu: one record per batch")
     p.add_argument("--metrics-port", type=port, help="serve the fleet's counters on this port (/metrics)")
@@ -96,7 +97,7 @@ def handle(args) -> int:
         check_listen(args.metrics_host, args.metrics_port)
     signals = Signals().install()  # a signal stops the fleet wherever it is: every step of an answer is crash-safe
     try:
-        serve(args, fleets, readers, reports, f"wevent-devices-{'+'.join(names)}-{shard}of{shards}")
+        serve(args, config, fleets, readers, reports, f"wevent-devices-{'+'.join(names)}-{shard}of{shards}")
     except Stopped as stop:  # a request being answered stays uncommitted: it is answered again on restart
         print(f"wevent devices: {stop}: stopping", file=sys.stderr)
     finally:
@@ -104,7 +105,7 @@ def handle(args) -> int:
     return 0
 
 
-def serve(args, fleets: dict, readers: dict, reports, group: str) -> None:
+def serve(args, config, fleets: dict, readers: dict, reports, group: str) -> None:
     """Wait for Kafka, then answer the requests of ``group``'s partitions until stopped."""
     from confluent_kafka import Consumer, Producer
 
@@ -113,8 +114,8 @@ def serve(args, fleets: dict, readers: dict, reports, group: str) -> None:
     from wevent.stream.runtime.kafka import consumer_config, producer_config
 
     settings = args.settings
-    bootstrap = wait_for_kafka(args.bootstrap, settings, "wevent devices")
-    credentials = settings.kafka_credentials()
+    bootstrap = wait_for_kafka(args.bootstrap, settings, "wevent devices", config=config)
+    credentials = settings.kafka_credentials(config)
     if args.metrics_port:
         serve_metrics(args.metrics_port, args.metrics_host)
     log_client_errors()  # a broker that goes away: one line per 30 s in the fleet's log, not one per retry

@@ -27,8 +27,9 @@ from ..errors import EXIT_LOST_STATE, EXIT_UNAVAILABLE, LostState
 from ..stream.settings import Settings
 from ..stream.wire.format import DecodeError
 from ..stream.wire.reports import check_producer_id
-from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, listen_port, progress, reachable_kafka,
-                      readable_file, real, seed, serve_metrics, slot_count, user_count, writable_file)
+from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, kafka_properties_option, listen_port,
+                      progress, reachable_kafka, readable_file, real, seed, serve_metrics, slot_count, user_count,
+                      writable_file)
 
 __all__ = ["register"]
 
@@ -159,6 +160,7 @@ def _add_replay_options(parser, settings: Settings) -> None:
     kafka.add_argument("--stream", "-s", metavar="NAME", help="stream of the config (default: the first)")
     kafka.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                        help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka_properties_option(kafka)
     kafka.add_argument("--tansu-compat", action="store_true", default=settings.tansu_compat,
                        help="the broker is tansu: one record per batch")
     kafka.add_argument("--delivery-timeout", type=real(above=0, maximum=LIMITS["seconds"]), default=60.0,
@@ -203,12 +205,12 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
     stream = config.stream(args.stream) if args.stream else config.streams[0]
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
-    bootstrap = reachable_kafka(args.bootstrap, args.settings)
+    bootstrap = reachable_kafka(args.bootstrap, args.settings, config=config)
 
     def open_kafka(feed: Feed) -> SlotSink:
         check_feed_fits(feed, stream)
         return sink_for(bootstrap, stream, config.report_partitions, args.tansu_compat, args.delivery_timeout,
-                        args.settings.kafka_credentials(), args.producer_id or default_producer_id(feed))
+                        args.settings.kafka_credentials(config), args.producer_id or default_producer_id(feed))
 
     return open_kafka
 
@@ -267,7 +269,7 @@ def _follow_truth(args, feed) -> None:
 
     def follow() -> None:
         with Releases(args.settings.kafka_bootstrap(args.bootstrap), streams=[stream.name],
-                      credentials=args.settings.kafka_credentials()) as releases:
+                      credentials=args.settings.kafka_credentials(config)) as releases:
             for record in releases.follow():
                 export_release_error(stream.name, monitor.observe(record))
 

@@ -13,16 +13,19 @@ error against the feed's truth on a port of this process (loopback only).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+from dataclasses import replace
 
 from ..core.registry import mechanism_class, mechanisms
 from ..producers.fixtures import TDRIVE as SAMPLE_TDRIVE
-from ..stream.settings import LOOPBACK, Settings
+from ..stream.settings import LOOPBACK, PROPERTIES_FILE_ENV, Settings
 from ._common import (
     UsageError,
     bootstrap_servers,
     epsilon_value,
     integer,
+    kafka_properties_option,
     real,
     readable_file,
     seed,
@@ -66,6 +69,7 @@ def register(sub, settings: Settings) -> None:
                    "experiments only: anyone who knows it can remove the noise (default: the config's seed; "
                    "without one, $WEVENT_NOISE_KEY and $WEVENT_DEVICE_KEY, else fresh random keys)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="use this Kafka instead of the embedded broker (or $WEVENT_BOOTSTRAP)")
+    kafka_properties_option(p)
     p.add_argument("--metrics-port", type=PORT, default=0, help="worker web port for /metrics (default: a free port)")
     p.add_argument("--truth-port", type=PORT, default=0, help="port serving the releases' error against the feed's "
                    f"ground truth as /metrics, on {LOOPBACK} only (default: a free port)")
@@ -126,6 +130,9 @@ def handle(args) -> int:
     settings = args.settings
     bootstrap = settings.kafka_bootstrap(args.bootstrap)
     keys = run_keys(config, args.seed, settings, devices=stream.model == "local", external_kafka=bootstrap is not None)
+    if args.kafka_properties:  # the worker and the devices read it as every command does
+        path = {PROPERTIES_FILE_ENV: os.path.abspath(args.kafka_properties)}
+        keys = replace(keys, worker={**keys.worker, **path}, devices={**keys.devices, **path} if keys.devices else {})
     if keys.from_seed:
         print(f"wevent run: seed {keys.seed}: reproducible noise for experiments only, anyone who knows the seed "
               f"can remove it (without a seed, keys are drawn at random or read from {' and '.join(keys.from_seed)})",

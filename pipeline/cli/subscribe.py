@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from ..stream.settings import Settings
-from ._common import LIMITS, bootstrap_servers, integer, reachable_kafka, real
+from ._common import LIMITS, bootstrap_servers, integer, kafka_properties_option, reachable_kafka, real
 
 
 def register(sub, settings: Settings) -> None:
     p = sub.add_parser("subscribe", help="print releases from the releases topic")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                    help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka_properties_option(p)
     p.add_argument("--stream", "-s", action="append", help="only these streams (repeatable)")
     p.add_argument("--json", action="store_true", help="one JSON release per line")
     p.add_argument("--limit", type=integer(1, 2**31), help="stop after this many releases")

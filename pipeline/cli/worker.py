@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from ..stream.settings import LOOPBACK, Settings
-from ._common import (LIMITS, bind_address, bootstrap_servers, check_listen, directory, port, readable_file, real,
-                      wait_for_kafka)
+from ._common import (LIMITS, bind_address, bootstrap_servers, check_listen, directory, kafka_properties_option, port,
+                      readable_file, real, wait_for_kafka)
 
 
 def register(sub, settings: Settings) -> None:
@@ -20,6 +20,7 @@ def register(sub, settings: Settings) -> None:
                    help="stream config file (.toml, .yaml or .json)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,
                    help="Kafka bootstrap servers (default: $WEVENT_BOOTSTRAP)")
+    kafka_properties_option(p)
     p.add_argument("--web-port", type=port, default=settings.web_port,
                    help="port of the worker's web server: /metrics, /livez, /readyz and /query (default: 6066)")
     p.add_argument("--web-host", type=bind_address, default=settings.web_host,
@@ -46,16 +47,21 @@ def register(sub, settings: Settings) -> None:
 def handle(args) -> int:
     from ..stream.config import load_config
     from ..stream.runtime.health import StartingProbes
+    from ..stream.runtime.kafka import faust_options
     from ..stream.runtime.local_run import Signals, Stopped
+    from ..stream.runtime.worker import processing_guarantee
 
     settings = args.settings
     config = load_config(args.config)
     settings.noise_key(config)  # fail now, not in the middle of a slot, if no key is configured
     check_listen(args.web_host, args.web_port)
+    credentials = settings.kafka_credentials(config)
+    # a property Faust's clients cannot honour, or exactly-once on tansu: one line before anything connects
+    faust_options(credentials, processing_guarantee(config, args.tansu_compat) == "exactly_once", args.tansu_compat)
     signals = Signals().install()  # until the app runs and handles them itself
     try:
         with StartingProbes(args.web_host, args.web_port, [s.name for s in config.streams]) as probes:
-            bootstrap = wait_for_kafka(args.bootstrap, settings, "wevent worker", probes.unreachable)
+            bootstrap = wait_for_kafka(args.bootstrap, settings, "wevent worker", probes.unreachable, config=config)
             probes.reached()
             app = start_app(config, bootstrap, args)
     except Stopped as stop:
@@ -77,14 +83,13 @@ def start_app(config, bootstrap: str, args):
     from ..stream.runtime.broker import create_topics
     from ..stream.runtime.worker import changelog_partitions
 
-    settings = args.settings
-    create_topics(bootstrap, config.topics(), replication=config.replication_factor,
-                  credentials=settings.kafka_credentials())
-    app = build_app(config, bootstrap, settings, web_port=args.web_port, web_bind=args.web_host,
+    credentials = args.settings.kafka_credentials(config)
+    create_topics(bootstrap, config.topics(), replication=config.replication_factor, credentials=credentials)
+    app = build_app(config, bootstrap, args.settings, web_port=args.web_port, web_bind=args.web_host,
                     tansu_compat=args.tansu_compat, datadir=args.datadir, stall_seconds=args.stall_seconds,
                     session_seconds=args.session_seconds, report_counts=args.export_report_counts)
     create_topics(bootstrap, changelog_partitions(app), replication=config.replication_factor,
-                  settings={"cleanup.policy": "compact"}, credentials=settings.kafka_credentials())
+                  settings={"cleanup.policy": "compact"}, credentials=credentials)
     return app
 
 

@@ -8,6 +8,7 @@ A config file (TOML, YAML or JSON) declares the app and its streams::
     seed = 7                   # reproducible noise; omit and set WEVENT_NOISE_KEY in production
     processing_guarantee = "at_least_once"   # or "exactly_once" (Kafka transactions, not on tansu)
     replication_factor = 1     # copies of each topic the app creates (3 on a production cluster)
+    kafka_properties = { "client.id" = "wevent-eu", "session.timeout.ms" = 45000 }   # no secrets here
 
     [[streams]]
     name = "taxi"
@@ -184,6 +185,7 @@ class AppConfig:
     seed: int | None = None
     processing_guarantee: str = "at_least_once"
     replication_factor: int = 1
+    kafka_properties: dict[str, Any] = field(default_factory=dict)  # Kafka client properties (no secrets)
 
     def stream(self, name: str) -> StreamConfig | None:
         return self._by_name.get(name)
@@ -276,6 +278,7 @@ def parse_config(raw) -> AppConfig:
         seed=fields.get("seed"),
         processing_guarantee=fields.get("processing_guarantee", "at_least_once"),
         replication_factor=fields.get("replication_factor", 1),
+        kafka_properties=fields.get("kafka_properties", {}),
     )
 
 
@@ -340,6 +343,7 @@ def dump_config(config: AppConfig) -> dict:
         **({"processing_guarantee": config.processing_guarantee}
            if config.processing_guarantee != "at_least_once" else {}),
         **({"replication_factor": config.replication_factor} if config.replication_factor != 1 else {}),
+        **({"kafka_properties": dict(config.kafka_properties)} if config.kafka_properties else {}),
         "streams": [_given(s) for s in config.streams],
     }
 

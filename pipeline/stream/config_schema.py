@@ -24,6 +24,8 @@ wevent.stream.config_kinds.SchemaError: options.budget_shift must be a boolean (
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,7 @@ from ..core.registry import MODELS, mechanisms
 from ..core.validation import MIN_EPSILON
 from .config_kinds import (Boolean, ByType, Choice, Field, Integer, Kind, Number, PerMechanism, SchemaError, Table,
                            Text, TextList, Time, check_table, show, table_json_schema)
+from .kafka_properties import PROPERTIES_FILE_ENV, SECRET_PATTERN, is_secret
 
 __all__ = ["Option", "MechanismSchema", "mechanism_schema", "mechanism_schemas", "MODELS", "STREAM_FIELDS",
            "APP_FIELDS", "check_options", "config_json_schema"]
@@ -194,6 +197,40 @@ class StreamList(Kind):
         return {"type": "array", "minItems": 1, "items": stream_json_schema()}
 
 
+PROPERTY_NAME = Text(200, r"[A-Za-z0-9][A-Za-z0-9._-]*", "a Kafka property name (letters, digits, '.', '_', '-')")
+PROPERTY_VALUE = Text(4096)
+
+
+class ClientProperties(Kind):
+    """Kafka client properties by name (``session.timeout.ms = 45000``): each a string, a number or
+    a boolean, and never a secret (:func:`~wevent.stream.kafka_properties.is_secret`), which goes in
+    the properties file or a ``WEVENT_KAFKA_*`` variable. Which properties the clients take, and
+    which wevent sets itself, is checked when the first client is made
+    (:class:`~wevent.stream.kafka_properties.KafkaCredentials`)."""
+
+    def check(self, value, name):
+        if not isinstance(value, dict):
+            raise SchemaError(f"{name} must be a table/mapping of Kafka client properties, got {show(value)}")
+        for key, item in value.items():
+            PROPERTY_NAME.check(key, f"{name}: {show(key)}")
+            if is_secret(key):
+                raise SchemaError(f"{name}.{key} is a secret, never in the config: give it in the Kafka properties "
+                                  f"file ({PROPERTIES_FILE_ENV}) or its WEVENT_KAFKA_* variable")
+            if isinstance(item, str):
+                if item:  # an empty value means something to some properties (no host name check)
+                    PROPERTY_VALUE.check(item, f"{name}.{key}")
+            elif isinstance(item, bool) or isinstance(item, numbers.Integral):
+                pass
+            elif not (isinstance(item, numbers.Real) and math.isfinite(item)):
+                raise SchemaError(f"{name}.{key} must be a string, a number or a boolean, got {show(item)}")
+        return dict(value)
+
+    def json_schema(self):
+        return {"type": "object",
+                "propertyNames": {**PROPERTY_NAME.json_schema(), "not": {"pattern": SECRET_PATTERN}},
+                "additionalProperties": {"type": ["string", "number", "boolean"], "maxLength": 4096}}
+
+
 PROCESSING_GUARANTEES = ("at_least_once", "exactly_once")
 APP_FIELDS: dict[str, Field] = {
     "app": Field(NAME, "the Faust app id: consumer group and table topics"),
@@ -204,6 +241,8 @@ APP_FIELDS: dict[str, Field] = {
                                   "exactly_once (Kafka transactions: Apache Kafka, not the embedded tansu)"),
     "replication_factor": Field(Integer(1, 100), "copies of every topic the app creates, changelogs included "
                                 "(default 1; 3 on a production cluster)"),
+    "kafka_properties": Field(ClientProperties(), "Kafka client properties of every client, e.g. client.id or "
+                              "session.timeout.ms (no secrets: those go in the properties file)"),
     "streams": Field(StreamList(), "the streams", required=True),
 }
 

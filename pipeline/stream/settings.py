@@ -1,6 +1,7 @@
 """What a process takes from its environment, read once, at the edge, and passed in.
 
-Every setting the environment gives (the Kafka to use and how to reach it securely, the server's
+Every setting the environment gives (the Kafka to use, how to reach it securely and any other
+client property, in a properties file: :mod:`wevent.stream.kafka_properties`; the server's
 and the devices' keys and public keys, the worker's web and health defaults, the embedded broker's
 memory limit, debugging) is read by :meth:`Settings.from_environ`, once, by ``wevent``'s ``main``
 for every command, the worker's included; the cache of Apache Kafka's jars is read so too, where
@@ -18,18 +19,20 @@ which wins over the config's ``seed``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
 from ..core.randomness import SecretKey
 from ..errors import UsageError
 from .config import AppConfig, ConfigError
+from .kafka_properties import (PROPERTIES_FILE_ENV, SASL_MECHANISMS, SECURITY_ENV, SECURITY_PROTOCOLS, KafkaCredentials,
+                               read_properties)
 from .wire.seals import SignatureSeal, report_seal
 
 __all__ = ["Settings", "KafkaCredentials", "NOISE_KEY_ENV", "DEVICE_KEY_ENV", "REQUEST_KEY_ENV", "REPORT_KEY_ENV",
-           "BOOTSTRAP_ENV", "MEMORY_LIMIT_ENV", "SECURITY_ENV", "SECURITY_PROTOCOLS", "SASL_MECHANISMS", "DEBUG_ENV",
-           "SCALE_ENV", "LOOPBACK"]
+           "BOOTSTRAP_ENV", "MEMORY_LIMIT_ENV", "SECURITY_ENV", "PROPERTIES_FILE_ENV", "SECURITY_PROTOCOLS",
+           "SASL_MECHANISMS", "DEBUG_ENV", "SCALE_ENV", "LOOPBACK"]
 
 NOISE_KEY_ENV = "WEVENT_NOISE_KEY"  # 64 hex characters: the server's secret noise key
 DEVICE_KEY_ENV = "WEVENT_DEVICE_KEY"  # the simulated devices' key (local model)
@@ -40,129 +43,7 @@ MEMORY_LIMIT_ENV = "WEVENT_BROKER_MEMORY_MB"
 DEBUG_ENV = "WEVENT_DEBUG"
 SCALE_ENV = "WEVENT_REPRODUCE_SCALE"  # "tiny": the test suite's seconds-long run of `wevent reproduce`
 KAFKA_CACHE_ENV = "WEVENT_KAFKA_CACHE"  # the directory holding kafka-<version>/ caches
-# How to reach Kafka securely (the Helm chart fills these from its Secret).
-SECURITY_ENV = {"protocol": "WEVENT_KAFKA_SECURITY_PROTOCOL", "mechanism": "WEVENT_KAFKA_SASL_MECHANISM",
-                "username": "WEVENT_KAFKA_USERNAME", "password": "WEVENT_KAFKA_PASSWORD",
-                "cafile": "WEVENT_KAFKA_SSL_CAFILE", "certfile": "WEVENT_KAFKA_SSL_CERTFILE",
-                "keyfile": "WEVENT_KAFKA_SSL_KEYFILE", "key_password": "WEVENT_KAFKA_SSL_KEY_PASSWORD"}
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 LOOPBACK = "127.0.0.1"  # the default address of every HTTP port: open it to the network explicitly
-
-
-@dataclass(frozen=True)
-class KafkaCredentials:
-    """How the clients reach Kafka: TLS, SASL, both, or neither.
-
-    Made from the ``WEVENT_KAFKA_*`` settings by :meth:`parse`, which refuses an incoherent
-    combination with one line (a password without SASL, a certificate without TLS, a file that
-    cannot be read).
-
-    Parameters
-    ----------
-    protocol : str
-        ``PLAINTEXT``, ``SSL`` (TLS, and mutual TLS with a client certificate), ``SASL_PLAINTEXT``
-        or ``SASL_SSL``.
-    mechanism, username, password : str or None
-        SASL (``PLAIN``, ``SCRAM-SHA-256`` or ``SCRAM-SHA-512``); only with a ``SASL_`` protocol.
-    cafile : str or None
-        PEM file of the certificate authorities to trust instead of the system's.
-    certfile, keyfile, key_password : str or None
-        The client's PEM certificate and private key (mutual TLS), and the key's password.
-    """
-
-    protocol: str = "PLAINTEXT"
-    mechanism: str | None = None
-    username: str | None = None
-    password: str | None = None
-    cafile: str | None = None
-    certfile: str | None = None
-    keyfile: str | None = None
-    key_password: str | None = None
-
-    @property
-    def tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def sasl(self) -> bool:
-        return self.protocol.startswith("SASL_")
-
-    @classmethod
-    def parse(cls, given: Mapping[str, str | None]) -> "KafkaCredentials | None":
-        """The settings ``given`` by name (the keys of :data:`SECURITY_ENV`), or None when none is
-        given (plain TCP, no authentication).
-
-        The protocol defaults to ``SASL_SSL`` when a username is given, else to ``PLAINTEXT``.
-        """
-        env = {name: given.get(name) or None for name in SECURITY_ENV}
-        if not any(env.values()):
-            return None
-        protocol = (env["protocol"] or ("SASL_SSL" if env["username"] else "PLAINTEXT")).upper()
-        if protocol not in SECURITY_PROTOCOLS:
-            raise UsageError(f"{SECURITY_ENV['protocol']} must be one of {', '.join(SECURITY_PROTOCOLS)}, got {protocol!r}")
-        sasl = protocol.startswith("SASL_")
-        mechanism = (env["mechanism"] or "SCRAM-SHA-512").upper() if sasl else env["mechanism"]
-        if sasl and mechanism not in SASL_MECHANISMS:
-            raise UsageError(f"{SECURITY_ENV['mechanism']} must be one of {', '.join(SASL_MECHANISMS)}, got {mechanism!r}")
-        if sasl and not (env["username"] and env["password"]):
-            raise UsageError(f"{SECURITY_ENV['protocol']}={protocol} needs {SECURITY_ENV['username']} and "
-                             f"{SECURITY_ENV['password']}")
-        for name in ("mechanism", "username", "password") if not sasl else ():
-            if env[name]:
-                raise UsageError(f"{SECURITY_ENV[name]} is set but {SECURITY_ENV['protocol']}={protocol} has no SASL "
-                                 "(use SASL_SSL or SASL_PLAINTEXT)")
-        tls = protocol in ("SSL", "SASL_SSL")
-        for name in ("cafile", "certfile", "keyfile", "key_password") if not tls else ():
-            if env[name]:
-                raise UsageError(f"{SECURITY_ENV[name]} is set but {SECURITY_ENV['protocol']}={protocol} has no TLS "
-                                 "(use SSL or SASL_SSL)")
-        if bool(env["certfile"]) != bool(env["keyfile"]):
-            raise UsageError(f"{SECURITY_ENV['certfile']} and {SECURITY_ENV['keyfile']} go together (mutual TLS)")
-        if env["key_password"] and not env["keyfile"]:
-            raise UsageError(f"{SECURITY_ENV['key_password']} is set without {SECURITY_ENV['keyfile']}")
-        credentials = cls(protocol, mechanism, env["username"], env["password"], env["cafile"], env["certfile"],
-                          env["keyfile"], env["key_password"])
-        credentials.ssl_context()  # unreadable or mismatched files: one line now, not a failure in every client
-        return credentials
-
-    def ssl_context(self):
-        """The TLS context of Python clients (Faust's), or None without TLS; UsageError for bad files."""
-        import ssl
-
-        if not self.tls:
-            return None
-        try:
-            context = ssl.create_default_context(cafile=self.cafile)
-        except OSError as exc:  # ssl.SSLError included
-            raise UsageError(f"{SECURITY_ENV['cafile']}={self.cafile}: not a readable PEM file of CA certificates "
-                             f"({_reason(exc)})") from None
-        if self.certfile:
-            try:
-                # never None: OpenSSL would prompt on the terminal for the password of an encrypted key
-                context.load_cert_chain(self.certfile, self.keyfile, self.key_password or "")
-            except OSError as exc:
-                raise UsageError(f"{SECURITY_ENV['certfile']}={self.certfile} with {SECURITY_ENV['keyfile']}="
-                                 f"{self.keyfile}: not a client certificate and its key ({_reason(exc)})") from None
-        return context
-
-    def librdkafka(self) -> dict:
-        config = {"security.protocol": self.protocol}
-        if self.sasl:
-            config.update({"sasl.mechanism": self.mechanism, "sasl.username": self.username,
-                           "sasl.password": self.password})
-        optional = {"ssl.ca.location": self.cafile, "ssl.certificate.location": self.certfile,
-                    "ssl.key.location": self.keyfile, "ssl.key.password": self.key_password}
-        return config | {key: value for key, value in optional.items() if value}
-
-
-def _reason(exc: OSError) -> str:
-    """A TLS or file error in a few words: OpenSSL's reason (``KEY_VALUES_MISMATCH``) or the system's."""
-    import ssl
-
-    if isinstance(exc, ssl.SSLError):
-        return exc.reason or "not PEM, or an encrypted key without its password"
-    return exc.strerror or str(exc)
 
 
 @dataclass(frozen=True)
@@ -175,6 +56,10 @@ class Settings:
         ``WEVENT_BOOTSTRAP``: the Kafka to use when no ``--bootstrap`` is given.
     kafka : mapping
         ``WEVENT_KAFKA_*`` by the names of :data:`SECURITY_ENV` (:meth:`kafka_credentials`).
+    kafka_properties_file : str or None
+        ``WEVENT_KAFKA_PROPERTIES_FILE`` (or a command's ``--kafka-properties``,
+        :meth:`with_kafka_properties`): a file of any Kafka client properties, Java's form
+        (:mod:`wevent.stream.kafka_properties`).
     noise_key_hex, device_key_hex : str or None
         ``WEVENT_NOISE_KEY`` and ``WEVENT_DEVICE_KEY``, 64 hexadecimal characters each
         (:meth:`noise_key`, :meth:`device_key`).
@@ -200,6 +85,7 @@ class Settings:
 
     bootstrap: str | None = None
     kafka: Mapping[str, str | None] = field(default_factory=dict, repr=False)
+    kafka_properties_file: str | None = None
     noise_key_hex: str | None = field(default=None, repr=False)
     device_key_hex: str | None = field(default=None, repr=False)
     device_public_key_hex: str | None = None
@@ -221,6 +107,7 @@ class Settings:
         return cls(
             bootstrap=environ.get(BOOTSTRAP_ENV) or None,
             kafka={name: environ.get(variable) or None for name, variable in SECURITY_ENV.items()},
+            kafka_properties_file=environ.get(PROPERTIES_FILE_ENV) or None,
             noise_key_hex=environ.get(NOISE_KEY_ENV) or None,
             device_key_hex=environ.get(DEVICE_KEY_ENV) or None,
             device_public_key_hex=environ.get(REPORT_KEY_ENV) or None,
@@ -237,13 +124,27 @@ class Settings:
             cache_home=environ.get("XDG_CACHE_HOME") or None,
         )
 
-    def kafka_bootstrap(self, explicit: str | None) -> str | None:
-        """The configured Kafka (flag, then WEVENT_BOOTSTRAP), or None for the embedded broker."""
-        return explicit or self.bootstrap or None
+    def with_kafka_properties(self, path: str | None) -> "Settings":
+        """These settings with the properties file ``path`` (a command's ``--kafka-properties``,
+        which wins over ``WEVENT_KAFKA_PROPERTIES_FILE``); unchanged for None."""
+        return replace(self, kafka_properties_file=path) if path else self
 
-    def kafka_credentials(self) -> KafkaCredentials | None:
-        """How the clients reach Kafka (:meth:`KafkaCredentials.parse` of ``WEVENT_KAFKA_*``)."""
-        return KafkaCredentials.parse(self.kafka)
+    def kafka_bootstrap(self, explicit: str | None) -> str | None:
+        """The configured Kafka (flag, then WEVENT_BOOTSTRAP, then the properties file's
+        ``bootstrap.servers``), or None for the embedded broker."""
+        if explicit or self.bootstrap:
+            return explicit or self.bootstrap
+        return self._properties_file().get("bootstrap.servers") or None
+
+    def kafka_credentials(self, config: AppConfig | None = None) -> KafkaCredentials | None:
+        """How the clients reach Kafka, and any other client property: ``WEVENT_KAFKA_*`` over the
+        properties file over ``config``'s ``kafka_properties`` (:meth:`KafkaCredentials.parse`)."""
+        path = self.kafka_properties_file
+        return KafkaCredentials.parse(self.kafka, (path, self._properties_file()) if path else None,
+                                      config.kafka_properties if config is not None else None)
+
+    def _properties_file(self) -> dict[str, str]:
+        return read_properties(self.kafka_properties_file) if self.kafka_properties_file else {}
 
     def noise_key(self, config: AppConfig) -> SecretKey:
         """The server's secret: ``WEVENT_NOISE_KEY`` (hex) if set, else derived from the config's ``seed``."""

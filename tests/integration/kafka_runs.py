@@ -101,9 +101,10 @@ class KafkaRun:
                 out[name, record.slot] = record.release.tolist()
         return out
 
-    def read_releases(self, timeout: float = 240.0, idle: float = 5.0) -> list[ReleaseRecord]:
+    def read_releases(self, timeout: float = 240.0, idle: float = 5.0, slots: int | None = None) -> list[ReleaseRecord]:
         """Every record on ``releases`` a ``read_committed`` consumer sees (duplicates included),
-        once each (stream, slot) has arrived and nothing more came for ``idle`` seconds."""
+        once each (stream, slot) of the first ``slots`` (default: all) has arrived and nothing more
+        came for ``idle`` seconds."""
         from confluent_kafka import Consumer, TopicPartition
 
         consumer = Consumer(consumer_config(self.bootstrap) | {"group.id": f"read-{uuid.uuid4()}",
@@ -111,7 +112,7 @@ class KafkaRun:
         partitions = consumer.list_topics("releases", timeout=30).topics["releases"].partitions
         consumer.assign([TopicPartition("releases", p, 0) for p in partitions])
         records: list[ReleaseRecord] = []
-        wanted = len(self.names) * self.slots
+        wanted = len(self.names) * (slots or self.slots)
         deadline, last = time.monotonic() + timeout, time.monotonic()
         try:
             while time.monotonic() < deadline:

@@ -1,15 +1,12 @@
 """Exactly-once on Apache Kafka, refused on tansu, and what it buys: how many duplicate
 (stream, slot) records a ``read_committed`` consumer of ``releases`` sees when workers are
-SIGKILLed mid-stream, with ``at_least_once`` and with ``exactly_once``.
+SIGKILLed, with ``at_least_once`` and with ``exactly_once``.
 
-Measured (2 streams x 12 slots, 2 kills while the worker writes releases): 2 duplicates with
-either guarantee, every one byte-identical to the first copy, and every release equal to an
-uninterrupted run's. Faust's transactions do not make the releases exactly-once: the worker
-that takes over recovers table state behind the offsets the killed one's transactions committed
-(it logs "reading reports[0] from offset 0, where its state stands, not from the committed 16"),
-so it reads those inputs again and re-emits their releases in a new transaction; Faust's own
-issues report the same class of fault (faust-streaming/faust#323 and #177, robinhood/faust#340).
-Consumers therefore deduplicate by (stream, slot) either way.
+Under at-least-once a worker that takes a stream over reads M2's last applied input again and
+re-emits its release, identical to the first copy. Under exactly-once M2 first reads which
+releases committed transactions hold on ``releases`` and sends only those they do not
+(:class:`wevent.stream.agents.publish.PublicationProcessor`): a ``read_committed`` consumer sees
+every (stream, slot) once.
 """
 
 from __future__ import annotations
@@ -66,6 +63,30 @@ def test_exactly_once_releases_equal_an_uninterrupted_run(kafka, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+def test_a_takeover_after_the_commit_publishes_nothing_again(kafka, tmp_path, guarantee):
+    """A worker SIGKILLed once every release it sent is committed: its successor reads each
+    stream's last measurement again. At-least-once re-emits each stream's last release (one
+    identical duplicate per stream, by design); exactly-once finds them committed and sends none."""
+    run = KafkaRun(kafka.bootstrap, tmp_path, streams=2, partitions=2, slots=8, guarantee=guarantee)
+    try:
+        worker = run.start_worker()
+        run.send(5)
+        committed = run.read_releases(slots=5)  # read_committed: every release so far is committed
+        worker.kill()
+        run.start_worker()
+        run.send(run.slots - run.sent)  # after the successor's replays, in each partition's order
+        run.close()
+        records = run.read_releases()
+    finally:
+        run.stop()
+    assert sorted({(r.stream, r.slot) for r in committed}) == [(n, t) for n in sorted(run.names) for t in range(1, 6)]
+    assert duplicates(committed) == 0
+    check_releases(run, records)
+    assert duplicates(records) == (len(run.names) if guarantee == "at_least_once" else 0), run.logs()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
 def test_worker_kills_change_no_release(kafka, tmp_path, guarantee):
     run = KafkaRun(kafka.bootstrap, tmp_path, streams=2, partitions=2, slots=12, guarantee=guarantee)
     try:
@@ -87,3 +108,5 @@ def test_worker_kills_change_no_release(kafka, tmp_path, guarantee):
         run.stop()
     check_releases(run, records)  # duplicates included: each equals the uninterrupted run's release
     print(f"{guarantee}: {duplicates(records)} duplicate (stream, slot) records after {KILLS} worker kills")
+    if guarantee == "exactly_once":
+        assert duplicates(records) == 0, run.logs()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from ...core import packing
 from ...core.base import StepResult
+from ..config import AppConfig
 from ..wire.format import DecodeError
 from ..wire.keys import MechanismPartKey, ReleaseKey, StepKey, StepOutputKey
 from ..wire.messages import (
@@ -21,14 +22,15 @@ from ..wire.messages import (
     decode_message,
 )
 from ..wire.records import ReleaseRecord
-from ..wire.seals import unseal
+from ..wire.seals import AuthenticationError, check_seal, unseal
 from ..wire.topics import AUDIT, LDP_REQUESTS, MEASUREMENTS, RELEASES
-from .base import (LONGEST_FLOAT, HeadState, Out, Processor, SideKeys, TableValue, all_offsets, at_longest,
-                   dead_letter, refuse)
+from .base import (LONGEST_FLOAT, HeadState, Out, Processor, ServerKeys, SideKeys, TableValue, all_offsets,
+                   at_longest, dead_letter, refuse)
 from .events import Events
+from .logic import StreamLogic
 
 __all__ = ["RECENT_RELEASES", "PublicationState", "MechanismPart", "MechanismParts", "KeptOutputs",
-           "PublicationProcessor"]
+           "CommittedReleases", "PublicationProcessor"]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,10 @@ class MechanismParts:
         return part.data
 
 
+#: stream name -> the records committed transactions hold on the stream's ``releases`` partition, newest first
+CommittedReleases = Callable[[str], Iterable[tuple[bytes | None, bytes]]]
+
+
 class PublicationProcessor(Processor):
     """Decides and publishes (M2); holds the mechanism state and budget ledger of each stream.
 
@@ -95,11 +101,72 @@ class PublicationProcessor(Processor):
     outputs of the last :data:`RECENT_RELEASES` slots, re-emitted identically when their input is
     replayed, are keys of their own (``stream/release/slot``, ``stream/step/slot:kind:phase``), so
     that no value holds more than one slot's release.
+
+    Under at-least-once a replayed input re-emits its slot's release, which may then be on
+    ``releases`` twice, identical. Under exactly-once (:meth:`exactly_once`) a release is sent
+    once. The worker's Kafka transactions do not make M2's ledger and its release one: the ledger
+    reaches the changelog before the release is sent, and a transaction may commit between the
+    two, so a worker that takes a stream over finds a ledger whose release may or may not have
+    been committed. Re-emitting it always (at-least-once) publishes it twice when it was;
+    re-emitting it never loses it when it was not. So before re-emitting, M2 asks ``releases``
+    itself: the newest release of the stream that a committed transaction holds, with a valid MAC
+    (a forgery must not silence a stream), read once per stream after each takeover, when the
+    previous owner's transactions are settled (its producer is fenced by the new owner's before
+    anything is read). A replayed slot at or below it is not sent again. From then on M2 knows
+    which slots it sent itself (:meth:`taken_over` forgets that when the stream's partition
+    changes hands): those are in its own transactions, which commit, or end the worker. When
+    ``releases`` cannot be read, M2 re-emits, as at-least-once does: an identical duplicate
+    rather than a release that never appears.
     """
 
     persist_before_send = True
     reads = (MeasuredMessage, ReadyMessage, DissimilarityMessage, SupportMessage)
     state_type = PublicationState
+
+    def __init__(self, config: AppConfig, logics: dict[str, StreamLogic], keys: ServerKeys) -> None:
+        super().__init__(config, logics, keys)
+        self.committed: CommittedReleases | None = None
+        self._released_through: dict[str, int] = {}  # exactly-once: every release up to this slot is on releases
+
+    def exactly_once(self, committed: CommittedReleases) -> None:
+        """Send each release once: ``committed`` reads what committed transactions hold on ``releases``."""
+        self.committed = committed
+
+    def taken_over(self, streams: Iterable[str]) -> None:
+        """The worker (newly) owns ``streams``: what it knew of their releases may be stale."""
+        for name in streams:
+            self._released_through.pop(name, None)
+
+    def _on_releases(self, name: str, slot: int) -> bool:
+        """Whether ``releases`` holds stream ``name``'s release of ``slot`` (exactly-once only)."""
+        if self.committed is None:
+            return False
+        if name not in self._released_through:
+            try:
+                self._released_through[name] = self._newest_committed(name)
+            except Exception as exc:  # noqa: BLE001 - Kafka unreachable, a timeout: re-emit rather than lose it
+                log.warning("stream %s: cannot read its committed releases (%s): sending slot %d's again", name,
+                            exc, slot)
+                return False
+        return slot <= self._released_through[name]
+
+    def _newest_committed(self, name: str) -> int:
+        """The slot of the newest authentic release of stream ``name`` on ``releases`` (0: none)."""
+        by = self.keys.for_topic(RELEASES)
+        for key, value in self.committed(name):
+            if key != name.encode():
+                continue
+            body, tag = unseal(value)
+            try:
+                check_seal(by, RELEASES, name, body, tag)
+                return ReleaseRecord.from_json(body).slot
+            except (AuthenticationError, DecodeError, ValueError, TypeError):
+                continue  # not a release of this stream's workers: it proves nothing
+        return 0
+
+    def _sent(self, name: str, outputs: dict[str, bytes], slot: int) -> None:
+        if self.committed is not None and RELEASES in outputs:
+            self._released_through[name] = max(self._released_through.get(name, 0), slot)
 
     def state_keys(self, topic, partition, key_partition):
         return [s.name for s in self.config.streams if key_partition(s.name) == partition]
@@ -149,9 +216,14 @@ class PublicationProcessor(Processor):
         measured = isinstance(message, MeasuredMessage)
         step = StepKey(slot, message.kind, message.phase if isinstance(message, SupportMessage) else 0)
         if slot <= mechanism.slot or step.encode() in state.steps:  # a replayed input: re-emit what it caused
+            if self._on_releases(name, slot):
+                return []  # exactly-once: the slot's release, and all it took, are published already
             kept_key = ReleaseKey(name, slot) if measured else StepOutputKey(name, step)
             kept = side.get(kept_key.encode(), KeptOutputs)
-            return [Out(t, v, name) for t, v in kept.by_topic.items()] if kept else []
+            if kept is None:
+                return []
+            self._sent(name, kept.by_topic, slot)
+            return [Out(t, v, name) for t, v in kept.by_topic.items()]
         if slot != mechanism.slot + 1:
             return [dead_letter(events, "gap", topic, f"slot {slot} arrived while waiting for {mechanism.slot + 1}",
                                 name)]
@@ -168,6 +240,7 @@ class PublicationProcessor(Processor):
                 return []
         if isinstance(outcome, StepResult):
             outputs = self._release(state, logic, mechanism, outcome, now, side, events)
+            self._sent(name, outputs, slot)
         else:  # the local model asks the devices: a request for this slot's next phase
             outputs = {LDP_REQUESTS: RequestMessage(name, outcome).encode()}
         self._store_mechanism(state, name, mechanism, side)

@@ -65,6 +65,16 @@ log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
 
 MARKER = ".installed"
 
+_UNSECURED = "org.apache.kafka.common.security.oauthbearer.internals.unsecured"
+#: A listener's SASL/OAUTHBEARER with Kafka's unsecured JWS tokens (``listener.name.<name>.`` before each).
+UNSECURED_OAUTHBEARER = {
+    "sasl.enabled.mechanisms": "OAUTHBEARER",
+    "oauthbearer.sasl.jaas.config": 'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+                                    'unsecuredLoginStringClaim_sub="broker";',
+    "oauthbearer.sasl.login.callback.handler.class": f"{_UNSECURED}.OAuthBearerUnsecuredLoginCallbackHandler",
+    "oauthbearer.sasl.server.callback.handler.class": f"{_UNSECURED}.OAuthBearerUnsecuredValidatorCallbackHandler",
+}
+
 
 def default_cache(version: str = KAFKA_VERSION) -> Path:
     """``$WEVENT_KAFKA_CACHE/kafka-<version>``, else ``~/.cache/wevent/kafka-<version>``.
@@ -158,6 +168,14 @@ class KafkaCluster:
         "SASL_SSL": "SASL_SSL"}``; each gets a free port per node. The first one is the
         inter-broker listener and the one :attr:`bootstrap` names (see :meth:`bootstrap_for`).
         Security settings (keystores, JAAS, SCRAM) go in ``extra_properties``.
+    oauthbearer
+        The name of a ``SASL_`` listener of ``listeners`` whose clients authenticate with
+        SASL/OAUTHBEARER and Kafka's unsecured JWS tokens (:data:`UNSECURED_OAUTHBEARER`): a token
+        whose header says ``"alg": "none"`` and whose claims hold ``sub`` (the principal) and an
+        unexpired ``exp``. No identity provider is reachable from a test; a token endpoint that
+        issues such tokens for a client id and secret stands in for one, and exercises what a
+        client does with a real provider's signed tokens: the client-credentials grant, the
+        token's lifetime, the SASL exchange.
     version, home
         The Kafka version to install, or an installed cache directory to use.
     heap_mb
@@ -170,7 +188,8 @@ class KafkaCluster:
 
     def __init__(self, nodes: int = 1, base_dir: str | Path | None = None, replication: int | None = None,
                  extra_properties: dict | None = None, listeners: dict[str, str] | None = None,
-                 version: str = KAFKA_VERSION, home: str | Path | None = None, heap_mb: int = 512) -> None:
+                 version: str = KAFKA_VERSION, home: str | Path | None = None, heap_mb: int = 512,
+                 oauthbearer: str | None = None) -> None:
         if nodes not in (1, 3):
             raise UsageError(f"a local Kafka cluster has 1 or 3 nodes, not {nodes}")
         self.nodes = nodes
@@ -181,6 +200,13 @@ class KafkaCluster:
         if "CONTROLLER" in self.listeners:
             raise UsageError("the listener name CONTROLLER is reserved for the KRaft quorum")
         self.extra_properties = dict(extra_properties or {})
+        if oauthbearer is not None:
+            if not self.listeners.get(oauthbearer, "").startswith("SASL_"):
+                raise UsageError(f"the OAUTHBEARER listener must be a SASL_PLAINTEXT or SASL_SSL listener, got "
+                                 f"{oauthbearer!r}")
+            prefix = f"listener.name.{oauthbearer.lower()}"
+            self.extra_properties = {f"{prefix}.{key}": value for key, value in UNSECURED_OAUTHBEARER.items()} \
+                | self.extra_properties
         self.version = version
         self.home = Path(home) if home else None
         self.heap_mb = heap_mb

@@ -2,7 +2,8 @@
 
 - :class:`StatePositionedApp`: a stateful agent resumes where its table state says it was
   applied, not from the group's committed offset, and every one of its sources is sought there
-  before the first record (resume after seek).
+  before the first record (resume after seek); and under exactly-once, a worker recovers the
+  tables of the partitions it takes over (it asks the broker where their changelogs end).
 - :func:`shorten_fetch_wait`: on the embedded tansu broker, the consumer's fetches wait 20 ms
   for data, not Faust's 1.5 s.
 - :class:`InputGaps`: on tansu, an offset a fetch passed over is read again, not lost.
@@ -57,6 +58,15 @@ class StatePositionedApp(faust.App):
     seeks them; its pause only filters what aiokafka keeps fetching from the committed offsets,
     so records past a state's position could reach an agent before the seek back, and make the
     inputs in between look applied. A stateful source therefore stays paused until sought.
+
+    Table recovery reads each changelog up to its end, which Faust takes, under exactly-once,
+    from aiokafka's last stable offset of the partition: a value aiokafka learns from fetch
+    answers only, so a worker that has just been assigned a changelog has none, and Faust took
+    every changelog for empty. A worker taking partitions over then started their tables empty,
+    read every source from its first offset, and published each slot again (identically: the
+    noise is derived), and a ``read_committed`` consumer saw whole streams twice. The end is
+    asked of the broker instead (ListOffsets, as Faust does under at-least-once): with the
+    consumer's ``read_committed`` isolation the broker answers with the last stable offset.
     """
 
     topic_partitions: dict[str, int] = {}
@@ -67,6 +77,16 @@ class StatePositionedApp(faust.App):
 
     def _new_consumer(self):
         consumer = super()._new_consumer()
+        thread = consumer._thread
+
+        async def end_offsets(partitions) -> dict:
+            return await thread._ensure_consumer().end_offsets(partitions)
+
+        async def changelog_ends(*partitions: TP) -> dict:
+            # in the consumer's own thread, as Faust's own highwaters are read
+            return await thread.call_thread(end_offsets, list(partitions))
+
+        consumer.highwaters = changelog_ends
         seek_to_committed = consumer.seek_to_committed
         resume_partitions = consumer.resume_partitions
         held: set[TP] = set()  # stateful sources Faust resumed before they were sought

@@ -1,4 +1,5 @@
-"""confluent-kafka producers and consumers configured for tansu or a real Kafka."""
+"""confluent-kafka producers and consumers configured for tansu or a real Kafka, and what Faust's
+aiokafka clients get of the same client properties (:func:`faust_options`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Iterator
 
 import numpy as np
 
-from ...errors import LostState, Unavailable
+from ...errors import LostState, Unavailable, UsageError
+from ..kafka_properties import is_secret
 from ..settings import KafkaCredentials
 from ..wire.reports import ReportBatch, Watermark, json_report, report_partition
 from ..wire.topics import REPORTS
@@ -23,34 +25,125 @@ def faust_credentials(credentials: KafkaCredentials):
     import faust
 
     context = credentials.ssl_context()
+    if credentials.oauthbearer:
+        from .oauth import ClientCredentialsTokens
+
+        return faust.OAuthCredentials(oauth_cb=ClientCredentialsTokens.of(credentials), ssl_context=context)
     if credentials.sasl:
         return faust.SASLCredentials(username=credentials.username, password=credentials.password,
                                      mechanism=credentials.mechanism, ssl_context=context)
     return faust.SSLCredentials(context) if context is not None else None
 
 
-def client_config(bootstrap: str, credentials: KafkaCredentials | None = None) -> dict:
-    """What every confluent client needs: the servers, and the credentials if any
-    (:meth:`Settings.kafka_credentials <wevent.stream.settings.Settings.kafka_credentials>`)."""
+def _seconds(ms: str) -> float:
+    return int(ms) / 1000
+
+
+def _acks(value: str) -> int:
+    return {"all": -1, "-1": -1, "0": 0, "1": 1}[value.lower()]
+
+
+def _boolean(value: str) -> bool:
+    return {"true": True, "false": False}[value.lower()]
+
+
+def _compression(value: str) -> str | None:
+    from aiokafka import codec
+
+    kind = value.lower()
+    available = {"none": True, "gzip": codec.has_gzip(), "snappy": codec.has_snappy(), "lz4": codec.has_lz4(),
+                 "zstd": codec.has_zstd()}
+    if not available[kind]:
+        raise ValueError(f"aiokafka has no {kind} codec installed")
+    return None if kind == "none" else kind
+
+
+#: property -> (the Faust settings that pass it to aiokafka, how its text becomes their value)
+FAUST_SETTINGS = {
+    "client.id": (("broker_client_id",), str),
+    "request.timeout.ms": (("broker_request_timeout", "producer_request_timeout"), _seconds),
+    "session.timeout.ms": (("broker_session_timeout",), _seconds),
+    "heartbeat.interval.ms": (("broker_heartbeat_interval",), _seconds),
+    "max.poll.interval.ms": (("broker_max_poll_interval",), _seconds),
+    "max.poll.records": (("broker_max_poll_records",), int),
+    "max.partition.fetch.bytes": (("consumer_max_fetch_size",), int),
+    "metadata.max.age.ms": (("consumer_metadata_max_age_ms", "producer_metadata_max_age_ms"), int),
+    "connections.max.idle.ms": (("consumer_connections_max_idle_ms", "producer_connections_max_idle_ms"), int),
+    "check.crcs": (("broker_check_crcs",), _boolean),
+    "acks": (("producer_acks",), _acks),
+    "linger.ms": (("producer_linger",), _seconds),
+    "batch.size": (("producer_max_batch_size",), int),
+    "message.max.bytes": (("producer_max_request_size",), int),
+    "compression.type": (("producer_compression_type",), _compression),
+}
+#: properties Faust's clients honour through its credentials (:func:`faust_credentials`)
+FAUST_CREDENTIALS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "ssl.ca.location",
+                     "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+                     "ssl.endpoint.identification.algorithm", "sasl.oauthbearer.method", "sasl.oauthbearer.client.id",
+                     "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url",
+                     "sasl.oauthbearer.scope", "sasl.oauthbearer.extensions")
+
+
+def faust_options(credentials: KafkaCredentials | None, exactly_once: bool = False, tansu_compat: bool = False) -> dict:
+    """The Faust app settings that give its aiokafka clients every property of ``credentials``.
+
+    A worker's Kafka traffic is Faust's, so a property its clients cannot honour is refused here,
+    in one line, before anything connects, even where the worker's librdkafka clients (its admin
+    and health checks) would take it: never left out silently. Faust passes its clients the
+    credentials (:func:`faust_credentials`), the properties of :data:`FAUST_SETTINGS`, and
+    ``client.dns.lookup=use_all_dns_ips`` is what aiokafka does anyway (it tries every address of
+    a name in turn). Under ``exactly_once``, Faust's transactions need ``acks=all``; with
+    ``tansu_compat`` a batch holds one record, whatever ``batch.size`` says.
+    """
+    if credentials is None:
+        return {}
+    options: dict = {"broker_credentials": faust_credentials(credentials)}
+    for name, value in credentials.properties.items():
+        if name in FAUST_CREDENTIALS or (name == "client.dns.lookup" and value == "use_all_dns_ips"):
+            continue
+        if name not in FAUST_SETTINGS:
+            shown = name if is_secret(name) else f"{name}={value}"
+            raise UsageError(f"{credentials.label(name)}: a worker's Kafka clients (aiokafka, under Faust) cannot "
+                             f"honour {shown}: remove it from what the worker is given")
+        settings, convert = FAUST_SETTINGS[name]
+        try:
+            converted = convert(value)
+        except (ValueError, KeyError) as exc:
+            reason = f": {exc}" if isinstance(exc, ValueError) and str(exc).startswith("aiokafka") else ""
+            raise UsageError(f"{credentials.label(name)}: {value!r} is not a value of {name} a worker takes"
+                             f"{reason}") from None
+        options.update(dict.fromkeys(settings, converted))
+    if exactly_once and options.get("producer_acks", -1) != -1:
+        raise UsageError(f"{credentials.label('acks')}: processing_guarantee = \"exactly_once\" needs acks=all "
+                         "(Kafka transactions)")
+    if tansu_compat and "producer_max_batch_size" in options:
+        raise UsageError(f"{credentials.label('batch.size')}: --tansu-compat sends one record per batch")
+    return options
+
+
+def client_config(bootstrap: str, credentials: KafkaCredentials | None = None, defaults: dict | None = None) -> dict:
+    """What every confluent client needs: the servers, and every client property if any
+    (:meth:`Settings.kafka_credentials <wevent.stream.settings.Settings.kafka_credentials>`), which
+    win over the client's own ``defaults``."""
     # Warnings and errors only, through Python logging (rate-limited in a worker, silent in a
     # command): librdkafka itself prints every failed reconnection to stderr, thousands of lines
     # when a broker dies. Callers learn of failures from their calls and delivery reports.
-    return {"bootstrap.servers": bootstrap, "log_level": 4, "logger": kafka_log,
-            **(credentials.librdkafka() if credentials else {})}
+    return {"log_level": 4, "logger": kafka_log, **(defaults or {}),
+            **(credentials.librdkafka() if credentials else {}), "bootstrap.servers": bootstrap}
 
 
 def producer_config(bootstrap: str, tansu_compat: bool, credentials: KafkaCredentials | None = None) -> dict:
+    defaults = {"message.max.bytes": 4_000_000}
+    if not tansu_compat:
+        defaults.update({"linger.ms": 5, "compression.type": "lz4"})
     config = {
-        **client_config(bootstrap, credentials),
+        **client_config(bootstrap, credentials, defaults),
         # Java-compatible key hashing, as Faust (aiokafka) uses: keyed messages from any client
         # land on the partition a Faust table expects.
         "partitioner": "murmur2_random",
-        "message.max.bytes": 4_000_000,
     }
-    if tansu_compat:
-        config.update({"batch.num.messages": 1, "linger.ms": 0})  # one record per batch (tansu high watermarks)
-    else:
-        config.update({"linger.ms": 5, "compression.type": "lz4"})
+    if tansu_compat:  # tansu's workaround wins: one record per batch (tansu high watermarks)
+        config.update({"batch.num.messages": 1, "linger.ms": 0})
     return config
 
 
@@ -62,11 +155,10 @@ TANSU_FETCH_WAIT_MS = 20
 def consumer_config(bootstrap: str, group: str | None = None, tansu_compat: bool = False,
                     credentials: KafkaCredentials | None = None) -> dict:
     config = {
-        **client_config(bootstrap, credentials),
+        **client_config(bootstrap, credentials, {"session.timeout.ms": 10_000}),
         "group.id": group or "wevent-observer",
         "enable.auto.commit": group is not None,
         "auto.offset.reset": "earliest",
-        "session.timeout.ms": 10_000,
     }
     if tansu_compat:  # real Kafka answers a fetch as soon as data arrives
         config["fetch.wait.max.ms"] = TANSU_FETCH_WAIT_MS
@@ -91,6 +183,64 @@ class DeliveryError(Unavailable):
 
 class LostMessages(DeliveryError, LostState):
     """The broker confirmed messages it no longer holds (an in-memory broker restarted)."""
+
+
+class CommittedTail:
+    """The records that committed transactions hold on a topic partition, read newest first.
+
+    A ``read_committed`` consumer of its own (no group is joined, nothing is committed: ``group``
+    is only the group id the ACLs let it use) reads the partition backwards in windows, each twice
+    the last, from its last stable offset down, so that finding a recent record reads little;
+    records of aborted transactions never show, and those of open ones lie past the last stable
+    offset. Each window is read within ``timeout`` seconds, else :class:`DeliveryError`.
+    """
+
+    FIRST_WINDOW = 64
+
+    def __init__(self, bootstrap: str, credentials: KafkaCredentials | None, group: str, timeout: float = 30.0) -> None:
+        self.bootstrap = bootstrap
+        self.credentials = credentials
+        self.group = group
+        self.timeout = timeout
+
+    def newest_first(self, topic: str, partition: int) -> Iterator[tuple[bytes | None, bytes]]:
+        """(key, value) of each committed record of ``topic[partition]``, the newest first."""
+        import time
+
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        consumer = Consumer(consumer_config(self.bootstrap, self.group, credentials=self.credentials)
+                            | {"enable.auto.commit": False, "isolation.level": "read_committed",
+                               "enable.partition.eof": True})
+        try:
+            low, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout,
+                                                      cached=False)
+            window = self.FIRST_WINDOW
+            while end > low:
+                start = max(low, end - window)
+                consumer.assign([TopicPartition(topic, partition, start)])
+                records: list[tuple[bytes | None, bytes]] = []
+                deadline = time.monotonic() + self.timeout
+                while True:
+                    if time.monotonic() > deadline:
+                        raise DeliveryError(f"{topic}[{partition}]: offsets {start}..{end - 1} not read within "
+                                            f"{self.timeout:g} s")
+                    message = consumer.poll(0.2)
+                    if message is None:
+                        continue
+                    if message.error():
+                        if message.error().code() == KafkaError._PARTITION_EOF:
+                            break
+                        raise DeliveryError(f"{topic}[{partition}]: {message.error().str()}")
+                    if message.offset() >= end:
+                        break
+                    records.append((message.key(), message.value()))
+                yield from reversed(records)
+                end, window = start, 2 * window
+        finally:
+            consumer.close()
+
+
 
 
 class KafkaReportSink:
@@ -248,8 +398,6 @@ def sink_for(bootstrap: str, stream, partitions: int, tansu_compat: bool, delive
 
 def check_feed_fits(feed, stream) -> None:
     """The feed's users, values and clock must fit the stream it is replayed into."""
-    from ...errors import UsageError
-
     if feed.users > stream.users or feed.domain_size > stream.domain:
         raise UsageError(f"the feed ({feed.users} users, d = {feed.domain_size}) does not fit stream {stream.name!r} "
                          f"({stream.users} users, d = {stream.domain})")

@@ -283,7 +283,7 @@ class LocalRun:
         self.broker = None if self.bootstrap else self._start(
             EmbeddedBroker(memory_limit_mb=self.settings.broker_memory_limit_mb()))
         self.bootstrap = self.bootstrap or self.broker.bootstrap
-        create_topics(self.bootstrap, self.config.topics(), credentials=self.settings.kafka_credentials())
+        create_topics(self.bootstrap, self.config.topics(), credentials=self.settings.kafka_credentials(self.config))
         config_path = write_config(self.config, self.workdir)  # without a seed: the keys travel in the environment only
         self.worker = self._start(WorkerProcess(config_path, self.bootstrap, self.metrics_port,
                                                 self.workdir / "worker.log", tansu_compat=self.embedded,
@@ -308,7 +308,7 @@ class LocalRun:
         from .kafka import sink_for
 
         sink = sink_for(self.bootstrap, self.stream, self.config.report_partitions, self.embedded,
-                        credentials=self.settings.kafka_credentials())
+                        credentials=self.settings.kafka_credentials(self.config))
         self.replay = self._start(ReplayThread(self.replay_loop, self.replayed, sink, self.speed))
 
     def releases(self) -> Iterator:
@@ -319,7 +319,7 @@ class LocalRun:
         from .subscription import Releases
 
         with Releases(self.bootstrap, streams=[self.stream.name],
-                      credentials=self.settings.kafka_credentials()) as releases:
+                      credentials=self.settings.kafka_credentials(self.config)) as releases:
             while self.released < self.slots:
                 for record in releases.follow(idle_timeout=1.0):
                     export_release_error(self.stream.name, self.monitor.observe(record))
@@ -362,7 +362,7 @@ class LocalRun:
         from ..wire.topics import AUDIT
 
         records = {}
-        for value in read_topic(self.bootstrap, AUDIT, credentials=self.settings.kafka_credentials()):
+        for value in read_topic(self.bootstrap, AUDIT, credentials=self.settings.kafka_credentials(self.config)):
             record = json.loads(value)
             if record["stream"] == self.stream.name and record["slot"] <= self.slots:
                 records.setdefault(record["slot"], value.decode())

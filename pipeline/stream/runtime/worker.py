@@ -32,7 +32,7 @@ from ..wire.topics import MEASUREMENTS, RELEASES
 from . import prometheus as metrics
 from .faust_patches import InputGaps, StatePositionedApp, shorten_fetch_wait
 from .health import BrokerWatch, alive, rate_limit_client_logs, readiness
-from .kafka import faust_credentials, key_partition
+from .kafka import faust_options, key_partition
 
 __all__ = ["DEFAULT_STALL_SECONDS", "processing_guarantee", "worker_app", "raw_topic", "state_table", "stateful_agent",
            "serve_health", "serve_queries", "forget_lost_streams", "changelog_partitions", "run_worker"]
@@ -65,8 +65,9 @@ def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_b
     accepted and rejected, functions of the raw data, unless ``report_counts``
     (:class:`~wevent.stream.runtime.prometheus.ServedMetrics`). ``session_seconds`` is the consumer
     group's session timeout (default: Faust's, 10 s on tansu): how long a killed worker's
-    partitions wait before another takes them; a rebalance may take half of it. ``credentials``
-    say how to reach a secured Kafka.
+    partitions wait before another takes them; a rebalance may take half of it, and it wins over
+    the properties' ``session.timeout.ms``. ``credentials`` say how to reach a secured Kafka, with
+    any other client property (:func:`~wevent.stream.runtime.kafka.faust_options`).
     """
     options = dict(
         broker=f"kafka://{bootstrap}",
@@ -83,8 +84,8 @@ def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_b
     )
     if datadir:
         options["datadir"] = datadir
-    if credentials:
-        options["broker_credentials"] = faust_credentials(credentials)
+    properties = faust_options(credentials, options["processing_guarantee"] == "exactly_once", tansu_compat)
+    options.update(properties)
     if tansu_compat:
         # tansu reports wrong high watermarks for multi-record batches, which loses data after a
         # restart; one record per batch avoids it. Our records
@@ -94,7 +95,8 @@ def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_b
         shorten_fetch_wait()
     if session_seconds:
         options.update(broker_session_timeout=session_seconds, broker_rebalance_timeout=session_seconds / 2,
-                       broker_heartbeat_interval=min(1.0, session_seconds / 4))
+                       broker_heartbeat_interval=properties.get("broker_heartbeat_interval",
+                                                                min(1.0, session_seconds / 4)))
     app = StatePositionedApp(config.app, **options)
     app.topic_partitions = config.topics()
     served = CollectorRegistry(auto_describe=True)  # Faust's sensors, and this process's metrics as served
