@@ -122,8 +122,11 @@ class Cluster:
 
     def start_worker(self) -> WorkerProcess:
         n = len(self.workers)
+        # The tests count accepted and refused reports, which a worker exports only when asked
+        # (test_worker_metrics_raw_data checks the default).
         worker = WorkerProcess(self.config_path, self.bootstrap, free_port(), self.tmp_path / f"worker{n}.log",
-                               tansu_compat=self.tansu_compat, datadir=self.tmp_path / f"data{n}").start()
+                               tansu_compat=self.tansu_compat, datadir=self.tmp_path / f"data{n}",
+                               report_counts=True).start()
         self.workers.append(worker)
         return worker
 

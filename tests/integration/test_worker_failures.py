@@ -41,7 +41,7 @@ def test_a_failing_processor_counts_every_message_and_logs_one_line(cluster_fact
                            "streams": [stream_spec("ba", "ba")]})
     cluster = cluster_factory(config)
     worker = WorkerProcess(cluster.config_path, cluster.bootstrap, free_port(), tmp_path / "worker.log",
-                           tansu_compat=cluster.tansu_compat)
+                           tansu_compat=cluster.tansu_compat, report_counts=True)
     worker.command = [sys.executable, "-c", BROKEN_WORKER, *worker.command[3:]]  # `wevent worker ...`, broken
     cluster.workers.append(worker.start())
     from confluent_kafka import Producer

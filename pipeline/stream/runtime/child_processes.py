@@ -142,9 +142,12 @@ class WorkerProcess(ChildProcess):
     """A `wevent worker` with its own web port (/metrics, /livez, /readyz, /query)."""
 
     def __init__(self, config_path: Path, bootstrap: str, web_port: int, log_path: Path, *, tansu_compat: bool,
-                 datadir: Path | None = None, env: dict | None = None, loglevel: str = "warn") -> None:
+                 datadir: Path | None = None, env: dict | None = None, loglevel: str = "warn",
+                 report_counts: bool = False) -> None:
         arguments = ["worker", "--config", str(config_path), "--bootstrap", bootstrap, "--web-port", str(web_port),
                      "--loglevel", loglevel]
+        if report_counts:  # functions of raw data on /metrics: for tests that count what was refused
+            arguments.append("--export-report-counts")
         if tansu_compat:
             arguments.append("--tansu-compat")
         if datadir:
