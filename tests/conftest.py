@@ -55,6 +55,7 @@ def random_counts(rng: np.random.Generator, slots: int, domain: int, scale: floa
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "tansu_only(reason): a broker test that runs on the embedded tansu broker only")
+    config.addinivalue_line("markers", "kafka_only(reason): a broker test that runs on Apache Kafka only")
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, TypeVar
 
 from ..core.validation import MIN_EPSILON
 from ..errors import Unavailable, UsageError
-from ..stream.settings import LOOPBACK, PROPERTIES_FILE_ENV, Settings
+from ..stream.settings import LOOPBACK, PROPERTIES_FILE_ENV, RELEASE_KEY_ENV, Settings
 
 __all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
            "probability", "port", "listen_port", "seed", "user_count", "slot_count", "window_length", "bin_count",
@@ -364,3 +364,26 @@ def wait_for_kafka(explicit: str | None, settings: Settings, command: str,
             print(f"{command}: Kafka at {bootstrap} answers, after {time.monotonic() - started:.0f} s",
                   file=sys.stderr, flush=True)
         return bootstrap
+
+
+def add_verification(parser, records: str) -> None:
+    """``--release-key HEX`` and ``--no-verify``, one or the other, for a command reading ``records``."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--release-key", metavar="HEX", help=f"the server's release public key, which {records} must "
+                       f"be signed with: 64 hexadecimal characters (default: ${RELEASE_KEY_ENV}; `wevent keys` prints "
+                       "it). Records that do not verify are dropped and counted")
+    group.add_argument("--no-verify", action="store_true", help=f"take {records} without checking their signatures. "
+                       "This gives up knowing who wrote them: anyone who can write to the broker (or to the file) can "
+                       "add records of their own, and a forged copy of a slot that comes first is the one kept, "
+                       "hiding the real one")
+
+
+def release_key(args, command: str):
+    """The public key ``args`` say to verify with, or None with ``--no-verify``; without either, a usage error."""
+    if args.no_verify:
+        return None
+    key = args.settings.release_checker(args.release_key)
+    if key is None:
+        raise UsageError(f"no key to verify {command} with: pass --release-key HEX or set {RELEASE_KEY_ENV} "
+                         "(`wevent keys` prints it), or --no-verify to accept records anyone could have written")
+    return key

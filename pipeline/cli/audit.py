@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..stream.settings import Settings
 from ..stream.wire.topics import AUDIT
-from ._common import UsageError, bootstrap_servers, integer, kafka_properties_option, reachable_kafka, readable_file
+from ._common import (UsageError, add_verification, bootstrap_servers, integer, kafka_properties_option,
+                      reachable_kafka, readable_file, release_key)
 
 READ_TIMEOUT = 15.0  # seconds for the topic's metadata and offsets
 
@@ -29,7 +31,13 @@ disagree (two audit copies, two release copies, or a release record and the audi
 slot, on the mechanism, window, eps1, eps2, per-type charges, or epsilon where nothing is
 reserved), naming the slot and the field; a budget or charge that is NaN, infinite or negative;
 records that disagree on the stream's budget or window; a slot whose record does not say who paid.
-A record of a message version this reader does not know is refused in one line (exit 2)."""
+A record of a message version this reader does not know is refused in one line (exit 2).
+
+Whose records: only those whose signature verifies under the server's release public key
+(--release-key, else $WEVENT_RELEASE_PUBLIC_KEY) count; the others (unsigned, forged, changed, or
+signed under another key) are dropped, and one line on stderr says how many. Without a key the
+command refuses to start, unless --no-verify says to take every record as it is (a simulation's
+release log, which nobody signs, say)."""
 
 
 def register(sub, settings: Settings) -> None:
@@ -46,17 +54,20 @@ def register(sub, settings: Settings) -> None:
                    help="audit from this slot on (default: the stream's first slot, 1, which the records must hold)")
     p.add_argument("--to-slot", type=integer(1), metavar="SLOT",
                    help="audit up to this slot (default: the last one recorded)")
+    add_verification(p, "audit and release records")
     p.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
-    from ..stream.audit import read_jsonl, verify
+    from ..stream.audit import read_lines, verify
+    from ..stream.wire.records import PublishedRecords
 
     if args.from_slot is not None and args.to_slot is not None and args.to_slot < args.from_slot:
         raise UsageError(f"--to-slot must be >= --from-slot ({args.from_slot}), got {args.to_slot}")
+    key = release_key(args, "audit records")
     if args.file:
         try:
-            records = read_jsonl(args.file)
+            messages = read_lines(args.file)
         except FileNotFoundError:
             raise UsageError(f"file not found: {args.file}") from None
         except OSError as exc:
@@ -64,21 +75,26 @@ def handle(args) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     else:
-        records = _read_topic(args)
+        messages = _read_topic(args)
+    published = PublishedRecords(key)
+    records = [record for record in map(published.read, messages) if record is not None]
+    dropped = (f"{published.summary()} of {len(messages)} records"
+               + (f" (checked under release key {key.fingerprint})" if key is not None else "")
+               if published.dropped else "")
     try:
         findings = verify(records, args.stream, first=args.from_slot, last=args.to_slot)
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"not release or audit records: {exc}") from None
     if not findings:
-        raise UsageError("no records to audit")
+        raise UsageError("no records to audit" + (f": {dropped}" if dropped else ""))
+    if dropped:
+        print(f"wevent audit: {dropped}", file=sys.stderr)
     for finding in findings:
         print(("PASS " if finding.ok else "FAIL ") + finding.message)
     return 0 if all(f.ok for f in findings) else 1
 
 
-def _read_topic(args) -> list:
-    import json
-
+def _read_topic(args) -> list[bytes]:
     from confluent_kafka import KafkaException
 
     from ..stream.runtime.subscription import read_topic
@@ -90,10 +106,4 @@ def _read_topic(args) -> list:
         values = read_topic(bootstrap, args.topic, timeout=READ_TIMEOUT, credentials=args.settings.kafka_credentials())
     except KafkaException as exc:
         raise UsageError(f"cannot read topic {args.topic!r} from Kafka at {bootstrap}: {exc.args[0].str()}") from None
-    records = []
-    for number, value in enumerate(values, start=1):
-        try:
-            records.append(json.loads(value))
-        except (ValueError, TypeError):
-            raise UsageError(f"message {number} of topic {args.topic!r} is not JSON") from None
-    return records
+    return values

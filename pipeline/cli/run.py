@@ -12,6 +12,7 @@ error against the feed's truth on a port of this process (loopback only).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
@@ -38,6 +39,17 @@ from ._common import (
 PORT = integer(0, 65_535)  # 0: a free port
 
 
+def stream_name(text: str) -> str:
+    """A stream name as a config's (letters, digits, '.', '_', '-')."""
+    from ..stream.config_kinds import SchemaError
+    from ..stream.config_schema import STREAM_FIELDS
+
+    try:
+        return STREAM_FIELDS["name"].kind.check(text, "")
+    except SchemaError as exc:
+        raise argparse.ArgumentTypeError(str(exc).strip()) from None
+
+
 def register(sub, settings: Settings) -> None:
     p = sub.add_parser("run", help="run broker, worker and a feed replay; print releases live",
                        description="Run the embedded broker (or use --bootstrap), a worker, the devices of a "
@@ -47,7 +59,9 @@ def register(sub, settings: Settings) -> None:
                        "stopped by signal N. A worker or device fleet that stops ends the run with its status (1 "
                        "if it was killed).")
     p.add_argument("--config", "-c", type=readable_file, help="stream config file; default: one central stream over the feed")
-    p.add_argument("--stream", help="stream of the config that the feed is replayed into (default: the first)")
+    p.add_argument("--stream", type=stream_name, help="the stream's name (default: the feed's, taxi for the "
+                   "bundled sample); with --config, the config's stream that the feed is replayed into (default: the "
+                   "first). A stream keeps its parameters and key for life: new ones need a new name")
     p.add_argument("--feed", type=readable_file, help="a .npz dump of user values to replay (default: the bundled sample feed)")
     p.add_argument("--mechanism", "-m", default="ba", help="mechanism of the default stream (default: ba), one of "
                    f"{', '.join(sorted(mechanisms()))}: a local-model one (lpa, ...) runs the devices too, pbd/pba "
@@ -95,7 +109,7 @@ def default_config(feed, args):
     from ..stream.config import parse_config
 
     model = mechanism_class(args.mechanism).model
-    stream = {"name": feed.name, "model": model, "mechanism": args.mechanism, "epsilon": args.epsilon,
+    stream = {"name": args.stream or feed.name, "model": model, "mechanism": args.mechanism, "epsilon": args.epsilon,
               "window": args.window, "domain": feed.domain_size, "users": feed.users,
               "slot_seconds": feed.slot_seconds, "start": feed.start, "labels": list(feed.labels)}
     if model == "personalized":  # a generated mix tied to --epsilon/--window (the strictest pair)
@@ -117,13 +131,13 @@ def handle(args) -> int:
     from ..stream.runtime.broker import free_port
     from ..stream.config import load_config
     from ..stream.runtime.kafka import check_feed_fits
-    from ..stream.runtime.local_run import Failed, LocalRun, Stopped, run_keys
+    from ..stream.runtime.local_run import Failed, LocalRun, Stopped, StreamConflict, run_keys
 
     if not args.config:
         mechanism_class(args.mechanism)
     feed = MatrixFeed(UserValues.load(args.feed)) if args.feed else demo_feed()
     config = load_config(args.config) if args.config else default_config(feed, args)
-    stream = config.stream(args.stream) if args.stream else config.streams[0]
+    stream = config.stream(args.stream) if args.stream and args.config else config.streams[0]
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
     check_feed_fits(feed, stream)
@@ -146,6 +160,9 @@ def handle(args) -> int:
     try:
         run.open()
         return _follow(args, run, args.truth_port or free_port())
+    except StreamConflict as conflict:
+        new_name = f"give the stream a new name in {args.config}" if args.config else "pass --stream NAME"
+        raise UsageError(f"{conflict}; to start a new stream, {new_name}") from None
     except Stopped as stop:
         print(f"wevent run: {stop}: stopping", file=sys.stderr)
         return 128 + stop.signum
@@ -166,12 +183,18 @@ def _follow(args, run, truth_port: int) -> int:
           f"http://127.0.0.1:{run.metrics_port}/metrics; error against truth http://{LOOPBACK}:{truth_port}/metrics; "
           f"worker log {run.worker.log_path} (deleted on exit)", file=sys.stderr)
     print(describe(run.stream, run.feed, run.slots), file=sys.stderr)
+    print(f"releases are signed with release public key {run.made_with.key.public_hex} (fingerprint "
+          f"{run.made_with.key.fingerprint}): `wevent audit --release-key` and `wevent subscribe --release-key` "
+          "verify with it", file=sys.stderr)
+    if run.continues is not None:
+        print(f"stream {run.stream.name!r} exists, released up to slot {run.continues} with these parameters and "
+              "key: this run continues it", file=sys.stderr)
     run.start_replay()
     with (open(args.release_log, "w") if args.release_log else contextlib.nullcontext() as log,
           open(args.truth_log, "w") if args.truth_log else contextlib.nullcontext() as truth_log):
-        for record in run.releases():
-            if log:
-                log.write(record.to_json() + "\n")
+        for record, message in run.releases():
+            if log:  # as published, signed: `wevent audit` verifies the log
+                log.write(message.decode() + "\n")
                 log.flush()
             if truth_log:
                 _write_truth(truth_log, run, record)
@@ -179,8 +202,10 @@ def _follow(args, run, truth_port: int) -> int:
                 print(format_release(record), flush=True)
     if args.audit_log:
         run.write_audit_log(args.audit_log)
-    print(f"{run.released} releases of stream {run.stream.name!r}; mean absolute error against the truth "
-          f"{run.mean_error:.3f}" + (f"; written to {args.release_log}" if args.release_log else ""), file=sys.stderr)
+    dropped = f"; {run.published.summary()} on releases" if run.published.dropped else ""
+    print(f"{run.released} releases of stream {run.stream.name!r}, verified under release key "
+          f"{run.made_with.key.fingerprint}{dropped}; mean absolute error against the truth {run.mean_error:.3f}"
+          + (f"; written to {args.release_log}" if args.release_log else ""), file=sys.stderr)
     return 0
 
 

@@ -39,7 +39,7 @@ from ..core.accounting import ChargeMatrix, WindowSpend
 from ..core.local.user_sets import UserSetError, users_from_text
 from .wire.format import DecodeError, check_version
 
-__all__ = ["Finding", "MalformedRecord", "read_jsonl", "verify"]
+__all__ = ["Finding", "MalformedRecord", "read_jsonl", "read_lines", "verify"]
 
 FIRST_SLOT = 1  # every stream's slots count from 1
 
@@ -411,14 +411,22 @@ def _user_indices(users, where: str) -> np.ndarray:
 
 def read_jsonl(path: str) -> list:
     """The JSON values of a file's non-blank lines (ValueError names the first bad line)."""
+    return [json.loads(line) for line in read_lines(path)]
+
+
+def read_lines(path: str) -> list[bytes]:
+    """The non-blank lines of a file of JSON lines, as bytes, each checked to be JSON (ValueError
+    names the first bad line): the records as published, for their signatures to be checked."""
     out = []
-    with open(path, encoding="utf-8") as fh:
-        try:
-            for line_no, line in enumerate(fh, start=1):
-                if line.strip():
-                    out.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}, line {line_no}: not JSON ({exc.msg})") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"{path}: not a text file of JSON lines (not UTF-8)") from None
+    with open(path, "rb") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}: not a text file of JSON lines (not UTF-8)") from None
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}, line {line_no}: not JSON ({exc.msg})") from None
+            out.append(line.strip())
     return out

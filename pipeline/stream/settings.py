@@ -31,13 +31,14 @@ from .kafka_properties import (PROPERTIES_FILE_ENV, SASL_MECHANISMS, SECURITY_EN
 from .wire.seals import SignatureSeal, report_seal
 
 __all__ = ["Settings", "KafkaCredentials", "NOISE_KEY_ENV", "DEVICE_KEY_ENV", "REQUEST_KEY_ENV", "REPORT_KEY_ENV",
-           "BOOTSTRAP_ENV", "MEMORY_LIMIT_ENV", "SECURITY_ENV", "PROPERTIES_FILE_ENV", "SECURITY_PROTOCOLS",
-           "SASL_MECHANISMS", "DEBUG_ENV", "SCALE_ENV", "LOOPBACK"]
+           "RELEASE_KEY_ENV", "BOOTSTRAP_ENV", "MEMORY_LIMIT_ENV", "SECURITY_ENV", "PROPERTIES_FILE_ENV",
+           "SECURITY_PROTOCOLS", "SASL_MECHANISMS", "DEBUG_ENV", "SCALE_ENV", "LOOPBACK"]
 
 NOISE_KEY_ENV = "WEVENT_NOISE_KEY"  # 64 hex characters: the server's secret noise key
 DEVICE_KEY_ENV = "WEVENT_DEVICE_KEY"  # the simulated devices' key (local model)
 REQUEST_KEY_ENV = "WEVENT_REQUEST_PUBLIC_KEY"  # hex: the server's public key, which devices check requests with
 REPORT_KEY_ENV = "WEVENT_DEVICE_PUBLIC_KEY"  # hex: the devices' public key, which workers check reports with
+RELEASE_KEY_ENV = "WEVENT_RELEASE_PUBLIC_KEY"  # hex: the server's public key, which readers check releases with
 BOOTSTRAP_ENV = "WEVENT_BOOTSTRAP"
 MEMORY_LIMIT_ENV = "WEVENT_BROKER_MEMORY_MB"
 DEBUG_ENV = "WEVENT_DEBUG"
@@ -66,6 +67,9 @@ class Settings:
     device_public_key_hex, request_public_key_hex : str or None
         ``WEVENT_DEVICE_PUBLIC_KEY`` (the workers check the devices' reports with it) and
         ``WEVENT_REQUEST_PUBLIC_KEY`` (the devices check the server's requests with it).
+    release_public_key_hex : str or None
+        ``WEVENT_RELEASE_PUBLIC_KEY``: the server's release public key, which ``wevent subscribe``
+        and ``wevent audit`` check releases and audit records with (:meth:`release_checker`).
     web_port, web_host, stall_seconds, session_seconds : str or None
         ``WEVENT_WEB_PORT`` (default 6066), ``WEVENT_WEB_HOST`` (default 127.0.0.1),
         ``WEVENT_STALL_SECONDS`` (default 120) and ``WEVENT_SESSION_SECONDS``: the defaults of
@@ -90,6 +94,7 @@ class Settings:
     device_key_hex: str | None = field(default=None, repr=False)
     device_public_key_hex: str | None = None
     request_public_key_hex: str | None = None
+    release_public_key_hex: str | None = None
     web_port: str = "6066"
     web_host: str = LOOPBACK
     stall_seconds: str = "120"
@@ -112,6 +117,7 @@ class Settings:
             device_key_hex=environ.get(DEVICE_KEY_ENV) or None,
             device_public_key_hex=environ.get(REPORT_KEY_ENV) or None,
             request_public_key_hex=environ.get(REQUEST_KEY_ENV) or None,
+            release_public_key_hex=environ.get(RELEASE_KEY_ENV) or None,
             web_port=environ.get("WEVENT_WEB_PORT", "6066"),
             web_host=environ.get("WEVENT_WEB_HOST", LOOPBACK),
             stall_seconds=environ.get("WEVENT_STALL_SECONDS", "120"),
@@ -171,6 +177,26 @@ class Settings:
             return report_seal(self.device_key(config)).public()
         raise ConfigError(f"no key to check the devices' reports with: set {REPORT_KEY_ENV} to the devices' "
                           "public key (`wevent keys` prints it)")
+
+    def release_checker(self, explicit: str | None) -> SignatureSeal | None:
+        """The release public key that releases and audit records are checked with: ``explicit``
+        (a ``--release-key``), else ``WEVENT_RELEASE_PUBLIC_KEY``; None when neither is given."""
+        for source, text in (("--release-key", explicit), (RELEASE_KEY_ENV, self.release_public_key_hex)):
+            if text:
+                try:
+                    return SignatureSeal.from_public_hex(text)
+                except ValueError as exc:
+                    raise UsageError(f"{source}: {exc}") from None
+        return None
+
+    def check_release_key(self, signer: SignatureSeal) -> None:
+        """Refuses a ``WEVENT_RELEASE_PUBLIC_KEY`` that is not ``signer``'s public key (this
+        server's): the subscribers it was given to would drop every release."""
+        given = self.release_checker(None)
+        if given is not None and given.public_hex != signer.public_hex:
+            raise ConfigError(f"{RELEASE_KEY_ENV} (fingerprint {given.fingerprint}) is not this server's release "
+                              f"public key (fingerprint {signer.fingerprint}, derived from its noise key): subscribers "
+                              "given it would drop every release; `wevent keys` prints the right one")
 
     def broker_memory_limit_mb(self) -> int | None:
         """``WEVENT_BROKER_MEMORY_MB``, a positive number of MiB, or None when it is not set."""

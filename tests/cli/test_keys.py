@@ -1,5 +1,6 @@
 """`wevent keys` prints the public keys that `wevent devices` and the workers check messages with."""
 
+import hashlib
 import secrets
 
 import numpy as np
@@ -7,7 +8,7 @@ import numpy as np
 from wevent.cli import main
 from wevent.core.data import UserValues
 from wevent.core.randomness import SecretKey
-from wevent.stream.wire.seals import SignatureSeal, report_seal, request_seal
+from wevent.stream.wire.seals import SignatureSeal, release_seal, report_seal, request_seal
 
 
 def test_keys_prints_the_public_halves_of_the_derived_signing_keys(monkeypatch, capsys):
@@ -15,12 +16,20 @@ def test_keys_prints_the_public_halves_of_the_derived_signing_keys(monkeypatch, 
     monkeypatch.setenv("WEVENT_NOISE_KEY", noise)
     monkeypatch.setenv("WEVENT_DEVICE_KEY", device)
     assert main(["keys"]) == 0
-    printed = dict(line.split("=") for line in capsys.readouterr().out.split())
+    out, err = capsys.readouterr()
+    printed = dict(line.split("=") for line in out.split())
     server, devices = request_seal(SecretKey.from_hex(noise)), report_seal(SecretKey.from_hex(device))
-    assert printed == {"WEVENT_REQUEST_PUBLIC_KEY": server.public_hex, "WEVENT_DEVICE_PUBLIC_KEY": devices.public_hex}
+    releases = release_seal(SecretKey.from_hex(noise))
+    assert printed == {"WEVENT_REQUEST_PUBLIC_KEY": server.public_hex, "WEVENT_DEVICE_PUBLIC_KEY": devices.public_hex,
+                       "WEVENT_RELEASE_PUBLIC_KEY": releases.public_hex}
     tag = server.tag("ldp.requests", "s", b"request")  # what a device holding the printed key accepts
     assert SignatureSeal.from_public_hex(printed["WEVENT_REQUEST_PUBLIC_KEY"]).valid("ldp.requests", "s", b"request", tag)
+    tag = releases.tag("releases", "s", b"{}")  # what a subscriber holding the printed key accepts
+    assert SignatureSeal.from_public_hex(printed["WEVENT_RELEASE_PUBLIC_KEY"]).valid("releases", "s", b"{}", tag)
     assert noise not in printed.values() and device not in printed.values()
+    # the fingerprint, on stderr so that `export $(wevent keys)` takes only the variables
+    fingerprint = hashlib.sha256(bytes.fromhex(releases.public_hex)).hexdigest()[:16]
+    assert err == f"release key fingerprint {fingerprint}\n"
 
 
 def test_keys_without_any_secret_and_devices_with_a_bad_key_are_one_line_errors(monkeypatch, capsys, tmp_path):

@@ -26,8 +26,17 @@ BAD = [
     (["--truth-log", "/nonexistent/t.jsonl"], "there is no directory '/nonexistent'"),
     (["--release-log", "/"], "'/' is a directory"),
     (["-m", "nope"], "unknown mechanism 'nope'"),
-    (["--stream", "nope"], "the config has no stream 'nope'"),
+    (["--stream", "a/b"], "--stream must be 1 to 100 letters, digits"),  # the name of the stream it makes
+    (["--config", "{config}", "--stream", "nope"], "the config has no stream 'nope'"),  # a stream of the config
 ]
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    path = tmp_path_factory.mktemp("config") / "streams.json"
+    path.write_text('{"streams": [{"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1, "window": 5, '
+                    '"domain": 16, "users": 400, "slot_seconds": 300, "start": 0}]}')
+    return str(path)
 
 
 def run(arguments, tmp_path, **env):
@@ -37,8 +46,8 @@ def run(arguments, tmp_path, **env):
 
 
 @pytest.mark.parametrize("arguments, message", BAD, ids=[" ".join(a) for a, _ in BAD])
-def test_a_bad_argument_is_one_line_before_anything_starts(tmp_path, arguments, message):
-    result = run(arguments, tmp_path)
+def test_a_bad_argument_is_one_line_before_anything_starts(tmp_path, config, arguments, message):
+    result = run([argument.format(config=config) for argument in arguments], tmp_path)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and message in result.stderr and result.stderr.startswith("wevent run: ")
     assert result.stdout == ""

@@ -87,11 +87,12 @@ def keys_env() -> dict[str, str]:
     """The environment with fresh secret keys and their public keys (`wevent keys`), as an operator
     sets them before `docker compose up`."""
     from wevent.core.randomness import SecretKey
-    from wevent.stream.wire.seals import report_seal, request_seal
+    from wevent.stream.wire.seals import release_seal, report_seal, request_seal
 
     noise, device = SecretKey.generate(), SecretKey.generate()
     return {**os.environ, "WEVENT_NOISE_KEY": noise.hex(), "WEVENT_DEVICE_KEY": device.hex(),
             "WEVENT_REQUEST_PUBLIC_KEY": request_seal(noise).public_hex,
+            "WEVENT_RELEASE_PUBLIC_KEY": release_seal(noise).public_hex,
             "WEVENT_DEVICE_PUBLIC_KEY": report_seal(device).public_hex}
 
 

@@ -63,6 +63,7 @@ def schema_error(helm, values: dict) -> bool:
 
 EVERYTHING = {
     "noiseKey": {"value": KEY},
+    "releasePublicKey": "04551e2824aaf2de30970f1b9c2e7ad033acd0636bacbc157e111d28b4e57934",  # KEY's
     "kafka": {"bootstrap": "kafka-0.kafka:9093,kafka-1.kafka:9093", "securityProtocol": "SASL_SSL",
               "sasl": {"username": "wevent", "password": "secret"},
               "tls": {"existingSecret": "kafka-client", "clientCertificate": True, "keyPasswordKey": "key-password"},

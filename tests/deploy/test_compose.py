@@ -173,8 +173,33 @@ def test_the_workers_accept_the_stack_stream_config(monkeypatch):
     """What `wevent worker` does with config/streams.toml before it joins the group: load it and
     build every stream's processors (a stream the pipeline cannot run stops the worker)."""
     env = keys_env()
-    for name in ("WEVENT_NOISE_KEY", "WEVENT_DEVICE_PUBLIC_KEY"):  # what compose gives a worker
+    for name in ("WEVENT_NOISE_KEY", "WEVENT_DEVICE_PUBLIC_KEY", "WEVENT_RELEASE_PUBLIC_KEY"):  # what compose gives a worker
         monkeypatch.setenv(name, env[name])
     config = load_config(STREAMS_FILE)
     processors = Processors.build(config, Settings.from_environ(os.environ))
     assert set(processors.publication.logics) == {s.name for s in config.streams}
+
+
+def test_the_subscriber_verifies_with_the_release_key_the_workers_sign_with(monkeypatch):
+    """The subscriber gets the release public key that `wevent keys` derives from the workers' noise
+    key, and the stack refuses to start without it; a worker given another key stops at start."""
+    from wevent.core.randomness import SecretKey
+    from wevent.stream.config import ConfigError
+    from wevent.stream.wire.seals import release_seal
+
+    env = keys_env()
+    resolved = compose_config(env)
+    assert resolved.returncode == 0, resolved.stderr
+    services = yaml.safe_load(resolved.stdout)["services"]
+    noise = services["worker-1"]["environment"]["WEVENT_NOISE_KEY"]
+    assert services["subscribe"]["environment"]["WEVENT_RELEASE_PUBLIC_KEY"] == \
+        services["worker-1"]["environment"]["WEVENT_RELEASE_PUBLIC_KEY"] == release_seal(SecretKey.from_hex(noise)).public_hex
+    args = parse_wevent(services["subscribe"]["command"])
+    assert args.command == "subscribe" and not args.no_verify and args.release_key is None  # the variable's key
+    without = compose_config({k: v for k, v in env.items() if k != "WEVENT_RELEASE_PUBLIC_KEY"})
+    assert without.returncode != 0 and "WEVENT_RELEASE_PUBLIC_KEY" in without.stderr
+    monkeypatch.setenv("WEVENT_NOISE_KEY", noise)
+    monkeypatch.setenv("WEVENT_DEVICE_PUBLIC_KEY", env["WEVENT_DEVICE_PUBLIC_KEY"])
+    monkeypatch.setenv("WEVENT_RELEASE_PUBLIC_KEY", release_seal(SecretKey.generate()).public_hex)  # a stale export
+    with pytest.raises(ConfigError, match="WEVENT_RELEASE_PUBLIC_KEY .* is not this server's release public key"):
+        Processors.build(load_config(STREAMS_FILE), Settings.from_environ(os.environ))

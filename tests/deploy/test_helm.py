@@ -98,6 +98,19 @@ def noise_key_of(manifests: dict[str, list[dict]]) -> tuple[str, str, str | None
     return ref["name"], ref["key"], base64.b64decode(held).decode() if held is not None else None
 
 
+def test_the_release_public_key_reaches_the_worker_as_its_variable(helm):
+    """Subscribers in the workers' pods (and the workers' own check of it) read WEVENT_RELEASE_PUBLIC_KEY."""
+    from wevent.core.randomness import SecretKey
+    from wevent.stream.wire.seals import release_seal
+
+    public = release_seal(SecretKey.from_hex(KEY)).public_hex
+    env = {e["name"]: e for e in worker(render(helm, {"noiseKey": {"value": KEY}, "releasePublicKey": public}))["env"]}
+    assert env["WEVENT_RELEASE_PUBLIC_KEY"] == {"name": "WEVENT_RELEASE_PUBLIC_KEY", "value": public}
+    unset = worker(render(helm, {"noiseKey": {"value": KEY}}))["env"]
+    assert "WEVENT_RELEASE_PUBLIC_KEY" not in {e["name"] for e in unset}
+    assert schema_error(helm, {"noiseKey": {"value": KEY}, "releasePublicKey": "not-a-key"})
+
+
 def test_two_renders_give_the_same_noise_key_from_a_value(helm):
     first = render(helm, {"noiseKey": {"value": KEY}})
     second = render(helm, {"noiseKey": {"value": KEY}})

@@ -74,15 +74,20 @@ def kafka() -> str:
 def run_and_audit(bootstrap: str, tmp_path, env: dict | None = None) -> None:
     """`wevent run --bootstrap`: every slot released in order; then `wevent audit` of its audit topic passes.
     An external Kafka outlives the run, so the run needs a lasting key from the environment."""
+    from wevent.core.randomness import SecretKey
+    from wevent.stream.wire.seals import release_seal
+
     log = tmp_path / "releases.jsonl"
+    noise = os.urandom(32).hex()
     run = subprocess.run([sys.executable, "-m", "wevent.cli", "run", "--bootstrap", bootstrap, "--slots", str(SLOTS),
                           "--release-log", str(log), "--quiet"], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "WEVENT_NOISE_KEY": os.urandom(32).hex(), **(env or {})})
+                         env={**os.environ, "WEVENT_NOISE_KEY": noise, **(env or {})})
     assert run.returncode == 0, run.stderr[-3000:]
     slots = [json.loads(line)["slot"] for line in log.read_text().splitlines()]
     assert slots == list(range(1, SLOTS + 1))
-    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", bootstrap],
-                           capture_output=True, text=True, timeout=120)
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", bootstrap, "--release-key",
+                            release_seal(SecretKey.from_hex(noise)).public_hex], capture_output=True, text=True,
+                           timeout=120)
     assert audit.returncode == 0, audit.stdout + audit.stderr
 
 

@@ -3,7 +3,8 @@
 Every test that takes ``broker`` (or ``cluster_factory``) runs twice: on a fresh tansu broker,
 with the clients' tansu workarounds (``tansu_compat``: one record per batch), and on the
 session's Apache Kafka, emptied of topics and consumer groups first, with normal clients (batched,
-lz4). A test marked ``tansu_only`` (its reason given) runs on tansu alone. Every worker a test
+lz4). A test marked ``tansu_only`` (its reason given) runs on tansu alone, one marked ``kafka_only``
+on Kafka alone. Every worker a test
 starts, on either broker, uses a consumer-group session of :data:`TEST_SESSION_SECONDS`: on Apache
 Kafka, Faust's default of 60 s would hold a SIGKILLed worker's partitions for a minute.
 """
@@ -66,6 +67,15 @@ class KafkaBroker:
             time.sleep(0.1)
 
 
+def release_key(config) -> str:
+    """The release public key (hex) that readers verify ``config``'s workers' releases with (its
+    seed stands in for the server's key)."""
+    from wevent.stream.settings import Settings
+    from wevent.stream.wire.seals import release_seal
+
+    return release_seal(Settings().noise_key(config)).public_hex
+
+
 def compat_flags(broker) -> list[str]:
     """The command-line flags of a `wevent` client of ``broker``."""
     return ["--tansu-compat"] if broker.tansu_compat else []
@@ -87,7 +97,8 @@ def pytest_generate_tests(metafunc):
     if "broker_kind" not in metafunc.fixturenames:
         return
     tansu_only = metafunc.definition.get_closest_marker("tansu_only")
-    metafunc.parametrize("broker_kind", ["tansu"] if tansu_only else ["tansu", "kafka"])
+    kafka_only = metafunc.definition.get_closest_marker("kafka_only")
+    metafunc.parametrize("broker_kind", ["tansu"] if tansu_only else ["kafka"] if kafka_only else ["tansu", "kafka"])
 
 
 @pytest.fixture

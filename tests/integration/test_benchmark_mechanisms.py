@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests.integration.conftest import release_key
 from tests.integration.test_central_pipeline import START, collect
 from tests.stream.test_central_mechanisms import DOMAIN, OPTIONS, drifting
 from wevent.stream.config import parse_config
@@ -64,8 +65,8 @@ def test_releases_equal_simulate_and_the_audit_passes(cluster_factory, tmp_path)
             assert (release.strategy, release.eps1, release.eps2) == (record["strategy"], record["eps1"],
                                                                       record["eps2"])
     assert {r.strategy for r in got["ba-grouped"].values()} > {"publish"}  # it also repeats and nullifies
-    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap],
-                           capture_output=True, text=True, timeout=120)
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap,
+                            "--release-key", release_key(config)], capture_output=True, text=True, timeout=120)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert audit.stdout.count("PASS") == len(MECHANISMS), audit.stdout
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import parse_config
 from wevent.stream.runtime.kafka import KafkaReportSink, producer_config
 from wevent.stream.runtime.subscription import Releases
-from tests.integration.conftest import metric_value
+from tests.integration.conftest import metric_value, release_key
 
 pytestmark = [pytest.mark.integration]
 
@@ -127,8 +128,8 @@ def test_parity_with_simulate_and_bad_input(cluster_factory, tmp_path):
     for record in simulated:
         assert got["pba"][record["slot"]].release == record["release"]
         assert got["pba"][record["slot"]].extras == record["extras"]
-    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap],
-                           capture_output=True, text=True, timeout=120)
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap,
+                            "--release-key", release_key(config)], capture_output=True, text=True, timeout=120)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert audit.stdout.count("PASS") == 4 and "requirement types" in audit.stdout
     for name, cls in (("bd", BudgetDistribution), ("ba", BudgetAbsorption), ("dirty", BudgetAbsorption)):
@@ -208,6 +209,8 @@ def test_wevent_run_then_audit(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     lines = log.read_text().splitlines()
     assert len(lines) == 30 and sorted(json.loads(l)["slot"] for l in lines) == list(range(1, 31))
-    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", str(log)], capture_output=True, text=True,
-                           timeout=60)
+    key = re.search(r"signed with release public key ([0-9a-f]{64})", run.stderr).group(1)  # what the run prints
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", str(log), "--release-key", key],
+                           capture_output=True, text=True, timeout=60)
     assert audit.returncode == 0 and audit.stdout.startswith("PASS"), audit.stdout + audit.stderr
+    assert audit.stderr == ""  # nothing dropped: every line is signed

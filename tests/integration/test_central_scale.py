@@ -16,6 +16,7 @@ import pytest
 from wevent.core.data import UserValues
 from wevent.stream.config import parse_config
 from wevent.stream.runtime.kafka import KafkaReportSink
+from tests.integration.conftest import release_key
 from tests.integration.test_central_pipeline import START, collect
 from tests.integration.run_helpers import record_peak_memory, window_under_test
 
@@ -71,6 +72,6 @@ def test_a_million_users_per_slot_at_d_10000_equals_simulate_and_passes_the_audi
         for record in simulated:
             assert got[m][record["slot"]].release == record["release"], f"{m} slot {record['slot']}"
             assert got[m][record["slot"]].strategy == record["strategy"], f"{m} slot {record['slot']}"
-    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap],
-                           capture_output=True, text=True, timeout=300)
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap,
+                            "--release-key", release_key(config)], capture_output=True, text=True, timeout=300)
     assert audit.returncode == 0 and audit.stdout.count("PASS") == len(MECHANISMS), audit.stdout + audit.stderr

@@ -18,7 +18,10 @@ from jsonschema import Draft202012Validator
 
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness, SecretKey
+from wevent.stream.settings import Settings
 from wevent.stream.wire import schemas
+from wevent.stream.wire.records import PublishedRecords
+from wevent.stream.wire.seals import release_seal
 from wevent.stream.runtime.broker import free_port
 from wevent.stream.config import parse_config
 from wevent.stream.runtime.child_processes import WorkerProcess, write_config
@@ -90,8 +93,12 @@ def test_kafka_console_clients_write_reports_and_read_releases_and_audit(kafka, 
             capture_output=True, text=True, timeout=150)
     finally:
         worker.stop()
-    records = [json.loads(line) for line in consumed.stdout.splitlines() if line.strip()]
+    lines = [line.encode() for line in consumed.stdout.splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]
     assert len(records) == 2 * SLOTS, f"{consumed.stderr[-2000:]}\n{worker.log_tail()}"
+    # every line as Kafka's own client printed it verifies under the release public key
+    reader = PublishedRecords(release_seal(Settings().noise_key(CONFIG)).public())
+    assert [reader.read(line) for line in lines] == [{k: v for k, v in r.items() if k != "signature"} for r in records]
     audit = [r for r in records if r.get("record") == "audit"]
     releases = {r["slot"]: r for r in records if r.get("record") != "audit"}
     for name, found in (("audit", audit), ("release", list(releases.values()))):

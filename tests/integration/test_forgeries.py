@@ -14,12 +14,25 @@ from wevent.stream.wire.messages import MeasuredMessage
 from wevent.stream.config import parse_config
 from wevent.stream.runtime.kafka import KafkaReportSink, producer_config
 from wevent.stream.runtime.subscription import Releases, read_topic
+from wevent.stream.settings import Settings
+from wevent.stream.wire.seals import release_seal
 from tests.integration.conftest import metric_value
 from tests.integration.test_central_pipeline import DOMAIN, categorical_feed, expected_releases, stream_spec
 
 pytestmark = [pytest.mark.integration]
 
 USERS, SLOTS = 600, 12
+
+
+def feed_ba(cluster, config, users: int, slots: int) -> np.ndarray:
+    """``slots`` slots of a categorical feed of ``users`` into stream ``ba`` (on 2 report partitions)."""
+    values = categorical_feed(users=users, slots=slots)
+    stream = config.stream("ba")
+    sink = KafkaReportSink(cluster.bootstrap, "ba", 2, tansu_compat=cluster.tansu_compat)
+    for slot in range(1, slots + 1):
+        sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), np.arange(users), values[slot - 1])
+    sink.close()
+    return values
 
 
 def test_forged_releases_and_dissimilarities_neither_stall_nor_change_a_stream(cluster_factory):
@@ -39,18 +52,15 @@ def test_forged_releases_and_dissimilarities_neither_stall_nor_change_a_stream(c
                                    Dissimilarity(slot, 1e9, 0.05, 200.0))
         forger.produce("dissimilarity", measured.encode(), key=b"ba")
     assert forger.flush(30) == 0
-    values = categorical_feed(users=USERS, slots=SLOTS)
-    stream = config.stream("ba")
-    sink = KafkaReportSink(cluster.bootstrap, "ba", 2, tansu_compat=cluster.tansu_compat)
-    for slot in range(1, SLOTS + 1):
-        sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), np.arange(USERS), values[slot - 1])
-    sink.close()
+    values = feed_ba(cluster, config, USERS, SLOTS)
     got = {}
-    with Releases(cluster.bootstrap, streams=["ba"]) as releases:  # a subscriber also sees the forger's record
+    key = release_seal(Settings().noise_key(config)).public()
+    with Releases(cluster.bootstrap, streams=["ba"], key=key) as releases:  # a subscriber drops the forger's record
         deadline = time.monotonic() + 180
         while len(got.keys() & set(range(1, SLOTS + 1))) < SLOTS and time.monotonic() < deadline:
             for record in releases.follow(idle_timeout=1.0):
                 got.setdefault(record.slot, record)
+        assert releases.published.dropped == {"unsigned": 1}
     for result in expected_releases(BudgetAbsorption, "ba", values):
         assert got[result.slot].release == result.release.tolist(), f"slot {result.slot}\n{cluster.logs()}"
     text = cluster.metrics(worker)

@@ -25,6 +25,7 @@ from wevent.stream.runtime.broker import create_topics, free_port
 from wevent.stream.runtime.child_processes import WorkerProcess, wait_until, write_config
 from wevent.stream.runtime.kafka import KafkaReportSink, client_config
 from wevent.stream.settings import PROPERTIES_FILE_ENV, Settings
+from tests.integration.conftest import release_key
 from tests.integration.oidc_endpoint import TokenEndpoint
 
 pytestmark = [pytest.mark.integration]
@@ -121,7 +122,8 @@ def test_a_worker_and_subscribe_over_oauthbearer_release_what_simulate_does(kafk
             sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), np.arange(USERS), values[slot - 1])
         sink.close()
         subscribed = subprocess.run([sys.executable, "-m", "wevent.cli", "subscribe", "--bootstrap", oauth,
-                                     "--kafka-properties", str(subscriber_file), "--json", "--limit", str(SLOTS)],
+                                     "--kafka-properties", str(subscriber_file), "--json", "--limit", str(SLOTS),
+                                     "--release-key", release_key(streams)],
                                     capture_output=True, text=True, timeout=240)
     finally:
         worker.stop()
@@ -139,7 +141,7 @@ def test_a_client_secret_the_endpoint_refuses_is_one_line(kafka, endpoint, tmp_p
     """A wrong secret: the token endpoint answers 401 and the command says so in one line (exit 2),
     before it connects to Kafka."""
     properties = written(tmp_path / "bad.properties", java_oidc(endpoint.url, "wevent-subscriber", "guess"))
-    arguments = {"subscribe": ["subscribe", "--limit", "1"],
+    arguments = {"subscribe": ["subscribe", "--limit", "1", "--no-verify"],
                  "worker": ["worker", "--config", str(write_config(config("wevent-refused"), tmp_path))]}[command]
     done = subprocess.run([sys.executable, "-m", "wevent.cli", *arguments, "--bootstrap", kafka.bootstrap_for("OAUTH"),
                            "--kafka-properties", str(properties)], capture_output=True, text=True, timeout=120)

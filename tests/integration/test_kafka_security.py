@@ -146,7 +146,8 @@ def test_bad_settings_are_one_line_before_any_connection(kafka, tmp_path):
         import os
 
         result = subprocess.run([sys.executable, "-m", "wevent.cli", "subscribe", "--bootstrap",
-                                 kafka.bootstrap("SASL_PLAINTEXT"), "--limit", "1"], capture_output=True, text=True,
+                                 kafka.bootstrap("SASL_PLAINTEXT"), "--limit", "1", "--no-verify"], capture_output=True,
+                                text=True,
                                 env=dict(os.environ), timeout=60)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "WEVENT_KAFKA_SSL_CAFILE" in result.stderr, result.stderr

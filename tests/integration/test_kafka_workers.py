@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from wevent.stream.runtime.child_processes import wait_until
+from tests.integration.conftest import release_key
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates, metrics
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -34,8 +35,8 @@ def finish(run: KafkaRun) -> list:
     run.close()
     records = run.read_releases()
     check_releases(run, records)
-    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", run.bootstrap],
-                           capture_output=True, text=True, timeout=300)
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", run.bootstrap,
+                            "--release-key", release_key(run.config)], capture_output=True, text=True, timeout=300)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     return records
 

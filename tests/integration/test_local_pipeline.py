@@ -22,7 +22,7 @@ from wevent.stream.runtime.kafka import KafkaReportSink, producer_config
 from wevent.stream.runtime.child_processes import DevicesProcess
 from wevent.stream.runtime.subscription import read_topic
 from wevent.stream.settings import Settings
-from tests.integration.conftest import assert_local_releases_equal_simulate, metric_value
+from tests.integration.conftest import assert_local_releases_equal_simulate, metric_value, release_key
 from tests.integration.test_central_pipeline import START, categorical_feed, collect
 
 pytestmark = [pytest.mark.integration]
@@ -84,8 +84,8 @@ def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster
     for name in ("lba", "lpa"):
         assert_local_releases_equal_simulate(got[name], dump, name, name, seed=SEED, window=10, block=BLOCK,
                                              slots=SLOTS, log=tmp_path / f"{name}.jsonl")
-    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap],
-                           capture_output=True, text=True, timeout=120)
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap,
+                            "--release-key", release_key(config)], capture_output=True, text=True, timeout=120)
     assert audit.returncode == 0 and audit.stdout.count("PASS") == 2, audit.stdout + audit.stderr
     text = cluster.metrics(cluster.workers[0])
     assert metric_value(text, "wevent_reports_rejected_total", stream="lpa", reason="unrequested") == 1

@@ -24,7 +24,7 @@ from wevent.core.local import MECHANISMS
 from wevent.core.synthetic import synthetic
 from wevent.stream.config import parse_config
 from wevent.stream.runtime.kafka import KafkaReportSink
-from tests.integration.conftest import assert_local_releases_equal_simulate
+from tests.integration.conftest import assert_local_releases_equal_simulate, release_key
 from tests.integration.device_helpers import fleet_of_streams
 from tests.integration.run_helpers import record_peak_memory, window_under_test
 from tests.integration.test_central_pipeline import START, collect
@@ -74,8 +74,8 @@ def run_local_streams(cluster_factory, tmp_path, record_property, streams: dict[
         got[name], dumps[name], fields["mechanism"], name, seed=SEED, window=WINDOW, block=BLOCK, slots=SLOTS,
         log=tmp_path / f"simulated-{name}.jsonl", oracle=fields.get("oracle", "ada"))
         for name, fields in streams.items()}
-    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap],
-                           capture_output=True, text=True, timeout=300)
+    audit = subprocess.run([sys.executable, "-m", "wevent.cli", "audit", "--bootstrap", cluster.bootstrap,
+                            "--release-key", release_key(cluster.config)], capture_output=True, text=True, timeout=300)
     assert audit.returncode == 0 and audit.stdout.count("PASS") == len(streams), audit.stdout + audit.stderr
     return simulated
 

@@ -4,6 +4,7 @@ Each forgery is refused, counted (``wevent_forged_messages_total``) and dead-let
 stream's releases equal a clean run's.
 """
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -12,9 +13,9 @@ from prometheus_client import REGISTRY
 
 from wevent.core.randomness import SecretKey
 from wevent.core.synthetic import synthetic
-from wevent.stream.wire.records import DeadLetter, ReleaseRecord
+from wevent.stream.wire.records import DeadLetter, PublishedRecords, ReleaseRecord
 from wevent.stream.wire.messages import MeasuredMessage, PartialMessage, ReportsMessage, pack_message
-from wevent.stream.wire.seals import internal_seal, report_seal, request_seal, seal
+from wevent.stream.wire.seals import internal_seal, release_seal, report_seal, request_seal, seal
 from wevent.stream.settings import Settings
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
@@ -65,34 +66,38 @@ def a_release(slot: int) -> bytes:
 
 
 def test_a_forged_release_far_ahead_neither_stalls_nor_changes_the_stream(central):
-    """Without a MAC, M1 took slot 1,000,000 as the last release and waited for it for ever."""
+    """Without a seal, M1 took slot 1,000,000 as the last release and waited for it for ever. A
+    release must carry the server's signature: one signed under another key, and one sealed with
+    the workers' own MAC (what releases carried before they were signed), are refused too."""
     values, clean = central
     before = forged_count("releases", "unauthenticated")
 
     def inject(pipeline, slot):
         if slot == 3:
+            server = Settings().noise_key(pipeline.config)
             pipeline.inject("releases", a_release(1_000_000), key="s")
-            wrong = seal("releases", "s", a_release(1_000_000), internal_seal(STRANGER))  # a MAC under another key
-            pipeline.inject("releases", wrong, key="s")
+            for wrong in (release_seal(STRANGER), internal_seal(server)):
+                pipeline.inject("releases", seal("releases", "s", a_release(1_000_000), wrong), key="s")
 
     dirty = central_run(values, inject)
     assert release_json(dirty) == release_json(clean)
     assert [r.slot for r in dirty.releases("s")] == list(range(1, SLOTS + 1))
-    assert reasons(dirty) == {"unauthenticated": 2}
-    assert forged_count("releases", "unauthenticated") - before == 2
+    assert reasons(dirty) == {"unauthenticated": 3}
+    assert forged_count("releases", "unauthenticated") - before == 3
 
 
 def test_authentic_looking_releases_and_partials_of_impossible_slots_are_refused(central):
-    """Even under the right MAC (a bug, a leaked key), M1 refuses what no worker could have sent:
+    """Even under the right seals (a bug, a leaked key), M1 refuses what no worker could have sent:
     a release of a slot not measured yet, a negative slot, a partial from a partition that does
     not exist or of a slot absurdly far ahead."""
     values, clean = central
 
     def inject(pipeline, slot):
-        mac = internal_seal(Settings().noise_key(pipeline.config))
+        server = Settings().noise_key(pipeline.config)
+        mac, signer = internal_seal(server), release_seal(server)
         if slot == 3:
             for record in (a_release(1_000_000), a_release(3), a_release(-5)):
-                pipeline.inject("releases", seal("releases", "s", record, mac), key="s")
+                pipeline.inject("releases", seal("releases", "s", record, signer), key="s")
             counts = np.zeros((1, 2), dtype=np.int64)
             for far, partition in ((10**9, 0), (3, 99)):
                 partial = PartialMessage("s", far, partition, counts, 0.0).encode()
@@ -139,11 +144,17 @@ def test_a_mac_does_not_carry_over_to_another_topic(central):
     assert reasons(dirty) == {"unauthenticated": 1}
 
 
-def test_releases_stay_readable_by_anyone(central):
+def test_releases_and_audit_records_verify_under_the_release_public_key_alone(central):
+    """Anyone reads them, and anyone holding the release public key checks who wrote them."""
     _, clean = central
-    raw = clean.log["releases"][0]
-    assert b'"mac":"' in raw
-    record = ReleaseRecord.from_json(raw)  # what `wevent subscribe` and `wevent audit` do
+    public = release_seal(Settings().noise_key(clean.config)).public()
+    reader = PublishedRecords(public)
+    for topic in ("releases", "audit"):
+        for raw in clean.log[topic]:
+            assert raw.endswith(b'"}') and b',"signature":"' in raw
+            assert reader.read(raw) == json.loads(raw[:raw.rindex(b',"signature":"')] + b"}")
+    assert not reader.dropped
+    record = ReleaseRecord.from_json(clean.log["releases"][0])  # a reader that ignores the signature still can
     assert record.slot == 1 and record.to_json() == clean.releases("s")[0].to_json()
 
 

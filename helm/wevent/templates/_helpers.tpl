@@ -211,6 +211,10 @@ render, rather than leaving the workers to connect in some other way than the on
   valueFrom:
     secretKeyRef:
       {{- include "wevent.noiseKeyRef" . | nindent 6 }}
+{{- with .Values.releasePublicKey }}
+- name: WEVENT_RELEASE_PUBLIC_KEY
+  value: {{ . | quote }}
+{{- end }}
 - name: WEVENT_KAFKA_SECURITY_PROTOCOL
   value: {{ include "wevent.kafkaProtocol" . | quote }}
 {{- if .Values.kafka.sasl.username }}

@@ -29,9 +29,9 @@ written before the key that records the offsets, and no value or message exceeds
 :data:`MAX_MESSAGE_BYTES`.
 
 Anyone who can write to the broker could otherwise stall or steer a stream, so every message a
-worker acts on is authenticated (:class:`ServerKeys`): outputs are sealed as they leave
-:meth:`Processor.process`, and each ``route`` refuses an input without a valid seal, or an
-authentic-looking one no worker could have sent, before it reaches any state.
+worker acts on is authenticated (:class:`ServerKeys`), and so is every record it publishes: outputs
+are sealed as they leave :meth:`Processor.process`, and each ``route`` refuses an input without a
+valid seal, or an authentic-looking one no worker could have sent, before it reaches any state.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ from ..config import AppConfig
 from ..settings import Settings
 from ..wire.keys import OffsetMark, stream_of
 from ..wire.records import DeadLetter, unread_bytes
-from ..wire.seals import AuthenticationError, MacSeal, SignatureSeal, check_seal, internal_seal, request_seal, seal
-from ..wire.topics import DEAD_LETTERS, LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, SLOTS
+from ..wire.seals import (AuthenticationError, MacSeal, SignatureSeal, check_seal, internal_seal, release_seal,
+                          request_seal, seal)
+from ..wire.topics import AUDIT, DEAD_LETTERS, LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, SLOTS
 from .events import Events
 from .logic import StreamLogic
 
@@ -114,26 +115,33 @@ class ServerKeys:
     """What the workers seal and check messages with; every worker derives the same keys.
 
     ``server`` is the server's secret (the keys of its noise and of dead letters' digests);
-    ``internal`` (a MAC under a sub-key of it) seals ``slots``, ``dissimilarity`` and ``releases``;
-    ``requests`` signs ``ldp.requests``; ``reports`` is the devices' public key, which checks
-    ``ldp.reports`` (None without a local-model stream: :meth:`Settings.report_checker
+    ``internal`` (a MAC under a sub-key of it) seals ``slots`` and ``dissimilarity``;
+    ``releases`` signs ``releases`` and ``audit``, which M1 and every subscriber check with its
+    public half; ``requests`` signs ``ldp.requests``; ``reports`` is the devices' public key, which
+    checks ``ldp.reports`` (None without a local-model stream: :meth:`Settings.report_checker
     <wevent.stream.settings.Settings.report_checker>` says where it comes from).
     """
 
     server: SecretKey = field(repr=False)
     internal: MacSeal = field(repr=False)
+    releases: SignatureSeal
     requests: SignatureSeal
     reports: SignatureSeal | None
 
     @classmethod
     def from_settings(cls, config: AppConfig, settings: Settings) -> "ServerKeys":
-        """The keys of ``config``'s workers: the server's key and the devices' public key as ``settings`` give them."""
+        """The keys of ``config``'s workers: the server's key and the devices' public key as ``settings`` give
+        them. A release public key in ``settings`` must be this server's: subscribers given another
+        would drop every release (:meth:`Settings.check_release_key
+        <wevent.stream.settings.Settings.check_release_key>`)."""
         server = settings.noise_key(config)
-        return cls(server, internal_seal(server), request_seal(server), settings.report_checker(config))
+        releases = release_seal(server)
+        settings.check_release_key(releases)
+        return cls(server, internal_seal(server), releases, request_seal(server), settings.report_checker(config))
 
     def for_topic(self, topic: str) -> MacSeal | SignatureSeal | None:
         """The seal of a topic's messages (None: not sealed)."""
-        return {SLOTS: self.internal, MEASUREMENTS: self.internal, RELEASES: self.internal,
+        return {SLOTS: self.internal, MEASUREMENTS: self.internal, RELEASES: self.releases, AUDIT: self.releases,
                 LDP_REQUESTS: self.requests, LDP_REPORTS: self.reports}.get(topic)
 
     def sealed(self, out: Out) -> Out:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from ...core import packing
-from ...core.base import StepResult
-from ..config import AppConfig
+from ...core.base import Mechanism, StepResult
+from ..config import AppConfig, StreamConfig
 from ..wire.format import DecodeError
 from ..wire.keys import MechanismPartKey, ReleaseKey, StepKey, StepOutputKey
 from ..wire.messages import (
@@ -22,19 +24,62 @@ from ..wire.messages import (
     decode_message,
 )
 from ..wire.records import ReleaseRecord
-from ..wire.seals import AuthenticationError, check_seal, unseal
+from ..wire.seals import AuthenticationError, check_seal, seal, unseal
 from ..wire.topics import AUDIT, LDP_REQUESTS, MEASUREMENTS, RELEASES
 from .base import (LONGEST_FLOAT, HeadState, Out, Processor, ServerKeys, SideKeys, TableValue, all_offsets,
                    at_longest, dead_letter, refuse)
 from .events import Events
+from .failures import ERROR_LOG_INTERVAL, Throttle
 from .logic import StreamLogic
 
 __all__ = ["RECENT_RELEASES", "PublicationState", "MechanismPart", "MechanismParts", "KeptOutputs",
-           "CommittedReleases", "PublicationProcessor"]
+           "CommittedReleases", "PublicationProcessor", "release_parameters"]
 
 log = logging.getLogger(__name__)
 
 RECENT_RELEASES = 8  # releases kept for identical re-emission after a crash
+
+# The mechanism's parameters a release names on its own (epsilon, window, domain) or in
+# ``parameters`` (noise, users); the others are its options.
+_NAMED_PARAMETERS = ("epsilon", "window", "domain_size", "noise", "population")
+
+
+def release_parameters(stream: StreamConfig, mechanism: Mechanism) -> dict[str, Any]:
+    """What a stream's releases and audit records say they were made with, beyond the mechanism,
+    epsilon and window they carry as fields of their own (``parameters``).
+
+    ``fingerprint`` is the first 16 hexadecimal characters of the SHA-256 of the canonical JSON
+    (keys sorted, no spaces) of the mechanism's name, its constructor parameters
+    (:meth:`~wevent.core.base.Mechanism.params`: what M2 refuses to change, ``config_changed``),
+    the population and the slot clock: two releases with one fingerprint were made with the same
+    parameters. ``domain``, ``users`` and ``noise`` (None for a local stream) are given as they are,
+    and ``options`` is the fingerprint of the mechanism's other parameters, so that a reader can
+    name what differs. The lateness, deadlines and other operational settings are not included:
+    they may change over a stream's life.
+
+    Examples
+    --------
+    >>> from wevent.core.central import BudgetAbsorption
+    >>> from wevent.stream.config import parse_config
+    >>> stream = parse_config({"streams": [{"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1,
+    ...     "window": 5, "domain": 4, "users": 10, "slot_seconds": 60, "start": 0}]}).streams[0]
+    >>> made = release_parameters(stream, BudgetAbsorption(1.0, 5, 4))
+    >>> sorted(made), made["noise"], len(made["fingerprint"])
+    (['domain', 'fingerprint', 'noise', 'options', 'users'], 'discrete', 16)
+    >>> release_parameters(stream, BudgetAbsorption(0.5, 5, 4))["fingerprint"] != made["fingerprint"]
+    True
+    """
+    params = json.loads(packing.to_json(mechanism.params()))
+    options = {k: v for k, v in params.items() if k not in _NAMED_PARAMETERS}
+    made_with = {"mechanism": mechanism.name, "parameters": params, "users": stream.users, "start": stream.start,
+                 "slot_seconds": stream.slot_seconds}
+    return {"fingerprint": _fingerprint(made_with), "domain": stream.domain, "users": stream.users,
+            "noise": params.get("noise"), "options": _fingerprint(options)}
+
+
+def _fingerprint(value) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 @dataclass(eq=False)
@@ -125,6 +170,9 @@ class PublicationProcessor(Processor):
 
     def __init__(self, config: AppConfig, logics: dict[str, StreamLogic], keys: ServerKeys) -> None:
         super().__init__(config, logics, keys)
+        self.parameters = {name: release_parameters(logic.stream, logic.new_mechanism())
+                           for name, logic in logics.items()}
+        self.refusals = Throttle(ERROR_LOG_INTERVAL)  # the log's lines about a stream's refused slots
         self.committed: CommittedReleases | None = None
         self._released_through: dict[str, int] = {}  # exactly-once: every release up to this slot is on releases
 
@@ -188,11 +236,12 @@ class PublicationProcessor(Processor):
         return PublicationState(mechanism.to_bytes(), [], [], mechanism.sliding_ledger().state(), 0.0)
 
     def max_release_bytes(self, stream) -> int:
-        """The largest release record of ``stream``: every value, and every number, at its longest."""
+        """The largest release record of ``stream``, signed: every value, and every number, at its longest."""
         longest = -2.2250738585072014e-308
         record = ReleaseRecord(stream.name, 2**31, [longest] * stream.domain, "approximation", stream.mechanism,
-                               longest, 2**31, longest, longest, longest, longest, longest, longest, longest)
-        return len(record.to_bytes())
+                               longest, 2**31, longest, longest, longest, longest, longest, longest, longest,
+                               parameters=self.parameters[stream.name])
+        return len(seal(RELEASES, stream.name, record.to_bytes(), self.keys.releases))
 
     def max_head_bytes(self, stream) -> int:
         """The size of the stream's state once its window's charges are full, with the mechanism's state
@@ -229,7 +278,11 @@ class PublicationProcessor(Processor):
                                 name)]
         changed = logic.parameters_changed(mechanism)
         if changed:
-            log.error("stream %s: mechanism parameters changed; slot %d not released: %s", name, slot, changed)
+            held = self.refusals.admit(name)
+            if held is not None:  # one line per stream per minute: every input of the stream is refused
+                log.error("stream %s: mechanism parameters changed; slot %d not released: %s (start a new stream "
+                          "under another name for new parameters)%s", name, slot, changed,
+                          f"; {held} more refused since the last line" if held else "")
             return [dead_letter(events, "config_changed", topic, f"slot {slot} not released: {changed}", name)]
         if measured:  # central and personalized: one step per slot
             outcome = logic.publish(mechanism, message.counts, message.dissimilarity)
@@ -294,8 +347,9 @@ class PublicationProcessor(Processor):
         ledger = mechanism.sliding_ledger(state.spend)
         group_spend = ledger.record(result)  # every group's spend over its own window ending here
         state.spend = ledger.state()
-        record = logic.record(mechanism, result, group_spend, logic.stream.slot_start(slot), logic.stream.slot_end(slot))
-        audit = logic.audit(mechanism, result)
+        record = replace(logic.record(mechanism, result, group_spend, logic.stream.slot_start(slot),
+                                      logic.stream.slot_end(slot)), parameters=self.parameters[name])
+        audit = replace(logic.audit(mechanism, result), parameters=self.parameters[name])
         outputs = {RELEASES: record.to_bytes(), AUDIT: audit.to_bytes()}
         state.recent = self._keep(side, [*state.recent, slot], lambda k: ReleaseKey(name, k), outputs, slot)
         events.releases.append(logic.released(mechanism, result, ledger.tightest(), now, float(state.closed_at)))

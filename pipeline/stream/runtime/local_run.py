@@ -14,6 +14,14 @@ Keys (:func:`run_keys`): the worker gets the server's noise key and the device f
 devices' key, each through its environment only. They come from ``WEVENT_NOISE_KEY`` and
 ``WEVENT_DEVICE_KEY`` when set; otherwise from a seed (experiments only: both keys are then
 public functions of it); otherwise they are two independent random keys drawn for this run.
+
+A run shows only releases made with the parameters and the key it asked for (:class:`MadeWith`).
+On a Kafka that keeps streams across runs, its stream may exist already: before its worker
+starts, the run reads the stream's newest release that verifies under its key. One made with
+other parameters, or none verifying while the stream has releases (another key made them), stops
+the run at once (:class:`StreamConflict`); one made with the same continues the stream. While
+the run follows its releases, it watches its stream's dead letters, and one that stops the stream
+(M2 refusing changed parameters, say) stops the run with its one line.
 """
 
 from __future__ import annotations
@@ -25,13 +33,16 @@ import signal
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ...errors import EXIT_INTERNAL, EXIT_LOST_STATE, EXIT_UNAVAILABLE, EXIT_USAGE, LostState, UsageError
 from ..config import AppConfig, StreamConfig
-from ..settings import Settings
+from ..settings import NOISE_KEY_ENV, Settings
+from ..wire.records import ReleaseRecord
+from ..wire.seals import SignatureSeal
 
-__all__ = ["LocalRun", "RunKeys", "run_keys", "Failed", "Stopped", "Signals", "ReplayThread"]
+__all__ = ["LocalRun", "RunKeys", "run_keys", "MadeWith", "StreamConflict", "Failed", "Stopped",
+           "Signals", "ReplayThread"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,70 @@ def run_keys(config: AppConfig, seed: int | None, settings: Settings, *, devices
     if devices:
         fleet = keys | {REQUEST_KEY_ENV: request_seal(SecretKey.from_hex(worker[NOISE_KEY_ENV])).public_hex}
     return RunKeys(worker, fleet, seeded.seed, tuple(from_seed))
+
+
+@dataclass(frozen=True)
+class MadeWith:
+    """What the releases of a run's stream say they were made with, and the key that signs them.
+
+    Parameters
+    ----------
+    stream
+        The run's stream.
+    mechanism, epsilon, window
+        The mechanism's name and budget as its releases state them.
+    parameters
+        Their ``parameters`` (:func:`~wevent.stream.agents.publish.release_parameters`).
+    key
+        The release public key of the run's noise key.
+    """
+
+    stream: StreamConfig
+    mechanism: str
+    epsilon: float
+    window: int
+    parameters: dict[str, Any]
+    key: SignatureSeal
+
+    @classmethod
+    def of(cls, config: AppConfig, stream: StreamConfig, noise_key_hex: str) -> "MadeWith":
+        """What the worker of ``config`` makes ``stream``'s releases with, under the noise key given in hex."""
+        from ..agents.processors import logic_for
+        from ..agents.publish import release_parameters
+        from ..wire.seals import release_seal
+
+        settings = Settings(noise_key_hex=noise_key_hex)
+        mechanism = logic_for(config, stream, settings).new_mechanism()
+        return cls(stream, mechanism.name, mechanism.epsilon, mechanism.window, release_parameters(stream, mechanism),
+                   release_seal(settings.noise_key(config)).public())
+
+    def differences(self, record: ReleaseRecord) -> list[str]:
+        """What ``record`` (a release of the stream) was made with that this run's releases are not,
+        by name: mechanism, epsilon, w, domain, noise, users, options, slot clock (empty: the same)."""
+        theirs, ours = record.parameters or {}, self.parameters
+        found = [f"{name} {_shown(was)} (this run: {_shown(now)})" for name, was, now in (
+            ("mechanism", record.mechanism, self.mechanism), ("epsilon", record.epsilon, self.epsilon),
+            ("w", record.window, self.window), ("domain", theirs.get("domain"), ours["domain"]),
+            ("noise", theirs.get("noise"), ours["noise"]), ("users", theirs.get("users"), ours["users"]))
+            if was != now]
+        if theirs.get("options") != ours["options"]:
+            found.append("options")
+        start = self.stream.slot_start(record.slot)
+        if (record.slot_start, record.slot_end) != (start, self.stream.slot_end(record.slot)):
+            found.append(f"slot clock (slot {record.slot} starts at {record.slot_start:g}; this run: {start:g})")
+        if not found and theirs.get("fingerprint") != ours["fingerprint"]:
+            found.append(f"parameters fingerprint {_shown(theirs.get('fingerprint'))} "
+                         f"(this run: {ours['fingerprint']})")
+        return found
+
+
+def _shown(value) -> str:
+    return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class StreamConflict(UsageError):
+    """The run's stream exists with other parameters or under another key, or its worker stopped
+    releasing it: one line, to which the command adds how to start a new stream."""
 
 
 class Failed(Exception):
@@ -259,6 +334,10 @@ class LocalRun:
         self.started: list = []  # broker, worker, devices, replay: stopped in reverse
         self.workdir: Path | None = None
         self.stop_timeout: dict[str, float] = {}  # how long each process gets to stop
+        self.made_with = MadeWith.of(self.config, stream, keys.worker[NOISE_KEY_ENV])
+        self.continues: int | None = None  # the newest slot the stream had released before this run
+        self.letters_from: dict[int, int] = {}  # where the dead letters this run watches begin
+        self.published = None  # the releases read (PublishedRecords: what was dropped)
 
     def open(self) -> "LocalRun":
         """Install the signal handlers and make the working directory (mode 0700), after deleting
@@ -284,6 +363,7 @@ class LocalRun:
             EmbeddedBroker(memory_limit_mb=self.settings.broker_memory_limit_mb()))
         self.bootstrap = self.bootstrap or self.broker.bootstrap
         create_topics(self.bootstrap, self.config.topics(), credentials=self.settings.kafka_credentials(self.config))
+        self.check_existing_stream()
         config_path = write_config(self.config, self.workdir)  # without a seed: the keys travel in the environment only
         self.worker = self._start(WorkerProcess(config_path, self.bootstrap, self.metrics_port,
                                                 self.workdir / "worker.log", tansu_compat=self.embedded,
@@ -303,32 +383,86 @@ class LocalRun:
         """Whether the run's broker is its own embedded tansu."""
         return self.broker is not None
 
+    @property
+    def tansu_compat(self) -> bool:
+        """Whether the run's clients need tansu's workarounds: its own broker's, or a tansu given with
+        ``--bootstrap`` and ``WEVENT_TANSU_COMPAT=1`` (which the worker and devices read themselves)."""
+        return self.embedded or self.settings.tansu_compat
+
     def start_replay(self) -> None:
         """The feed's replay into ``reports``, in a thread."""
         from .kafka import sink_for
 
-        sink = sink_for(self.bootstrap, self.stream, self.config.report_partitions, self.embedded,
+        sink = sink_for(self.bootstrap, self.stream, self.config.report_partitions, self.tansu_compat,
                         credentials=self.settings.kafka_credentials(self.config))
         self.replay = self._start(ReplayThread(self.replay_loop, self.replayed, sink, self.speed))
 
-    def releases(self) -> Iterator:
-        """The stream's releases (:class:`~wevent.stream.wire.records.ReleaseRecord`), each once, until
-        ``slots`` are released. Raises :class:`Failed` when the broker dies, the replay fails, or
-        the worker or the devices stop (quoting the last line of their log)."""
-        from .prometheus import export_release_error
-        from .subscription import Releases
+    def check_existing_stream(self) -> None:
+        """Raises :class:`StreamConflict` at once when the stream exists on the broker with other
+        parameters (its newest release that verifies under this run's key differs in
+        :meth:`MadeWith.differences`) or under another key (it has releases and none verifies);
+        notes in ``continues`` the slot an existing stream of the same parameters and key reached.
+        It also marks where the dead letters this run watches begin (:meth:`releases`)."""
+        from ..wire.records import PublishedRecords
+        from ..wire.topics import RELEASES
+        from .subscription import DeadLetterWatch, newest_first
 
-        with Releases(self.bootstrap, streams=[self.stream.name],
-                      credentials=self.settings.kafka_credentials(self.config)) as releases:
+        credentials = self.settings.kafka_credentials(self.config)
+        self.letters_from = DeadLetterWatch.ends(self.bootstrap, credentials)
+        name, where = self.stream.name, f"stream {self.stream.name!r} on {self.bootstrap}"
+        published = PublishedRecords(self.made_with.key)
+        with contextlib.closing(newest_first(self.bootstrap, RELEASES, name, credentials)) as messages:
+            for message in messages:
+                fields = published.read(message)
+                if fields is None or fields.get("record") == "audit" or fields["stream"] != name:
+                    continue
+                try:
+                    record = ReleaseRecord.from_fields(fields)
+                except (ValueError, TypeError):
+                    continue
+                differences = self.made_with.differences(record)
+                if differences:
+                    raise StreamConflict(f"{where} was made with other parameters: {', '.join(differences)}")
+                self.continues = record.slot
+                return
+        unverified = published.dropped["unsigned"] + published.dropped["with an invalid signature"]
+        if unverified:
+            raise StreamConflict(
+                f"{where} was made under another key: none of its {unverified} records on {RELEASES} verifies "
+                f"under this run's release key (fingerprint {self.made_with.key.fingerprint})")
+
+    def releases(self) -> Iterator:
+        """The stream's releases (:class:`~wevent.stream.runtime.subscription.Published`: each record
+        with its signed message), each once, verified under this run's key and made with its
+        parameters, until ``slots`` are released. Raises :class:`Failed` when the broker dies or the
+        replay fails, :class:`StreamConflict` when a dead letter says the stream stopped releasing,
+        and when the worker or the devices stop (quoting the last line of their log)."""
+        from .prometheus import export_release_error
+        from .subscription import DeadLetterWatch, Releases
+
+        credentials = self.settings.kafka_credentials(self.config)
+        with (Releases(self.bootstrap, streams=[self.stream.name], tansu_compat=self.tansu_compat,
+                       credentials=credentials, key=self.made_with.key,
+                       parameters=self.made_with.parameters) as releases,
+              DeadLetterWatch(self.bootstrap, self.stream.name, self.letters_from, self.tansu_compat,
+                              credentials) as letters):
+            self.published = releases.published
             while self.released < self.slots:
-                for record in releases.follow(idle_timeout=1.0):
-                    export_release_error(self.stream.name, self.monitor.observe(record))
+                for published in releases.follow_published(idle_timeout=1.0):
+                    export_release_error(self.stream.name, self.monitor.observe(published.record))
                     self.released += 1
-                    yield record
+                    yield published
                     if self.released >= self.slots:
                         break
                 else:  # a second without releases: fine while the processes live (they may be starting)
+                    self._check_letters(letters)
                     self._check_alive()
+
+    def _check_letters(self, letters) -> None:
+        letter = letters.stopping()
+        if letter is not None:
+            raise StreamConflict(f"the worker stopped releasing stream {self.stream.name!r} ({letter.reason}): "
+                                 f"{letter.detail}")
 
     def _check_alive(self) -> None:
         if self.broker and not self.broker.alive:
@@ -355,16 +489,19 @@ class LocalRun:
         return self.monitor.total / self.monitor.cells if self.monitor.cells else float("nan")
 
     def write_audit_log(self, path: str) -> None:
-        """The stream's audit records of slots 1..slots (once each), from the audit topic, one JSON line each."""
-        import json
-
+        """The stream's audit records of slots 1..slots (once each, as published: signed), from the
+        audit topic, one JSON line each: those that verify under this run's key, of its parameters."""
+        from ..wire.records import PublishedRecords
         from .subscription import read_topic
         from ..wire.topics import AUDIT
 
+        published = PublishedRecords(self.made_with.key)
         records = {}
         for value in read_topic(self.bootstrap, AUDIT, credentials=self.settings.kafka_credentials(self.config)):
-            record = json.loads(value)
-            if record["stream"] == self.stream.name and record["slot"] <= self.slots:
+            record = published.read(value)
+            if (record is not None and record["stream"] == self.stream.name and record.get("record") == "audit"
+                    and record.get("parameters") == self.made_with.parameters and isinstance(record.get("slot"), int)
+                    and record["slot"] <= self.slots):
                 records.setdefault(record["slot"], value.decode())
         with open(path, "w") as fh:
             fh.writelines(records[slot] + "\n" for slot in sorted(records))

@@ -1,31 +1,87 @@
-"""Reading the public topics: releases (deduplicated by (stream, slot)) and audit records."""
+"""Reading the public topics: releases (verified, deduplicated by (stream, slot)), audit records
+and dead letters, and a stream's newest records."""
 
 from __future__ import annotations
 
 import datetime as dt
 import time
 import uuid
-from typing import Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
 from ..wire.format import DecodeError
-from ..wire.records import ReleaseRecord
+from ..wire.records import DeadLetter, PublishedRecords, ReleaseRecord
+from ..wire.seals import SignatureSeal
 from ..settings import KafkaCredentials
-from .kafka import consumer_config
-from ..wire.topics import RELEASES
+from .kafka import consumer_config, key_partition
+from ..wire.topics import DEAD_LETTERS, RELEASES
+
+__all__ = ["Published", "ReleaseReader", "Releases", "DeadLetterWatch", "STREAM_STOPPED", "newest_first",
+           "format_release", "read_topic"]
 
 
-class Releases:
-    """Follows ``releases`` from the beginning; yields each (stream, slot) once, in arrival order.
+class Published(NamedTuple):
+    """A release as its record and as the message that carried it (signed: what a log keeps)."""
 
-    A re-emission after a worker crash is identical to the first copy (and is skipped here).
+    record: ReleaseRecord
+    message: bytes
+
+
+class ReleaseReader:
+    """Which messages of ``releases`` a reader shows: each (stream, slot) once, the first copy that
+    verifies, in arrival order.
+
+    With a release public key (``key``), only releases whose signature verifies under it count: a
+    record anyone else wrote (unsigned, forged, a changed byte, another server's) is dropped and
+    counted in ``published.dropped``, and the genuine release of its slot still shows when it
+    follows a forgery. With ``parameters``, releases whose ``parameters`` differ (made with
+    another configuration) are dropped and counted too; with ``streams``, only those streams'
+    releases count. ``key`` None verifies nothing: a reader of its own embedded broker, or
+    ``--no-verify``. A re-emission after a worker crash is identical to the first copy (and is
+    skipped).
     """
 
+    def __init__(self, streams: list[str] | None = None, *, key: SignatureSeal | None = None,
+                 parameters: dict[str, Any] | None = None) -> None:
+        self.streams = set(streams) if streams else None
+        self.published = PublishedRecords(key)
+        self.parameters = parameters
+        self.seen: dict[tuple[str, int], str] = {}
+        self.conflicts: list[tuple[str, int]] = []  # two different releases for one slot (unverified readers only)
+
+    def take(self, raw: bytes) -> ReleaseRecord | None:
+        """The release ``raw`` holds if it is one to show: verified, wanted, and the first of its slot."""
+        fields = self.published.read(raw)
+        if fields is None or (self.streams and fields["stream"] not in self.streams):
+            return None
+        try:
+            record = ReleaseRecord.from_fields(fields)
+        except (DecodeError, ValueError, TypeError):
+            self.published.dropped["not a release"] += 1
+            return None
+        if self.parameters is not None and record.parameters != self.parameters:
+            self.published.dropped["made with other parameters"] += 1
+            return None
+        key = (record.stream, record.slot)
+        text = record.to_json()
+        if key in self.seen:
+            if self.seen[key] != text:
+                self.conflicts.append(key)
+            return None
+        self.seen[key] = text
+        return record
+
+
+class Releases(ReleaseReader):
+    """Follows ``releases`` from the beginning, as a :class:`ReleaseReader` reads it."""
+
     def __init__(self, bootstrap: str, streams: list[str] | None = None, topic: str = RELEASES,
-                 tansu_compat: bool = False, credentials: KafkaCredentials | None = None) -> None:
+                 tansu_compat: bool = False, credentials: KafkaCredentials | None = None, *,
+                 key: SignatureSeal | None = None, parameters: dict[str, Any] | None = None) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
+        super().__init__(streams, key=key, parameters=parameters)
         self.consumer = Consumer(consumer_config(bootstrap, group=None, tansu_compat=tansu_compat,
                                                  credentials=credentials)
                                  | {"group.id": f"wevent-subscribe-{uuid.uuid4()}"})
@@ -33,11 +89,14 @@ class Releases:
         metadata = self.consumer.list_topics(topic, timeout=30)
         partitions = metadata.topics[topic].partitions if topic in metadata.topics else {}
         self.consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        self.streams = set(streams) if streams else None
-        self.seen: dict[tuple[str, int], str] = {}
-        self.conflicts: list[tuple[str, int]] = []  # two different releases for one slot (must never happen)
 
     def follow(self, idle_timeout: float | None = None) -> Iterator[ReleaseRecord]:
+        """The releases, until ``idle_timeout`` seconds pass without a message (None: for ever)."""
+        for release in self.follow_published(idle_timeout):
+            yield release.record
+
+    def follow_published(self, idle_timeout: float | None = None) -> Iterator[Published]:
+        """As :meth:`follow`, each release with the message that carried it."""
         last = time.monotonic()
         while True:
             message = self.consumer.poll(0.2)
@@ -46,20 +105,9 @@ class Releases:
                     return
                 continue
             last = time.monotonic()
-            try:
-                record = ReleaseRecord.from_json(message.value())
-            except (DecodeError, ValueError, TypeError):
-                continue
-            if self.streams and record.stream not in self.streams:
-                continue
-            key = (record.stream, record.slot)
-            text = record.to_json()
-            if key in self.seen:
-                if self.seen[key] != text:
-                    self.conflicts.append(key)
-                continue
-            self.seen[key] = text
-            yield record
+            record = self.take(message.value())
+            if record is not None:
+                yield Published(record, message.value())
 
     def close(self) -> None:
         self.consumer.close()
@@ -69,6 +117,97 @@ class Releases:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+STREAM_STOPPED = ("config_changed", "unreadable_state", "too_large")
+"""Dead-letter reasons after which a stream releases nothing more until an operator acts: M2
+refuses every later slot under changed parameters, or a state it cannot read or write."""
+
+
+class DeadLetterWatch:
+    """The dead letters of one stream that stop it (:data:`STREAM_STOPPED`), from given offsets of
+    ``deadletter`` on (:meth:`ends`: where the topic ends now, before a worker starts)."""
+
+    def __init__(self, bootstrap: str, stream: str, start: dict[int, int], tansu_compat: bool = False,
+                 credentials: KafkaCredentials | None = None) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.stream = stream
+        self.consumer = Consumer(consumer_config(bootstrap, tansu_compat=tansu_compat, credentials=credentials))
+        self.consumer.assign([TopicPartition(DEAD_LETTERS, p, offset) for p, offset in start.items()])
+
+    @staticmethod
+    def ends(bootstrap: str, credentials: KafkaCredentials | None = None, timeout: float = 30.0) -> dict[int, int]:
+        """Where each partition of ``deadletter`` ends now."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer(consumer_config(bootstrap, credentials=credentials))
+        try:
+            metadata = consumer.list_topics(DEAD_LETTERS, timeout=timeout)
+            partitions = metadata.topics[DEAD_LETTERS].partitions if DEAD_LETTERS in metadata.topics else {}
+            return {p: consumer.get_watermark_offsets(TopicPartition(DEAD_LETTERS, p), timeout=timeout)[1]
+                    for p in partitions}
+        finally:
+            consumer.close()
+
+    def stopping(self) -> DeadLetter | None:
+        """The first dead letter of the stream that stops it among those arrived since the last call."""
+        while True:
+            message = self.consumer.poll(0)
+            if message is None:
+                return None
+            if message.error():
+                continue
+            try:
+                letter = DeadLetter.from_json(message.value())
+            except (DecodeError, ValueError, TypeError):
+                continue
+            if letter.stream == self.stream and letter.reason in STREAM_STOPPED:
+                return letter
+
+    def close(self) -> None:
+        self.consumer.close()
+
+    def __enter__(self) -> "DeadLetterWatch":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def newest_first(bootstrap: str, topic: str, stream: str, credentials: KafkaCredentials | None = None,
+                 chunk: int = 256, timeout: float = 30.0) -> Iterator[bytes]:
+    """The messages keyed ``stream`` on ``topic`` (a stream-keyed topic: all in the partition of
+    its key), newest first: the partition is read backwards, ``chunk`` messages at a time, so that
+    a caller looking for the newest of them reads only the partition's end."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(consumer_config(bootstrap, credentials=credentials))
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout)
+        if topic not in metadata.topics or not metadata.topics[topic].partitions:
+            return
+        partition = key_partition(stream, len(metadata.topics[topic].partitions))
+        low, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+        key = stream.encode()
+        while end > low:
+            start = max(low, end - chunk)
+            consumer.assign([TopicPartition(topic, partition, start)])
+            found = []
+            while True:
+                message = consumer.poll(5)
+                if message is None or (not message.error() and message.offset() >= end):
+                    break  # nothing more within 5 s, or past the chunk
+                if message.error():
+                    continue
+                if message.key() == key:
+                    found.append(message.value())
+                if message.offset() >= end - 1:
+                    break
+            yield from reversed(found)
+            end = start
+    finally:
+        consumer.close()
 
 
 def format_release(record: ReleaseRecord, top: int = 3) -> str:

@@ -4,6 +4,10 @@ A slot's release line as each model shapes it is what the workers publish on ``r
 ``wevent simulate --releases`` writes, alike. A central release is :meth:`ReleaseRecord.from_step`
 with the window's spend. A local-model one adds its reports, communication and oracles; a
 personalized one adds every requirement type's charges.
+
+The workers sign every release and audit record with the server's release key (one last field,
+``signature``: :func:`~wevent.stream.wire.seals.seal`); :class:`PublishedRecords` reads them as
+every public reader should, keeping only those that verify under the release public key.
 """
 
 from __future__ import annotations
@@ -11,14 +15,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from .format import FORMAT_VERSION, DecodeError, check_version
+from .seals import SignatureSeal, unseal
+from .topics import AUDIT, RELEASES
 
-__all__ = ["ReleaseRecord", "AuditRecord", "DeadLetter", "unread_bytes", "local_release_record",
+__all__ = ["ReleaseRecord", "AuditRecord", "DeadLetter", "PublishedRecords", "unread_bytes", "local_release_record",
            "personalized_release_record"]
 
 
@@ -46,8 +53,10 @@ def _finite_or_none(value):
 class ReleaseRecord:
     """One slot's release on the ``releases`` topic (and one line of a release log).
 
-    ``(stream, slot)`` identifies it: a consumer keeps the first copy of each pair, and any
-    re-emission after a crash is byte-for-byte identical.
+    ``(stream, slot)`` identifies it: a consumer keeps the first copy of each pair that verifies
+    (:class:`PublishedRecords`), and any re-emission after a crash is byte-for-byte identical.
+    ``parameters`` says what the release was made with beyond its mechanism, epsilon and window
+    (:func:`~wevent.stream.agents.publish.release_parameters`; None in a simulation's log).
     """
 
     stream: str
@@ -65,6 +74,7 @@ class ReleaseRecord:
     dissimilarity: float | None = None
     threshold: float | None = None
     extras: dict[str, Any] = field(default_factory=dict)  # model-specific (LDP: users, reports, bits)
+    parameters: dict[str, Any] | None = None
 
     @classmethod
     def from_step(cls, stream: str, mechanism, result, window_spend: float, slot_start: float = 0.0,
@@ -95,8 +105,13 @@ class ReleaseRecord:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "ReleaseRecord":
-        """A release, ignoring its ``mac`` (the workers' own check, :func:`check_seal`) and unknown fields."""
-        data = json.loads(text)
+        """A release, ignoring its ``signature`` (checked by :class:`PublishedRecords` or
+        :func:`~wevent.stream.wire.seals.check_seal`) and unknown fields."""
+        return cls.from_fields(json.loads(text))
+
+    @classmethod
+    def from_fields(cls, data) -> "ReleaseRecord":
+        """A release from its decoded JSON object (TypeError when a field is missing)."""
         if isinstance(data, dict) and data.get("record") == "audit":
             raise DecodeError("an audit record, not a release")
         return cls(**_known_fields(cls, data))
@@ -123,6 +138,7 @@ class AuditRecord:
     charges: list | None = None
     phases: list | None = None  # [{"phase": 1|2, "epsilon": e, "users": [...] | None}]
     reserved: float = 0.0  # budget of every window taken by another release (a Mode B query index)
+    parameters: dict[str, Any] | None = None  # as on the slot's release
     record: str = "audit"
 
     def to_json(self) -> str:
@@ -159,6 +175,62 @@ class DeadLetter:
     @classmethod
     def from_json(cls, text: str | bytes) -> "DeadLetter":
         return cls(**_known_fields(cls, json.loads(text)))
+
+
+class PublishedRecords:
+    """Reads messages of ``releases`` and ``audit`` (or lines of their logs) as a public reader
+    should: a record counts only when its ``signature`` verifies under the release public key
+    ``key``, bound to its topic (``audit`` for an audit record, else ``releases``) and stream.
+
+    Anyone who can write to the broker can write to these topics: a record that is not JSON, not
+    a record, unsigned, or signed under another key (a forgery, a changed byte, another server's)
+    is dropped and counted in :attr:`dropped` by reason. With ``key`` None nothing is verified:
+    whatever parses as a record counts (the signature, if any, is ignored).
+
+    Examples
+    --------
+    >>> from wevent.core.randomness import SecretKey
+    >>> from wevent.stream.wire.seals import release_seal, seal
+    >>> signer = release_seal(SecretKey.from_seed(1))
+    >>> genuine = seal(RELEASES, "taxi", b'{"stream":"taxi","slot":1}', signer)
+    >>> reader = PublishedRecords(signer.public())
+    >>> reader.read(genuine), reader.read(b'{"stream":"taxi","slot":1}'), reader.read(genuine.replace(b"1", b"2", 1))
+    ({'stream': 'taxi', 'slot': 1}, None, None)
+    >>> reader.summary()
+    '2 dropped (1 unsigned, 1 with an invalid signature)'
+    """
+
+    def __init__(self, key: SignatureSeal | None) -> None:
+        self.key = key
+        self.dropped: Counter[str] = Counter()
+
+    def read(self, raw: bytes) -> dict | None:
+        """The record's fields without its signature, or None when it is dropped."""
+        body, tag = unseal(raw)
+        try:
+            fields = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return self._drop("not JSON")
+        if not isinstance(fields, dict) or not isinstance(fields.get("stream"), str):
+            return self._drop("not a record")
+        if self.key is not None:
+            if tag is None:
+                return self._drop("unsigned")
+            topic = AUDIT if fields.get("record") == "audit" else RELEASES
+            if not self.key.valid(topic, fields["stream"], body, tag):
+                return self._drop("with an invalid signature")
+        return fields
+
+    def _drop(self, reason: str) -> None:
+        self.dropped[reason] += 1
+        return None
+
+    def summary(self) -> str:
+        """How many records were dropped, by reason (one phrase)."""
+        total = sum(self.dropped.values())
+        by_count = sorted(self.dropped.items(), key=lambda kv: (-kv[1], kv[0]))
+        reasons = ", ".join(f"{n} {reason}" for reason, n in by_count)
+        return f"{total} dropped" + (f" ({reasons})" if reasons else "")
 
 
 def unread_bytes(data: bytes, key: bytes) -> dict:

@@ -4,12 +4,16 @@ Anyone who can write to the broker can write to any topic, so the messages a wor
 acts on are sealed (:func:`seal`), one tag per message whatever the number of reports in it,
 bound to the message's topic and stream:
 
-* ``slots``, ``dissimilarity`` and ``releases`` carry a MAC (keyed BLAKE2b) under a sub-key of the
-  server's secret: only workers write them and only workers act on them. On ``releases`` the MAC
-  is one more JSON field, ``mac``, which public readers ignore.
+* ``slots`` and ``dissimilarity`` carry a MAC (keyed BLAKE2b) under a sub-key of the server's
+  secret: only workers write them and only workers act on them.
+* ``releases`` and ``audit`` carry an Ed25519 signature by the server (:func:`release_seal`), one
+  more JSON field, ``signature``: anyone holding the release public key checks them, subscribers
+  and M1 alike (M1 learns the last release from ``releases``), so a forged release reaches no
+  reader that verifies. The bytes signed are :func:`signing_input` of the record without its
+  ``signature`` field.
 * ``ldp.requests`` carry an Ed25519 signature by the server (:func:`request_seal`), which the
-  devices check with the public key alone; Ed25519 signatures are deterministic, so a re-emitted
-  request is byte-identical.
+  devices check with the public key alone. Ed25519 signatures are deterministic, so a re-emitted
+  request or release is byte-identical.
 * ``ldp.reports`` carry an Ed25519 signature by the devices (:func:`report_seal`), which the
   server checks with the devices' public key.
 """
@@ -28,21 +32,31 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from ...core.randomness import SecretKey
 from .format import DecodeError
 
-__all__ = ["AuthenticationError", "MacSeal", "SignatureSeal", "internal_seal", "request_seal", "report_seal", "seal",
-           "unseal", "check_seal"]
+__all__ = ["AuthenticationError", "MacSeal", "SignatureSeal", "internal_seal", "release_seal", "request_seal",
+           "report_seal", "signing_input", "seal", "unseal", "check_seal"]
 
 
 _TRAILER = struct.Struct("<H4s")  # tag length, magic: after the tag at the end of a binary message
 _TRAILER_MAGIC = b"WSL1"
-_JSON_MAC = re.compile(rb',"mac":"([0-9a-f]{2,256})"\}$')
+_JSON_TAG = re.compile(rb',"signature":"([0-9a-f]{2,256})"\}$')
 
 
 class AuthenticationError(DecodeError):
     """A message without a valid MAC or signature of its topic (counted and dead-lettered)."""
 
 
+def signing_input(topic: str, stream: str, body: bytes) -> bytes:
+    """The bytes a tag is made of: ``C || body``, where the context C (u16 little-endian length,
+    UTF-8 topic name, u16 length, UTF-8 stream name) binds the tag to its place, so that a tag made
+    for one (topic, stream) fails on every other.
+
+    >>> signing_input("releases", "s", b"{}").hex()
+    '080072656c65617365730100737b7d'
+    """
+    return _context(topic, stream) + body
+
+
 def _context(topic: str, stream: str) -> bytes:
-    """What binds a tag to its place: a tag made for one (topic, stream) fails on every other."""
     t, s = topic.encode(), str(stream).encode()
     return struct.pack("<H", len(t)) + t + struct.pack("<H", len(s)) + s
 
@@ -64,7 +78,7 @@ class MacSeal:
     def tag(self, topic: str, stream: str, body: bytes) -> bytes:
         h = self._mac.copy()
         h.update(_context(topic, stream))
-        h.update(body)
+        h.update(body)  # the signing input, without copying a large body
         return h.digest()
 
     def valid(self, topic: str, stream: str, body: bytes, tag: bytes) -> bool:
@@ -111,6 +125,16 @@ class SignatureSeal:
     def public_hex(self) -> str:
         return self._public.public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
 
+    @property
+    def fingerprint(self) -> str:
+        """The first 16 hexadecimal characters of the SHA-256 of the public key's 32 bytes: a short
+        name of the key to compare by eye or read over the phone.
+
+        >>> release_seal(SecretKey.from_seed(1)).fingerprint == release_seal(SecretKey.from_seed(1)).fingerprint
+        True
+        """
+        return hashlib.sha256(bytes.fromhex(self.public_hex)).hexdigest()[:16]
+
     def public(self) -> "SignatureSeal":
         """The same key without its private half: what the other side holds."""
         return type(self)(self._public)
@@ -118,19 +142,25 @@ class SignatureSeal:
     def tag(self, topic: str, stream: str, body: bytes) -> bytes:
         if self._private is None:
             raise ValueError("a public key checks signatures; it cannot make one")
-        return self._private.sign(_context(topic, stream) + body)
+        return self._private.sign(signing_input(topic, stream, body))
 
     def valid(self, topic: str, stream: str, body: bytes, tag: bytes) -> bool:
         try:
-            self._public.verify(tag, _context(topic, stream) + body)
+            self._public.verify(tag, signing_input(topic, stream, body))
         except InvalidSignature:
             return False
         return True
 
 
 def internal_seal(server_key: SecretKey) -> MacSeal:
-    """The workers' MAC of ``slots``, ``dissimilarity`` and ``releases``."""
+    """The workers' MAC of ``slots`` and ``dissimilarity``."""
     return MacSeal(server_key.derive("internal-mac"))
+
+
+def release_seal(server_key: SecretKey) -> SignatureSeal:
+    """The server's signature of ``releases`` and ``audit`` (every worker derives the same key);
+    its public half (``WEVENT_RELEASE_PUBLIC_KEY``, ``wevent keys``) lets anyone check them."""
+    return SignatureSeal.from_secret(server_key.derive("release-signing"))
 
 
 def request_seal(server_key: SecretKey) -> SignatureSeal:
@@ -144,30 +174,30 @@ def report_seal(device_key: SecretKey) -> SignatureSeal:
 
 
 def seal(topic: str, stream: str, value: bytes, by: MacSeal | SignatureSeal) -> bytes:
-    """``value`` with its tag: a last JSON field ``mac`` for JSON (public readers ignore it),
-    else the tag and a 6-byte trailer appended to the binary message.
+    """``value`` with its tag: for JSON, a last field ``signature`` (the tag in hex) before the
+    closing brace; else the tag and a 6-byte trailer appended to the binary message.
 
     >>> import json
-    >>> mac = internal_seal(SecretKey.from_seed(1))
-    >>> sealed = seal("releases", "taxi", b'{"slot":3}', mac)
-    >>> sealed[:17], json.loads(sealed)["slot"]
-    (b'{"slot":3,"mac":"', 3)
-    >>> check_seal(mac, "releases", "taxi", *unseal(sealed))
-    >>> check_seal(mac, "releases", "other", *unseal(sealed))
+    >>> signer = release_seal(SecretKey.from_seed(1))
+    >>> sealed = seal("releases", "taxi", b'{"slot":3}', signer)
+    >>> sealed[:23], json.loads(sealed)["slot"]
+    (b'{"slot":3,"signature":"', 3)
+    >>> check_seal(signer.public(), "releases", "taxi", *unseal(sealed))
+    >>> check_seal(signer.public(), "releases", "other", *unseal(sealed))
     Traceback (most recent call last):
     ...
     wevent.stream.wire.seals.AuthenticationError: invalid MAC or signature for releases of stream 'other'
     """
     tag = by.tag(topic, stream, value)
     if value[:1] == b"{":
-        return value[:-1] + b',"mac":"' + tag.hex().encode() + b'"}'
+        return value[:-1] + b',"signature":"' + tag.hex().encode() + b'"}'
     return value + tag + _TRAILER.pack(len(tag), _TRAILER_MAGIC)
 
 
 def unseal(value: bytes) -> tuple[bytes, bytes | None]:
     """(the message without its tag, the tag or None): see :func:`seal`."""
     if value[:1] == b"{":
-        found = _JSON_MAC.search(value)
+        found = _JSON_TAG.search(value)
         if found is None:
             return value, None
         return value[:found.start()] + b"}", bytes.fromhex(found.group(1).decode())

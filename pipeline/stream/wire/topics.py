@@ -13,10 +13,10 @@ constant           wire name              partitions, key             carries
                                           key: stream                 their private dissimilarity), local-model
                                                                       ``ready`` and dissimilarities, and phase-2
                                                                       supports (sealed)
-``RELEASES``       ``releases``           ``stream_partitions``;      the private releases, public (a ``mac``
-                                          key: stream                 field M1 checks, subscribers ignore)
+``RELEASES``       ``releases``           ``stream_partitions``;      the private releases, public (signed: M1
+                                          key: stream                 and every reader check the signature)
 ``AUDIT``          ``audit``              ``stream_partitions``;      one ledger record per released slot, public
-                                          key: stream
+                                          key: stream                 (signed)
 ``LDP_REQUESTS``   ``ldp.requests``       ``stream_partitions``;      M2's requests to the devices (signed)
                                           key: stream
 ``LDP_REPORTS``    ``ldp.reports``        ``stream_partitions``;      the devices' perturbed reports (signed) and
