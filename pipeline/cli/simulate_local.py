@@ -30,8 +30,8 @@ from ..core.simulation import SimulationRun
 from ..core.synthetic import synthetic
 from ..core.validation import ParameterError
 from ..stream.wire.records import local_release_record
-from ._common import LIMITS, UsageError, integer, progress, real, user_count
-from .simulate_family import Outcome
+from ._common import UsageError, integer, progress, real, user_count
+from .simulate_family import Outcome, average_runs
 from .simulate_options import given_options
 
 _CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
@@ -131,9 +131,6 @@ class LocalFamily:
                            help="--dataset sin: b, the sine's frequency per slot (default: 0.01)")
         group.add_argument("--block-size", type=user_count, default=DEFAULT_BLOCK_SIZE, help="users per device block "
                            f"(default: {DEFAULT_BLOCK_SIZE})")
-        group.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1,
-                           help="repeat with this many noise keys (seed, seed+1, ...) "
-                           "and average the errors (default: 1)")
         group.add_argument("--roc", action="store_true", help="add the event-monitoring ROC curve "
                            "(true positive rates at 21 false positive rates) and its area to the summary")
 
@@ -238,18 +235,12 @@ def _dump_data(values: UserValues) -> LocalData:
 
 def _average(summaries: list[dict]) -> dict:
     """Errors and communication averaged over runs; spends and report counts at their maximum."""
-    first = dict(summaries[0])
-    if len(summaries) > 1:
-        for key in _AVERAGED:
-            first[key] = float(np.mean([s[key] for s in summaries]))
+    first = average_runs(summaries, _AVERAGED, ("max_window_epsilon", "max_reports_per_user_in_window"))
+    if len(summaries) > 1 and "roc_auc" in first:
         aucs = [s.get("roc_auc") for s in summaries if s.get("roc_auc") is not None]
-        if "roc_auc" in first:
-            first["roc_auc"] = float(np.mean(aucs)) if aucs else None
-            curves = [s["roc_tpr"] for s in summaries if s.get("roc_tpr") is not None]
-            first["roc_tpr"] = np.mean(curves, axis=0).tolist() if curves else None  # vertical averaging
-        first["max_window_epsilon"] = max(s["max_window_epsilon"] for s in summaries)
-        first["max_reports_per_user_in_window"] = max(s["max_reports_per_user_in_window"] for s in summaries)
-    first["runs"] = len(summaries)
+        first["roc_auc"] = float(np.mean(aucs)) if aucs else None
+        curves = [s["roc_tpr"] for s in summaries if s.get("roc_tpr") is not None]
+        first["roc_tpr"] = np.mean(curves, axis=0).tolist() if curves else None  # vertical averaging
     return first
 
 

@@ -37,7 +37,7 @@ from ..core.synthetic import synthetic
 from ..stream.wire.records import ReleaseRecord, personalized_release_record
 from ._common import (UsageError, epsilon_value, probability, progress, readable_file, slot_count, user_count,
                       window_length, writable_file)
-from .simulate_family import Outcome
+from .simulate_family import Outcome, average_runs
 from .simulate_options import given_options
 
 BASELINES = {"pbd": "bd", "pba": "ba"}
@@ -223,13 +223,8 @@ def error_reduction(summary: dict, baseline: dict) -> dict:
 
 def averaged(summaries: list[dict]) -> dict:
     """Run 1's summary with the runs' mean errors, the largest spends, and the reductions of the means."""
-    first = dict(summaries[0], runs=len(summaries))
-    if len(summaries) == 1:
-        return first
-    for key in AVERAGED:
-        first[key] = float(np.mean([s[key] for s in summaries]))
-    first["max_user_window_spend_ratio"] = max(s["max_user_window_spend_ratio"] for s in summaries)
-    if "baseline" in first:
+    first = average_runs(summaries, AVERAGED, ("max_user_window_spend_ratio",))
+    if len(summaries) > 1 and "baseline" in first:
         baselines = [s["baseline"] for s in summaries]
         first["baseline"] = dict(first["baseline"], **{k: float(np.mean([b[k] for b in baselines]))
                                                        for k in (*COMPARED, "publications")},
