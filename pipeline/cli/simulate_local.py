@@ -59,12 +59,24 @@ def _stream_values(dataset: str, users: int, slots: int, seed: int, options: tup
 
 
 @functools.lru_cache(maxsize=1)
+def _standard_normals(dataset: str, users: int, slots: int, seed: int) -> np.ndarray:
+    """A "-Con" stream's ``Z`` of every slot, (slots, users), kept for the next call in this process:
+    no model parameter changes them, so the cells of one run's stream that sweep sqrt(Q) or b (`wevent
+    reproduce`) draw them once."""
+    stream = synthetic(dataset, users, 1, seed)
+    normals = np.stack([stream.standard_normals_at(t) for t in range(1, slots + 1)])
+    normals.flags.writeable = False
+    return normals
+
+
+@functools.lru_cache(maxsize=1)
 def _true_means(dataset: str, users: int, slots: int, seed: int, sigma: float, options: tuple) -> np.ndarray:
     """A "-Con" stream's true mean per slot, (slots, 1), kept for the next call in this process like
     :func:`_stream_values`. It is the unclipped mean: clipping into [0, B] biases what devices report
     (LDP-IDS Section 7.2.6 of the SIGMOD version)."""
-    stream = synthetic(dataset, users, slots, seed, **dict(options))
-    means = np.array([[stream.continuous_draws_at(t, sigma).mean()] for t in range(1, slots + 1)])
+    p = synthetic(dataset, users, slots, seed, **dict(options)).p
+    normals = _standard_normals(dataset, users, slots, seed)
+    means = np.array([[(p[t] + sigma * normals[t]).mean()] for t in range(slots)])
     means.flags.writeable = False
     return means
 
@@ -148,7 +160,9 @@ class LocalFamily:
             raise UsageError("--select-bound chooses the clipping bound of --task mean")
         if args.task == "mean":
             bound = _selected_bound(args, stream) if args.select_bound else _mean_bound(args)
-            values = lambda t: stream.continuous_values_at(t, args.sigma, bound)  # noqa: E731
+            normals = _standard_normals(args.dataset, args.users, args.slots, args.seed)
+            # stream.continuous_values_at(t, sigma, bound), from the kept normals
+            values = lambda t: np.clip(stream.p[t - 1] + args.sigma * normals[t - 1], 0.0, bound)  # noqa: E731
             truth = _true_means(args.dataset, args.users, args.slots, args.seed, args.sigma,
                                 tuple(sorted(_model_options(args).items())))
             return LocalData(stream.users, truth, values, bound=bound)

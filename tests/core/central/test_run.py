@@ -4,6 +4,7 @@ for every central mechanism and both noises, across the chunks whose noise it dr
 import numpy as np
 import pytest
 
+import wevent.core.personalized  # noqa: F401  registers pbd and pba
 from wevent.core.base import REGISTRY
 from wevent.core.central import CentralMechanism, _base
 from wevent.core.randomness import DerivedRandomness, SecretKey
@@ -60,3 +61,27 @@ def test_a_restored_release_that_is_not_whole_is_refused_for_discrete_noise():
     state["dynamic"]["last_release"] = np.array([1.0, 2.5])
     with pytest.raises(ParameterError, match="whole"):
         type(m).from_state(state, m.randomness)
+
+
+@pytest.mark.parametrize("noise", ["discrete", "laplace"])
+@pytest.mark.parametrize("name", ["pbd", "pba"])
+def test_personalized_run_is_step_by_step(name, noise, monkeypatch):
+    """The personalized mechanisms' run checks their (types, d) matrices a chunk at a time and draws DC's
+    noise ahead: the same results as step."""
+    monkeypatch.setattr(_base, "_CHUNK_VALUES", 40)
+    rng = np.random.default_rng(3)
+    sizes = np.array([40, 60, 50])
+    stream = np.stack([rng.multinomial(size, [0.6, 0.4], size=70) for size in sizes], axis=1)  # (slots, types, d)
+
+    def build():
+        return REGISTRY[name]([4, 8, 6], [0.6, 1.0, 0.8], sizes, 2, noise=noise,
+                              randomness=DerivedRandomness(SecretKey.from_seed(5)))
+
+    one_by_one = build()
+    expected = [one_by_one.step(row) for row in stream]
+    results = build().run(stream)
+    assert [r.release.tolist() for r in results] == [r.release.tolist() for r in expected]
+    assert [(r.strategy, r.type_eps2.tolist(), r.dissimilarity) for r in results] == \
+        [(r.strategy, r.type_eps2.tolist(), r.dissimilarity) for r in expected]
+    with pytest.raises(ParameterError, match="registered"):
+        build().run(stream + 100)
