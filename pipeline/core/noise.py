@@ -77,6 +77,7 @@ from typing import Protocol
 
 import numpy as np
 
+from . import compiled
 from .validation import ParameterError
 
 __all__ = ["NOISE_KINDS", "check_noise", "WordSource", "UniformBits", "ExactThreshold", "Thresholds", "DiscreteLaplaceTable",
@@ -474,6 +475,13 @@ def two_sided_geometric(source: WordSource, epsilon: float, size: int | None = N
     u = words & _MASK63
     if not table.complete:
         return _settle(table, source, words, u, np.zeros(size, np.int64), np.arange(size))
+    kernel = compiled.discrete_fast_path()
+    if kernel is not None:  # the same fast path as one compiled loop (numba, optional)
+        start, width = table.cells
+        x, missed = np.empty(size, np.int64), np.empty(size, np.bool_)
+        if kernel(words, table.alpha, table.beta, start, width, x, missed):
+            return _settle(table, source, words, u, x, np.flatnonzero(missed))
+        return x
     candidate = np.log(u)
     candidate *= table.alpha
     candidate += table.beta
