@@ -455,3 +455,7 @@ class ZeroNoise(DerivedRandomness):
 
     def discrete_laplace(self, slot: int, phase: int, epsilon: float, size: int | None = None):
         return 0 if size is None else np.zeros(size, np.int64)
+
+    def prefetch(self, slots, phase: int, size: int | None = None, *, epsilon: float | None = None,
+                 scale: float | None = None) -> None:
+        """Nothing to draw ahead: every draw is zero."""
