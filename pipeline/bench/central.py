@@ -1,48 +1,70 @@
-"""``wevent bench central``: BD and BA against a naive per-element Python implementation, then the noise.
+"""``wevent bench central``: every central mechanism's time per slot against floors measured beside it.
 
-Both implementations run the same mechanism on the same counts with the same derived noise, so
-the benchmark also checks that their releases agree before it prints the speed ratio. The naive
-one gets its noise from the same per-slot derivation (that cost is the mechanism's, not the
-implementation's) and does all per-bin arithmetic in Python loops. ``--noise`` picks exact
-discrete noise (the default) or the papers' continuous Laplace.
+For every registered central mechanism and ``d`` in ``--domains`` (1, 100 and 10,000 by default),
+the microseconds a slot costs through :meth:`~wevent.core.central.CentralMechanism.run` with exact
+discrete noise and with the papers' continuous Laplace noise, beside two floors timed in the same
+process: numpy's Laplace vector draw of ``d`` values (``default_rng().laplace``: one C call on a
+generator already built), and for Uniform, Sample, BD and BA a minimal numpy loop of the same rule
+(:func:`minimal_loop`: the release rule with numpy's draws, no checks, no derived noise, no
+results). Every figure is the median of ``--runs`` interleaved runs; the ratios are the
+mechanism's time over the loop's (or over the draw's where there is no loop).
 
 The noise draws are then timed alone (:func:`draw_times`): nanoseconds per value of a d-vector
 of exact discrete noise and of floating-point Laplace noise, both from the server's keystream,
-against numpy's Laplace vector draw (``default_rng().laplace``, the floor: one C call on a
-generator already built), at d = 1, 100 and 10,000, as medians of interleaved runs in this
-process, and M1's scalar draws.
+against numpy's Laplace vector draw, at d = 1, 100 and 10,000, and M1's scalar draws.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable
 
 import numpy as np
 
-from ..core.central import BudgetAbsorption, BudgetDistribution
-from ..cli._common import LIMITS, bin_count, check_cells, epsilon_value, integer, seed, slot_count, window_length
+from ..cli._common import LIMITS, check_cells, epsilon_value, integer, seed, window_length
+from ..core.base import REGISTRY
+from ..core.central import CentralMechanism
 from ..core.noise import NOISE_KINDS
 from ..core.randomness import DerivedRandomness, Phase, SecretKey
 
 DRAW_SIZES = (1, 100, 10_000)
+DOMAINS = (1, 100, 10_000)
+MINIMAL = ("uniform", "sample", "bd", "ba")  # the rules written as a minimal loop here
+_COUNTS_PER_RUN = 200_000  # counts a timing steps through, in 20 to 2,000 slots: up to about a second a run
+
+
+def central_mechanisms() -> list[str]:
+    return sorted(name for name, cls in REGISTRY.items() if issubclass(cls, CentralMechanism) and cls.model == "central")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("central", help="BD/BA speed against a naive per-element Python loop")
-    p.add_argument("--slots", type=slot_count, default=100_000, help="slots for the vectorised run (default: 100000)")
-    p.add_argument("--naive-slots", type=slot_count, default=10_000, help="slots for the naive run (default: 10000)")
-    p.add_argument("--domain", type=bin_count, default=100, help="bins d (default: 100)")
+    p = sub.add_parser("central", help="every central mechanism's time per slot against numpy floors")
+    p.add_argument("--domains", type=_domains, default=DOMAINS, metavar="D,D,...",
+                   help="bins d to time (default: 1,100,10000)")
+    p.add_argument("--slots", type=integer(1, LIMITS["slots"]), default=None, metavar="N",
+                   help=f"slots per timing (default: {_COUNTS_PER_RUN:,} counts' worth, 20 to 2,000 slots)")
+    p.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=3,
+                   help="interleaved runs of every timing; medians are printed (default: 3)")
     p.add_argument("--epsilon", type=epsilon_value, default=1.0)
     p.add_argument("--window", type=window_length, default=20)
     p.add_argument("--seed", type=seed, default=0)
-    p.add_argument("--noise", choices=NOISE_KINDS, default="discrete", help="noise kind (default: discrete)")
     p.add_argument("--draw-epsilon", type=epsilon_value, default=0.0125,
                    help="per-unit epsilon of the timed noise draws (default: 0.0125)")
     p.add_argument("--draw-runs", type=integer(1, LIMITS["runs"]), default=15,
                    help="interleaved runs of the noise-draw timings; medians are printed (default: 15)")
     p.set_defaults(handler=handle)
+
+
+def _domains(text: str) -> tuple[int, ...]:
+    try:
+        domains = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        domains = ()
+    if not domains or min(domains) < 1 or max(domains) > LIMITS["domain"]:
+        raise argparse.ArgumentTypeError(f"must be bin counts 1..{LIMITS['domain']:,} separated by commas, got {text!r}")
+    return domains
 
 
 def drifting_counts(slots: int, domain: int, seed: int) -> np.ndarray:
@@ -55,70 +77,89 @@ def drifting_counts(slots: int, domain: int, seed: int) -> np.ndarray:
     return rng.poisson(rates).astype(float)
 
 
-def naive_run(kind: str, epsilon: float, window: int, counts: np.ndarray, randomness: DerivedRandomness,
-              noise: str = "discrete") -> list:
-    """The textbook loop: every bin handled one at a time in Python (the baseline)."""
-    domain = len(counts[0])
+def minimal_loop(kind: str, epsilon: float, window: int, counts: np.ndarray, rng: np.random.Generator) -> list:
+    """The release rule of ``kind`` (Uniform, Sample, BD or BA at their default options) as a plain
+    loop over slots with numpy's Laplace draws: each slot's release, and nothing else."""
+    d = counts.shape[1]
+    releases, last = [], np.zeros(d)
+    if kind in ("uniform", "sample"):
+        scale, every = (window / epsilon, 1) if kind == "uniform" else (1.0 / epsilon, window)
+        for t, row in enumerate(counts):
+            if t % every == 0:
+                last = row + rng.laplace(0.0, scale, d)
+            releases.append(last)
+        return releases
     eps1 = epsilon / (2 * window)
-    pool = epsilon - window * eps1  # budgets computed as the mechanisms do, so noise is drawn at equal epsilons
-    unit = pool / window
-    last = [0.0] * domain
-    recent = np.zeros(window - 1)  # BD: publication budgets of the last w-1 slots, a ring indexed by slot
-    last_pub, last_units = 0, 1  # BA
-    out = []
-    for slot, row in enumerate(counts, start=1):
-        total = 0.0
-        for j in range(domain):
-            total += abs(last[j] - row[j])
-        if noise == "discrete":
-            dis = (int(min(total, 2.0**52)) + randomness.discrete_laplace(slot, Phase.DISSIMILARITY, eps1)) / domain
-        else:
-            dis = total / domain + randomness.laplace(slot, Phase.DISSIMILARITY, (1.0 / domain) / eps1)
+    pool, m1_scale = epsilon / 2, 1.0 / (d * eps1)
+    recent, spent = np.zeros(max(window - 1, 1)), 0.0  # BD: the last w-1 publication budgets and their sum
+    last_publication, last_units = 0, 1  # BA
+    for t, row in enumerate(counts, start=1):
+        dis = float(np.abs(last - row).sum()) / d + rng.laplace(0.0, m1_scale)
         if kind == "bd":
-            eps2 = (pool - float(recent.sum())) / 2
-            publish = dis > 1 / eps2
+            eps2 = (pool - spent) / 2
+            publish = dis > 1.0 / eps2
         else:
-            nullified = slot - last_pub <= last_units - 1
-            units = min(slot - (last_pub + last_units - 1), window)
-            eps2 = unit * units
-            publish = not nullified and dis > 1 / eps2
+            units = min(t - (last_publication + last_units - 1), window)
+            eps2 = pool / window * units
+            publish = t - last_publication > last_units - 1 and dis > 1.0 / eps2
         if publish:
-            if noise == "discrete":
-                draw = randomness.discrete_laplace(slot, Phase.PUBLICATION, eps2, domain).tolist()
-                last = [float(int(row[j]) + draw[j]) for j in range(domain)]
-            else:
-                draw = randomness.laplace(slot, Phase.PUBLICATION, 1 / eps2, domain)
-                last = [row[j] + draw[j] for j in range(domain)]
+            last = row + rng.laplace(0.0, 1.0 / eps2, d)
             if kind == "ba":
-                last_pub, last_units = slot, units
+                last_publication, last_units = t, units
         if kind == "bd" and window > 1:
-            recent[slot % (window - 1)] = eps2 if publish else 0.0
-        out.append(list(last))
-    return out
+            ring = t % (window - 1)
+            spent += (eps2 if publish else 0.0) - recent[ring]
+            recent[ring] = eps2 if publish else 0.0
+        releases.append(last)
+    return releases
+
+
+def slot_times(names: list[str], domains: tuple[int, ...], slots: int | None, runs: int, epsilon: float,
+               window: int, key_seed: int) -> dict[tuple[str, str, int], float]:
+    """Microseconds per slot, medians of ``runs`` interleaved runs: ``(name, noise, d)`` for every
+    mechanism and noise kind, ``("numpy draw", "", d)`` and ``(kind, "minimal loop", d)`` for the floors."""
+    timings: dict[tuple[str, str, int], list[float]] = {}
+    streams = {d: drifting_counts(slots or min(2_000, max(20, _COUNTS_PER_RUN // d)), d, key_seed) for d in domains}
+    rng = np.random.default_rng(key_seed)
+
+    def timed(key: tuple[str, str, int], run: Callable[[], object], count: int) -> None:
+        start = time.perf_counter()
+        run()
+        timings.setdefault(key, []).append((time.perf_counter() - start) * 1e6 / count)
+
+    for _ in range(runs):
+        for d, counts in streams.items():
+            timed(("numpy draw", "", d), lambda: [rng.laplace(0.0, 1.0, d) for _ in range(len(counts))], len(counts))
+            for kind in MINIMAL:
+                if kind in names:
+                    timed((kind, "minimal loop", d), lambda: minimal_loop(kind, epsilon, window, counts, rng), len(counts))
+            for name in names:
+                for noise in NOISE_KINDS:
+                    randomness = DerivedRandomness(SecretKey.from_seed(key_seed), "bench")
+                    mechanism = REGISTRY[name](epsilon, window, d, randomness=randomness, noise=noise)
+                    timed((name, noise, d), lambda: mechanism.run(counts), len(counts))
+    return {key: statistics.median(values) for key, values in timings.items()}
 
 
 def handle(args) -> int:
-    check_cells(slots=args.slots, domain=args.domain)
-    counts = drifting_counts(args.slots, args.domain, args.seed)
-    naive_slots = min(args.naive_slots, args.slots)
-    print(f"BD/BA over {args.slots:,} slots, d = {args.domain}, epsilon = {args.epsilon:g}, w = {args.window}, "
-          f"{args.noise} noise; "
-          f"naive baseline on the first {naive_slots:,} slots")
-    print(f"{'mechanism':<10} {'wevent slots/s':>15} {'naive slots/s':>15} {'speed-up':>9} {'published':>10} {'agree':>6}")
-    for name, cls in (("bd", BudgetDistribution), ("ba", BudgetAbsorption)):
-        randomness = DerivedRandomness(SecretKey.from_seed(args.seed), "bench")
-        mechanism = cls(args.epsilon, args.window, args.domain, randomness=randomness, noise=args.noise)
-        start = time.perf_counter()
-        results = mechanism.run(counts)
-        fast = args.slots / (time.perf_counter() - start)
-        start = time.perf_counter()
-        naive = naive_run(name, args.epsilon, args.window, counts[:naive_slots], randomness, args.noise)
-        slow = naive_slots / (time.perf_counter() - start)
-        agree = all(np.allclose(r.release, n, rtol=0, atol=1e-9) for r, n in zip(results, naive))
-        published = sum(r.published for r in results)
-        print(f"{name:<10} {fast:>15,.0f} {slow:>15,.0f} {fast / slow:>8.1f}x {published:>10,} {str(agree):>6}")
-        if not agree:
-            return 1
+    if args.slots is not None:
+        check_cells(slots=args.slots, domains=max(args.domains))
+    names = central_mechanisms()
+    times = slot_times(names, args.domains, args.slots, args.runs, args.epsilon, args.window, args.seed)
+    print(f"central mechanisms, us per slot (medians of {args.runs} interleaved runs), epsilon = {args.epsilon:g}, "
+          f"w = {args.window}; floors in this process: numpy's Laplace draw of d values, and a minimal numpy loop of "
+          f"the rule ({', '.join(MINIMAL)}); ratios over the loop, else over the draw")
+    print(f"{'d':>7} {'mechanism':<11} {'discrete':>10} {'laplace':>10} {'numpy draw':>11} {'minimal loop':>13} "
+          f"{'discrete x':>11} {'laplace x':>10}")
+    for d in args.domains:
+        draw = times["numpy draw", "", d]
+        for name in names:
+            loop = times.get((name, "minimal loop", d))
+            floor = loop if loop is not None else draw
+            exact, floating = times[name, "discrete", d], times[name, "laplace", d]
+            shown = f"{loop:>13,.1f}" if loop is not None else f"{'-':>13}"
+            print(f"{d:>7,} {name:<11} {exact:>10,.1f} {floating:>10,.1f} {draw:>11,.1f} {shown} "
+                  f"{exact / floor:>10.2f}x {floating / floor:>9.2f}x")
     vectors, scalars = draw_times(args.draw_epsilon, args.draw_runs, args.seed)
     print(f"noise draws at epsilon = {args.draw_epsilon:g}, ns per value, medians of {args.draw_runs} interleaved runs; "
           "numpy's Laplace vector draw is the floor")

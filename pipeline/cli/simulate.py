@@ -15,8 +15,8 @@ from typing import Iterable
 
 from ..core.synthetic import MODELS
 from ..stream.settings import Settings
-from ._common import (OneLineParser, UsageError, epsilon_value, readable_file, real, seed, slot_count, user_count,
-                      window_length, writable_file)
+from ._common import (LIMITS, OneLineParser, UsageError, epsilon_value, integer, readable_file, real, seed,
+                      slot_count, user_count, window_length, writable_file)
 from . import simulate_central, simulate_local, simulate_personalized
 from .simulate_family import Family, Outcome
 from .simulate_options import add_option_flags
@@ -68,6 +68,8 @@ def register(sub, settings: Settings) -> None:
     p.add_argument("--epsilon", "-e", type=epsilon_value, default=1.0, help="privacy budget per window (default: 1)")
     p.add_argument("--window", "-w", type=window_length, default=20, help="window w in slots (default: 20)")
     p.add_argument("--seed", type=seed, default=0, help="seed of the data and of the noise key (default: 0)")
+    p.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1, help="repeat on the same data with the "
+                   "noise keys of seeds seed, seed+1, ... and average the errors (default: 1)")
     p.add_argument("--stream", default="default", help="stream name; part of the noise derivation (default: default)")
     p.add_argument("--mre-floor", type=real(above=0), default=None, help="MRE denominator floor max(c, floor) "
                    "(default: 1 for counts, 1e-3 for frequencies)")

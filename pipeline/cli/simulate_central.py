@@ -12,8 +12,10 @@ from ..core.simulation import simulate
 from ..core.synthetic import synthetic
 from ..stream.wire.records import ReleaseRecord
 from ._common import progress
-from .simulate_family import Outcome
+from .simulate_family import Outcome, average_runs
 from .simulate_options import given_options
+
+AVERAGED = ("mae", "mre", "mse", "ajsd", "publications", "approximations")  # means over --runs
 
 
 class CentralFamily:
@@ -37,22 +39,25 @@ class CentralFamily:
             return counts
         return synthetic(args.dataset, args.users, args.slots, args.seed).counts.astype(float)
 
-    def build(self, mechanism: str, args, domain_size: int) -> CentralMechanism:
+    def build(self, mechanism: str, args, domain_size: int, seed: int) -> CentralMechanism:
         cls = mechanisms()[mechanism]
-        randomness = DerivedRandomness(SecretKey.from_seed(args.seed), args.stream)
+        randomness = DerivedRandomness(SecretKey.from_seed(seed), args.stream)
         return cls(args.epsilon, args.window, domain_size, randomness=randomness, **given_options(args, cls))
 
     def run(self, mechanism: str, args):
+        """``--runs`` runs on the same counts, with the noise keys of seeds ``seed, seed+1, ...``."""
         counts = self.counts(args)
-        m = self.build(mechanism, args, counts.shape[1])
-        run = simulate(m, counts, progress=lambda rows: progress(rows, args.progress, total=len(counts),
-                                                                      desc=mechanism))
         floor = args.mre_floor if args.mre_floor is not None else COUNT_MRE_FLOOR
-        records = []
-        if args.releases:  # built only when written: they cost as much as a central run
-            spend = window_sums([r.budget.total for r in run.results], m.window)
-            records = [ReleaseRecord.from_step(args.stream, m, r, s) for r, s in zip(run.results, spend)]
-        return Outcome(run.summary(mre_floor=floor), records)
+        summaries, records = [], []
+        for run in range(args.runs):
+            m = self.build(mechanism, args, counts.shape[1], args.seed + run)
+            result = simulate(m, counts, progress=lambda rows: progress(rows, args.progress, total=len(counts),
+                                                                           desc=f"{mechanism} run {run + 1}"))
+            summaries.append(result.summary(mre_floor=floor))
+            if run == 0 and args.releases:  # built only when written: they cost as much as a central run
+                spend = window_sums([r.budget.total for r in result.results], m.window)
+                records = [ReleaseRecord.from_step(args.stream, m, r, s) for r, s in zip(result.results, spend)]
+        return Outcome(average_runs(summaries, AVERAGED, ("max_window_epsilon",)), records)
 
 
 FAMILY = CentralFamily()

@@ -8,9 +8,11 @@ never the front end.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Iterable, Protocol
 
-__all__ = ["Family", "Outcome"]
+import numpy as np
+
+__all__ = ["Family", "Outcome", "average_runs"]
 
 
 @dataclass
@@ -33,3 +35,15 @@ class Family(Protocol):
     def add_arguments(self, parser) -> None: ...
 
     def run(self, mechanism: str, args) -> Outcome: ...
+
+
+def average_runs(summaries: list[dict], means: Iterable[str], maxima: Iterable[str]) -> dict:
+    """``--runs``: run 1's summary with the runs' means of ``means`` and the largest of ``maxima``, and
+    ``runs``, their number."""
+    first = dict(summaries[0], runs=len(summaries))
+    if len(summaries) > 1:
+        for key in means:
+            first[key] = float(np.mean([s[key] for s in summaries]))
+        for key in maxima:
+            first[key] = max(s[key] for s in summaries)
+    return first

@@ -30,8 +30,8 @@ from ..core.simulation import SimulationRun
 from ..core.synthetic import synthetic
 from ..core.validation import ParameterError
 from ..stream.wire.records import local_release_record
-from ._common import LIMITS, UsageError, integer, progress, real, user_count
-from .simulate_family import Outcome
+from ._common import UsageError, integer, progress, real, user_count
+from .simulate_family import Outcome, average_runs
 from .simulate_options import given_options
 
 _CACHED_VALUES = 400_000_000  # bytes of a (slots, users) uint8 matrix kept in memory
@@ -59,12 +59,24 @@ def _stream_values(dataset: str, users: int, slots: int, seed: int, options: tup
 
 
 @functools.lru_cache(maxsize=1)
+def _standard_normals(dataset: str, users: int, slots: int, seed: int) -> np.ndarray:
+    """A "-Con" stream's ``Z`` of every slot, (slots, users), kept for the next call in this process:
+    no model parameter changes them, so the cells of one run's stream that sweep sqrt(Q) or b (`wevent
+    reproduce`) draw them once."""
+    stream = synthetic(dataset, users, 1, seed)
+    normals = np.stack([stream.standard_normals_at(t) for t in range(1, slots + 1)])
+    normals.flags.writeable = False
+    return normals
+
+
+@functools.lru_cache(maxsize=1)
 def _true_means(dataset: str, users: int, slots: int, seed: int, sigma: float, options: tuple) -> np.ndarray:
     """A "-Con" stream's true mean per slot, (slots, 1), kept for the next call in this process like
     :func:`_stream_values`. It is the unclipped mean: clipping into [0, B] biases what devices report
     (LDP-IDS Section 7.2.6 of the SIGMOD version)."""
-    stream = synthetic(dataset, users, slots, seed, **dict(options))
-    means = np.array([[stream.continuous_draws_at(t, sigma).mean()] for t in range(1, slots + 1)])
+    p = synthetic(dataset, users, slots, seed, **dict(options)).p
+    normals = _standard_normals(dataset, users, slots, seed)
+    means = np.array([[(p[t] + sigma * normals[t]).mean()] for t in range(slots)])
     means.flags.writeable = False
     return means
 
@@ -131,9 +143,6 @@ class LocalFamily:
                            help="--dataset sin: b, the sine's frequency per slot (default: 0.01)")
         group.add_argument("--block-size", type=user_count, default=DEFAULT_BLOCK_SIZE, help="users per device block "
                            f"(default: {DEFAULT_BLOCK_SIZE})")
-        group.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1,
-                           help="repeat with this many noise keys (seed, seed+1, ...) "
-                           "and average the errors (default: 1)")
         group.add_argument("--roc", action="store_true", help="add the event-monitoring ROC curve "
                            "(true positive rates at 21 false positive rates) and its area to the summary")
 
@@ -151,7 +160,9 @@ class LocalFamily:
             raise UsageError("--select-bound chooses the clipping bound of --task mean")
         if args.task == "mean":
             bound = _selected_bound(args, stream) if args.select_bound else _mean_bound(args)
-            values = lambda t: stream.continuous_values_at(t, args.sigma, bound)  # noqa: E731
+            normals = _standard_normals(args.dataset, args.users, args.slots, args.seed)
+            # stream.continuous_values_at(t, sigma, bound), from the kept normals
+            values = lambda t: np.clip(stream.p[t - 1] + args.sigma * normals[t - 1], 0.0, bound)  # noqa: E731
             truth = _true_means(args.dataset, args.users, args.slots, args.seed, args.sigma,
                                 tuple(sorted(_model_options(args).items())))
             return LocalData(stream.users, truth, values, bound=bound)
@@ -238,18 +249,12 @@ def _dump_data(values: UserValues) -> LocalData:
 
 def _average(summaries: list[dict]) -> dict:
     """Errors and communication averaged over runs; spends and report counts at their maximum."""
-    first = dict(summaries[0])
-    if len(summaries) > 1:
-        for key in _AVERAGED:
-            first[key] = float(np.mean([s[key] for s in summaries]))
+    first = average_runs(summaries, _AVERAGED, ("max_window_epsilon", "max_reports_per_user_in_window"))
+    if len(summaries) > 1 and "roc_auc" in first:
         aucs = [s.get("roc_auc") for s in summaries if s.get("roc_auc") is not None]
-        if "roc_auc" in first:
-            first["roc_auc"] = float(np.mean(aucs)) if aucs else None
-            curves = [s["roc_tpr"] for s in summaries if s.get("roc_tpr") is not None]
-            first["roc_tpr"] = np.mean(curves, axis=0).tolist() if curves else None  # vertical averaging
-        first["max_window_epsilon"] = max(s["max_window_epsilon"] for s in summaries)
-        first["max_reports_per_user_in_window"] = max(s["max_reports_per_user_in_window"] for s in summaries)
-    first["runs"] = len(summaries)
+        first["roc_auc"] = float(np.mean(aucs)) if aucs else None
+        curves = [s["roc_tpr"] for s in summaries if s.get("roc_tpr") is not None]
+        first["roc_tpr"] = np.mean(curves, axis=0).tolist() if curves else None  # vertical averaging
     return first
 
 

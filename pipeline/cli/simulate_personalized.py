@@ -37,7 +37,7 @@ from ..core.synthetic import synthetic
 from ..stream.wire.records import ReleaseRecord, personalized_release_record
 from ._common import (UsageError, epsilon_value, probability, progress, readable_file, slot_count, user_count,
                       window_length, writable_file)
-from .simulate_family import Outcome
+from .simulate_family import Outcome, average_runs
 from .simulate_options import given_options
 
 BASELINES = {"pbd": "bd", "pba": "ba"}
@@ -140,7 +140,7 @@ class PersonalizedFamily:
             seed = args.seed + run
             if requirements is None or not args.requirements:  # a file's requirements are the same every run
                 requirements = self.requirements(args, population, seed, save=run == 0)
-                type_counts = requirements.type_counts(population.values, population.domain_size)  # (slots, types, d)
+                type_counts = _type_counts(population, requirements)  # (slots, types, d)
             one = self._run_plbu if mechanism == "plbu" else partial(self._run_pwsm, mechanism)
             outcomes.append(one(args, seed, requirements, type_counts, floor, records=run == 0 and bool(args.releases)))
         return Outcome(averaged([o.summary for o in outcomes]), outcomes[0].records)
@@ -153,7 +153,7 @@ class PersonalizedFamily:
         options = given_options(args, cls)
         bar = lambda it: progress(it, args.progress, total=len(type_counts), desc=mechanism)  # noqa: E731
         run = self._segmented(lambda randomness: cls.for_requirements(requirements, d, randomness=randomness, **options),
-                              args, seed, iter(type_counts), lambda m, segment: simulate_personalized(m, segment, progress=bar))
+                              args, seed, type_counts, lambda m, segment: simulate_personalized(m, segment, progress=bar))
 
         summary = run.summary(mre_floor=floor)
         if args.baseline:
@@ -216,6 +216,22 @@ class PersonalizedFamily:
         return [personalized_release_record(stream, run.mechanism, r, s) for r, s in zip(run.results, spend)]
 
 
+# The last (values, requirements' user types) and their (slots, types, d) counts: `wevent reproduce` runs
+# PBD, PBA and PLBU of one cell in a row, on the same dump and requirements. The values are held, so
+# an identity check cannot mistake a new array for them.
+_LAST_TYPE_COUNTS: list[tuple[np.ndarray, bytes, np.ndarray]] = []
+
+
+def _type_counts(population: Population, requirements: Requirements) -> np.ndarray:
+    types = requirements.user_types.tobytes()
+    if _LAST_TYPE_COUNTS and _LAST_TYPE_COUNTS[0][0] is population.values and _LAST_TYPE_COUNTS[0][1] == types:
+        return _LAST_TYPE_COUNTS[0][2]
+    counts = requirements.type_counts(population.values, population.domain_size)
+    counts.flags.writeable = False
+    _LAST_TYPE_COUNTS[:] = [(population.values, types, counts)]
+    return counts
+
+
 def error_reduction(summary: dict, baseline: dict) -> dict:
     """``1 - new / baseline`` of every compared error (0 where the baseline's is 0)."""
     return {k: 1.0 - summary[k] / baseline[k] if baseline[k] > 0 else 0.0 for k in COMPARED}
@@ -223,13 +239,8 @@ def error_reduction(summary: dict, baseline: dict) -> dict:
 
 def averaged(summaries: list[dict]) -> dict:
     """Run 1's summary with the runs' mean errors, the largest spends, and the reductions of the means."""
-    first = dict(summaries[0], runs=len(summaries))
-    if len(summaries) == 1:
-        return first
-    for key in AVERAGED:
-        first[key] = float(np.mean([s[key] for s in summaries]))
-    first["max_user_window_spend_ratio"] = max(s["max_user_window_spend_ratio"] for s in summaries)
-    if "baseline" in first:
+    first = average_runs(summaries, AVERAGED, ("max_user_window_spend_ratio",))
+    if len(summaries) > 1 and "baseline" in first:
         baselines = [s["baseline"] for s in summaries]
         first["baseline"] = dict(first["baseline"], **{k: float(np.mean([b[k] for b in baselines]))
                                                        for k in (*COMPARED, "publications")},

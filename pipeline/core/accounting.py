@@ -491,7 +491,8 @@ class UserCharges:
         """The rows of budgets in the window: counts, exact budgets, and budgets as floats."""
         rows = [row for row, budget in enumerate(self._budgets) if budget is not None]
         budgets = [float(self._budgets[row]) for row in rows]  # type: ignore[arg-type]
-        return self._counts[rows], [Fraction(b) for b in budgets], np.array(budgets)
+        counts = self._counts if len(rows) == len(self._budgets) else self._counts[rows]  # no copy when all are
+        return counts, [Fraction(b) for b in budgets], np.array(budgets)
 
     def _exact(self, counts: np.ndarray, budgets: list[Fraction]) -> list[Fraction]:
         """The exact spend of every column of ``counts`` (users), computed once per distinct column."""

@@ -48,6 +48,8 @@ def grid(epsilon):
     >>> grid(1.0) == 2.0**-52
     True
     """
+    if isinstance(epsilon, float) and 0 <= epsilon < math.inf:  # one budget: a mechanism's hot path
+        return math.ulp(epsilon)  # what np.spacing gives for a finite x >= 0
     return _plain(np.spacing(np.asarray(epsilon, dtype=float)))
 
 
@@ -62,6 +64,13 @@ def divide(total, parts, unit=None):
     >>> divide(1.0, 4), divide(50.0, 3) < 50 / 3, divide(np.array([1.0, 3.0]), np.array([2, 3])).tolist()
     (0.25, True, [0.5, 1.0])
     """
+    if isinstance(total, float) and isinstance(parts, int) and 0 <= total < math.inf and 0 < parts < 2**53 and (
+            unit is None or isinstance(unit, float)):  # the same operations on one budget, in Python floats
+        step = math.ulp(total) if unit is None else unit
+        units = total / parts / step
+        if units < math.inf:
+            quotient = math.floor(units) * step
+            return quotient - step if quotient * parts > total else quotient
     total = np.asarray(total, dtype=float)
     parts = np.asarray(parts, dtype=float)
     unit = grid(total) if unit is None else np.asarray(unit, dtype=float)

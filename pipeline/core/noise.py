@@ -77,6 +77,7 @@ from typing import Protocol
 
 import numpy as np
 
+from . import compiled
 from .validation import ParameterError
 
 __all__ = ["NOISE_KINDS", "check_noise", "WordSource", "UniformBits", "ExactThreshold", "Thresholds", "DiscreteLaplaceTable",
@@ -308,12 +309,33 @@ class Thresholds:
         return lower
 
 
-def _certain_float_exp(y: Fraction) -> float:
-    """``e^-y`` as a double within ``2u`` of the truth: ``y`` to 40 digits more than its integer
-    part, a correctly rounded decimal ``exp`` (relative error below ``(1 + y) 10^-39``), then the
-    correctly rounded conversion. (Far below the smallest double, the result is 0.)"""
-    context = decimal.Context(prec=40 + len(str(math.ceil(y))), Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
-    return float(context.exp(context.minus(context.divide(decimal.Decimal(y.numerator), decimal.Decimal(y.denominator)))))
+@functools.lru_cache(maxsize=64)
+def _exp_context(digits: int) -> decimal.Context:
+    return decimal.Context(prec=digits, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
+def _certain_float_exp(y: float | Fraction) -> float:
+    """``e^-y`` as a double within ``2u`` of the truth: ``y`` to 20 digits more than its integer part
+    (a float converts to decimal exactly, a fraction is divided), a correctly rounded decimal ``exp``
+    (relative error below ``(1 + y) 10^-19``, a thousandth of ``u``), then the correctly rounded
+    conversion. (Far below the smallest double, the result is 0.)"""
+    context = _exp_context(20 + len(str(math.ceil(y))))
+    value = (decimal.Decimal(y) if isinstance(y, float)
+             else context.divide(decimal.Decimal(y.numerator), decimal.Decimal(y.denominator)))
+    return float(context.exp(context.minus(value)))
+
+
+def _power(base: float, exponent: int) -> float:
+    """``base^exponent`` (``exponent >= 1``) by repeated squaring: ``exponent - 1`` roundings in all,
+    counted with their multiplicities, so :func:`_powers`' bound holds for it too."""
+    result, square = 0.0, base
+    while True:
+        if exponent & 1:
+            result = result * square if result else square
+        exponent >>= 1
+        if not exponent:
+            return result
+        square *= square
 
 
 def _powers(b: float, count: int) -> tuple[np.ndarray, float]:
@@ -353,37 +375,64 @@ def _truncated(y: Fraction, radix: int, r: int) -> ExactThreshold:
 
 
 class DiscreteLaplaceTable:
-    """Everything :func:`two_sided_geometric` needs at one ``epsilon``: level 0, the fast path's cells, the tail.
+    """Everything :func:`two_sided_geometric` needs at one ``epsilon``: level 0, the fast paths' cells, the tail.
 
     ``level0`` holds ``t_1 .. t_n``. When ``n`` reaches ``t_n <= 2^-32`` (``complete``), the cells
-    ``start``/``width`` give, for each candidate ``|X| = k``, the proven range of ``u``:
-    ``[high_{k+1}, low_k)``, empty from ``k = n`` on; they are laid out as ``0..K, K..1`` so that a
-    signed candidate indexes them directly. ``levels()`` (the tail's digits) is built on first use.
+    give, for each candidate ``|X| = k``, the proven range of ``u``: ``[high_{k+1}, low_k)``, empty
+    from ``k = n`` on. The vector path reads them from :attr:`cells` (rows ``(start, width)``, laid
+    out as ``0..K, K..1`` so that a signed candidate indexes them directly); the scalar path
+    computes the cells it needs (:meth:`cell`), so a budget seen once costs no table. Level
+    0, the cells and the tail's digits (``levels()``) are built on first use.
     """
 
     def __init__(self, epsilon: float) -> None:
-        self.epsilon, self.exact = epsilon, Fraction(epsilon)
+        self.epsilon = epsilon
         self.complete = _TAIL_EXPONENT / epsilon <= _COMPLETE
-        size = math.ceil(_TAIL_EXPONENT / epsilon) if self.complete else 1  # t_n <= 2 * 2^-33
-        a = _certain_float_exp(Fraction(epsilon))
-        powers, error = _powers(a, size)
+        self.size = math.ceil(_TAIL_EXPONENT / epsilon) if self.complete else 1  # t_n <= 2 * 2^-33
+        self.a = _certain_float_exp(epsilon)
         # c = 2 / (1 + a) adds 3.01u (a's error halved, the sum, the quotient), the product u more;
-        # U < c a^k  <=>  k < log(U / c) / -epsilon
+        # U < c a^k  <=>  k < log(U / c) / -epsilon, and with u = U 2^63 the count is
+        # trunc(alpha log(u gamma)) = trunc(alpha log(u) + beta)
         self.alpha = -1.0 / epsilon
-        gamma = 2.0**-63 * (1.0 + a) / 2.0
-        self.level0 = Thresholds(powers * (2.0 / (1.0 + a)), error + 5 * _UNIT,
-                                 functools.partial(ExactThreshold, "two-sided", self.exact), (gamma, 0.0, self.alpha))
+        self.gamma = 2.0**-63 * (1.0 + self.a) / 2.0
+        self.beta = self.alpha * math.log(self.gamma) if self.complete else math.nan  # unused by the tail
         self._levels: tuple[_Level, ...] | None = None
-        self._scalar_cells: tuple[list, list] | None = None
-        if self.complete:
-            # the fast path's proposal trunc(alpha log(u) + beta) is at most beta for u >= 1: its cells
-            # reach that far (empty from the tail on), mirrored for negative proposals
-            self.beta = self.alpha * math.log(gamma)
-            top = max(size, int(self.beta) + 2)
-            start, width = self.level0.cells
-            self.start, self.width = np.empty(2 * top + 1, np.uint64), np.zeros(2 * top + 1, np.uint64)
-            self.start[:size], self.width[:size] = start[:size], width[:size]  # the tail's cell stays empty
-            self.start[-1:-size:-1], self.width[-1:-size:-1] = start[1:size], width[1:size]
+        self._cells: dict[int, tuple[int, int]] = {}
+
+    @functools.cached_property
+    def exact(self) -> Fraction:
+        return Fraction(self.epsilon)
+
+    @functools.cached_property
+    def level0(self) -> Thresholds:
+        powers, error = _powers(self.a, self.size)
+        return Thresholds(powers * (2.0 / (1.0 + self.a)), error + 5 * _UNIT,
+                          functools.partial(ExactThreshold, "two-sided", self.exact), (self.gamma, 0.0, self.alpha))
+
+    @functools.cached_property
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(start, width)`` of every signed candidate's cell (complete tables only)."""
+        # the fast path's proposal is at most beta for u >= 1: its cells reach that far (empty from
+        # the tail on), mirrored for negative proposals
+        size, top = self.size, max(self.size, int(self.beta) + 2)
+        first, extent = self.level0.cells
+        start, width = np.zeros(2 * top + 1, np.uint64), np.zeros(2 * top + 1, np.uint64)
+        start[:size], width[:size] = first[:size], extent[:size]  # the tail's cell stays empty
+        start[-1:-size:-1], width[-1:-size:-1] = first[1:size], extent[1:size]
+        return start, width
+
+    def cell(self, k: int) -> tuple[int, int]:
+        """``[high_{k+1}, low_k)`` of ``|X| = k`` (``0 <= k < n``, a complete table), computed alone and
+        kept: the bounds of ``t_{k+1}`` and ``t_k`` as :class:`Thresholds` proves them, from powers by
+        :func:`_power` (whose error :func:`_powers` bounds)."""
+        cell = self._cells.get(k)
+        if cell is None:
+            c, margin = 2.0 / (1.0 + self.a), 2.0 * max(3.02 * _UNIT * (k + 1) + 5 * _UNIT, 8 * _UNIT)
+            power = _power(self.a, k) if k else 1.0
+            start = math.ceil(power * self.a * c * (2.0**63 * (1.0 + margin)))  # high_{k+1}
+            end = int(power * c * (2.0**63 * (1.0 - margin))) if k else 2**63  # low_k (low_0 = 2^63)
+            cell = self._cells[k] = start, end
+        return cell
 
     def levels(self) -> tuple[_Level, ...]:
         """The tail's digits: radix 256 while the ratio's 256th power exceeds 2^-33, then the last digit."""
@@ -395,13 +444,6 @@ class DiscreteLaplaceTable:
             levels.append(_Level(y, math.ceil(_TAIL_EXPONENT / float(y)), overflows=True))
             self._levels = tuple(levels)
         return self._levels
-
-    def scalar_cells(self) -> tuple[list, list]:
-        """The cells of ``|X|`` as Python ints (the scalar path compares Python ints)."""
-        if self._scalar_cells is None:
-            half = (self.start.size + 1) // 2
-            self._scalar_cells = self.start[:half].tolist(), self.width[:half].tolist()
-        return self._scalar_cells
 
 
 @functools.lru_cache(maxsize=256)
@@ -433,13 +475,21 @@ def two_sided_geometric(source: WordSource, epsilon: float, size: int | None = N
     u = words & _MASK63
     if not table.complete:
         return _settle(table, source, words, u, np.zeros(size, np.int64), np.arange(size))
+    kernel = compiled.discrete_fast_path()
+    if kernel is not None:  # the same fast path as one compiled loop (numba, optional)
+        start, width = table.cells
+        x, missed = np.empty(size, np.int64), np.empty(size, np.bool_)
+        if kernel(words, table.alpha, table.beta, start, width, x, missed):
+            return _settle(table, source, words, u, x, np.flatnonzero(missed))
+        return x
     candidate = np.log(u)
     candidate *= table.alpha
     candidate += table.beta
     np.copysign(candidate, words.view(np.float64), out=candidate)  # the sign bit of a double is the word's top bit
     x = candidate.astype(np.int64)
+    start, width = table.cells
     try:
-        missed = (u - table.start[x]) >= table.width[x]  # u outside the proven cell of |x| (wraps when below it)
+        missed = (u - start[x]) >= width[x]  # u outside the proven cell of |x| (wraps when below it)
     except IndexError:  # a candidate beyond the table (u = 0): every value takes the exact count
         return _settle(table, source, words, u, x, np.arange(size))
     if np.count_nonzero(missed):
@@ -453,9 +503,10 @@ def _scalar(table: DiscreteLaplaceTable, source: WordSource) -> int:
     u = word & (2**63 - 1)
     if table.complete and u:
         k = int(table.alpha * math.log(u) + table.beta)
-        start, width = table.scalar_cells()
-        if k < len(start) and 0 <= u - start[k] < width[k]:
-            return -k if word >> 63 else k
+        if k < table.size:
+            start, end = table.cell(k)
+            if start <= u < end:
+                return -k if word >> 63 else k
     words = np.array([word], np.uint64)
     return int(_settle(table, source, words, words & _MASK63, np.zeros(1, np.int64), np.zeros(1, np.intp))[0])
 

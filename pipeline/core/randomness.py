@@ -147,6 +147,8 @@ class DerivedRandomness:
                                                      person=b"wevent-noise-v1").digest())
         self._bits = np.random.PCG64(0)
         self._scratch = np.random.Generator(self._bits)
+        # (code, phase, epsilon or scale, scalar) -> (slot -> row, rows of values): noise drawn ahead (prefetch)
+        self._prefetched: dict[tuple[int, int, float, bool], tuple[dict[int, int], np.ndarray]] = {}
 
     def _state(self, slot: int, phase: int, block: int) -> Any:
         h = self._hasher.copy()  # the keyed, personalised prefix is hashed once per stream
@@ -185,10 +187,12 @@ class DerivedRandomness:
         its last bit otherwise than numpy's. Floating-point noise: its low-order
         bits leak (see :mod:`.noise`), which is why a stream must call it ``laplace-fp-unsafe``.
         """
+        if self._prefetched:
+            values = self._ahead(_CONTINUOUS, slot, phase, scale, size is None or size == 1, size)
+            if values is not None:
+                return values
         if size is None or size == 1:  # numpy's in-place arithmetic is slowest on one element: value 0 in Python
-            word = int(self._noise.values(slot, phase, _CONTINUOUS, 1)[0])
-            magnitude = -scale * math.log(((word & _LOW53) + 0.5) * _TWO_TO_MINUS_53)
-            value = -magnitude if word >> 63 else magnitude
+            value = _scalar_laplace(int(self._noise.values(slot, phase, _CONTINUOUS, 1)[0]), scale)
             return value if size is None else np.array([value])
         return continuous_laplace(self._noise.values(slot, phase, _CONTINUOUS, size), scale)
 
@@ -200,7 +204,55 @@ class DerivedRandomness:
         coordinates always give the same noise. Added to an integer query of sensitivity 1 it is
         exactly ``epsilon``-DP, with no floating-point artefact.
         """
+        if self._prefetched:
+            values = self._ahead(_DISCRETE, slot, phase, epsilon, True, size)
+            if values is not None:
+                return values
         return two_sided_geometric(_NoiseWords(self._noise, slot, phase), epsilon, size)
+
+    def prefetch(self, slots, phase: int, size: int | None = None, *, epsilon: float | None = None,
+                 scale: float | None = None) -> None:
+        """Draw now, in one batch, the noise that :meth:`discrete_laplace` at ``epsilon`` or :meth:`laplace`
+        at ``scale`` will be asked for at ``phase`` of each of ``slots``: vectors of up to ``size``
+        values, or scalars when ``size`` is None.
+
+        Every value is the one the draw itself gives: a pure function of the key and its
+        coordinates, read from the same words (a continuous scalar with the same ``math.log``). A
+        vector of ``k <= size`` values is the first ``k``: value ``i`` reads word ``i`` whatever the
+        length. Kept until :meth:`forget`.
+        """
+        slots = np.asarray(slots, dtype=np.int64)
+        width = 1 if size is None else int(size)
+        if epsilon is not None:
+            key = (_DISCRETE, phase, epsilon, True)
+            values = two_sided_geometric(_NoiseRows(self._noise, slots, phase, width), epsilon, slots.size * width)
+        elif scale is not None:
+            key = (_CONTINUOUS, phase, scale, size is None or size == 1)
+            words = self._noise.rows(slots, phase, _CONTINUOUS, width)
+            values = (np.array([_scalar_laplace(word, scale) for word in words[:, 0].tolist()]) if key[3]
+                      else continuous_laplace(words.reshape(-1), scale))
+        else:
+            raise ValueError("prefetch needs an epsilon (discrete noise) or a scale (Laplace noise)")
+        values = values.reshape(slots.size, width)
+        values.flags.writeable = False
+        self._prefetched[key] = ({slot: row for row, slot in enumerate(slots.tolist())}, values)
+
+    def forget(self) -> None:
+        """Drop what :meth:`prefetch` drew."""
+        self._prefetched.clear()
+
+    def _ahead(self, code: int, slot: int, phase: int, parameter: float, scalar: bool, size: int | None):
+        """The prefetched draw of (slot, phase), or None when it was not drawn ahead."""
+        batch = self._prefetched.get((code, phase, parameter, scalar))
+        if batch is None:
+            return None
+        row = batch[0].get(slot)
+        values = batch[1]
+        if row is None or (size or 1) > values.shape[1]:
+            return None
+        if size is None:
+            return int(values[row, 0]) if code == _DISCRETE else float(values[row, 0])
+        return values[row, :size]
 
     def for_stream(self, stream: str) -> "DerivedRandomness":
         return type(self)(self.key, stream)
@@ -255,8 +307,22 @@ class NoiseKeystream:
         self._templates[(phase, code, size)] = template
         return template
 
-    def lanes(self, slot: int, phase: int, code: int, lanes: np.ndarray, step: int = 0) -> np.ndarray:
-        """The first word of block ``(slot, phase, code, lane << 8 | step)`` for each lane."""
+    def rows(self, slots: np.ndarray, phase: int, code: int, size: int) -> np.ndarray:
+        """Words ``0 .. size - 1`` of ``(slot, phase, code)`` for each of ``slots``: one row each, one
+        encryption for all (:meth:`values` of every slot)."""
+        blocks = (size + 1) // 2
+        if not (0 <= phase < 256 and 0 <= code < 256 and 0 <= size < 2**49):
+            raise ValueError(f"no noise words at phase {phase}, code {code}, size {size}")
+        plain = np.empty((slots.size, blocks, 2), np.uint64)
+        plain.view(np.int64)[:, :, 0] = slots[:, None]
+        plain[:, :, 1] = np.arange(blocks, dtype=np.uint64) | np.uint64(phase << 56 | code << 48)
+        out = np.empty(plain.size + 2, np.uint64)
+        self._cipher.update_into(plain.reshape(-1).view(np.uint8).data, out.view(np.uint8).data)
+        return out[:plain.size].reshape(slots.size, 2 * blocks)[:, :size]
+
+    def lanes(self, slot, phase: int, code: int, lanes: np.ndarray, step: int = 0) -> np.ndarray:
+        """The first word of block ``(slot, phase, code, lane << 8 | step)`` for each lane (``slot``:
+        one slot, or one per lane)."""
         if lanes.size and int(lanes.max()) >= 2**40:
             raise ValueError("noise words address at most 2^40 values per draw")
         plain = np.empty((lanes.size, 2), np.uint64)
@@ -288,6 +354,27 @@ class _NoiseWords:
     def words(self, uniform: int, lane: int) -> Iterator[int]:
         for step in range(256):
             yield from self._stream.block(self._slot, self._phase, _UNIFORM + uniform, lane << 8 | step)
+
+
+class _NoiseRows:
+    """The :class:`.noise.WordSource` of the discrete noise of many slots at one phase, ``size`` values
+    each: value ``r * size + i`` is value ``i`` of ``slots[r]``, with that value's own uniforms."""
+
+    __slots__ = ("_stream", "_slots", "_phase", "_size")
+
+    def __init__(self, stream: NoiseKeystream, slots: np.ndarray, phase: int, size: int) -> None:
+        self._stream, self._slots, self._phase, self._size = stream, slots, phase, size
+
+    def values(self, size: int) -> np.ndarray:
+        return self._stream.rows(self._slots, self._phase, _DISCRETE, self._size).reshape(-1)[:size]
+
+    def first(self, uniform: int, lanes: np.ndarray) -> np.ndarray:
+        rows, lanes = np.divmod(lanes, self._size)
+        return self._stream.lanes(self._slots[rows], self._phase, _UNIFORM + uniform, lanes)
+
+    def words(self, uniform: int, lane: int) -> Iterator[int]:
+        row, lane = divmod(lane, self._size)
+        return _NoiseWords(self._stream, int(self._slots[row]), self._phase).words(uniform, lane)
 
 
 class KeyStream:
@@ -344,6 +431,12 @@ class KeyStream:
         return np.random.Generator(bits)
 
 
+def _scalar_laplace(word: int, scale: float) -> float:
+    """Value 0 of :func:`.noise.continuous_laplace` in Python floats (``math.log``)."""
+    magnitude = -scale * math.log(((word & _LOW53) + 0.5) * _TWO_TO_MINUS_53)
+    return -magnitude if word >> 63 else magnitude
+
+
 def _pcg64_state(secret: bytes) -> Any:  # the dict PCG64.state accepts
     """The PCG64 state whose 128-bit state and increment are the two halves of 32 secret bytes."""
     return {
@@ -362,3 +455,7 @@ class ZeroNoise(DerivedRandomness):
 
     def discrete_laplace(self, slot: int, phase: int, epsilon: float, size: int | None = None):
         return 0 if size is None else np.zeros(size, np.int64)
+
+    def prefetch(self, slots, phase: int, size: int | None = None, *, epsilon: float | None = None,
+                 scale: float | None = None) -> None:
+        """Nothing to draw ahead: every draw is zero."""

@@ -110,7 +110,7 @@ class SimulationRun:
 
 def simulate(mechanism: Mechanism, stream: Iterable, truth: np.ndarray | None = None,
              progress: Callable[[Iterable], Iterable] | None = None) -> SimulationRun:
-    """Step ``mechanism`` through every slot of ``stream``; ``truth`` defaults to the stream itself."""
-    rows = progress(stream) if progress is not None else stream
-    results = [mechanism.step(row) for row in rows]
+    """Step ``mechanism`` through every slot of ``stream`` (:meth:`~wevent.core.base.Mechanism.run`);
+    ``truth`` defaults to the stream itself."""
+    results = mechanism.run(progress(stream) if progress is not None else stream)
     return SimulationRun(mechanism, results, np.asarray(stream if truth is None else truth, dtype=float))

@@ -166,8 +166,13 @@ class SyntheticStream:
         return np.stack([self.values_at(t) for t in range(1, self.slots + 1)])
 
     def continuous_draws_at(self, slot: int, sigma: float = 0.1) -> np.ndarray:
-        """The "-Con" variant's draws before clipping: ``N(p_t, sigma^2)`` per user (float64)."""
-        return np.random.default_rng([self.seed, 2, slot]).normal(self.p[slot - 1], sigma, self.users)
+        """The "-Con" variant's draws before clipping: ``N(p_t, sigma^2)`` per user (float64), ``p_t + sigma Z``
+        (what numpy's ``normal`` computes from the same generator)."""
+        return self.p[slot - 1] + sigma * self.standard_normals_at(slot)
+
+    def standard_normals_at(self, slot: int) -> np.ndarray:
+        """``Z`` of :meth:`continuous_draws_at` at ``slot``: the model does not change them."""
+        return np.random.default_rng([self.seed, 2, slot]).standard_normal(self.users)
 
     def continuous_values_at(self, slot: int, sigma: float = 0.1, bound: float = 1.0) -> np.ndarray:
         """The "-Con" variant: ``clip(N(p_t, sigma^2), 0, bound)`` per user (float64)."""

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from wevent.core.central import BudgetAbsorption
+from wevent.core.central import BudgetAbsorption, BudgetDistribution
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.core.synthetic import synthetic
 from wevent.stream.wire.records import ReleaseRecord
@@ -35,6 +35,20 @@ def test_json_summary_has_the_required_keys_and_matches_the_library():
     assert summary["mae"] == pytest.approx(np.abs(releases - data.counts).mean(), rel=1e-12)
     assert summary["slots"] == 120 and summary["domain_size"] == 2
     assert summary["max_window_epsilon"] <= 0.5 + 1e-12
+
+
+def test_runs_average_the_central_errors_over_noise_keys():
+    """--runs K repeats a central mechanism on the same counts with the noise keys of seeds 0..K-1 and
+    averages the errors (it was ignored: one run, no "runs" in the summary)."""
+    summary = json.loads(wevent("simulate", "-m", "bd", "--dataset", "sin", "--users", "3000", "--slots", "80",
+                                "-w", "5", "--runs", "3", "--json").stdout)
+    counts = synthetic("sin", 3000, 80, 0).counts
+    errors = []
+    for seed in range(3):
+        m = BudgetDistribution(1.0, 5, 2, randomness=DerivedRandomness(SecretKey.from_seed(seed), "default"))
+        errors.append(np.abs(np.stack([r.release for r in m.run(counts)]) - counts).mean())
+    assert summary["runs"] == 3 and len(set(errors)) == 3
+    assert summary["mae"] == pytest.approx(np.mean(errors), rel=1e-12)
 
 
 def test_all_mechanisms_table_and_release_log(tmp_path):

@@ -1,22 +1,47 @@
-"""`wevent bench central` at a tiny size: the mechanisms' table, then the noise draws' figures
-against numpy's Laplace vector draw, each a number and a ratio (speed is printed, never asserted)."""
+"""`wevent bench central` at a tiny size: every central mechanism's time per slot beside its floors and
+their ratios, then the noise draws' figures against numpy's Laplace vector draw, each a number and a
+ratio (speed is printed, never asserted)."""
 
 import re
 
+from wevent.bench.central import MINIMAL, central_mechanisms
 from wevent.cli import main
 
 NUMBER = r"([\d,]+\.\d)"
 
 
-def test_bench_central_prints_the_noise_draws_against_numpys_floor(capsys):
-    assert main(["bench", "central", "--slots", "60", "--naive-slots", "20", "--domain", "8", "--draw-runs", "1"]) == 0
+def number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def test_bench_central_prints_every_mechanism_beside_its_floors(capsys):
+    assert main(["bench", "central", "--domains", "1,8", "--slots", "12", "--runs", "1", "--draw-runs", "1"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^bd .* True$", out, re.M) and re.search(r"^ba .* True$", out, re.M)
+    names = central_mechanisms()
+    assert {"uniform", "sample", "bd", "ba", "fast-w", "rescuedp", "dsat", "pegasus", "adapub", "bd-grouped",
+            "ba-grouped"} <= set(names)
+    for d in ("1", "8"):
+        for name in names:
+            loop = NUMBER if name in MINIMAL else "(-)"
+            row = re.search(rf"^ +{d} {re.escape(name)} +{NUMBER} +{NUMBER} +{NUMBER} +{loop} +(\d+\.\d\d)x +(\d+\.\d\d)x$",
+                            out, re.M)
+            assert row, (name, d, out)
+            exact, floating, draw, loop_time, exact_ratio, floating_ratio = row.groups()
+            floor = number(loop_time) if name in MINIMAL else number(draw)
+            for time, ratio in ((number(exact), float(exact_ratio)), (number(floating), float(floating_ratio))):
+                assert time > 0
+                if floor > 0.05:  # the times are printed to 0.1 us, the ratio to 0.01: it is within their rounding
+                    assert (time - 0.05) / (floor + 0.05) - 0.005 <= ratio <= (time + 0.05) / (floor - 0.05) + 0.005
+
+
+def test_bench_central_prints_the_noise_draws_against_numpys_floor(capsys):
+    assert main(["bench", "central", "--domains", "1", "--slots", "5", "--runs", "1", "--draw-runs", "1"]) == 0
+    out = capsys.readouterr().out
     assert "noise draws at epsilon = 0.0125, ns per value, medians of 1 interleaved runs" in out
     for d in ("1", "100", "10,000"):
         row = re.search(rf"^ +{d} +{NUMBER} +{NUMBER} +(\d+\.\d\d)x +{NUMBER} +(\d+\.\d\d)x$", out, re.M)
         assert row, out
-        floor, exact, exact_ratio, floating, floating_ratio = (float(v.replace(",", "")) for v in row.groups())
+        floor, exact, exact_ratio, floating, floating_ratio = (number(v) for v in row.groups())
         assert min(floor, exact, floating) > 0
         assert abs(exact_ratio - exact / floor) <= 0.01 * exact_ratio + 0.005
         assert abs(floating_ratio - floating / floor) <= 0.01 * floating_ratio + 0.005

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from tests.conftest import derived
+from wevent.core import compiled
 from wevent.core.base import restore
 from wevent.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
 from wevent.core.decayed import RTPDMM, restore_index
@@ -198,8 +199,32 @@ def keyed_words(seed: int = 5):
     return _NoiseWords(DerivedRandomness(SecretKey.from_seed(seed), "crafted")._noise, 1, Phase.PUBLICATION)
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def fast_path(request):
+    """Each test under it runs with the compiled fast path (where numba is installed) and with numpy's."""
+    if request.param == "compiled":
+        pytest.importorskip("numba")  # the test extra installs it
+        yield
+    else:
+        with compiled.disabled():
+            yield
+
+
+def test_the_compiled_fast_path_draws_what_numpy_draws():
+    """The compiled loop's candidates may round otherwise than numpy's: the draws must not differ."""
+    pytest.importorskip("numba")
+    assert compiled.discrete_fast_path() is not None
+    randomness = derived(12)
+    for epsilon in (5.0, 0.7, 0.0125, 0.006, 1e-5):
+        for slot, size in enumerate((2, 3, 100, 1000, 10_000), start=1):
+            fast = randomness.discrete_laplace(slot, Phase.PUBLICATION, epsilon, size)
+            with compiled.disabled():
+                assert compiled.discrete_fast_path() is None
+                assert fast.tolist() == randomness.discrete_laplace(slot, Phase.PUBLICATION, epsilon, size).tolist()
+
+
 @pytest.mark.parametrize("epsilon", [0.0125, 0.7, 5.0])
-def test_ties_with_the_bounds_are_settled_by_the_exact_digits(epsilon):
+def test_ties_with_the_bounds_are_settled_by_the_exact_digits(epsilon, fast_path):
     """Words whose first 63 bits are exactly floor(t_k 2^63): the proven bounds cannot decide (the
     value must take the refinement), and the next word, one below or above t_k's next 64 bits,
     decides |X| = k or k - 1, with the top bit as the sign, in the vector and the scalar paths."""
@@ -240,7 +265,7 @@ def test_ties_in_the_tails_digits_are_settled_by_the_exact_digits():
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 0.0125])
-def test_the_tail_is_the_geometric_law_beyond_level_0(epsilon):
+def test_the_tail_is_the_geometric_law_beyond_level_0(epsilon, fast_path):
     """Level 0 ends at t_n <= 2^-32, too rare to sample; a value word with u = 1 (U < 2^-62) is in
     that tail, so |X| - n must be geometric, P(G >= g) = a^g, drawn from the value's own uniforms
     (radix-256 digits, then the last digit). Chi-square on G at level 1e-4, pooled tail."""

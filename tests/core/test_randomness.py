@@ -174,3 +174,37 @@ def test_laplace_scalar_moments_across_slots():
     se = math.sqrt(0.25 * 0.75 / N)
     assert abs((x > tail).mean() - 0.25) < 5 * se
     assert abs((x < -tail).mean() - 0.25) < 5 * se
+
+
+@pytest.mark.parametrize("epsilon", [0.7, 0.0125, 1e-5])  # 1e-5: every value takes the exact tail
+def test_prefetched_discrete_noise_is_each_slots_own_draw(epsilon):
+    """A batch of slots drawn ahead gives, value for value, each slot's own draw (vectors, their first k
+    values, and scalars), and a draw not prefetched is drawn as usual."""
+    rng = DerivedRandomness(SecretKey.from_seed(4), "ahead")
+    slots = np.array([1, 2, 5, 9, 300])
+    vectors = [rng.discrete_laplace(int(s), Phase.PUBLICATION, epsilon, 6) for s in slots]
+    scalars = [rng.discrete_laplace(int(s), Phase.DISSIMILARITY, epsilon) for s in slots]
+    rng.prefetch(slots, Phase.PUBLICATION, 6, epsilon=epsilon)
+    rng.prefetch(slots, Phase.DISSIMILARITY, epsilon=epsilon)
+    for s, vector, scalar in zip(slots.tolist(), vectors, scalars):
+        assert rng.discrete_laplace(s, Phase.PUBLICATION, epsilon, 6).tolist() == vector.tolist()
+        assert rng.discrete_laplace(s, Phase.PUBLICATION, epsilon, 2).tolist() == vector[:2].tolist()
+        assert rng.discrete_laplace(s, Phase.DISSIMILARITY, epsilon) == scalar
+    fresh = DerivedRandomness(SecretKey.from_seed(4), "ahead")
+    assert rng.discrete_laplace(3, Phase.PUBLICATION, epsilon, 6).tolist() == \
+        fresh.discrete_laplace(3, Phase.PUBLICATION, epsilon, 6).tolist()  # slot 3 was not prefetched
+    rng.forget()
+    assert not rng._prefetched
+
+
+def test_prefetched_laplace_noise_is_each_slots_own_draw():
+    rng = DerivedRandomness(SecretKey.from_seed(4), "ahead")
+    slots = np.arange(1, 40)
+    vectors = [rng.laplace(int(s), Phase.PUBLICATION, 2.5, 5) for s in slots]
+    scalars = [rng.laplace(int(s), Phase.DISSIMILARITY, 0.1) for s in slots]  # value 0 by Python's math.log
+    rng.prefetch(slots, Phase.PUBLICATION, 5, scale=2.5)
+    rng.prefetch(slots, Phase.DISSIMILARITY, scale=0.1)
+    assert all(np.array_equal(rng.laplace(int(s), Phase.PUBLICATION, 2.5, 5), v) for s, v in zip(slots, vectors))
+    assert [rng.laplace(int(s), Phase.DISSIMILARITY, 0.1) for s in slots] == scalars
+    with pytest.raises(ValueError, match="epsilon"):
+        rng.prefetch(slots, Phase.PUBLICATION, 5)

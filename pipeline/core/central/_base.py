@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+import itertools
+from typing import Any, Callable, Iterable, Protocol
 
 import numpy as np
 
@@ -17,12 +18,19 @@ __all__ = ["CentralMechanism", "AdaptiveCentralMechanism"]
 
 DecisionOverride = Callable[[int], "bool | None"]
 
+# run() steps a stream in chunks of about this many counts, each chunk's noise drawn ahead in one batch
+_CHUNK_VALUES = 1 << 16
+
 
 class SlotDissimilarity(Protocol):
-    """M1 of a central mechanism: a slot's private dissimilarity to the last release."""
+    """M1 of a central mechanism: a slot's private dissimilarity to the last release (``whole``: both are
+    known to be whole numbers, so discrete noise need not check them)."""
 
     def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray,
-                randomness: DerivedRandomness) -> Dissimilarity: ...
+                randomness: DerivedRandomness, *, whole: bool = False) -> Dissimilarity: ...
+
+    def prefetch(self, slots: np.ndarray, randomness: DerivedRandomness) -> None:
+        """Draw the noise ``measure`` takes at every one of ``slots`` ahead (in one batch)."""
 
 
 class CentralMechanism(Mechanism):
@@ -86,19 +94,68 @@ class CentralMechanism(Mechanism):
         counts = self._check(counts)
         return self._advance(counts, self._measure(counts))
 
+    def run(self, stream: Iterable) -> list[StepResult]:
+        """``step`` over every slot of a finite stream, with the same releases, faster: the slots are
+        checked a chunk at a time, and the noise the chunk will certainly draw is drawn ahead in one
+        batch (:meth:`~wevent.core.randomness.DerivedRandomness.prefetch`, value for value what each
+        slot's own draw gives)."""
+        results: list[StepResult] = []
+        rows = max(1, _CHUNK_VALUES // self.domain_size)
+        if isinstance(stream, np.ndarray):
+            chunks: Iterable = (stream[i:i + rows] for i in range(0, len(stream), rows))
+        else:
+            slots = iter(stream)
+            chunks = iter(lambda: list(itertools.islice(slots, rows)), [])
+        for chunk in chunks:
+            counts = self._check_slots(chunk)
+            self._prefetch(np.arange(self.slot + 1, self.slot + 1 + len(counts)))
+            try:
+                for row in counts:
+                    results.append(self._advance(row, self._measure(row)))
+            finally:
+                self.randomness.forget()
+        return results
+
     def _check(self, counts) -> np.ndarray:
         """One slot's input, validated (a histogram of ``d`` finite counts here; whole ones for discrete noise)."""
         counts = check_counts(counts, self.domain_size)
+        self._check_values(counts)
+        return counts
+
+    def _check_slots(self, counts) -> np.ndarray:
+        """The inputs of consecutive slots, validated together: :meth:`_check` of each."""
+        try:
+            array = np.asarray(counts, dtype=float)
+        except (TypeError, ValueError):  # rows of different lengths, or not numbers
+            array = np.zeros(0)
+        if array.ndim != 2 or array.shape[1] != self.domain_size or not np.isfinite(array.sum()):
+            return np.stack([self._check(row) for row in counts])  # one at a time: the error names the problem
+        self._check_values(array)
+        return array
+
+    def _check_values(self, counts: np.ndarray) -> None:
         if self.noise == "discrete":
             check_whole(counts, "counts")
             if counts.size and max(counts.max(), -counts.min()) >= 2.0**62:  # their sum with the noise is int64
                 raise ParameterError("noise 'discrete' needs counts below 2^62 in magnitude")
-        return counts
+
+    def _prefetch(self, slots: np.ndarray) -> None:
+        """Draw ahead the noise that ``slots`` will certainly draw (M1's, by default)."""
+        if self.dissimilarity_measure is not None:
+            self.dissimilarity_measure.prefetch(slots, self.randomness)
+
+    def _prefetch_noise(self, slots: np.ndarray, phase: Phase, epsilon: float, size: int) -> None:
+        """Draw ahead the noise :meth:`_noisy` adds at ``epsilon`` to up to ``size`` values at ``slots``."""
+        if self.noise == "discrete":
+            self.randomness.prefetch(slots, phase, size, epsilon=epsilon)
+        else:
+            self.randomness.prefetch(slots, phase, size, scale=1.0 / epsilon)
 
     def _measure(self, counts: np.ndarray) -> Dissimilarity | None:
         if self.dissimilarity_measure is None:
             return None
-        return self.dissimilarity_measure.measure(self.slot + 1, counts, self.last_release, self.randomness)
+        # counts were checked, and the releases are the mechanism's own: whole numbers when the noise is
+        return self.dissimilarity_measure.measure(self.slot + 1, counts, self.last_release, self.randomness, whole=True)
 
     def _advance(self, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> StepResult:
         result = self._publish(self.slot + 1, counts, dissimilarity)
@@ -139,11 +196,13 @@ class CentralMechanism(Mechanism):
         return values + self.randomness.laplace(slot, phase, 1.0 / epsilon, values.size)
 
     def _release(self, values: np.ndarray) -> np.ndarray:
-        """Make ``values`` the last release, post-processed if asked (``clamp_round``)."""
+        """Make ``values``, a new float array, the last release, post-processed if asked (``clamp_round``).
+        It is frozen as it is, not copied: nothing else may hold it."""
         if self.clamp_round:
             values = np.rint(np.maximum(values, 0.0))
-        self.last_release = self._freeze(values)
-        return self.last_release
+        values.flags.writeable = False  # releases are shared between slots and subscribers
+        self.last_release = values
+        return values
 
     def _result(self, slot, strategy, eps2, dissimilarity=None, threshold=None) -> StepResult:
         return StepResult(
@@ -176,6 +235,8 @@ class CentralMechanism(Mechanism):
 
     def _load(self, dynamic: dict[str, Any]) -> None:
         self.last_release = self._freeze(dynamic["last_release"])
+        if self.noise == "discrete" and self.dissimilarity_measure is not None:
+            check_whole(self.last_release, "releases")  # M1's distance is then an integer query
 
 
 class AdaptiveCentralMechanism(CentralMechanism):

@@ -183,6 +183,11 @@ class AdaPub(CentralMechanism):
         self._release(self.grouper.smoothed("median"))
         return StepResult(slot, self.last_release, Strategy.PUBLISH, self.eps_c, self.eps_p)
 
+    def _prefetch(self, slots: np.ndarray) -> None:
+        # a slot's sums are of its groups of bins, at most d: the first values of d drawn ahead
+        self._prefetch_noise(slots, Phase.PUBLICATION, self.eps_p, self.domain_size)
+        self.grouper.prefetch(slots, self.randomness)
+
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "grouping_share": self.grouping_share, "pivots": self.pivots,
                 "kp": self.pid.kp, "ki": self.pid.ki, "kd": self.pid.kd, "integral_window": self.pid.integral_window,

@@ -58,12 +58,14 @@ def check_whole(values: np.ndarray, what: str) -> None:
 
 
 def private_mean_distance(counts: np.ndarray, last_release: np.ndarray, epsilon: float, noise: str,
-                          randomness: DerivedRandomness, slot: int) -> float:
-    """``(1/d) sum_j |r[j] - c[j]|`` plus ``epsilon``-DP noise for sensitivity ``1/d`` (module docstring)."""
+                          randomness: DerivedRandomness, slot: int, whole: bool = False) -> float:
+    """``(1/d) sum_j |r[j] - c[j]|`` plus ``epsilon``-DP noise for sensitivity ``1/d`` (module docstring);
+    ``whole``: the caller knows counts and releases to be whole numbers (discrete noise checks them otherwise)."""
     difference = last_release - counts
     domain_size = difference.size
     if noise == "discrete":
-        check_whole(difference, "counts and releases")
+        if not whole:
+            check_whole(difference, "counts and releases")
         distance = min(float(np.abs(difference).sum()), _EXACT_DISTANCE)
         return (int(distance) + randomness.discrete_laplace(slot, Phase.DISSIMILARITY, epsilon)) / domain_size
     scale = (1.0 / domain_size) / epsilon
@@ -107,6 +109,14 @@ class DissimilarityMeasure:
         """The exact (non-private) dissimilarity; the divisor is d even where bins are zero."""
         return float(np.abs(last_release - counts).sum()) / self.domain_size
 
-    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray, randomness: DerivedRandomness) -> Dissimilarity:
-        value = private_mean_distance(counts, last_release, self.eps1, self.noise, randomness, slot)
+    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray, randomness: DerivedRandomness, *,
+                whole: bool = False) -> Dissimilarity:
+        value = private_mean_distance(counts, last_release, self.eps1, self.noise, randomness, slot, whole)
         return Dissimilarity(slot, value, self.eps1, self.scale)
+
+    def prefetch(self, slots: np.ndarray, randomness: DerivedRandomness) -> None:
+        """Draw the noise of :meth:`measure` at every one of ``slots`` ahead, in one batch."""
+        if self.noise == "discrete":
+            randomness.prefetch(slots, Phase.DISSIMILARITY, epsilon=self.eps1)
+        else:
+            randomness.prefetch(slots, Phase.DISSIMILARITY, scale=self.scale)

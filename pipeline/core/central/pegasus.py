@@ -10,7 +10,7 @@ import numpy as np
 
 from ..base import StepResult, Strategy
 from ..options import Option
-from ..randomness import DerivedRandomness
+from ..randomness import DerivedRandomness, Phase
 from ..validation import ParameterError, check_positive
 from ._base import CentralMechanism, DecisionOverride
 from .time_groups import GROUP_OPTIONS, SMOOTHERS, DeviationGrouper, check_smoother
@@ -146,6 +146,10 @@ class PeGaSus(CentralMechanism):
         self.grouper.step(slot, counts, noisy, np.full(self.domain_size, self.threshold), self.randomness)
         self._release(self.grouper.smoothed(self.smoother))
         return StepResult(slot, self.last_release, Strategy.PUBLISH, self.eps_g, self.eps_p)
+
+    def _prefetch(self, slots: np.ndarray) -> None:
+        self._prefetch_noise(slots, Phase.PUBLICATION, self.eps_p, self.domain_size)
+        self.grouper.prefetch(slots, self.randomness)
 
     def _params(self) -> dict[str, Any]:
         return {**super()._params(), "grouper_share": self.grouper_share, "threshold": self.threshold,

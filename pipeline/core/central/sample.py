@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import StepResult, Strategy
+from ..randomness import Phase
 from ._base import CentralMechanism
 
 __all__ = ["Sample"]
@@ -63,3 +64,6 @@ class Sample(CentralMechanism):
             self._fresh(slot, counts, self.epsilon)
             return self._result(slot, Strategy.PUBLISH, self.epsilon)
         return self._repeat(slot, Strategy.NOT_SAMPLED)
+
+    def _prefetch(self, slots: np.ndarray) -> None:
+        self._prefetch_noise(slots[(slots - 1) % self.window == 0], Phase.PUBLICATION, self.epsilon, self.domain_size)

@@ -92,6 +92,13 @@ class DeviationGrouper:
         self.offset = np.where(testing, self.offset, draw)  # a new open group draws its rho
         self.open = joins | ~testing
 
+    def prefetch(self, slots: np.ndarray, randomness: DerivedRandomness) -> None:
+        """Draw the noise of :meth:`step` at every one of ``slots`` ahead, in one batch."""
+        if self.noise == "discrete":
+            randomness.prefetch(slots, Phase.DISSIMILARITY, self.counts.shape[0], epsilon=self.epsilon / 3)
+        else:
+            randomness.prefetch(slots, Phase.DISSIMILARITY, self.counts.shape[0], scale=3.0 / self.epsilon)
+
     def smoothed(self, how: str) -> np.ndarray:
         """Every bin's smoothed value from its group's noisy counts, the newest one included."""
         members = np.arange(self.limit) < self.sizes[:, None]

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..base import StepResult, Strategy
 from ..exact import divide
+from ..randomness import Phase
 from ._base import CentralMechanism
 
 __all__ = ["Uniform"]
@@ -65,5 +66,9 @@ class Uniform(CentralMechanism):
         return self.epsilon
 
     def _publish(self, slot: int, counts: np.ndarray, dissimilarity) -> StepResult:
-        self._fresh(slot, counts, self.slot_budget)
-        return self._result(slot, Strategy.PUBLISH, self.slot_budget)
+        budget = self.slot_budget
+        self._fresh(slot, counts, budget)
+        return self._result(slot, Strategy.PUBLISH, budget)
+
+    def _prefetch(self, slots: np.ndarray) -> None:
+        self._prefetch_noise(slots, Phase.PUBLICATION, self.slot_budget, self.domain_size)

@@ -66,9 +66,8 @@ class IntervalTree:
         """The maximal aligned dyadic blocks that tile ``[l, r]``, left to right."""
         blocks = []
         while l <= r:
-            size = 1 << min(self.levels - 1, ((l - 1) & -(l - 1)).bit_length() - 1 if l > 1 else self.levels - 1)
-            while l + size - 1 > r:
-                size >>= 1
+            aligned = min(self.levels - 1, ((l - 1) & -(l - 1)).bit_length() - 1 if l > 1 else self.levels - 1)
+            size = 1 << min(aligned, (r - l + 1).bit_length() - 1)  # the largest aligned block within [l, r]
             blocks.append((l, l + size - 1))
             l += size
         return blocks
@@ -79,6 +78,7 @@ class IntervalTree:
         if not max(1, t - self.window + 1) <= l <= r <= t:
             raise ParameterError(f"range {l}..{r} is outside the window {max(1, t - self.window + 1)}..{t}")
         p = self._sums.decay
-        weights = np.array([p ** (t - end) for _, end in self.blocks(l, r)])
-        values = np.array([self._released[(end - start + 1).bit_length() - 1][end] for start, end in self.blocks(l, r)])
+        blocks = self.blocks(l, r)
+        weights = np.array([p ** (t - end) for _, end in blocks])
+        values = np.array([self._released[(end - start + 1).bit_length() - 1][end] for start, end in blocks])
         return float(weights @ values), math.sqrt(2.0 * float(weights @ weights)) * self.scale

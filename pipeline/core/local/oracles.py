@@ -14,6 +14,8 @@ HybridMechanism(epsilon=1.0, bound=10.0)
 
 from __future__ import annotations
 
+import functools
+
 from ..validation import ParameterError
 from .adaptive import choose
 from .grr import GRR
@@ -26,9 +28,13 @@ __all__ = ["make_oracle", "ORACLE_NAMES"]
 ORACLE_NAMES = ("ada", "grr", "oue", "hm")
 
 
+@functools.lru_cache(maxsize=1024)
 def make_oracle(name: str, epsilon: float, domain_size: int, *, bound: float | None = None,
                 var_mode: str = "exact_avg") -> LocalOracle:
-    """The oracle ``name`` (``ada`` resolved at ``epsilon``) for a domain of ``domain_size``."""
+    """The oracle ``name`` (``ada`` resolved at ``epsilon``) for a domain of ``domain_size``.
+
+    Oracles hold only what their parameters fix, so one is made per parameters and shared (a
+    local slot asks for the same one up to five times, and a stream's budgets recur)."""
     if name == "ada":
         name = choose(epsilon, domain_size)
     if name == "grr":

@@ -71,7 +71,15 @@ class DissimilarityCalculation:
         """The mean absolute distance of the kept users' histogram to the last release (over all d bins)."""
         return float(np.abs(last_release - kept.sum(axis=0)).sum()) / self.domain_size
 
-    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray, randomness: DerivedRandomness) -> Dissimilarity:
+    def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray, randomness: DerivedRandomness, *,
+                whole: bool = False) -> Dissimilarity:
         kept = self.sampler(counts, self.probabilities, randomness, slot, Phase.SAMPLE_DISSIMILARITY)
-        value = private_mean_distance(kept.sum(axis=0), last_release, self.theta, self.noise, randomness, slot)
+        value = private_mean_distance(kept.sum(axis=0), last_release, self.theta, self.noise, randomness, slot, whole)
         return Dissimilarity(slot, value, self.theta, self.scale)
+
+    def prefetch(self, slots: np.ndarray, randomness: DerivedRandomness) -> None:
+        """Draw the noise of :meth:`measure` at every one of ``slots`` ahead, in one batch."""
+        if self.noise == "discrete":
+            randomness.prefetch(slots, Phase.DISSIMILARITY, epsilon=self.theta)
+        else:
+            randomness.prefetch(slots, Phase.DISSIMILARITY, scale=self.scale)

@@ -57,6 +57,7 @@ class PersonalizedLedger:
         self._slots: list[int] = []
         self._eps1: list[np.ndarray] = []
         self._eps2: list[np.ndarray] = []
+        self._matrices: dict[str, ChargeMatrix] = {}  # the exact sums of each part, until the next slot
 
     @classmethod
     def for_mechanism(cls, mechanism) -> "PersonalizedLedger":
@@ -80,6 +81,7 @@ class PersonalizedLedger:
         self._slots.append(int(slot))
         self._eps1.append(eps1)
         self._eps2.append(eps2)
+        self._matrices.clear()
 
     def _matrix(self, rows: list[np.ndarray]) -> np.ndarray:
         return np.array(rows, dtype=float).reshape(len(rows), self.windows.size)
@@ -99,8 +101,11 @@ class PersonalizedLedger:
         return self.eps1 + self.eps2
 
     def _matrix_of(self, part: str = "total") -> ChargeMatrix:
-        parts = {"total": (self.eps1, self.eps2), "eps1": (self.eps1,), "eps2": (self.eps2,)}[part]
-        return ChargeMatrix(parts, self.windows, self.epsilons)  # one pass per type, not per user
+        """The exact window sums of ``part``, kept until the next slot (a summary reads them several times)."""
+        if part not in self._matrices:
+            parts = {"total": (self.eps1, self.eps2), "eps1": (self.eps1,), "eps2": (self.eps2,)}[part]
+            self._matrices[part] = ChargeMatrix(parts, self.windows, self.epsilons)  # one pass per type, not per user
+        return self._matrices[part]
 
     def type_window_spend(self, part: str = "total") -> np.ndarray:
         """``(slots, types)``: each type's spend over its own window ending at each slot, exact and

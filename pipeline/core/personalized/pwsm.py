@@ -234,6 +234,14 @@ class PersonalizedMechanism(CentralMechanism):
             raise ParameterError(f"type {k} has {int(reporting[k])} users in this slot but only {int(self.types.sizes[k])} registered")
         return array
 
+    def _check_slots(self, counts) -> np.ndarray:
+        """The matrices of consecutive slots, checked together: :meth:`_check` of each."""
+        array = np.asarray(counts)
+        if (array.ndim != 3 or array.shape[1:] != (self.types.count, self.domain_size) or array.dtype.kind not in "iu"
+                or (array.size and array.min() < 0) or (array.sum(axis=2) > self.types.sizes).any()):
+            return np.stack([self._check(c) for c in counts])  # one at a time: the error names the slot's problem
+        return array
+
     # --- state ---------------------------------------------------------------------------------
     def _params(self) -> dict[str, Any]:
         return {

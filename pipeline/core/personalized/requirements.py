@@ -30,6 +30,7 @@ groups that each draw one ``eps`` and, independently, one ``w`` uniformly (:func
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,31 +109,37 @@ class RequirementTypes:
     def count(self) -> int:
         return int(self.windows.size)
 
-    @property
+    @functools.cached_property
     def grids(self) -> np.ndarray:
         """Every type's grid: every budget charged to a type is a multiple of it
         (:func:`~wevent.core.exact.grid` of ``eps_k``), so its sums within ``eps_k`` are exact."""
-        return grid(self.epsilons)
+        return _frozen(grid(self.epsilons))
 
-    @property
+    @functools.cached_property
     def dissimilarity_budgets(self) -> np.ndarray:
         """``e1_k = eps_k / (2 w_k)``, rounded down onto the type's grid: what DC charges every slot
         (Alg. 4-5, line 2)."""
-        return divide(self.epsilons, 2 * self.windows)
+        return _frozen(divide(self.epsilons, 2 * self.windows))
 
-    @property
+    @functools.cached_property
     def publication_pools(self) -> np.ndarray:
         """What every window leaves for publications: ``eps_k / 2`` (``w_k e1_k`` is at most the
         other half).
 
         Computed as BD/BA compute theirs so that identical users reproduce them bit for bit.
         """
-        return divide(self.epsilons, 2)
+        return _frozen(divide(self.epsilons, 2))
 
     @property
     def strictest(self) -> tuple[int, float]:
         """``(max w, min eps)``: the one pair BD/BA must use to satisfy every user."""
         return int(self.windows.max()), float(self.epsilons.min())
+
+
+def _frozen(values: np.ndarray) -> np.ndarray:
+    """A budget array computed once per type table and shared: read-only."""
+    values.flags.writeable = False
+    return values
 
 
 def type_histogram(values: np.ndarray, user_types: np.ndarray, type_count: int, domain_size: int) -> np.ndarray:
@@ -157,6 +164,7 @@ def type_histogram(values: np.ndarray, user_types: np.ndarray, type_count: int, 
         exact = np.float32 if users < 2**24 else np.float64
         membership = np.zeros((users, type_count), dtype=exact)
         membership[np.arange(users), user_types] = 1
+        sizes = np.bincount(user_types, minlength=type_count)
     step = max(1, _VALUES_PER_CHUNK // max(1, users))
     for start in range(0, rows.shape[0] if values.size else 0, step):  # chunks bound the temporaries
         chunk = rows[start : start + step]
@@ -164,8 +172,11 @@ def type_histogram(values: np.ndarray, user_types: np.ndarray, type_count: int, 
         if highest >= domain_size or lowest < ABSENT:
             raise ParameterError(f"user values must lie in 0..{domain_size - 1} (or {ABSENT} for absent)")
         if few_values:
-            for value in range(domain_size):
+            rest = lowest > ABSENT  # no absent user: value 0 is what the other values leave of every type
+            for value in range(1 if rest else 0, domain_size):
                 counts[start : start + len(chunk), :, value] = (chunk == value).astype(exact) @ membership
+            if rest:
+                counts[start : start + len(chunk), :, 0] = sizes - counts[start : start + len(chunk), :, 1:].sum(axis=2)
             continue
         cells = type_count * domain_size
         flat = (user_types * domain_size + chunk) + (np.arange(len(chunk)) * cells)[:, None]

@@ -96,10 +96,9 @@ class PersonalizedRun(SimulationRun):
 
 def simulate_personalized(mechanism, type_counts: Iterable[np.ndarray],
                           progress: Callable[[Iterable], Iterable] | None = None) -> PersonalizedRun:
-    """Step ``mechanism`` through every slot's ``(types, d)`` matrix; the truth is each column sum."""
-    rows = progress(type_counts) if progress is not None else type_counts
-    results, truth = [], []
-    for counts in rows:
-        results.append(mechanism.step(counts))
-        truth.append(np.asarray(counts).sum(axis=0))
-    return PersonalizedRun(mechanism, results, np.array(truth, dtype=float).reshape(len(truth), mechanism.domain_size))
+    """Step ``mechanism`` through every slot's ``(types, d)`` matrix (:meth:`~wevent.core.base.Mechanism.run`);
+    the truth is each column sum."""
+    slots = type_counts if isinstance(type_counts, np.ndarray) else [np.asarray(c) for c in type_counts]
+    results = mechanism.run(progress(slots) if progress is not None else slots)
+    truth = np.array([c.sum(axis=0) for c in slots] if isinstance(slots, list) else slots.sum(axis=1), dtype=float)
+    return PersonalizedRun(mechanism, results, truth.reshape(len(results), mechanism.domain_size))
