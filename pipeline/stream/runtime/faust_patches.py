@@ -4,6 +4,7 @@
   applied, not from the group's committed offset, and every one of its sources is sought there
   before the first record (resume after seek); and under exactly-once, a worker recovers the
   tables of the partitions it takes over (it asks the broker where their changelogs end).
+  Every seek runs in the Kafka consumer's own thread, where its fetches are read.
 - :func:`shorten_fetch_wait`: on the embedded tansu broker, the consumer's fetches wait 20 ms
   for data, not Faust's 1.5 s.
 - :class:`InputGaps`: on tansu, an offset a fetch passed over is read again, not lost.
@@ -87,6 +88,14 @@ class StatePositionedApp(faust.App):
             return await thread.call_thread(end_offsets, list(partitions))
 
         consumer.highwaters = changelog_ends
+
+        async def seek_in_consumer_thread(tp: TP, offset: int) -> None:
+            # Faust seeks from the event loop's thread, but aiokafka's seek drops the partition's
+            # fetched records while the consumer's own thread may be reading them (a KeyError
+            # that crashed the fetcher): so the seek runs in the consumer's thread.
+            await thread.call_thread(thread.seek, tp, offset)
+
+        consumer._seek = seek_in_consumer_thread
         seek_to_committed = consumer.seek_to_committed
         resume_partitions = consumer.resume_partitions
         held: set[TP] = set()  # stateful sources Faust resumed before they were sought
