@@ -296,3 +296,12 @@ def test_chart_default_stream_config_loads_like_wevent_run_config(tmp_path):
     config = load_config(path)
     assert [s.name for s in config.streams] == [s["name"] for s in values["config"]["streams"]]
     assert config.report_partitions == values["config"]["report_partitions"]
+
+
+def test_the_notes_subscribe_with_the_release_key():
+    """`wevent subscribe` refuses to run without a key to verify with: the install notes give it one."""
+    lines = (CHART / "templates" / "NOTES.txt").read_text().splitlines()
+    commands = [i for i, line in enumerate(lines) if line.strip().startswith("wevent subscribe")]
+    assert len(commands) == 2  # with releasePublicKey set, and without
+    for i in commands:
+        assert "--release-key {{ .Values.releasePublicKey }}" in lines[i] or "wevent keys)" in lines[i - 1]
