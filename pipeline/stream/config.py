@@ -148,7 +148,9 @@ class StreamConfig:
     def budget(self) -> Budget | None:
         """The stream's window budget and its shares, settled once (None for a personalized stream,
         whose users each have their own): records, metrics and alerts carry it as it is."""
-        return None if self.epsilon is None else Budget(self.epsilon, self.window, self.reserved_epsilon)
+        if self.epsilon is None or self.window is None:  # both or neither: a personalized stream has neither
+            return None
+        return Budget(self.epsilon, self.window, self.reserved_epsilon)
 
     @property
     def idle_seconds(self) -> float:

@@ -179,6 +179,7 @@ def parse_properties(text: str) -> dict[str, str]:
     out = {}
     for line in _logical_lines(text):
         found = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:]?\s*(.*)\Z", line, re.DOTALL)
+        assert found is not None  # every part of the pattern is optional: it matches every line
         key, value = found.group(1), found.group(2)
         out[_unescape(key)] = _unescape(value)
     return out
@@ -215,9 +216,9 @@ def _jaas(given: Given) -> dict[str, Given]:
         raise UsageError(f"{given.label} uses {module}: only the PLAIN, SCRAM and OAUTHBEARER login modules "
                          f"({', '.join(m.rpartition('.')[2] for m in LOGIN_MODULES)}) are taken")
     options = {}
-    for option in _JAAS_OPTION.finditer(options_text):
-        value = option.group(2)
-        options[option.group(1)] = re.sub(r"\\(.)", r"\1", value[1:-1]) if value[:1] in "\"'" else value
+    for pair in _JAAS_OPTION.finditer(options_text):
+        value = pair.group(2)
+        options[pair.group(1)] = re.sub(r"\\(.)", r"\1", value[1:-1]) if value[:1] in "\"'" else value
     if _JAAS_OPTION.sub("", options_text).strip():
         raise UsageError(f"{given.label}: cannot read its options (key=\"value\" pairs)")
     out: dict[str, Given] = {}
