@@ -192,6 +192,10 @@ class AppConfig:
     def stream(self, name: str) -> StreamConfig | None:
         return self._by_name.get(name)
 
+    def known_stream(self, name: str) -> StreamConfig:
+        """The stream ``name`` of a message already routed to it (KeyError for no such stream)."""
+        return self._by_name[name]
+
     @property
     def _by_name(self) -> dict[str, StreamConfig]:
         return {s.name: s for s in self.streams}
