@@ -120,5 +120,5 @@ def _reports_in(raw: bytes, topic: str) -> tuple[object, int]:
             return message.stream, (message.users.size if isinstance(message, ReportBatch) else 0)
         internal = decode_message(raw)
         return internal.stream, (int(internal.users.size) if isinstance(internal, ReportsMessage) else 0)
-    except Exception:  # as unreadable here as it was to the processor: one report of no known stream
+    except Exception:  # noqa: BLE001 - as unreadable here as it was to the processor: one report of no known stream
         return None, 1

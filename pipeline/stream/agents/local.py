@@ -7,7 +7,7 @@ from typing import cast
 
 import numpy as np
 
-from ...core.local._base import LocalMechanism
+from ...core.local._base import LocalMechanism, dissimilarity_of
 from ...core.local.protocol import LocalDissimilarity, Request
 from ...core.local.user_sets import users_to_text
 from ...core.randomness import DerivedRandomness
@@ -59,8 +59,6 @@ class LocalLogic(StreamLogic):
 
     def measure_support(self, request: Request, support, n: int, last_release) -> LocalDissimilarity:
         """M1: the dissimilarity of a phase-1 support."""
-        from ...core.local._base import dissimilarity_of
-
         return dissimilarity_of(request, support, n, np.asarray(last_release, dtype=float), self._template.var_mode)
 
     def record(self, mechanism, result, group_window_spend, slot_start=0.0, slot_end=0.0):

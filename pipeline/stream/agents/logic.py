@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core import packing
 from ...core.accounting import WindowSpend
-from ...core.base import Mechanism, StepResult
+from ...core.base import Mechanism, StepResult, restore
 from ...core.central import Dissimilarity
 from ...core.accounting import Budget
 from ...core.randomness import DerivedRandomness
@@ -79,8 +79,6 @@ class StreamLogic:
     def restore(self, blob: bytes, parts) -> Mechanism:
         """The mechanism whose state's head is ``blob`` and whose ``parts`` (a mapping from key to
         bytes) hold its large values (:func:`~wevent.core.packing.pack_split`)."""
-        from ...core.base import restore
-
         return restore(blob, self.randomness, parts=parts)
 
     def parameters_changed(self, mechanism: Mechanism) -> str | None:

@@ -6,7 +6,7 @@ from typing import cast
 
 import numpy as np
 
-from ...core.personalized import PersonalizedMechanism
+from ...core.personalized import PersonalizedMechanism, Requirements, generate
 from ...core.randomness import DerivedRandomness
 from ...core.registry import mechanisms
 from ...core.validation import ParameterError
@@ -66,8 +66,6 @@ class PersonalizedLogic(CentralLogic):
 
 
 def load_requirements(stream: StreamConfig):
-    from ...core.personalized import Requirements, generate
-
     spec = stream.requirements  # a CSV path or generation settings, typed by the config
     where = f"stream {stream.name!r}"
     try:
