@@ -37,6 +37,7 @@ import numpy as np
 
 from ..core.accounting import ChargeMatrix, WindowSpend
 from ..core.local.user_sets import UserSetError, users_from_text
+from ..core.registry import mechanisms
 from .wire.format import DecodeError, check_version
 
 __all__ = ["Finding", "MalformedRecord", "read_jsonl", "read_lines", "verify"]
@@ -206,8 +207,6 @@ def _kind(record: dict) -> str:
 @functools.lru_cache(maxsize=None)
 def _central(mechanism: str) -> bool:
     """Whether a central mechanism (a release record's eps1/eps2 are then what every user paid)."""
-    from ..core.registry import mechanisms
-
     cls = mechanisms().get(mechanism)
     return cls is not None and cls.model == "central"
 

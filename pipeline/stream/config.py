@@ -118,7 +118,7 @@ class StreamConfig:
     @property
     def block_size(self) -> int:
         """Users per device block (local model)."""
-        from ..core.local.device_reports import DEFAULT_BLOCK_SIZE
+        from ..core.local.device_reports import DEFAULT_BLOCK_SIZE  # noqa: PLC0415 - the local model, for its streams
 
         return self.options.get("block_size", DEFAULT_BLOCK_SIZE)
 
@@ -134,7 +134,7 @@ class StreamConfig:
 
     @property
     def query_settings(self):
-        from .query_settings import QuerySettings  # the decayed core, only for streams with a query index
+        from .query_settings import QuerySettings  # noqa: PLC0415 - the decayed core, for streams with a query index
 
         return QuerySettings.parse(self.query, f"stream {self.name!r}") if self.query is not None else None
 
@@ -252,7 +252,7 @@ def _stream(raw, index: int) -> StreamConfig:
     except ParameterError as exc:  # the query settings' own checks name the stream already
         raise ConfigError(str(exc)) from None
     if settings is not None:
-        from .query_settings import unindexable
+        from .query_settings import unindexable  # noqa: PLC0415 - the decayed core, for streams with a query index
 
         reason = unindexable(mechanism)
         if reason:
@@ -328,7 +328,7 @@ def _read(path: Path):
 
 
 def _load_yaml(data: bytes):
-    import yaml
+    import yaml  # noqa: PLC0415 - PyYAML, for YAML configs only
 
     try:
         return yaml.safe_load(data)

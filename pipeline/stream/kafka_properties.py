@@ -311,7 +311,7 @@ def normalise(raw: Mapping[str, object], where: str) -> dict[str, Given]:
 # --- the merged properties, checked -------------------------------------------------------------------
 def _reason(exc: OSError) -> str:
     """A TLS or file error in a few words: OpenSSL's reason (``KEY_VALUES_MISMATCH``) or the system's."""
-    import ssl
+    import ssl  # noqa: PLC0415 - OpenSSL loads only where TLS is configured
 
     if isinstance(exc, ssl.SSLError):
         return exc.reason or "not PEM, or an encrypted key without its password"
@@ -407,7 +407,7 @@ class KafkaCredentials:
 
     def ssl_context(self):
         """The TLS context of Python clients (Faust's), or None without TLS; UsageError for bad files."""
-        import ssl
+        import ssl  # noqa: PLC0415 - OpenSSL loads only where TLS is configured
 
         if not self.tls:
             return None
