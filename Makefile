@@ -11,7 +11,7 @@ PIP := $(PY) -m pip --disable-pip-version-check
 
 setup-run: $(VENV)/.installed-run
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed $(VENV)/typecheck/wevent
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,14 @@ $(VENV)/.installed: pyproject.toml $(VENV)/constraints.txt | $(VENV)/bin/python
 	@echo "installing wevent with its test extra into $(VENV), at the locked versions"
 	$(PIP) install --quiet -c $(VENV)/constraints.txt -e '.[test]'
 	touch $@ $(VENV)/.installed-run
+
+# mypy finds a package by its folder and cannot follow the editable install's import hook, and the
+# import name wevent spans three folders (package-dir in pyproject.toml): this tree of links gives
+# mypy the package under its own name ([tool.mypy] reads it from here). It follows pipeline/'s
+# listing, so a new module there relinks it.
+$(VENV)/typecheck/wevent: pipeline | $(VENV)/bin/python
+	rm -rf $@ && mkdir -p $@
+	ln -s $(CURDIR)/pipeline/* $(CURDIR)/producers $(CURDIR)/topologies $@/
 
 # What tests/deploy runs besides Python: Debian's docker-compose (`docker-compose config`) and
 # prometheus (promtool, the server) when missing, and the real helm at a pinned release, built

@@ -313,7 +313,7 @@ def _parse_numbers(buffer, start, end, allow_dot: bool):
     if allow_dot:
         fraction_digits = (is_digit & np.logical_or.accumulate(is_dot, axis=0)).sum(axis=0)
         values = np.where(negative, -1.0, 1.0) * (mantissa / 10.0**fraction_digits)
-        parse = float
+        parse: type[float] | type[int] = float
     else:
         values = np.where(negative, -mantissa, mantissa)
         parse = int

@@ -64,7 +64,8 @@ def threshold_color(defaults: dict, value: float) -> str:
     return color
 
 
-def render(dashboard: dict, prometheus: str, streams: list[str], minutes: float, rate_interval: str, out: Path) -> None:
+def render(dashboard: dict,  # noqa: C901 - one pass over the dashboard's panels, a branch per panel kind
+           prometheus: str, streams: list[str], minutes: float, rate_interval: str, out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")

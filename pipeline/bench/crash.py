@@ -162,7 +162,8 @@ class Schedule:
         return cls(sorted(events))
 
 
-def run_trial(seed: int, workdir: Path, *, model: str = "central", mechanism: str | None = None, slots: int = 24,
+def run_trial(seed: int,  # noqa: C901 - one trial's script: start, feed, crash, restart, compare
+              workdir: Path, *, model: str = "central", mechanism: str | None = None, slots: int = 24,
               speed: float = 900.0, horizon: float = 12.0, max_delay: float = 5.0, session_seconds: float = 10.0,
               timeout: float = 150.0, loglevel: str = "warn", settings: Settings = Settings()) -> TrialResult:
     """One trial in ``workdir`` (its config and logs stay there) of ``model``'s mechanism (a central

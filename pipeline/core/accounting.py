@@ -116,7 +116,7 @@ class Budget:
 
 
 def _host_share(total: float, reserved: float) -> float:
-    from .decayed import host_epsilon  # the query index's composition rule, where the index lives
+    from .decayed import host_epsilon  # noqa: PLC0415 - the query index's rule, where the index (importing us) lives
 
     return host_epsilon(total, reserved)
 

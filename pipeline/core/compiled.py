@@ -82,7 +82,7 @@ def _fast_path(words, alpha, beta, start, width, x, missed):
 
 def _compile() -> Callable | None:
     try:
-        import numba
+        import numba  # noqa: PLC0415 - optional: without it the numpy path runs
     except ImportError:
         return None
     return numba.njit(cache=True, nogil=True, error_model="numpy")(_fast_path)

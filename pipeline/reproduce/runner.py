@@ -81,7 +81,7 @@ class _InProcess(concurrent.futures.Executor):
         future: concurrent.futures.Future = concurrent.futures.Future()
         try:
             future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - as an executor does: result() raises it
             future.set_exception(exc)
         return future
 

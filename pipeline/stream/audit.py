@@ -31,12 +31,13 @@ import functools
 import json
 import numbers
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, TypeGuard
 
 import numpy as np
 
 from ..core.accounting import ChargeMatrix, WindowSpend
 from ..core.local.user_sets import UserSetError, users_from_text
+from ..core.registry import mechanisms
 from .wire.format import DecodeError, check_version
 
 __all__ = ["Finding", "MalformedRecord", "read_jsonl", "read_lines", "verify"]
@@ -98,7 +99,8 @@ def verify(records: Iterable[dict], streams: Iterable[str] | None = None, *, fir
             findings.append(Finding(stream, False, f"{stream}: slot {slot}: {conflicts[stream][slot]}"))
             continue
         # an audit record says more than a release record: who was charged, and the reserved share
-        findings.append(_verify_stream(stream, {s: c.get("audit", c.get("release")) for s, c in slots.items()},
+        findings.append(_verify_stream(stream, {s: c["audit"] if "audit" in c else c["release"]
+                                                for s, c in slots.items()},
                                        first, last))
     return findings
 
@@ -132,7 +134,9 @@ def _release_against_audit(release: dict | None, audit: dict | None) -> str | No
     fields = [*_SHARED_FIELDS, *(("epsilon",) if not audit.get("reserved") else ())]
     if any(release.get(f, _MISSING) != audit.get(f, _MISSING) for f in fields):
         return f"the release and the audit record disagree on {_first_difference(release, audit, fields)}"
-    extras = release.get("extras") if isinstance(release.get("extras"), dict) else {}
+    extras = release.get("extras")
+    if not isinstance(extras, dict):
+        extras = {}
     parts, charges = (extras.get("type_eps1"), extras.get("type_eps2")), audit.get("charges")
     if all(isinstance(p, list) for p in parts) and isinstance(charges, list):
         try:
@@ -203,8 +207,6 @@ def _kind(record: dict) -> str:
 @functools.lru_cache(maxsize=None)
 def _central(mechanism: str) -> bool:
     """Whether a central mechanism (a release record's eps1/eps2 are then what every user paid)."""
-    from ..core.registry import mechanisms
-
     cls = mechanisms().get(mechanism)
     return cls is not None and cls.model == "central"
 
@@ -387,7 +389,7 @@ def _as_number(value, where: str) -> float:
     return float(value)
 
 
-def _is_integer(value) -> bool:
+def _is_integer(value) -> TypeGuard[numbers.Integral]:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 

@@ -118,7 +118,7 @@ class StreamConfig:
     @property
     def block_size(self) -> int:
         """Users per device block (local model)."""
-        from ..core.local.device_reports import DEFAULT_BLOCK_SIZE
+        from ..core.local.device_reports import DEFAULT_BLOCK_SIZE  # noqa: PLC0415 - the local model, for its streams
 
         return self.options.get("block_size", DEFAULT_BLOCK_SIZE)
 
@@ -134,7 +134,7 @@ class StreamConfig:
 
     @property
     def query_settings(self):
-        from .query_settings import QuerySettings  # the decayed core, only for streams with a query index
+        from .query_settings import QuerySettings  # noqa: PLC0415 - the decayed core, for streams with a query index
 
         return QuerySettings.parse(self.query, f"stream {self.name!r}") if self.query is not None else None
 
@@ -148,7 +148,9 @@ class StreamConfig:
     def budget(self) -> Budget | None:
         """The stream's window budget and its shares, settled once (None for a personalized stream,
         whose users each have their own): records, metrics and alerts carry it as it is."""
-        return None if self.epsilon is None else Budget(self.epsilon, self.window, self.reserved_epsilon)
+        if self.epsilon is None or self.window is None:  # both or neither: a personalized stream has neither
+            return None
+        return Budget(self.epsilon, self.window, self.reserved_epsilon)
 
     @property
     def idle_seconds(self) -> float:
@@ -189,6 +191,10 @@ class AppConfig:
 
     def stream(self, name: str) -> StreamConfig | None:
         return self._by_name.get(name)
+
+    def known_stream(self, name: str) -> StreamConfig:
+        """The stream ``name`` of a message already routed to it (KeyError for no such stream)."""
+        return self._by_name[name]
 
     @property
     def _by_name(self) -> dict[str, StreamConfig]:
@@ -246,7 +252,7 @@ def _stream(raw, index: int) -> StreamConfig:
     except ParameterError as exc:  # the query settings' own checks name the stream already
         raise ConfigError(str(exc)) from None
     if settings is not None:
-        from .query_settings import unindexable
+        from .query_settings import unindexable  # noqa: PLC0415 - the decayed core, for streams with a query index
 
         reason = unindexable(mechanism)
         if reason:
@@ -322,7 +328,7 @@ def _read(path: Path):
 
 
 def _load_yaml(data: bytes):
-    import yaml
+    import yaml  # noqa: PLC0415 - PyYAML, for YAML configs only
 
     try:
         return yaml.safe_load(data)

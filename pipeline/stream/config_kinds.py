@@ -20,6 +20,7 @@ import math
 import numbers
 import re
 import reprlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,7 +89,7 @@ class Integer(Kind):
         return range_text(self.minimum, self.maximum, False, False)
 
     def json_schema(self):
-        out = {"type": "integer"}
+        out: dict[str, Any] = {"type": "integer"}
         if self.minimum is not None:
             out["minimum"] = self.minimum
         if self.maximum is not None:
@@ -128,7 +129,7 @@ class Number(Kind):
         return range_text(self.minimum, self.maximum, self.open_low, self.open_high)
 
     def json_schema(self):
-        out = {"type": "number"}
+        out: dict[str, Any] = {"type": "number"}
         if self.minimum is not None:
             out["exclusiveMinimum" if self.open_low else "minimum"] = self.minimum
         if self.maximum is not None:
@@ -278,7 +279,7 @@ class ByType(Kind):
         return {"anyOf": [kind.json_schema() for _, kind in self.kinds]}
 
 
-def check_table(value, fields: dict[str, Field], name: str, extra: str = "") -> dict[str, Any]:
+def check_table(value, fields: Mapping[str, Field], name: str, extra: str = "") -> dict[str, Any]:
     """``value`` checked field by field: the given fields only (no defaults are filled in)."""
     where = f"{name}: " if name else ""
     if not isinstance(value, dict):
@@ -295,7 +296,7 @@ def check_table(value, fields: dict[str, Field], name: str, extra: str = "") -> 
     return {k: fields[k].kind.check(v, prefix + k) for k, v in value.items()}
 
 
-def table_json_schema(fields: dict[str, Field]) -> dict:
+def table_json_schema(fields: Mapping[str, Field]) -> dict:
     out: dict[str, Any] = {"type": "object", "additionalProperties": False,
                            "properties": {k: {"description": f.doc, **f.kind.json_schema()} for k, f in fields.items()}}
     required = [k for k, f in fields.items() if f.required]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..core import options as core_options
 from ..core.registry import MODELS, mechanisms
@@ -61,7 +61,8 @@ def stream_option(declared: core_options.Option) -> Option:
     if declared.kind == "boolean":
         kind = BOOLEAN
     elif declared.kind == "integer":
-        kind = Integer(declared.minimum, declared.maximum)
+        # Option.integer takes whole bounds only
+        kind = Integer(cast(int | None, declared.minimum), cast(int | None, declared.maximum))
     elif declared.kind == "number":
         kind = Number(declared.minimum, declared.maximum, declared.open_low, declared.open_high)
     else:

@@ -179,6 +179,7 @@ def parse_properties(text: str) -> dict[str, str]:
     out = {}
     for line in _logical_lines(text):
         found = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:]?\s*(.*)\Z", line, re.DOTALL)
+        assert found is not None  # every part of the pattern is optional: it matches every line
         key, value = found.group(1), found.group(2)
         out[_unescape(key)] = _unescape(value)
     return out
@@ -215,9 +216,9 @@ def _jaas(given: Given) -> dict[str, Given]:
         raise UsageError(f"{given.label} uses {module}: only the PLAIN, SCRAM and OAUTHBEARER login modules "
                          f"({', '.join(m.rpartition('.')[2] for m in LOGIN_MODULES)}) are taken")
     options = {}
-    for option in _JAAS_OPTION.finditer(options_text):
-        value = option.group(2)
-        options[option.group(1)] = re.sub(r"\\(.)", r"\1", value[1:-1]) if value[:1] in "\"'" else value
+    for pair in _JAAS_OPTION.finditer(options_text):
+        value = pair.group(2)
+        options[pair.group(1)] = re.sub(r"\\(.)", r"\1", value[1:-1]) if value[:1] in "\"'" else value
     if _JAAS_OPTION.sub("", options_text).strip():
         raise UsageError(f"{given.label}: cannot read its options (key=\"value\" pairs)")
     out: dict[str, Given] = {}
@@ -310,7 +311,7 @@ def normalise(raw: Mapping[str, object], where: str) -> dict[str, Given]:
 # --- the merged properties, checked -------------------------------------------------------------------
 def _reason(exc: OSError) -> str:
     """A TLS or file error in a few words: OpenSSL's reason (``KEY_VALUES_MISMATCH``) or the system's."""
-    import ssl
+    import ssl  # noqa: PLC0415 - OpenSSL loads only where TLS is configured
 
     if isinstance(exc, ssl.SSLError):
         return exc.reason or "not PEM, or an encrypted key without its password"
@@ -406,7 +407,7 @@ class KafkaCredentials:
 
     def ssl_context(self):
         """The TLS context of Python clients (Faust's), or None without TLS; UsageError for bad files."""
-        import ssl
+        import ssl  # noqa: PLC0415 - OpenSSL loads only where TLS is configured
 
         if not self.tls:
             return None

@@ -140,7 +140,7 @@ class Assembler(Processor):
         return [AssemblerKey(s.name, partition).encode() for s in self.config.streams] if topic == REPORTS else []
 
     def apply(self, state, message, topic, partition, now, side, events):
-        stream = self.config.stream(message.stream)
+        stream = self.config.known_stream(message.stream)
         if isinstance(message, Watermark):
             return self._advance(state, stream, message, partition, now, side, events)
         if stream.model == "local":  # raw values must never reach the server: refuse, copy nothing

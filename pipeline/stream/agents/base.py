@@ -37,8 +37,8 @@ valid seal, or an authentic-looking one no worker could have sent, before it rea
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable, NamedTuple, Protocol, Self, TypeVar
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, Callable, ClassVar, NamedTuple, Protocol, Self, TypeVar
 
 import numpy as np
 
@@ -141,18 +141,30 @@ class ServerKeys:
 
     def for_topic(self, topic: str) -> MacSeal | SignatureSeal | None:
         """The seal of a topic's messages (None: not sealed)."""
-        return {SLOTS: self.internal, MEASUREMENTS: self.internal, RELEASES: self.releases, AUDIT: self.releases,
-                LDP_REQUESTS: self.requests, LDP_REPORTS: self.reports}.get(topic)
+        seals: dict[str, MacSeal | SignatureSeal | None] = {
+            SLOTS: self.internal, MEASUREMENTS: self.internal, RELEASES: self.releases, AUDIT: self.releases,
+            LDP_REQUESTS: self.requests, LDP_REPORTS: self.reports}
+        return seals.get(topic)
+
+    def seal_of(self, topic: str) -> MacSeal | SignatureSeal:
+        """The seal of a sealed topic's messages (asking for an unsealed topic's is a programming error)."""
+        by = self.for_topic(topic)
+        if by is None:
+            raise LookupError(f"{topic} carries no seal here")
+        return by
 
     def sealed(self, out: Out) -> Out:
         """``out`` with its topic's tag (outputs of workers are keyed by their stream)."""
         by = self.for_topic(out.topic)
-        return out if by is None else Out(out.topic, seal(out.topic, out.key, out.value, by), out.key)
+        if by is None:
+            return out
+        assert out.key is not None, f"an output to {out.topic} has no key"
+        return Out(out.topic, seal(out.topic, out.key, out.value, by), out.key)
 
     def refusal(self, events: Events, topic: str, stream: str, body: bytes, tag: bytes | None) -> list[Out]:
         """[] when ``tag`` is the valid seal of ``body`` on (topic, stream); else the refusal."""
         try:
-            check_seal(self.for_topic(topic), topic, stream, body, tag)
+            check_seal(self.seal_of(topic), topic, stream, body, tag)
         except AuthenticationError as exc:
             return [refuse(events, "unauthenticated", topic, str(exc), stream)]
         return []
@@ -163,6 +175,8 @@ class TableValue:
     it is packed as (:mod:`wevent.core.packing`). :meth:`pack` writes, and :meth:`unpack` reads, the
     one layout of this version (:data:`~wevent.stream.wire.format.FORMAT_VERSION`): a value without
     one of its fields is of an older layout, refused (:class:`~wevent.core.packing.LayoutError`)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # each kind is a dataclass
 
     def to_fields(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -233,6 +247,13 @@ class SideKeys:
             stored = self._load(key)
             self._values[key] = kind.from_fields(packing.unpack(stored)) if stored else None
         return self._values[key]
+
+    def value(self, key: str, kind: type[Value]) -> Value:
+        """The value of ``key``, which the state holds (a missing one is a broken state: KeyError)."""
+        value = self.get(key, kind)
+        if value is None:
+            raise KeyError(key)
+        return value
 
     def put(self, key: str, value: Stored) -> None:
         self._values[key] = self.written[key] = value

@@ -21,7 +21,7 @@ A central mechanism splits a slot as the core does (:class:`~wevent.core.central
 from __future__ import annotations
 
 import copy
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -54,11 +54,14 @@ class CentralLogic(StreamLogic):
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         super().__init__(stream, randomness)
 
+    _template: CentralMechanism
+
     def new_mechanism(self) -> CentralMechanism:
         s = self.stream
+        mechanism = cast(type[CentralMechanism], mechanisms()[s.mechanism])  # the config took a central one
+        budget = self._budget()
         try:  # a Mode B/C query index takes its budget out of every window first (composition)
-            return mechanisms()[s.mechanism](s.budget.host, s.window, s.domain, randomness=self.randomness,
-                                         **s.mechanism_options)
+            return mechanism(budget.host, budget.window, s.domain, randomness=self.randomness, **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 

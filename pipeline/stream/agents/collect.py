@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from ..wire.seals import unseal
 from ..wire.topics import LDP_REPORTS, MEASUREMENTS, SLOTS
 from .base import DEADLETTER_SAMPLE, HeadState, Out, Processor, SideKeys, TableValue, dead_letter, malformed
 from .events import Events
+from .local import LocalLogic
 from .seen import seen_add, seen_contains
 
 __all__ = ["CLOSED_ROUNDS_KEPT", "MAX_EARLY_MESSAGES", "asked_positions", "Round", "RoundRequest", "CollectorState",
@@ -90,7 +92,7 @@ def request_key(stream: str, round_key: str) -> str:
 
 def round_request(stream: str, round_key: str, side: SideKeys) -> Request:
     """A round's request, from its key of its own."""
-    return side.get(request_key(stream, round_key), RoundRequest).request
+    return side.value(request_key(stream, round_key), RoundRequest).request
 
 
 class Collector(Processor):
@@ -138,6 +140,9 @@ class Collector(Processor):
     def initial(self, key):
         return CollectorState({}, [], {})
 
+    def _logic(self, name: str) -> LocalLogic:
+        return cast(LocalLogic, self.logics[name])  # the collector keeps local-model streams only
+
     def state_keys(self, topic, partition, key_partition):
         return [s.name for s in self.config.streams if s.model == "local" and key_partition(s.name) == partition]
 
@@ -151,7 +156,7 @@ class Collector(Processor):
                 # written once: each message of reports rewrites the round
                 side.put(request_key(name, key), RoundRequest(request))
                 state.rounds[key] = Round(request.size, np.zeros(0, dtype=np.int64), None, 0,
-                                          now + self.logics[name].deadline_seconds)
+                                          now + self._logic(name).deadline_seconds)
                 for _, early in state.early.pop(key, []):  # reports that overtook their request
                     outputs += self._accept(state, name, side.get(early, ReportsMessage), topic, now, side, events)
                     side.delete(early)
@@ -208,12 +213,12 @@ class Collector(Processor):
                       events: Events) -> list[Out]:
         """Reports that waited a whole deadline for a request that never came were not requested."""
         outputs = []
-        grace = self.logics[name].deadline_seconds
+        grace = self._logic(name).deadline_seconds
         for key in list(state.early):
             waiting = [e for e in state.early[key] if e[0] + grace > now]
             for _, expired in (e for e in state.early[key] if e[0] + grace <= now):
                 outputs += self._reject(events, name, "unrequested", topic,
-                                        np.asarray(side.get(expired, ReportsMessage).users, dtype=np.int64),
+                                        np.asarray(side.value(expired, ReportsMessage).users, dtype=np.int64),
                                         f"no request for round {key} within {grace:g} s")
                 side.delete(expired)
             if waiting:

@@ -118,7 +118,7 @@ def _reports_in(raw: bytes, topic: str) -> tuple[object, int]:
         if topic == REPORTS:
             message = decode_report_message(raw)
             return message.stream, (message.users.size if isinstance(message, ReportBatch) else 0)
-        message = decode_message(raw)
-        return message.stream, (int(message.users.size) if isinstance(message, ReportsMessage) else 0)
-    except Exception:  # as unreadable here as it was to the processor: one report of no known stream
+        internal = decode_message(raw)
+        return internal.stream, (int(internal.users.size) if isinstance(internal, ReportsMessage) else 0)
+    except Exception:  # noqa: BLE001 - as unreadable here as it was to the processor: one report of no known stream
         return None, 1

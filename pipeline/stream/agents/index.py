@@ -74,14 +74,24 @@ class StreamIndex:
     def __init__(self, settings: QuerySettings, domain: int, window: int, randomness: DerivedRandomness,
                  first_slot: int, noise: str = "discrete") -> None:
         self.settings = settings
-        self.releases = self.raw = None
+        self.releases: ReleaseIndex | None = None
+        self.raw: RTPDMM | None = None
         if settings.mode in ("A", "C"):
             self.releases = ReleaseIndex(settings.window, settings.decay, bins=domain, first_slot=first_slot)
         if settings.mode in ("B", "C"):
             self.raw = RTPDMM(settings.epsilon, settings.window, settings.decay, bins=domain, privacy_window=window,
                               lambda_variant=settings.lambda_variant, noise=noise, randomness=randomness,
                               first_slot=first_slot)
-        self.index = CombinedIndex(self.releases, self.raw) if settings.mode == "C" else (self.releases or self.raw)
+        self.index: CombinedIndex | ReleaseIndex | RTPDMM
+        # the part whose blocks the log is pruned by: Mode B's wherever it runs
+        self._blocks: RTPDMM | ReleaseIndex
+        if self.releases is not None and self.raw is not None:  # Mode C
+            self.index, self._blocks = CombinedIndex(self.releases, self.raw), self.raw
+        elif self.releases is not None:  # Mode A
+            self.index = self._blocks = self.releases
+        else:  # Mode B
+            assert self.raw is not None, f"query mode {settings.mode!r} is not A, B or C"
+            self.index = self._blocks = self.raw
 
     @property
     def slot(self) -> int:
@@ -89,7 +99,7 @@ class StreamIndex:
 
     @property
     def index_block_size(self) -> int:
-        return (self.raw or self.releases).block_size
+        return self._blocks.block_size
 
     def ready(self, entry: dict) -> bool:
         """Every part this mode needs for the slot has arrived."""
@@ -161,15 +171,15 @@ class QueryService:
         while True:  # index every complete slot in order
             nxt = index.slot + 1
             stored = load(QueryEntryKey(name, nxt).encode())
-            entry = packing.unpack(stored) if stored else None
-            if entry is None or not index.ready(entry):
+            next_entry = packing.unpack(stored) if stored else None
+            if next_entry is None or not index.ready(next_entry):
                 break
-            index.insert(nxt, entry)
+            index.insert(nxt, next_entry)
         head["indexed"] = index.slot
         # Only whole blocks leave the log: a rebuild then starts at a block boundary and lays the
         # slots out exactly as before, so Mode B recomputes identical nodes with identical noise.
         block = index.index_block_size
-        oldest = max(1, index.slot - self.settings(name).window + 1)
+        oldest = max(1, index.slot - index.settings.window + 1)
         expired = (oldest - 1) // block * block
         for old in range(head["pruned"] + 1, expired + 1):
             delete(QueryEntryKey(name, old).encode())

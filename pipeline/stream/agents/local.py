@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
+from ...core.local._base import LocalMechanism, dissimilarity_of
 from ...core.local.protocol import LocalDissimilarity, Request
 from ...core.local.user_sets import users_to_text
 from ...core.randomness import DerivedRandomness
@@ -35,12 +37,15 @@ class LocalLogic(StreamLogic):
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         super().__init__(stream, randomness)
 
-    def new_mechanism(self):
+    _template: LocalMechanism
+
+    def new_mechanism(self) -> LocalMechanism:
         s = self.stream
+        mechanism = cast(type[LocalMechanism], mechanisms()[s.mechanism])  # the config took a local one
+        budget = self._budget()
         try:
-            return mechanisms()[s.mechanism](s.epsilon, s.window, s.domain, s.users, oracle=s.oracle,
-                                             absent=answers_absent(s.oracle), randomness=self.randomness,
-                                             **s.mechanism_options)
+            return mechanism(budget.total, budget.window, s.domain, s.users, oracle=s.oracle,
+                             absent=answers_absent(s.oracle), randomness=self.randomness, **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 
@@ -54,8 +59,6 @@ class LocalLogic(StreamLogic):
 
     def measure_support(self, request: Request, support, n: int, last_release) -> LocalDissimilarity:
         """M1: the dissimilarity of a phase-1 support."""
-        from ...core.local._base import dissimilarity_of
-
         return dissimilarity_of(request, support, n, np.asarray(last_release, dtype=float), self._template.var_mode)
 
     def record(self, mechanism, result, group_window_spend, slot_start=0.0, slot_end=0.0):

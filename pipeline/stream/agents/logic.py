@@ -10,8 +10,9 @@ import numpy as np
 
 from ...core import packing
 from ...core.accounting import WindowSpend
-from ...core.base import Mechanism, StepResult
+from ...core.base import Mechanism, StepResult, restore
 from ...core.central import Dissimilarity
+from ...core.accounting import Budget
 from ...core.randomness import DerivedRandomness
 from ..config import StreamConfig
 from ..wire.messages import MeasuredMessage, ReadyMessage
@@ -38,7 +39,7 @@ class StreamLogic:
     def __init__(self, stream: StreamConfig, randomness: DerivedRandomness) -> None:
         self.stream = stream
         self.randomness = randomness
-        self._template = self.new_mechanism()  # validates parameters up front; what the state is compared with
+        self._template: Mechanism = self.new_mechanism()  # validates parameters up front; what the state is compared with
 
     def group_of_users(self) -> np.ndarray | None:
         """Row of each user in the count matrix (None: a single row)."""
@@ -48,7 +49,7 @@ class StreamLogic:
         """What the window ending at a release shows operators, for the group closest to its bound
         (``tightest``, the host's window): the host's spend, the share a query index reserves, and
         the total the two must stay within (the stream's :class:`~wevent.core.accounting.Budget`)."""
-        budget = self.stream.budget
+        budget = self._budget()
         return tightest.spend, budget.reserved, budget.total
 
     def released(self, mechanism: Mechanism, result: StepResult, tightest: WindowSpend, now: float,
@@ -65,14 +66,19 @@ class StreamLogic:
         return ReleaseRecord.from_step(self.stream.name, mechanism, result, float(group_window_spend.max()),
                                        slot_start, slot_end)
 
+    def _budget(self) -> Budget:
+        """The stream's window budget: central and local streams have one (the personalized logic,
+        whose users each have their own, never asks)."""
+        budget = self.stream.budget
+        assert budget is not None, f"stream {self.stream.name!r} has no window budget"
+        return budget
+
     def new_mechanism(self) -> Mechanism:
         raise NotImplementedError
 
     def restore(self, blob: bytes, parts) -> Mechanism:
         """The mechanism whose state's head is ``blob`` and whose ``parts`` (a mapping from key to
         bytes) hold its large values (:func:`~wevent.core.packing.pack_split`)."""
-        from ...core.base import restore
-
         return restore(blob, self.randomness, parts=parts)
 
     def parameters_changed(self, mechanism: Mechanism) -> str | None:
@@ -116,9 +122,9 @@ class StreamLogic:
             stream=self.stream.name,
             slot=result.slot,
             mechanism=mechanism.name,
-            epsilon=self.stream.budget.total,
+            epsilon=self._budget().total,
             window=mechanism.window,
             eps1=float(result.eps1),
             eps2=float(result.eps2),
-            reserved=self.stream.budget.reserved,
+            reserved=self._budget().reserved,
         )

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from ..wire.format import DecodeError
 from ..wire.keys import PartialKey
-from ..wire.messages import DissimilarityMessage, PartialMessage, SupportMessage, decode_message
+from ..wire.messages import DissimilarityMessage, InternalMessage, PartialMessage, SupportMessage, decode_message
 from ..wire.records import ReleaseRecord
 from ..wire.seals import unseal
 from ..wire.topics import MEASUREMENTS, RELEASES, SLOTS
 from .base import (LONGEST_INTEGER, HeadState, Out, Processor, SideKeys, TableValue, all_offsets, at_longest,
                    dead_letter, refuse)
+from .local import LocalLogic
 
 __all__ = ["MAX_SLOTS_PENDING", "DissimilarityState", "PendingPartial", "DissimilarityProcessor"]
 
@@ -64,9 +66,10 @@ class DissimilarityProcessor(Processor):
     def route(self, raw, topic, partition, events):
         body, tag = unseal(raw)
         try:
+            message: ReleaseRecord | InternalMessage
             if topic == RELEASES:
-                record = ReleaseRecord.from_json(body)
-                stream_name, message = record.stream, record
+                message = ReleaseRecord.from_json(body)
+                stream_name = message.stream
             else:
                 message = decode_message(body)
                 stream_name = message.stream
@@ -83,7 +86,7 @@ class DissimilarityProcessor(Processor):
         return [s.name for s in self.config.streams if key_partition(s.name) == partition]
 
     def initial(self, key):
-        return DissimilarityState(1, 0, np.zeros(self.config.stream(key).domain), self.logics[key].measure_state())
+        return DissimilarityState(1, 0, np.zeros(self.config.known_stream(key).domain), self.logics[key].measure_state())
 
     def max_state_bytes(self, stream) -> int:
         """The size of the stream's state at its largest: every number at its longest, the measure's own
@@ -124,7 +127,8 @@ class DissimilarityProcessor(Processor):
     def _measure_support(self, state, name, message: SupportMessage) -> list[Out]:
         if message.slot != state.last_slot + 1:  # measured against release slot-1 only
             return []
-        dis = self.logics[name].measure_support(message.request, message.support, message.n, state.last_release)
+        dis = cast(LocalLogic, self.logics[name]).measure_support(  # supports come from local-model streams only
+            message.request, message.support, message.n, state.last_release)
         return [Out(MEASUREMENTS, DissimilarityMessage(name, message.slot, dis).encode(), name)]
 
     def _advance(self, state, name, side: SideKeys) -> list[Out]:
@@ -132,10 +136,10 @@ class DissimilarityProcessor(Processor):
         if state.last_slot != slot - 1:
             return []
         keys = [PartialKey(name, slot, p).encode() for p in range(self.config.report_partitions)]
-        partials = [side.get(key, PendingPartial) for key in keys]
-        if any(partial is None for partial in partials):
+        partials = [partial for key in keys if (partial := side.get(key, PendingPartial)) is not None]
+        if len(partials) < len(keys):
             return []
-        counts = sum(np.asarray(partial.counts, dtype=np.int64) for partial in partials)
+        counts = np.sum([np.asarray(partial.counts, dtype=np.int64) for partial in partials], axis=0)
         closed_at = max(partial.closed_at for partial in partials)
         ready = self.logics[name].slot_ready(slot, closed_at, counts, state.last_release, state.measure)
         for key in keys:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
+from ...core.personalized import PersonalizedMechanism, Requirements, generate
 from ...core.randomness import DerivedRandomness
 from ...core.registry import mechanisms
 from ...core.validation import ParameterError
@@ -28,11 +31,14 @@ class PersonalizedLogic(CentralLogic):
         self.groups = requirements.types.count
         super().__init__(stream, randomness)
 
-    def new_mechanism(self):
+    _template: PersonalizedMechanism
+
+    def new_mechanism(self) -> PersonalizedMechanism:
         s = self.stream
+        mechanism = cast(type[PersonalizedMechanism], mechanisms()[s.mechanism])  # the config took a personalized one
         try:
-            return mechanisms()[s.mechanism].for_requirements(self.requirements, s.domain, randomness=self.randomness,
-                                                          **s.mechanism_options)
+            return mechanism.for_requirements(self.requirements, s.domain, randomness=self.randomness,
+                                              **s.mechanism_options)
         except TypeError as exc:
             raise ConfigError(f"stream {s.name!r}: invalid options for {s.mechanism}: {exc}") from None
 
@@ -60,15 +66,13 @@ class PersonalizedLogic(CentralLogic):
 
 
 def load_requirements(stream: StreamConfig):
-    from ...core.personalized import Requirements, generate
-
     spec = stream.requirements  # a CSV path or generation settings, typed by the config
     where = f"stream {stream.name!r}"
     try:
         if isinstance(spec, str):
             requirements = Requirements.load_csv(spec)
         else:
-            settings = dict(spec)
+            settings = dict(cast(dict, spec))  # the config requires it of a personalized stream
             requirements = generate(settings.pop("mix", "groups"), stream.users, **settings)
         return requirements.for_users([str(u) for u in range(stream.users)])
     except ParameterError as exc:

@@ -34,8 +34,8 @@ class Processors:
         (:meth:`ServerKeys.from_settings`)."""
         logics = {s.name: logic_for(config, s, settings) for s in config.streams}
         keys = ServerKeys.from_settings(config, settings)
-        built = cls(*(kind(config, logics, keys) for kind in (Assembler, DissimilarityProcessor, PublicationProcessor,
-                                                               Collector)))
+        built = cls(Assembler(config, logics, keys), DissimilarityProcessor(config, logics, keys),
+                    PublicationProcessor(config, logics, keys), Collector(config, logics, keys))
         for stream in config.streams:
             largest = {"its release": built.publication.max_release_bytes(stream),
                        "its mechanism's state and window of charges": built.publication.max_head_bytes(stream),

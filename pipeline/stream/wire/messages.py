@@ -8,7 +8,7 @@ Each is sealed apart (:mod:`wevent.stream.wire.seals`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, fields
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -46,6 +46,7 @@ class InternalMessage:
 
     kind: ClassVar[str]
     stream: str
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # each kind is a dataclass
 
     def to_fields(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -126,7 +127,7 @@ class MeasuredMessage(InternalMessage):
 
     def to_fields(self):
         dis = self.dissimilarity
-        measured = {} if dis is None else {"dis_value": dis.value, "dis_epsilon": dis.epsilon, "dis_scale": dis.scale}
+        measured: dict[str, Any] = {} if dis is None else {"dis_value": dis.value, "dis_epsilon": dis.epsilon, "dis_scale": dis.scale}
         if isinstance(dis, GroupDissimilarity) and dis.values is not None:
             measured["dis_values"] = np.asarray(dis.values, dtype=float)
         return {"stream": self.stream, "slot": self.slot, "closed_at": self.closed_at, "counts": self.counts,

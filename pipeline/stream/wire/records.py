@@ -210,15 +210,19 @@ class PublishedRecords:
         try:
             fields = json.loads(body)
         except (ValueError, UnicodeDecodeError):
-            return self._drop("not JSON")
+            self._drop("not JSON")
+            return None
         if not isinstance(fields, dict) or not isinstance(fields.get("stream"), str):
-            return self._drop("not a record")
+            self._drop("not a record")
+            return None
         if self.key is not None:
             if tag is None:
-                return self._drop("unsigned")
+                self._drop("unsigned")
+                return None
             topic = AUDIT if fields.get("record") == "audit" else RELEASES
             if not self.key.valid(topic, fields["stream"], body, tag):
-                return self._drop("with an invalid signature")
+                self._drop("with an invalid signature")
+                return None
         return fields
 
     def _drop(self, reason: str) -> None:
