@@ -22,6 +22,7 @@ from typing import Callable, Iterable, TypeVar
 from ..core.validation import MIN_EPSILON
 from ..errors import Unavailable, UsageError
 from ..stream.settings import LOOPBACK, PROPERTIES_FILE_ENV, RELEASE_KEY_ENV, Settings
+from ._help import OneLineParser
 
 __all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
            "probability", "port", "listen_port", "seed", "user_count", "slot_count", "window_length", "bin_count",
@@ -48,19 +49,6 @@ LIMITS = {
     "seconds": 366 * 86_400.0,  # timeouts and slot lengths: a year
     "epsilon": 1e6,
 }
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (and exit status 2), not the usage block.
-
-    An option's type check fails with "must be ..."; the line then reads "--slots must be ...".
-    """
-
-    def error(self, message: str):  # noqa: D401 - argparse API
-        named = re.match(r"argument ([^/:\s]+)(?:/\S+)?: (must .*)", message, flags=re.DOTALL)
-        if named:
-            message = f"{named[1]} {named[2]}"
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 def _show(bound: float) -> str:
