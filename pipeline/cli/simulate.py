@@ -19,7 +19,7 @@ from ._common import (LIMITS, OneLineParser, UsageError, epsilon_value, integer,
                       slot_count, user_count, window_length, writable_file)
 from . import simulate_central, simulate_local, simulate_personalized
 from .simulate_family import Family, Outcome
-from .simulate_options import add_option_flags
+from .simulate_options import add_option_flags, settle_options
 
 __all__ = ["register", "summary", "Family", "Outcome"]
 
@@ -63,10 +63,10 @@ def register(sub, settings: Settings) -> None:
     data.add_argument("--input", metavar="FILE", type=readable_file,
                       help="a CSV of counts (T rows, d columns) or a dump "
                       "of user values (`wevent replay --dump`, recognised by its content)")
-    p.add_argument("--users", type=user_count, default=10_000, help="users of the synthetic stream (default: 10000)")
-    p.add_argument("--slots", type=slot_count, default=800, help="slots of the synthetic stream (default: 800)")
-    p.add_argument("--epsilon", "-e", type=epsilon_value, default=1.0, help="privacy budget per window (default: 1)")
-    p.add_argument("--window", "-w", type=window_length, default=20, help="window w in slots (default: 20)")
+    p.add_argument("--users", type=user_count, default=None, help="users of the synthetic stream (default: 10000)")
+    p.add_argument("--slots", type=slot_count, default=None, help="slots of the synthetic stream (default: 800)")
+    p.add_argument("--epsilon", "-e", type=epsilon_value, default=None, help="privacy budget per window (default: 1)")
+    p.add_argument("--window", "-w", type=window_length, default=None, help="window w in slots (default: 20)")
     p.add_argument("--seed", type=seed, default=0, help="seed of the data and of the noise key (default: 0)")
     p.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1, help="repeat on the same data with the "
                    "noise keys of seeds seed, seed+1, ... and average the errors (default: 1)")
@@ -82,8 +82,30 @@ def register(sub, settings: Settings) -> None:
     p.set_defaults(handler=handle)
 
 
+# The synthetic stream's size and the shared budget, filled in by _settle when left out (None): with --input
+# the input has its size, and personalized mechanisms take every user's own budget.
+DEFAULTS = {"users": 10_000, "slots": 800, "epsilon": 1.0, "window": 20}
+
+
+def _settle(args) -> list[tuple[Family, str]]:
+    """The runs ``args`` ask for, after refusing the options none of them would use, with every
+    option left out at its default."""
+    runs = _runs(args.mechanism)
+    settle_options(args, [(family.name, name) for family, name in runs])
+    personalized = [name for family, name in runs if family is simulate_personalized.FAMILY]
+    for name, default in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+        elif args.input and name in ("users", "slots"):
+            raise UsageError(f"--{name} sizes the synthetic stream: the --input file has its own")
+        elif personalized and name in ("epsilon", "window"):
+            raise UsageError(f"--{name} is the one budget of the other models: the personalized mechanisms "
+                             f"({', '.join(personalized)}) take every user's own (w_i, eps_i) from --requirements or --strict-epsilon/--strict-window")
+    return runs
+
+
 def handle(args) -> int:
-    outcomes = [family.run(name, args) for family, name in _runs(args.mechanism)]
+    outcomes = [family.run(name, args) for family, name in _settle(args)]
     if args.releases:
         _write_releases(args.releases, (r for o in outcomes for r in o.records))
     summaries = [o.summary for o in outcomes]
@@ -100,7 +122,8 @@ def summary(arguments: list[str]) -> dict:
     parser = OneLineParser(prog="wevent")
     register(parser.add_subparsers(dest="command"), Settings())  # simulate's options stand for no environment
     args = parser.parse_args(["simulate", *arguments, "--no-progress"])
-    return _family_of(args.mechanism).run(args.mechanism, args).summary
+    ((family, name),) = _settle(args)
+    return family.run(name, args).summary
 
 
 def _write_releases(path: str, records: Iterable) -> None:
