@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..cli._help import add_command
 from ..cli._common import LIMITS, check_cells, epsilon_value, integer, seed, window_length
 from ..core.base import REGISTRY
 from ..core.central import CentralMechanism
@@ -40,7 +41,12 @@ def central_mechanisms() -> list[str]:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("central", help="every central mechanism's time per slot against numpy floors")
+    p = add_command(
+        sub, "central", summary="every central mechanism's time per slot against numpy floors",
+        description="Time every central mechanism's step per slot at a few domain sizes, against numpy floors (the cost of one noise draw and one histogram pass at that size), and print the ratios.",
+        examples=[
+        ('the default domains, 1, 100 and 10000 bins', 'wevent bench central'),
+        ('one quick timing at 100 bins', 'wevent bench central --domains 100 --runs 1')])
     p.add_argument("--domains", type=_domains, default=DOMAINS, metavar="D,D,...",
                    help="bins d to time (default: 1,100,10000)")
     p.add_argument("--slots", type=integer(1, LIMITS["slots"]), default=None, metavar="N",

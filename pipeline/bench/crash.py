@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cli._help import add_command
 from ..producers.fixtures import TDRIVE as SAMPLE_TDRIVE
 from ..stream.settings import Settings
 
@@ -295,7 +296,12 @@ def _short(got: dict, expected: dict) -> bool:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("crash", help="random SIGKILLs of the worker, the replay and devices; releases against a clean run")
+    p = add_command(
+        sub, "crash", summary="random SIGKILLs of the worker, the replay and devices; releases against a clean run",
+        description='Kill the worker, the replay and the devices at random (SIGKILL) during runs, and check that the releases are those of a clean run.',
+        examples=[
+        ('three trials of the central model', 'wevent bench crash --trials 3'),
+        ('a local-model stream, two trials at once', 'wevent bench crash --model local --trials 4 --parallel 2')])
     p.add_argument("--trials", type=int, default=10, help="number of trials (default: 10)")
     p.add_argument("--model", choices=["central", "local"], default="central",
                    help="central: BA, or the --mechanism named; local: LPA with a two-shard device fleet "

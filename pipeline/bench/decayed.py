@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from ..cli._help import add_command
 from ..core.decayed import RTPDMM, ReleaseIndex
 from ..core.randomness import DerivedRandomness, SecretKey
 from ..cli._common import (bin_count, check_cells, epsilon_value, probability, seed, slot_count, user_count,
@@ -25,7 +26,12 @@ from .central import drifting_counts
 
 
 def register(sub) -> None:
-    p = sub.add_parser("decayed", help="decayed range queries: inserts/s and queries/s against a naive window sum")
+    p = add_command(
+        sub, "decayed", summary="decayed range queries: inserts/s and queries/s against a naive window sum",
+        description='Time the decayed range-query index: inserts and queries per second against a naive sum over the window.',
+        examples=[
+        ('a smaller window', 'wevent bench decayed --window 4096 --queries 2000'),
+        ('with the exact MSE of each noise configuration', 'wevent bench decayed --window 4096 --accuracy')])
     p.add_argument("--window", type=window_length, default=65_536, help="query window W (default: 65536)")
     p.add_argument("--decay", type=probability(open_low=True), default=0.9995, help="decay p (default: 0.9995)")
     p.add_argument("--epsilon", type=epsilon_value, default=1.0)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cli._help import add_command
 from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, slot_count, user_count
 from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
 from ..stream.wire.reports import json_report, report_partition
@@ -31,7 +32,12 @@ START = 1_300_000_000.0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("ingest", help="reports/s through broker and worker: batched binary vs one JSON per report")
+    p = add_command(
+        sub, "ingest", summary="reports/s through broker and worker: batched binary vs one JSON per report",
+        description='Measure reports per second through the broker and a worker: batched binary reports against one JSON message per report, and the slot-close to release latency of paced slots.',
+        examples=[
+        ('against the embedded broker, smaller runs', 'wevent bench ingest --users 100000 --slots 5 --json-reports 5000 --latency-slots 10'),
+        ('against a Kafka of your own', 'wevent bench ingest -b localhost:9092')])
     p.add_argument("--users", type=user_count, default=1_000_000,
                    help="reports per slot in the batched run (default: 1000000)")
     p.add_argument("--slots", type=slot_count, default=20, help="slots in the batched run (default: 20)")

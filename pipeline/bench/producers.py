@@ -27,12 +27,18 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cli._help import add_command
 from ..cli._common import bootstrap_servers, partition_count, reachable_kafka, seed, user_count
 from ..core.data import ABSENT, UserValues
 
 
 def register(sub) -> None:
-    p = sub.add_parser("producers", help="T-Drive preprocessing time per million lines against a csv-module loop")
+    p = add_command(
+        sub, "producers", summary="T-Drive preprocessing time per million lines against a csv-module loop",
+        description='Time the T-Drive preprocessing per million lines against a csv-module loop, and the replay into the reports topic.',
+        examples=[
+        ('the default sizes, against the embedded broker', 'wevent bench producers'),
+        ('smaller inputs', 'wevent bench producers --lines 200000 --baseline-lines 50000')])
     p.add_argument("--lines", type=user_count, default=1_000_000,
                    help="input lines for the vectorised reader (default: 1000000)")
     p.add_argument("--baseline-lines", type=user_count, default=200_000,

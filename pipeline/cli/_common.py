@@ -22,6 +22,7 @@ from typing import Callable, Iterable, TypeVar
 from ..core.validation import MIN_EPSILON
 from ..errors import Unavailable, UsageError
 from ..stream.settings import LOOPBACK, PROPERTIES_FILE_ENV, RELEASE_KEY_ENV, Settings
+from ._help import OneLineParser
 
 __all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
            "probability", "port", "listen_port", "seed", "user_count", "slot_count", "window_length", "bin_count",
@@ -48,19 +49,6 @@ LIMITS = {
     "seconds": 366 * 86_400.0,  # timeouts and slot lengths: a year
     "epsilon": 1e6,
 }
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (and exit status 2), not the usage block.
-
-    An option's type check fails with "must be ..."; the line then reads "--slots must be ...".
-    """
-
-    def error(self, message: str):  # noqa: D401 - argparse API
-        named = re.match(r"argument ([^/:\s]+)(?:/\S+)?: (must .*)", message, flags=re.DOTALL)
-        if named:
-            message = f"{named[1]} {named[2]}"
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 def _show(bound: float) -> str:
@@ -387,3 +375,25 @@ def release_key(args, command: str):
         raise UsageError(f"no key to verify {command} with: pass --release-key HEX or set {RELEASE_KEY_ENV} "
                          "(`wevent keys` prints it), or --no-verify to accept records anyone could have written")
     return key
+
+
+def add_release_display(group) -> None:
+    """``--clip-negative`` and ``--round [DIGITS]``: post-processing of the release lines a command prints
+    (:class:`~wevent.stream.runtime.subscription.ReleaseDisplay`)."""
+    group.add_argument("--clip-negative", action="store_true", help="show negative bins as 0. Post-processing of a "
+                       "differentially private release costs no privacy; a clipped release is no longer unbiased. "
+                       "Logs and --json keep the releases as published")
+    group.add_argument("--round", nargs="?", const=0, type=integer(0, 15), metavar="DIGITS", help="show every bin "
+                       "rounded to DIGITS decimals (without DIGITS: whole numbers, for counts; a local stream's shares "
+                       "of users read well with --round 3). Post-processing: costs no privacy")
+
+
+def release_display(args, names, printed: str | None):
+    """The display of release lines ``args`` ask for, with bin ``names`` (stream -> labels); ``printed`` names the
+    option under which no line is printed (``--json``, ``--quiet``), which post-processing does not go with."""
+    from ..stream.runtime.subscription import ReleaseDisplay
+
+    for given, flag in ((args.clip_negative, "--clip-negative"), (args.round is not None, "--round")):
+        if given and printed:
+            raise UsageError(f"{flag} post-processes the release lines shown: it does not go with {printed}")
+    return ReleaseDisplay(names, clip_negative=args.clip_negative, digits=args.round)

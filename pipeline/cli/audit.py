@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from ..stream.settings import Settings
 from ..stream.wire.topics import AUDIT
+from . import COMMANDS
+from ._help import add_command
 from ._common import (UsageError, add_verification, bootstrap_servers, integer, kafka_properties_option,
                       reachable_kafka, readable_file, release_key)
 
@@ -41,8 +42,12 @@ release log, which nobody signs, say)."""
 
 
 def register(sub, settings: Settings) -> None:
-    p = sub.add_parser("audit", help="re-verify every window's budget from audit records or a release log",
-                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "audit", summary=COMMANDS["audit"], description=DESCRIPTION, examples=[
+        ("every stream's windows from the audit topic, verified with the key `wevent keys` derives",
+         "export $(wevent keys) && wevent audit -b localhost:9092"),
+        ("the audit log of a run", "wevent run --slots 60 --audit-log a.jsonl && wevent audit a.jsonl --no-verify"),
+        ("a simulation's release log, which nobody signs",
+         "wevent simulate -m bd --slots 100 --releases r.jsonl && wevent audit r.jsonl --no-verify")])
     p.add_argument("file", nargs="?", type=readable_file,
                    help="JSON lines of release or audit records (default: read the audit topic)")
     p.add_argument("--bootstrap", "-b", type=bootstrap_servers,

@@ -8,6 +8,8 @@ import sys
 from ..errors import Unavailable
 from ..stream.wire.topics import LDP_REPORTS, LDP_REQUESTS
 from ..stream.settings import LOOPBACK, Settings
+from . import COMMANDS
+from ._help import add_command
 from ._common import (UsageError, bind_address, bootstrap_servers, check_listen, integer, kafka_properties_option,
                       port, readable_file, serve_metrics, shard_spec, wait_for_kafka)
 
@@ -17,7 +19,11 @@ log = logging.getLogger("wevent.devices")
 
 
 def register(sub, settings: Settings) -> None:
-    p = sub.add_parser("devices", help="the local model's devices: answer ldp.requests with perturbed reports",
+    p = add_command(sub, "devices", summary=COMMANDS["devices"], examples=[
+        ("a device fleet for a local-model stream, its users' values from a dump (`wevent replay ... --dump`)",
+         "wevent devices -c wevent.yaml --values lns.npz -b localhost:9092"),
+        ("one of two fleet processes: users whose index mod 2 is 1",
+         "wevent devices -c wevent.yaml --values lns.npz --shard 1/2 -b localhost:9092")],
                        description="The local model's devices: answer ldp.requests with perturbed reports until "
                        "SIGTERM, SIGINT or SIGHUP (exit status 0). Started while Kafka is down, the fleet waits for "
                        "it. Exit status 2: bad input (starting again will not help); 75: reports not delivered "

@@ -18,11 +18,19 @@ import sys
 
 from ..stream.settings import Settings
 from ._common import UsageError
+from . import COMMANDS
+from ._help import add_command
 
 
 def register(sub, settings: Settings) -> None:
-    p = sub.add_parser("keys", help="print the public keys of requests (for the devices), reports (for the workers) "
-                       "and releases (for every reader)")
+    p = add_command(
+        sub, "keys", summary=COMMANDS["keys"],
+        description="Print the public keys with which devices, workers and readers check each other's messages, "
+        "as NAME=HEX lines for `export`, from the secrets at hand ($WEVENT_NOISE_KEY, $WEVENT_DEVICE_KEY or a "
+        "config's seed); on stderr, the release key's fingerprint, which `wevent subscribe` and `wevent run` show.",
+        examples=[("the public keys of the server's secret, exported for `wevent subscribe` and `wevent audit`",
+                   "export $(wevent keys)"),
+                  ("the keys a config's seed stands for (experiments only)", "wevent keys -c wevent.yaml")])
     p.add_argument("--config", "-c", help="stream config file, whose seed stands in for a secret that is not set")
     p.set_defaults(handler=handle)
 

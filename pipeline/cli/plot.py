@@ -8,37 +8,38 @@ from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 from pathlib import Path
 
 from ..stream.settings import Settings
+from . import COMMANDS
 from ._common import UsageError, integer, readable_file, writable_file
+from ._help import add_command
 
 TOP = integer(1, 12)
 
-EXAMPLES = """\
-examples:
-  wevent run --slots 100 --release-log r.jsonl --audit-log a.jsonl --truth-log t.jsonl
-  wevent plot r.jsonl --audit-log a.jsonl --truth t.jsonl          # writes r.png
-
-  wevent replay tdrive ~/data/tdrive --dump taxi.npz && wevent run --feed taxi.npz --release-log r.jsonl
-  wevent plot r.jsonl --truth taxi.npz --top 5 -o taxi.png          # the 5 busiest cells
-
-  wevent subscribe --json --limit 500 > live.jsonl
-  wevent plot live.jsonl --stream taxi --bin 0 --bin 7 -o live.png
-"""
+EXAMPLES = [
+    ("a run's releases, audit and truth; writes r.png",
+     "wevent run --slots 100 --release-log r.jsonl --audit-log a.jsonl --truth-log t.jsonl && "
+     "wevent plot r.jsonl --audit-log a.jsonl --truth t.jsonl"),
+    ("the 5 busiest cells of a simulated run against the dump it read",
+     "wevent replay synthetic --model lns --users 2000 --slots 200 --dump lns.npz && "
+     "wevent simulate --input lns.npz --releases s.jsonl && "
+     "wevent plot s.jsonl --truth lns.npz --top 5 -o lns.png"),
+    ("two bins of a live stream", "wevent subscribe --no-verify --json --limit 500 > live.jsonl && "
+     "wevent plot live.jsonl --stream taxi --bin 0 --bin 7 -o live.png"),
+]
 
 
 def register(sub, settings: Settings) -> None:
-    p = sub.add_parser(
-        "plot", help="draw one stream's run as a PNG: releases against the truth, strategies, window spend",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,  # the examples keep their lines
-        description=textwrap.fill("Draw one stream's run as a PNG, over its slots: the releases against the truth (when one is "
+    p = add_command(
+        sub, "plot", summary=COMMANDS["plot"], examples=EXAMPLES,
+        description=("Draw one stream's run as a PNG, over its slots: the releases against the truth (when one is "
         "given), the strategy of every slot (publish, approximate, nullified, not sampled) as the releases record it, "
         "and the window spend at every slot against epsilon (with --audit-log, the audit's verdict too). Releases of "
         "d bins are drawn as their total (counts only: a local-model release is a share of the users per bin) and a "
         "few bins, each in a panel: the --top largest by their mean truth (by their mean release without a truth), "
-        "or those named by --bin. Needs matplotlib (the reproduce extra).", 79))
+        "or those named by --bin. Needs matplotlib (the reproduce extra: pip install -e '.[reproduce]' in the wevent "
+        "checkout)."))
     p.add_argument("releases", type=readable_file,
                    help="release log: JSON lines of `wevent run --release-log`, `wevent subscribe --json` or "
                    "`wevent simulate --releases`")

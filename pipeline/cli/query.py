@@ -9,16 +9,25 @@ import urllib.request
 
 from ..stream.settings import Settings
 from ._common import UsageError, http_url, integer, probability
+from . import COMMANDS
+from ._help import add_command
 
 
 TIMEOUT = 10.0  # seconds to wait for a worker's answer
 
 
 def register(sub, settings: Settings) -> None:
-    p = sub.add_parser("query", help="decayed range query over a stream's last slots (GET /query on a worker)")
+    p = add_command(
+        sub, "query", summary=COMMANDS["query"],
+        description="Ask a worker's query service for the decayed sum of a stream's releases over a range of its "
+        "last slots, each bin with its standard error. The stream's config must have a query index.",
+        examples=[("slots 100 to 120 of stream taxi, from the worker on this machine",
+                   "wevent query -s taxi --from 100 --to 120"),
+                  ("the same from another worker, as JSON", "wevent query --url http://10.0.0.5:6066 -s taxi --from "
+                   "100 --to 120 --json")])
     p.add_argument("--url", default="http://127.0.0.1:6066", type=http_url,
                    help="a worker's web address (default: http://127.0.0.1:6066)")
-    p.add_argument("--stream", "-s", required=True)
+    p.add_argument("--stream", "-s", required=True, help="the stream to query")
     p.add_argument("--from", dest="first", type=integer(1), required=True, help="first slot of the range")
     p.add_argument("--to", dest="last", type=integer(1), required=True, help="last slot of the range")
     p.add_argument("--decay", type=probability(open_low=True),

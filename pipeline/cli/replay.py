@@ -27,6 +27,8 @@ from ..errors import EXIT_LOST_STATE, EXIT_UNAVAILABLE, LostState
 from ..stream.settings import Settings
 from ..stream.wire.format import DecodeError
 from ..stream.wire.reports import check_producer_id
+from . import COMMANDS
+from ._help import add_command
 from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, kafka_properties_option, listen_port,
                       progress, reachable_kafka, readable_file, real, seed, serve_metrics, slot_count, user_count,
                       writable_file)
@@ -43,6 +45,7 @@ class FeedCommand:
     profiles: Mapping
     add_inputs: Callable
     load: Callable  # (args, profile) -> (Feed, Preprocessed | None)
+    examples: tuple[tuple[str, str], ...]
 
 
 def _tdrive_inputs(parser) -> None:
@@ -73,11 +76,22 @@ def _load_synthetic(args, profile) -> tuple[Feed, None]:
 
 FEEDS = (
     FeedCommand("tdrive", "T-Drive taxi trajectories (one file per taxi)", tdrive.PROFILES, _tdrive_inputs,
-                _load_tdrive),
+                _load_tdrive,
+                (("the taxis of a directory on a 4x4 grid, dumped for `wevent run --feed`",
+                  "wevent replay tdrive release/taxi_log_2008_by_id --grid 4x4 --dump taxi.npz"),
+                 ("into a stream's reports, twice real time",
+                  "wevent replay tdrive release/taxi_log_2008_by_id -c wevent.yaml -b localhost:9092 --speed 2"))),
     FeedCommand("foursquare", "Foursquare check-ins (TIST2015 global, TSMC2014 NYC/Tokyo)", foursquare.PROFILES,
-                _foursquare_inputs, _load_foursquare),
+                _foursquare_inputs, _load_foursquare,
+                (("TIST2015's check-ins by country, dumped", "wevent replay foursquare dataset_TIST2015 --dump fs.npz"),
+                 ("TSMC2014 New York by venue category, into a stream's reports", "wevent replay foursquare "
+                  "dataset_TSMC2014_NYC.txt --profile tsmc2014 -c wevent.yaml -b localhost:9092"))),
     FeedCommand("synthetic", "LNS / Sin / Log binary streams", synthetic.PROFILES, lambda parser: None,
-                _load_synthetic),
+                _load_synthetic,
+                (("an LNS stream, dumped for `wevent simulate --input`",
+                  "wevent replay synthetic --model lns --users 2000 --slots 200 --dump lns.npz"),
+                 ("a smaller Sin stream", "wevent replay synthetic --model sin --users 1000 --slots 100 "
+                  "--dump sin.npz"))),
 )
 
 
@@ -86,14 +100,19 @@ def _profile_class(command: FeedCommand) -> type:
 
 
 def register(sub, settings: Settings) -> None:
-    p = sub.add_parser("replay", help="preprocess a T-Drive, Foursquare or synthetic feed and replay it slot by slot",
+    p = add_command(sub, "replay", summary=COMMANDS["replay"], examples=[
+        ("a synthetic feed dumped for `wevent simulate --input` and `wevent run --feed`",
+         "wevent replay synthetic --model lns --users 2000 --slots 200 --dump lns.npz"),
+        ("what each feed takes", "wevent replay tdrive --help")],
                        description="Preprocess a feed with a named profile (the papers' settings; any setting "
                        "can be overridden) and replay it slot by slot, in event-time order. --dump FILE writes "
                        "the (slot x user) matrix for `wevent simulate --input FILE`.")
     feeds = p.add_subparsers(dest="feed", required=True, metavar="FEED", parser_class=OneLineParser)
     for command in FEEDS:
         profiles = "; ".join(f"{name}: {profile.description}" for name, profile in command.profiles.items())
-        fp = feeds.add_parser(command.name, help=command.help, description=f"{command.help}. Profiles - {profiles}.")
+        fp = add_command(feeds, command.name, summary=command.help, examples=command.examples,
+                         description=f"{command.help}: preprocess it with a named profile and replay it slot by slot, "
+                         f"into a dump (--dump) or a stream's reports topic.\n\nProfiles - {profiles}.")
         command.add_inputs(fp)
         default = next(iter(command.profiles))
         fp.add_argument("--profile", default=default, choices=list(command.profiles),

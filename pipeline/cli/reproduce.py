@@ -15,13 +15,18 @@ from pathlib import Path
 
 from ..stream.settings import SCALE_ENV, Settings
 from ._common import LIMITS, directory, integer
+from . import COMMANDS
+from ._help import add_command
 
 
 
 def register(sub, settings: Settings) -> None:
     from ..reproduce import PAPERS
 
-    p = sub.add_parser("reproduce", help="regenerate the papers' tables and figures (CSV, PNG, index.md)",
+    p = add_command(sub, "reproduce", summary=COMMANDS["reproduce"], examples=[
+        ("every paper in minutes, with fewer runs, points and slots", "wevent reproduce --quick"),
+        ("one paper at full scale, into a directory of its own", "wevent reproduce kellaris --out kellaris-full"),
+        ("on the full datasets instead of the bundled samples", "wevent reproduce ldp-ids --data ~/datasets")],
                        description="Regenerate every table and figure of the papers our data allows: one CSV per "
                        "figure or table (exact parameters and seeds in its header), one PNG per figure and "
                        "an index.md beside the papers' printed values. Finished cells are reused on a rerun.")

@@ -21,8 +21,11 @@ from dataclasses import replace
 from ..core.registry import mechanism_class, mechanisms
 from ..producers.fixtures import TDRIVE as SAMPLE_TDRIVE
 from ..stream.settings import LOOPBACK, PROPERTIES_FILE_ENV, Settings
+from . import COMMANDS
 from ._common import (
     UsageError,
+    add_release_display,
+    release_display,
     bootstrap_servers,
     epsilon_value,
     integer,
@@ -35,6 +38,7 @@ from ._common import (
     window_length,
     writable_file,
 )
+from ._help import add_command
 
 PORT = integer(0, 65_535)  # 0: a free port
 
@@ -51,46 +55,61 @@ def stream_name(text: str) -> str:
 
 
 def register(sub, settings: Settings) -> None:
-    p = sub.add_parser("run", help="run broker, worker and a feed replay; print releases live",
-                       description="Run the embedded broker (or use --bootstrap), a worker, the devices of a "
-                       "local-model stream and a replay of the feed; print releases live. Exit status: 0 done; 1 "
-                       "internal error; 2 bad input, or the embedded broker at its memory limit; 3 the embedded "
-                       "broker died (its state is gone); 75 Kafka unreachable or the replay not delivered; 128+N "
-                       "stopped by signal N. A worker or device fleet that stops ends the run with its status (1 "
-                       "if it was killed).")
-    p.add_argument("--config", "-c", type=readable_file, help="stream config file; default: one central stream over the feed")
-    p.add_argument("--stream", type=stream_name, help="the stream's name (default: the feed's, taxi for the "
-                   "bundled sample); with --config, the config's stream that the feed is replayed into (default: the "
-                   "first). A stream keeps its parameters and key for life: new ones need a new name")
-    p.add_argument("--feed", type=readable_file, help="a .npz dump of user values to replay (default: the bundled sample feed)")
-    p.add_argument("--mechanism", "-m", default="ba", help="mechanism of the default stream (default: ba), one of "
-                   f"{', '.join(sorted(mechanisms()))}: a local-model one (lpa, ...) runs the devices too, pbd/pba "
-                   "get a generated requirement mix")
-    p.add_argument("--epsilon", "-e", type=epsilon_value, default=1.0,
-                   help="epsilon of the default stream (default: 1)")
-    p.add_argument("--window", "-w", type=window_length, default=20, help="w of the default stream (default: 20)")
-    p.add_argument("--slots", type=slot_count, help="stop after this many slots (default: the whole feed)")
-    p.add_argument("--release-log", type=writable_file, help="write every release as one JSON line to this file")
-    p.add_argument("--audit-log", type=writable_file,
-                   help="write every audit record (who was charged what) as one JSON line to this file")
-    p.add_argument("--truth-log", type=writable_file,
-                   help="write every released slot's true histogram from the feed as one JSON line to this file, "
-                   "for `wevent plot --truth`: the users' raw data, written only here, on this machine")
-    p.add_argument("--speed", type=real(0, 1e9), default=1200.0,
-                   help="replay speed as a multiple of real time; 0 = as fast as possible (default: 1200, "
-                   "a 5-minute slot every 0.25 s)")
-    p.add_argument("--seed", type=seed, help="derive the keys from this seed, for reproducible "
-                   "experiments only: anyone who knows it can remove the noise (default: the config's seed; "
-                   "without one, $WEVENT_NOISE_KEY and $WEVENT_DEVICE_KEY, else fresh random keys)")
-    p.add_argument("--bootstrap", "-b", type=bootstrap_servers, help="use this Kafka instead of the embedded broker (or $WEVENT_BOOTSTRAP)")
-    kafka_properties_option(p)
-    p.add_argument("--metrics-port", type=PORT, default=0, help="worker web port for /metrics (default: a free port)")
-    p.add_argument("--truth-port", type=PORT, default=0, help="port serving the releases' error against the feed's "
-                   f"ground truth as /metrics, on {LOOPBACK} only (default: a free port)")
-    p.add_argument("--quiet", "-q", action="store_true", help="do not print each release")
+    p = add_command(
+        sub, "run", summary=COMMANDS["run"],
+        description="Run the whole system on this machine: the embedded broker (or the Kafka of --bootstrap), a "
+        "worker, the devices of a local-model stream and a replay of the feed (the bundled T-Drive sample by "
+        "default), and print every release as it arrives. Everything started stops on exit.\n\n"
+        "Each release line shows the slot, its strategy (publish: a fresh noisy release; approximate: the last "
+        "release repeated, no budget spent; nullified: skipped to pay back an earlier spend, also the last release), "
+        "the budget the slot spent, the window's spend against epsilon, and the largest bins by name.\n\n"
+        "Exit status: 0 done; 1 internal error; 2 bad input, or the embedded broker at its memory limit; 3 the "
+        "embedded broker died (its state is gone); 75 Kafka unreachable or the replay not delivered; 128+N stopped "
+        "by signal N. A worker or device fleet that stops ends the run with its status (1 if it was killed).",
+        examples=[("BA over the bundled taxi sample (4x4 grid cells), the first 30 slots", "wevent run --slots 30"),
+                  ("a local-model stream: the devices perturb every report", "wevent run -m lpa --slots 30"),
+                  ("keep the releases, the audit and the truth for `wevent audit` and `wevent plot`",
+                   "wevent run --slots 60 --release-log r.jsonl --audit-log a.jsonl --truth-log t.jsonl")])
+    stream = p.add_argument_group("stream (without --config, one stream over the feed)")
+    stream.add_argument("--config", "-c", type=readable_file, help="stream config file; default: one stream over the "
+                        "feed, with --mechanism, --epsilon and --window")
+    stream.add_argument("--stream", type=stream_name, help="the stream's name (default: the feed's, taxi for the "
+                        "bundled sample); with --config, the config's stream that the feed is replayed into (default: "
+                        "the first). A stream keeps its parameters and key for life: new ones need a new name")
+    stream.add_argument("--feed", type=readable_file, help="a .npz dump of user values to replay (`wevent replay ... "
+                        "--dump`; default: the bundled sample feed)")
+    stream.add_argument("--slots", type=slot_count, help="stop after this many slots (default: the whole feed)")
+    stream.add_argument("--speed", type=real(0, 1e9), default=1200.0,
+                        help="replay speed as a multiple of real time; 0 = as fast as possible (default: 1200, "
+                        "a 5-minute slot every 0.25 s)")
+    privacy = p.add_argument_group("privacy (of the default stream: not with --config)")
+    privacy.add_argument("--mechanism", "-m", default=None, help="mechanism (default: ba), one of "
+                         f"{', '.join(sorted(mechanisms()))}: a local-model one (lpa, ...) runs the devices too, "
+                         "pbd/pba get a generated requirement mix tied to --epsilon and --window")
+    privacy.add_argument("--epsilon", "-e", type=epsilon_value, default=None, help="epsilon per window (default: 1)")
+    privacy.add_argument("--window", "-w", type=window_length, default=None, help="w, in slots (default: 20)")
+    privacy.add_argument("--seed", type=seed, help="derive the keys from this seed, for reproducible "
+                         "experiments only: anyone who knows it can remove the noise (default: the config's seed; "
+                         "without one, $WEVENT_NOISE_KEY and $WEVENT_DEVICE_KEY, else fresh random keys)")
+    output = p.add_argument_group("output")
+    output.add_argument("--quiet", "-q", action="store_true", help="do not print each release")
+    add_release_display(output)
+    output.add_argument("--release-log", type=writable_file, help="write every release as one JSON line to this file "
+                        "(as published: no post-processing)")
+    output.add_argument("--audit-log", type=writable_file,
+                        help="write every audit record (who was charged what) as one JSON line to this file")
+    output.add_argument("--truth-log", type=writable_file,
+                        help="write every released slot's true histogram from the feed as one JSON line to this file, "
+                        "for `wevent plot --truth`: the users' raw data, written only here, on this machine")
+    kafka = p.add_argument_group("Kafka and ports")
+    kafka.add_argument("--bootstrap", "-b", type=bootstrap_servers,
+                       help="use this Kafka instead of the embedded broker (or $WEVENT_BOOTSTRAP)")
+    kafka_properties_option(kafka)
+    kafka.add_argument("--metrics-port", type=PORT, default=0,
+                       help="worker web port for /metrics (default: a free port)")
+    kafka.add_argument("--truth-port", type=PORT, default=0, help="port serving the releases' error against the "
+                       f"feed's ground truth as /metrics, on {LOOPBACK} only (default: a free port)")
     p.set_defaults(handler=handle)
-
-
 
 
 def demo_feed():
@@ -125,6 +144,30 @@ def describe(stream, feed, slots: int) -> str:
             f"{feed.users} users, d = {stream.domain}; replaying {slots} slots")
 
 
+# The default stream's settings: a config's stream has its own, so they do not go with --config.
+DEFAULT_STREAM = {"mechanism": "ba", "epsilon": 1.0, "window": 20}
+
+
+def default_stream_settings(args) -> None:
+    """Refuse --mechanism, --epsilon and --window with --config (they would be ignored), else fill in their
+    defaults."""
+    for name, default in DEFAULT_STREAM.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+        elif args.config:
+            raise UsageError(f"--{name} sets the default stream's {name}: with --config, the config's stream has its "
+                             f"own (leave --{name} out, or change it in {args.config})")
+
+
+def check_stream(config, stream) -> None:
+    """Build ``stream``'s mechanism now, as its worker will: what its parameters refuse (too few users for
+    population division, a requirements file that is not one, ...) stops the run before anything starts.
+    The key given is a placeholder: it draws nothing, and keys do not change what is refused."""
+    from ..stream.agents.processors import logic_for
+
+    logic_for(config, stream, Settings(noise_key_hex="00" * 32))
+
+
 def handle(args) -> int:
     from wevent.producers.replay import MatrixFeed, first_slots, replay
     from ..core.data import UserValues
@@ -133,6 +176,7 @@ def handle(args) -> int:
     from ..stream.runtime.kafka import check_feed_fits
     from ..stream.runtime.local_run import Failed, LocalRun, Stopped, StreamConflict, run_keys
 
+    default_stream_settings(args)
     if not args.config:
         mechanism_class(args.mechanism)
     feed = MatrixFeed(UserValues.load(args.feed)) if args.feed else demo_feed()
@@ -141,6 +185,8 @@ def handle(args) -> int:
     if stream is None:
         raise UsageError(f"the config has no stream {args.stream!r}")
     check_feed_fits(feed, stream)
+    check_stream(config, stream)
+    display = release_display(args, {stream.name: stream.labels}, "--quiet" if args.quiet else None)
     settings = args.settings
     bootstrap = settings.kafka_bootstrap(args.bootstrap)
     keys = run_keys(config, args.seed, settings, devices=stream.model == "local", external_kafka=bootstrap is not None)
@@ -159,7 +205,7 @@ def handle(args) -> int:
                    metrics_port=args.metrics_port or free_port(), speed=args.speed)
     try:
         run.open()
-        return _follow(args, run, args.truth_port or free_port())
+        return _follow(args, run, args.truth_port or free_port(), display)
     except StreamConflict as conflict:
         new_name = f"give the stream a new name in {args.config}" if args.config else "pass --stream NAME"
         raise UsageError(f"{conflict}; to start a new stream, {new_name}") from None
@@ -173,9 +219,9 @@ def handle(args) -> int:
         run.close()
 
 
-def _follow(args, run, truth_port: int) -> int:
+def _follow(args, run, truth_port: int, display) -> int:
     """Start the run, report where to look, and print (or log) its releases as they come."""
-    from ..stream.runtime.subscription import format_release
+    from ..stream.runtime.subscription import RELEASE_LEGEND
 
     run.start_processes()
     serve_metrics(truth_port, LOOPBACK)  # the error against the truth is a function of raw data
@@ -189,6 +235,8 @@ def _follow(args, run, truth_port: int) -> int:
     if run.continues is not None:
         print(f"stream {run.stream.name!r} exists, released up to slot {run.continues} with these parameters and "
               "key: this run continues it", file=sys.stderr)
+    if not args.quiet:
+        print(RELEASE_LEGEND, file=sys.stderr)
     run.start_replay()
     with (open(args.release_log, "w") if args.release_log else contextlib.nullcontext() as log,
           open(args.truth_log, "w") if args.truth_log else contextlib.nullcontext() as truth_log):
@@ -199,7 +247,7 @@ def _follow(args, run, truth_port: int) -> int:
             if truth_log:
                 _write_truth(truth_log, run, record)
             if not args.quiet:
-                print(format_release(record), flush=True)
+                print(display.line(record), flush=True)
     if args.audit_log:
         run.write_audit_log(args.audit_log)
     dropped = f"; {run.published.summary()} on releases" if run.published.dropped else ""

@@ -18,8 +18,10 @@ from ..stream.settings import Settings
 from ._common import (LIMITS, OneLineParser, UsageError, epsilon_value, integer, readable_file, real, seed,
                       slot_count, user_count, window_length, writable_file)
 from . import simulate_central, simulate_local, simulate_personalized
+from . import COMMANDS
+from ._help import add_command
 from .simulate_family import Family, Outcome
-from .simulate_options import add_option_flags
+from .simulate_options import add_option_flags, settle_options
 
 __all__ = ["register", "summary", "Family", "Outcome"]
 
@@ -47,43 +49,77 @@ def _runs(mechanism: str) -> list[tuple[Family, str]]:
 
 def register(sub, settings: Settings) -> None:
     names = [m for f in FAMILIES for m in f.mechanisms]
-    p = sub.add_parser(
-        "simulate",
-        help="run a mechanism over a synthetic or supplied stream and print its error and spend",
-        description="Run one mechanism (or all of a family with --mechanism all) over a stream and "
-        "summarise error (MAE, MRE, MSE), publications and the largest window spend.",
-    )
+    p = add_command(
+        sub, "simulate", summary=COMMANDS["simulate"],
+        description="Run one mechanism (or several: -m all, -m all-FAMILY) over a synthetic stream or a file, in "
+        "this process, and summarise its error (MAE, MRE, MSE), publications and the largest window spend.\n\n"
+        "Options that the mechanisms run do not take are refused, not ignored: each mechanism option says which "
+        "mechanisms take it, and each model's group says which model its settings are for.",
+        examples=[("Kellaris et al.'s four central mechanisms on the same synthetic stream",
+                   "wevent simulate -m all --slots 200"),
+                  ("a local-model mechanism with the OUE oracle, as JSON", "wevent simulate -m lpd --oracle oue "
+                   "--users 20000 --slots 100 --json"),
+                  ("a dump of real users' values (`wevent replay ... --dump`)",
+                   "wevent replay synthetic --model lns --users 2000 --slots 200 --dump lns.npz && "
+                   "wevent simulate --input lns.npz -m lba")])
     groups = [f"all-{f.name}" for f in FAMILIES]
     compared = ", ".join(simulate_central.FAMILY.compared)
-    p.add_argument("--mechanism", "-m", default="ba", choices=names + ["all"] + groups, help="mechanism to run "
+    what = p.add_argument_group("what to run")
+    what.add_argument("--mechanism", "-m", default="ba", choices=names + ["all"] + groups, metavar="NAME",
+                      help=f"mechanism to run, one of {', '.join(names)} "
                    f"(default: ba); 'all' compares Kellaris et al.'s central mechanisms ({compared}) on the same "
                    "data, 'all-FAMILY' every mechanism of a family")
-    data = p.add_mutually_exclusive_group()
+    stream = p.add_argument_group("stream (a synthetic one, or --input)")
+    data = stream.add_mutually_exclusive_group()
     data.add_argument("--dataset", choices=sorted(MODELS), default="lns", help="synthetic stream (default: lns)")
     data.add_argument("--input", metavar="FILE", type=readable_file,
                       help="a CSV of counts (T rows, d columns) or a dump "
                       "of user values (`wevent replay --dump`, recognised by its content)")
-    p.add_argument("--users", type=user_count, default=10_000, help="users of the synthetic stream (default: 10000)")
-    p.add_argument("--slots", type=slot_count, default=800, help="slots of the synthetic stream (default: 800)")
-    p.add_argument("--epsilon", "-e", type=epsilon_value, default=1.0, help="privacy budget per window (default: 1)")
-    p.add_argument("--window", "-w", type=window_length, default=20, help="window w in slots (default: 20)")
-    p.add_argument("--seed", type=seed, default=0, help="seed of the data and of the noise key (default: 0)")
-    p.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1, help="repeat on the same data with the "
+    stream.add_argument("--users", type=user_count, default=None, help="users of the synthetic stream (default: 10000)")
+    stream.add_argument("--slots", type=slot_count, default=None, help="slots of the synthetic stream (default: 800)")
+    privacy = p.add_argument_group("privacy (of the central and local models)")
+    privacy.add_argument("--epsilon", "-e", type=epsilon_value, default=None, help="privacy budget per window (default: 1)")
+    privacy.add_argument("--window", "-w", type=window_length, default=None, help="window w in slots (default: 20)")
+    what.add_argument("--seed", type=seed, default=0, help="seed of the data and of the noise key (default: 0)")
+    what.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1, help="repeat on the same data with the "
                    "noise keys of seeds seed, seed+1, ... and average the errors (default: 1)")
-    p.add_argument("--stream", default="default", help="stream name; part of the noise derivation (default: default)")
-    p.add_argument("--mre-floor", type=real(above=0), default=None, help="MRE denominator floor max(c, floor) "
+    stream.add_argument("--stream", default="default", help="stream name; part of the noise derivation (default: default)")
+    output = p.add_argument_group("output")
+    output.add_argument("--mre-floor", type=real(above=0), default=None, help="MRE denominator floor max(c, floor) "
                    "(default: 1 for counts, 1e-3 for frequencies)")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    p.add_argument("--releases", metavar="FILE", type=writable_file,
+    output.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    output.add_argument("--releases", metavar="FILE", type=writable_file,
                    help="write every release as one JSON line (the pipeline's format)")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show a progress bar")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    output.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show a progress bar")
+    output.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     add_option_flags(p, FAMILIES)
     p.set_defaults(handler=handle)
 
 
+# The synthetic stream's size and the shared budget, filled in by _settle when left out (None): with --input
+# the input has its size, and personalized mechanisms take every user's own budget.
+DEFAULTS = {"users": 10_000, "slots": 800, "epsilon": 1.0, "window": 20}
+
+
+def _settle(args) -> list[tuple[Family, str]]:
+    """The runs ``args`` ask for, after refusing the options none of them would use, with every
+    option left out at its default."""
+    runs = _runs(args.mechanism)
+    settle_options(args, [(family.name, name) for family, name in runs])
+    personalized = [name for family, name in runs if family is simulate_personalized.FAMILY]
+    for name, default in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+        elif args.input and name in ("users", "slots"):
+            raise UsageError(f"--{name} sizes the synthetic stream: the --input file has its own")
+        elif personalized and name in ("epsilon", "window"):
+            raise UsageError(f"--{name} is the one budget of the other models: the personalized mechanisms "
+                             f"({', '.join(personalized)}) take every user's own (w_i, eps_i) from --requirements or --strict-epsilon/--strict-window")
+    return runs
+
+
 def handle(args) -> int:
-    outcomes = [family.run(name, args) for family, name in _runs(args.mechanism)]
+    outcomes = [family.run(name, args) for family, name in _settle(args)]
     if args.releases:
         _write_releases(args.releases, (r for o in outcomes for r in o.records))
     summaries = [o.summary for o in outcomes]
@@ -100,7 +136,8 @@ def summary(arguments: list[str]) -> dict:
     parser = OneLineParser(prog="wevent")
     register(parser.add_subparsers(dest="command"), Settings())  # simulate's options stand for no environment
     args = parser.parse_args(["simulate", *arguments, "--no-progress"])
-    return _family_of(args.mechanism).run(args.mechanism, args).summary
+    ((family, name),) = _settle(args)
+    return family.run(name, args).summary
 
 
 def _write_releases(path: str, records: Iterable) -> None:

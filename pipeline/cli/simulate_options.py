@@ -4,7 +4,9 @@ Every option a mechanism of a family declares (:mod:`wevent.core.options`) is on
 it (``budget_shift`` is ``--budget-shift``; a boolean also has its ``--no-`` form), in the group of
 the first family whose mechanisms take it; its help says which mechanisms take it, what it means,
 its range and its default. A flag left out leaves every mechanism at its own default; a flag given
-applies to every mechanism run that takes it (:func:`given_options`) and to no other. An option
+applies to every mechanism run that takes it (:func:`given_options`) and to no other; a flag that no
+mechanism run takes is refused (:func:`settle_options`), as is a family's own setting (``--oracle``)
+when no mechanism of that family runs. An option
 that mechanisms take with different ranges (``threshold``) is checked, while parsing, to fit one of
 them, and then against the range of each mechanism run.
 """
@@ -18,7 +20,7 @@ from ..core.options import Option, options_of
 from ..core.registry import mechanisms
 from ._common import UsageError, integer, real
 
-__all__ = ["add_option_flags", "given_options", "flag"]
+__all__ = ["add_option_flags", "given_options", "settle_options", "flag"]
 
 
 def flag(name: str) -> str:
@@ -103,9 +105,14 @@ def add_option_flags(parser: argparse.ArgumentParser, families: Iterable) -> Non
     that no earlier family's do), each option one flag."""
     by_option: dict[str, dict[str, Option]] = {}
     home: dict[str, Any] = {}  # option -> the argument group of its flag
+    settings: dict[str, tuple[str, str, Any]] = {}  # a family's own setting: dest -> (family, flag, default)
     for family in families:
         group = parser.add_argument_group(f"{family.name} model options")
+        before = len(parser._actions)
         family.add_arguments(group)
+        for action in parser._actions[before:]:  # left out (None) or given: settle_options tells them apart
+            settings[action.dest] = (family.name, action.option_strings[0], action.default)
+            action.default = None
         shared = []
         for mechanism in family.mechanisms:
             cls = mechanisms().get(mechanism)
@@ -129,6 +136,24 @@ def add_option_flags(parser: argparse.ArgumentParser, families: Iterable) -> Non
         else:
             home[name].add_argument(flag(name), type=_text_reader(declared), default=None, metavar=name.upper(),
                                     help=_help(declared))
+    parser.set_defaults(family_settings=settings, option_takers={name: tuple(declared)
+                                                                 for name, declared in by_option.items()})
+
+
+def settle_options(args, runs: list[tuple[str, str]]) -> None:
+    """Refuse what the (family, mechanism) ``runs`` would ignore: a mechanism option none of them
+    declares, a family's setting when none of them is of that family; then give every family
+    setting left out its default."""
+    names = ", ".join(mechanism for _, mechanism in runs)
+    for name, takers in args.option_takers.items():
+        if getattr(args, name) is not None and not any(mechanism in takers for _, mechanism in runs):
+            raise UsageError(f"{flag(name)} applies to {', '.join(takers)}, not to {names}")
+    families = {family for family, _ in runs}
+    for dest, (family, option, default) in args.family_settings.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
+        elif family not in families:
+            raise UsageError(f"{option} is a setting of the {family} model's mechanisms, not of {names}")
 
 
 def given_options(args, cls: type) -> dict[str, Any]:

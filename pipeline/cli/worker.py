@@ -5,12 +5,17 @@ from __future__ import annotations
 import sys
 
 from ..stream.settings import LOOPBACK, Settings
+from . import COMMANDS
+from ._help import add_command
 from ._common import (LIMITS, bind_address, bootstrap_servers, check_listen, directory, kafka_properties_option, port,
                       readable_file, real, wait_for_kafka)
 
 
 def register(sub, settings: Settings) -> None:
-    p = sub.add_parser("worker", help="run a stream worker against a Kafka cluster",
+    p = add_command(sub, "worker", summary=COMMANDS["worker"], examples=[
+        ("a worker for the streams of a config, against a Kafka", "wevent worker -c wevent.yaml -b localhost:9092"),
+        ("its web server on another port, for a second worker on this machine",
+         "wevent worker -c wevent.yaml -b localhost:9092 --web-port 6067")],
                        description="Run a stream worker against a Kafka cluster, until SIGTERM or SIGINT. Started "
                        "while Kafka is down, it waits for it (alive, not ready). Exit status: 0 stopped by SIGTERM or "
                        "SIGINT; 1 internal error; 2 bad input (config, arguments: starting again will not help); 3 "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from typing import cast
 
 import numpy as np
@@ -77,3 +78,6 @@ def load_requirements(stream: StreamConfig):
         return requirements.for_users([str(u) for u in range(stream.users)])
     except ParameterError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+    except (UnicodeDecodeError, csv.Error) as exc:  # not a text CSV at all
+        raise ConfigError(f"{where}: {spec} is not a CSV of user,w,epsilon lines: {' '.join(str(exc).split())}") \
+            from None

@@ -6,7 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from typing import Any, Iterator, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from .kafka import consumer_config, key_partition
 from ..wire.topics import DEAD_LETTERS, RELEASES
 
 __all__ = ["Published", "ReleaseReader", "Releases", "DeadLetterWatch", "STREAM_STOPPED", "newest_first",
-           "format_release", "read_topic"]
+           "ReleaseDisplay", "RELEASE_LEGEND", "read_topic"]
 
 
 class Published(NamedTuple):
@@ -210,14 +211,81 @@ def newest_first(bootstrap: str, topic: str, stream: str, credentials: KafkaCred
         consumer.close()
 
 
-def format_release(record: ReleaseRecord, top: int = 3) -> str:
-    """One human line: stream, slot, time, strategy, spend, and the largest bins."""
-    when = dt.datetime.fromtimestamp(record.slot_start, dt.timezone.utc).strftime("%Y-%m-%d %H:%M") if record.slot_start else ""
-    values = np.asarray(record.release)
-    order = np.argsort(values)[::-1][:top]
-    bins = "  ".join(f"[{i}] {values[i]:.1f}" for i in order)
-    return (f"{record.stream:<10} slot {record.slot:>5}  {when:<16}  {record.strategy:<11} "
-            f"eps {record.eps1 + record.eps2:.4f}  window {record.window_spend:.3f}/{record.epsilon:g}   {bins}")
+RELEASE_LEGEND = (
+    "legend: publish = a fresh noisy release; approximate = the last release repeated, no publication budget spent; "
+    "nullified = the last release repeated while an earlier publication's budget is paid back; not_sampled = the "
+    "last release repeated between scheduled samples; every mechanism starts from an all-zero release, so slots "
+    "before the first publish show zeros; slot spend = the budget every user was charged in this slot (a local "
+    "stream shows each phase's reports and the budget of each report instead); window spend = the most any user "
+    "spent over the w slots ending here, at most epsilon; bins: the largest, by name")
+"""One line that says what :meth:`ReleaseDisplay.line` shows: printed once, before the first release."""
+
+
+@dataclass(frozen=True)
+class ReleaseDisplay:
+    """How a terminal shows releases: one line each, with the slot's strategy, its spend, the
+    window's spend against epsilon, and the ``top`` largest bins by name.
+
+    ``names`` maps a stream to its bins' names (a config's ``labels``: a grid's cells, a feed's
+    countries or categories); a stream without names shows its bins as ``[i]``. ``clip_negative``
+    and ``digits`` post-process what is shown: negative bins as 0, and values rounded to
+    ``digits`` decimals. Post-processing a differentially private release costs no privacy; a
+    clipped release is no longer unbiased (its noise no longer averages out). The records
+    themselves (``--json``, release logs) always stay as published.
+
+    Examples
+    --------
+    >>> from wevent.stream.wire.records import ReleaseRecord
+    >>> record = ReleaseRecord("taxi", 3, [-1.4, 7.6, 2.0], "publish", "ba", 1.0, 20, 0.025, 0.2, 0.45)
+    >>> ReleaseDisplay({"taxi": ["r0c0", "r0c1", "r1c0"]}, clip_negative=True, digits=0).line(record)
+    'taxi       slot     3                    publish     slot spend 0.2250  window spend 0.4500 of epsilon 1   r0c1 8  r1c0 2  r0c0 0'
+    """
+
+    names: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    clip_negative: bool = False
+    digits: int | None = None
+    top: int = 3
+
+    def values(self, record: ReleaseRecord) -> np.ndarray:
+        """The release as shown: clipped at zero and rounded if asked."""
+        values = np.asarray(record.release, dtype=float)
+        if self.clip_negative:
+            values = np.maximum(values, 0.0)
+        if self.digits is not None:
+            values = np.round(values, self.digits) + 0.0  # + 0.0: no "-0"
+        return values
+
+    def bin_name(self, stream: str, index: int) -> str:
+        names = self.names.get(stream, ())
+        return names[index] if index < len(names) else f"[{index}]"
+
+    def line(self, record: ReleaseRecord) -> str:
+        when = (dt.datetime.fromtimestamp(record.slot_start, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+                if record.slot_start else "")
+        values = self.values(record)
+        shown = f".{self.digits}f" if self.digits is not None else ".1f" if np.abs(values).max(initial=0) >= 1 else ".4f"
+        order = np.argsort(-values, kind="stable")[:self.top]
+        bins = "  ".join(f"{self.bin_name(record.stream, int(i))} {values[i]:{shown}}" for i in order)
+        return (f"{record.stream:<10} slot {record.slot:>5}  {when:<16}  {record.strategy:<11} {slot_spend(record)}  "
+                f"{window_spend(record)}   {bins}")
+
+
+def slot_spend(record: ReleaseRecord) -> str:
+    """What the slot spent, in words that add up: what every user was charged (central,
+    personalized), or, on a local stream, each phase's reports and the budget of each report (a
+    user asked by one phase pays that phase's budget; population division asks a user once per
+    window, so the two phases' budgets do not add up to any user's spend)."""
+    if "n1" in record.extras:
+        return (f"reports {record.extras['n1']} at eps {record.eps1:.4g} + {record.extras['n2']} at eps "
+                f"{record.eps2:.4g}")
+    return f"slot spend {record.eps1 + record.eps2:.4f}"
+
+
+def window_spend(record: ReleaseRecord) -> str:
+    """The window's spend against its bound: epsilon, or each user's own epsilon (personalized)."""
+    if "window_spend_ratio" in record.extras:
+        return f"window spend {record.extras['window_spend_ratio']:.4f} of each user's own epsilon"
+    return f"window spend {record.window_spend:.4f} of epsilon {record.epsilon:g}"
 
 
 def read_topic(bootstrap: str, topic: str, timeout: float = 30.0,
