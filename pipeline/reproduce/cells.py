@@ -32,6 +32,8 @@ class Paper:
     compute : ``(figure, dataset, x, method, run, scale, inputs) -> {metric: value}``, for the others; it
         computes every metric the cell's figures draw.
     describe_cell : ``(figure, dataset, x, method, scale, inputs) -> str``, how ``compute`` computes a cell.
+    overview : ``(paper, scale, out, runs, inputs) -> [index lines]``, for what spans the figures (the
+        benchmark's ranking): it writes its own files under ``OUT/PAPER`` and returns the index's lines on them.
     """
 
     name: str
@@ -40,6 +42,7 @@ class Paper:
     command: Callable | None = None
     compute: Callable | None = None
     describe_cell: Callable | None = None
+    overview: Callable | None = None
 
     def figure(self, name: str) -> Figure:
         return next(f for f in self.figures if f.name == name)

@@ -79,6 +79,8 @@ def write_index(papers: list[Paper], finished: list[Paper], scale: Scale, out: P
                  f"{cells} distinct cell runs, {seconds:.0f} CPU seconds in all.", ""]
         for figure in paper.figures:
             lines += _index_entry(paper, figure, aggregate(paper, figure, scale, out, runs, inputs))
+        if paper.overview is not None:
+            lines += paper.overview(paper, scale, out, runs, inputs)
         sections.append("\n".join(lines))
     index = out / "index.md"
     index.write_text(f"# Reproduced figures and tables ({scale.name} scale, {runs} run(s) per cell)\n\n"
