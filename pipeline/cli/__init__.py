@@ -27,7 +27,7 @@ from ._common import OneLineParser, UsageError
 
 # Subcommand modules, in the order `wevent --help` lists them.
 COMMANDS = ("run", "simulate", "replay", "worker", "devices", "keys", "subscribe", "audit", "query", "bench",
-            "reproduce", "plot")
+            "reproduce", "plot", "advise")
 
 # Top-level modules of the optional extras: a command that needs one says how to install it. wevent is
 # installed from its checkout (it is not on PyPI), so the hint is a pip command run there.
