@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,10 +48,11 @@ EXAMPLES = """Examples:
 def register(sub, settings: Settings) -> None:
     p = sub.add_parser(
         "advise", help="rank the mechanisms that fit a stream by their error on it (public data only)",
-        description=f"Run every mechanism of a model that fits the stream in --input over it, for --runs seeds "
-        f"each, as `wevent simulate` runs it, and print them from the smallest mean error to the largest, with "
-        f"the standard error of each mean over the runs; --out also draws it. {WARNING}",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        description=textwrap.fill("Run every mechanism of a model that fits the stream in --input over it, for "
+                                  "--runs seeds each, as `wevent simulate` runs it, and print them from the smallest "
+                                  "mean error to the largest, with the standard error of each mean over the runs; "
+                                  "--out also draws it.", 79) + "\n\n" + textwrap.fill(WARNING, 79),
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)  # the examples keep their lines
     data = p.add_argument_group("the stream")
     data.add_argument("--input", required=True, type=readable_file, metavar="FILE",
                       help="a CSV of counts (T rows, d columns) or a dump of user values (`wevent replay --dump`), "
@@ -168,8 +170,6 @@ def handle(args) -> int:
 
 def _draw(standings: list[Standing], args, label: str, spread: str, path: Path) -> None:
     """The ranking as horizontal error bars, the smallest error at the top."""
-    import textwrap
-
     from ..reproduce.style import method_label, method_style, pyplot, save
 
     plt = pyplot()
