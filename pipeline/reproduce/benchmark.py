@@ -5,26 +5,22 @@ over epsilon at w = 120 and over w at epsilon = 1, and ranks them: its finding i
 baselines (Uniform, Sample) often beat the adaptive mechanisms. Here every central mechanism of
 the registry runs with its defaults and the paper's Lap(1/eps) noise, scored by MAE and MRE; the
 ranking is each method's rank by error among all of them at one (dataset, x), averaged over the
-datasets (ties share their mean rank). The data is ours, or the user's (``--streams DIR``);
-:data:`DIFFERENCES` says how the set-up differs from the paper's.
+datasets (ties share their mean rank; :mod:`~wevent.reproduce.ranking`). The data is ours, or the
+user's (``--streams DIR``); :data:`DIFFERENCES` says on the index how the set-up differs from the paper's.
 """
 
 from __future__ import annotations
 
-import csv
 import functools
 from pathlib import Path
-
-import numpy as np
 
 from ..core.data import is_dump, load_input
 from ..core.registry import mechanisms
 from ..errors import UsageError
-from .cache import aggregate, shown
 from .cells import Paper
-from .figures import METRIC_LABELS, Figure, Scale
+from .figures import Figure, Scale
 
-__all__ = ["PAPER", "METHODS", "paper", "read_streams", "rank", "DIFFERENCES"]
+__all__ = ["PAPER", "METHODS", "paper", "read_streams", "DIFFERENCES", "OUR_DATA", "USER_DATA"]
 
 SYNTHETIC = ("lns", "sin", "log")
 DATASETS = (*SYNTHETIC, "tdrive-personalized", "foursquare-personalized")
@@ -41,16 +37,17 @@ USERS, SLOTS = 10_000, 1_000
 METRICS = ("mae", "mre")
 STREAM_SUFFIXES = (".csv", ".npz")
 
+OUR_DATA = ("the data are ours (the LNS, Sin and Log streams as two-bin counts of 10,000 users, the bundled T-Drive "
+            "sample on the same 10 x 10 grid and the bundled Foursquare sample by country), far smaller and of other "
+            "shapes than the paper's real streams")
+USER_DATA = "the data are the streams given with --streams, not the paper's"
 DIFFERENCES = (
     "How this differs from the paper. The paper runs each mechanism 100 times on real count streams (single "
     "series of flu outpatients, unemployment and flu deaths; flu cases by US state, d = 51; T-Drive taxis on a "
     "10 x 10 grid, d = 100; an online retail log and the World Cup log sampled to d = 1,289) and on periodic "
     "synthetic streams of 1,000 slots scaled to maxima of 10 to 10,000; over epsilon in 0.1, 0.3, 0.5, 0.7, 0.9, "
     "1.0 at w = 120 and over w in 40, 80, 120, 160, 200 at epsilon = 1. Ours keeps the sweeps, the mechanisms' "
-    "published parameters, the Laplace noise and MAE, but: (1) the data are ours (the LNS, Sin and Log streams "
-    "as two-bin counts of 10,000 users, the bundled T-Drive sample on the same 10 x 10 grid and the bundled "
-    "Foursquare sample by country), far smaller and of other shapes than the paper's real streams, so the "
-    "absolute errors and the order of close competitors differ; (2) MRE divides by max(c, 1), where the paper's "
+    "published parameters, the Laplace noise and MAE, but: (1) {data}, so the absolute errors and the order of close competitors differ; (2) MRE divides by max(c, 1), where the paper's "
     "relative error floors each bin's denominator at 1% of that bin's total over the stream, which weighs "
     "sparse bins less; (3) releases are not clamped to non-negative integers (the paper clamps them on its "
     "real streams only; `--clamp-round` does it here); (4) 10 runs a cell (2 with --quick, which also runs "
@@ -93,96 +90,6 @@ def _command(streams: dict[str, str] | None, figure: Figure, dataset: str, x, me
     return [*data, "-m", method, "-e", f"{epsilon:g}", "-w", str(window), "--noise", "laplace"]
 
 
-def rank(errors: np.ndarray) -> np.ndarray:
-    """Each method's rank by error along the last axis, 1 the smallest; ties share their mean rank.
-
-    >>> rank(np.array([3.0, 1.0, 3.0, 2.0])).tolist()
-    [3.5, 1.0, 3.5, 2.0]
-    """
-    errors = np.asarray(errors, dtype=float)
-    below = (errors[..., None, :] < errors[..., :, None]).sum(axis=-1)
-    equal = (errors[..., None, :] == errors[..., :, None]).sum(axis=-1)
-    return below + (equal + 1) / 2
-
-
-def _rankings(paper: Paper, scale: Scale, out: Path, runs: int, inputs: dict) -> list[dict]:
-    """One row per (sweep, x, metric, method): the mean rank over the datasets and its standard deviation."""
-    rows = []
-    for figure in paper.figures:
-        by_cell = {(r["dataset"], r["x"], r["method"]): r for r in aggregate(paper, figure, scale, out, runs, inputs)}
-        for x in figure.points(scale):
-            for metric in figure.metrics:
-                errors = np.array([[by_cell[d, x, m][metric] for m in figure.methods] for d in figure.datasets])
-                ranks = rank(errors)  # (datasets, methods)
-                for i, method in enumerate(figure.methods):
-                    rows.append({"sweep": figure.x, "x": x, "metric": metric, "method": method,
-                                 "mean_rank": float(ranks[:, i].mean()),
-                                 "rank_std": float(ranks[:, i].std(ddof=1)) if len(ranks) > 1 else float("nan")})
-    return rows
-
-
-def _draw_rankings(paper: Paper, rows: list[dict], scale: Scale, path: Path) -> None:
-    """The mean rank of every method over each sweep: a panel column per sweep, a row per metric."""
-    from .style import method_label, method_style, pyplot, save
-
-    plt = pyplot()
-    from matplotlib.lines import Line2D
-
-    sweeps, methods = paper.figures, paper.figures[0].methods
-    fig, axes = plt.subplots(len(METRICS), len(sweeps), figsize=(4.2 * len(sweeps) + 0.6, 2.8 * len(METRICS) + 1.2),
-                             squeeze=False, layout="constrained")
-    for col, figure in enumerate(sweeps):
-        xs = figure.points(scale)
-        for row, metric in enumerate(METRICS):
-            ax = axes[row][col]
-            for method in methods:
-                series = {r["x"]: r["mean_rank"] for r in rows if r["sweep"] == figure.x and r["metric"] == metric
-                          and r["method"] == method}
-                ax.plot(xs, [series[x] for x in xs], gid=method, markersize=5, linewidth=1.3, **method_style(method))
-            ax.set_ylim(len(methods) + 0.5, 0.5)  # rank 1, the smallest error, at the top
-            ax.set_xticks(xs, [shown(x) for x in xs])
-            ax.grid(alpha=0.3)
-            ax.tick_params(labelsize=7)
-            ax.set_title(f"({chr(97 + row * len(sweeps) + col)}) by {METRIC_LABELS[metric]}, over {figure.x}",
-                         fontsize=9)
-            if col == 0:
-                ax.set_ylabel("mean rank (1 = smallest error)", fontsize=8)
-            if row == len(METRICS) - 1:
-                ax.set_xlabel(figure.x)
-    handles = [Line2D([], [], label=method_label(m), **method_style(m)) for m in methods]
-    datasets = len(paper.figures[0].datasets)
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=8,
-               title=f"each point: a method's rank by its mean error over the runs, averaged over {datasets} "
-               "dataset(s)", title_fontsize=8)
-    fig.suptitle("ranking: every central mechanism's mean rank over the datasets", fontsize=10)
-    save(fig, path)
-
-
-def _overview(paper: Paper, scale: Scale, out: Path, runs: int, inputs: dict) -> list[str]:
-    """Write ``ranking.csv`` and ``ranking.png``; the index's lines on them and on the differences."""
-    rows = _rankings(paper, scale, out, runs, inputs)
-    stem = out / paper.name / "ranking"
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    with open(stem.with_suffix(".csv"), "w", newline="") as fh:
-        fh.write(f"# {paper.citation}: ranking, each method's rank by mean error at every (dataset, x), "
-                 "1 = smallest, ties sharing their mean rank; mean and standard deviation over the datasets\n")
-        writer = csv.DictWriter(fh, fieldnames=["sweep", "x", "metric", "method", "mean_rank", "rank_std"])
-        writer.writeheader()
-        writer.writerows({k: shown(v) for k, v in r.items()} for r in rows)
-    _draw_rankings(paper, rows, scale, stem.with_suffix(".png"))
-    overall = {(m, metric): np.mean([r["mean_rank"] for r in rows if r["method"] == m and r["metric"] == metric])
-               for m in paper.figures[0].methods for metric in METRICS}
-    order = sorted(paper.figures[0].methods, key=lambda m: overall[m, METRICS[0]])
-    lines = [f"### {paper.name} ranking: mean rank over the datasets", "",
-             f"![ranking]({paper.name}/ranking.png) [CSV]({paper.name}/ranking.csv)", "",
-             "A method's rank at one (dataset, x) orders the mean errors of all methods there (1 = smallest); "
-             "the table averages it over the datasets and over every point of both sweeps.", "",
-             "| method | " + " | ".join(f"mean rank by {METRIC_LABELS[m]}" for m in METRICS) + " |",
-             "|---|" + "---:|" * len(METRICS)]
-    lines += [f"| {m} | " + " | ".join(f"{overall[m, metric]:.2f}" for metric in METRICS) + " |" for m in order]
-    return lines + ["", DIFFERENCES, ""]
-
-
 def paper(streams: dict[str, str] | None = None) -> Paper:
     """The benchmark on our datasets, or on ``streams`` (name -> CSV of counts or dump) instead."""
     datasets = tuple(streams) if streams else DATASETS
@@ -197,7 +104,8 @@ def paper(streams: dict[str, str] | None = None) -> Paper:
     )
     return Paper("benchmark", "Schäler, Hütter and Schäler, Benchmarking the utility of w-event differential "
                  "privacy mechanisms: when baselines become mighty competitors, PVLDB 2023", figures,
-                 command=functools.partial(_command, streams), overview=_overview)
+                 command=functools.partial(_command, streams), ranked=True,
+                 differences=DIFFERENCES.format(data=USER_DATA if streams else OUR_DATA))
 
 
 PAPER = paper()

@@ -32,8 +32,8 @@ class Paper:
     compute : ``(figure, dataset, x, method, run, scale, inputs) -> {metric: value}``, for the others; it
         computes every metric the cell's figures draw.
     describe_cell : ``(figure, dataset, x, method, scale, inputs) -> str``, how ``compute`` computes a cell.
-    overview : ``(paper, scale, out, runs, inputs) -> [index lines]``, for what spans the figures (the
-        benchmark's ranking): it writes its own files under ``OUT/PAPER`` and returns the index's lines on them.
+    ranked : its methods are also ranked by their errors over the datasets (:mod:`~wevent.reproduce.ranking`).
+    differences : how the set-up differs from the paper's, for the index, after the figures.
     """
 
     name: str
@@ -42,7 +42,8 @@ class Paper:
     command: Callable | None = None
     compute: Callable | None = None
     describe_cell: Callable | None = None
-    overview: Callable | None = None
+    ranked: bool = False
+    differences: str = ""
 
     def figure(self, name: str) -> Figure:
         return next(f for f in self.figures if f.name == name)
