@@ -39,6 +39,7 @@ COMMANDS = {
     "bench": "benchmarks (speed ratios against a baseline run alongside)",
     "reproduce": "regenerate the papers' tables and figures (CSV, PNG, index.md)",
     "plot": "draw one stream's run as a PNG: releases against the truth, strategies, window spend",
+    "advise": "rank the mechanisms that fit a stream by their error on it (public or retired data only)",
 }
 
 # Top-level modules of the optional extras: a command that needs one says how to install it. wevent is

@@ -32,6 +32,8 @@ class Paper:
     compute : ``(figure, dataset, x, method, run, scale, inputs) -> {metric: value}``, for the others; it
         computes every metric the cell's figures draw.
     describe_cell : ``(figure, dataset, x, method, scale, inputs) -> str``, how ``compute`` computes a cell.
+    ranked : its methods are also ranked by their errors over the datasets (:mod:`~wevent.reproduce.ranking`).
+    differences : how the set-up differs from the paper's, for the index, after the figures.
     """
 
     name: str
@@ -40,6 +42,8 @@ class Paper:
     command: Callable | None = None
     compute: Callable | None = None
     describe_cell: Callable | None = None
+    ranked: bool = False
+    differences: str = ""
 
     def figure(self, name: str) -> Figure:
         return next(f for f in self.figures if f.name == name)

@@ -22,6 +22,7 @@ from .cells import Paper
 from .datasets import DATASETS
 from .figures import METRIC_LABELS, ROC_POINTS, TPR, Figure, Scale
 from .cache import aggregate, cell_seconds, shown, write_csv
+from .ranking import write_ranking
 from .style import DASHES, method_label, method_style, pyplot, save
 
 __all__ = ["write_figure", "write_index", "write_thumbnails", "draw", "compare_reported", "THUMBNAILS"]
@@ -79,6 +80,10 @@ def write_index(papers: list[Paper], finished: list[Paper], scale: Scale, out: P
                  f"{cells} distinct cell runs, {seconds:.0f} CPU seconds in all.", ""]
         for figure in paper.figures:
             lines += _index_entry(paper, figure, aggregate(paper, figure, scale, out, runs, inputs))
+        if paper.ranked:
+            lines += write_ranking(paper, scale, out, runs, inputs)
+        if paper.differences:
+            lines += [paper.differences, ""]
         sections.append("\n".join(lines))
     index = out / "index.md"
     index.write_text(f"# Reproduced figures and tables ({scale.name} scale, {runs} run(s) per cell)\n\n"

@@ -2,7 +2,7 @@
 
 One section per paper whose cells are all in: Kellaris et al.'s mechanisms at w = 120 (Fig. 6),
 LDP-IDS's errors over epsilon (Fig. 3), its communication (CFPU and bits at epsilon = 1) and its
-extensions (Fig. 11), Du et al.'s mechanisms at the strictest pair (0.6, 120) of Fig. 10, and Sun
+extensions beside the central PeGaSus and FAST (Fig. 11), Du et al.'s mechanisms at the strictest pair (0.6, 120) of Fig. 10, and Sun
 et al.'s range-query errors over epsilon (Figs. 7-9). Values are means over the runs; spends are
 their largest. At a scale whose sweep leaves out the paper's default, the nearest point run is used.
 """
@@ -59,6 +59,12 @@ def _reduction(ours: float, baseline: float) -> float:
     return 1.0 - ours / baseline if baseline > 0 else math.nan
 
 
+def _cfpu(summaries: list[dict]) -> str:
+    """The mean CFPU of a local method's runs; "-" for a central one, whose users send their data."""
+    values = [s["cfpu"] for s in summaries if "cfpu" in s]
+    return f"{np.mean(values):.3f}" if values else "-"
+
+
 def _central(cells: _Cells, paper: Paper) -> list[str]:
     figure = paper.figure("fig6")
     w = cells.nearest(figure, 120)
@@ -96,8 +102,8 @@ def _local(cells: _Cells, paper: Paper, synthetic: tuple[str, ...]) -> list[str]
     lines += [f"The extensions at {setting} ({paper.name} {extensions.name}), defaults, not tuned:", ""]
     lines += _table(["method", *(f"{d} MRE (%)" for d in synthetic), "CFPU (" + " / ".join(synthetic) + ")"],
                     [[m, *(f"{100 * ext_rows[d, setting, m]['mre']:.2f}" for d in synthetic),
-                      " / ".join(f"{np.mean([s['cfpu'] for s in cells.summaries(paper, extensions, d, setting, m)]):.3f}"
-                                 for d in synthetic)] for m in extensions.methods])
+                      " / ".join(_cfpu(cells.summaries(paper, extensions, d, setting, m)) for d in synthetic)]
+                     for m in extensions.methods])
     every = [s for f in paper.figures for s in cells.every_summary(paper, f)]
     spend = max(s["max_window_epsilon"] / s["epsilon"] for s in every)
     population = [s for s in every if s["mechanism"].startswith("lp")]

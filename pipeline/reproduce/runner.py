@@ -121,17 +121,21 @@ def _plan(papers: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict)
 
 
 def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data_dir: Path | None,
-        simulate: Callable[[list[str]], dict], progress: bool | None = None, thumbnails: Path | None = None) -> dict:
+        simulate: Callable[[list[str]], dict], progress: bool | None = None, thumbnails: Path | None = None,
+        streams: dict[str, str] | None = None) -> dict:
     """Compute every missing cell of ``papers`` and write their outputs (and the README's figures into
     ``thumbnails``); return what was done. ``simulate`` computes the summary of a ``wevent simulate``
-    command from its arguments (a function of a module, which the worker processes import)."""
-    from . import PAPERS
+    command from its arguments (a function of a module, which the worker processes import). ``streams``
+    are the user's streams the benchmark runs on (:func:`~wevent.reproduce.use_streams`, which the
+    caller has called, and which every worker process calls as it starts)."""
+    from . import PAPERS, use_streams
     from .outputs import write_figure, write_index, write_thumbnails
     from .results import write_results
 
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    pool = _InProcess() if jobs == 1 else concurrent.futures.ProcessPoolExecutor(max_workers=jobs)
+    pool = _InProcess() if jobs == 1 else concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs, initializer=use_streams, initargs=(streams,))
     with pool:
         # every paper's inputs, so the index can also list papers finished by earlier runs
         inputs = prepare({d for p in PAPERS.values() for f in p.figures for d in f.datasets}, out, data_dir, scale,

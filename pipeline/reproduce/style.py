@@ -2,12 +2,14 @@
 
 A method keeps one colour, marker and dash pattern in every panel of every figure, and in
 ``wevent plot``'s picture of a run of it. The styles follow the method's place in one catalogue:
-the methods in the order the papers' figures first draw them (LDP-IDS, Kellaris et al., Du et
-al., Sun et al.), then every other registered mechanism by model (central, local, personalized)
+the methods in the order the papers' figures first draw them (LDP-IDS, Kellaris et al., the
+benchmark of every central mechanism, Du et al., Sun et al.), then every other registered mechanism by model (central, local, personalized)
 and name. A new mechanism gets its style from that place with nothing to add here. (The
 registry's own order, alphabetical by model, would give LDP-IDS's seven methods the palette's
 palest colours and two of them the same one.) The palette is matplotlib's ``tab10`` without its
-grey and olive, which read as "no method" and fade on white.
+grey and olive, which read as "no method" and fade on white, and four darker colours of ``tab20b``
+and ``Dark2``: twelve, so that the benchmark's eleven central mechanisms, which follow one another
+in the catalogue, all differ in colour.
 
 Colour tells the methods of a figure apart (the tests check it for every figure); most of them
 differ in marker shape and dash pattern too, which keeps coinciding curves visible (LDP-IDS's LSP
@@ -17,8 +19,9 @@ offset: it would move points off the x values they were run at.
 
 >>> [method_style(m)["color"] for m in ("lbu", "lbd")]
 ['#1f77b4', '#ff7f0e']
->>> len({method_style(m)["color"] for m in ("uniform", "sample", "bd", "ba")})
-4
+>>> from wevent.reproduce.benchmark import METHODS
+>>> len({method_style(m)["color"] for m in METHODS}) == len(METHODS)
+True
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ from ..errors import UsageError
 
 __all__ = ["PALETTE", "check_matplotlib", "pyplot", "catalogue", "method_style", "method_label", "save", "DPI"]
 
-# matplotlib's "tab10" without grey and olive, written out so that rcParams cannot recolour the figures.
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X")  # 8, 7 and 4 colours, markers, dashes: styles repeat every 56
+# matplotlib's "tab10" without grey and olive, then indigo, mustard, plum and moss; written out so that
+# rcParams cannot recolour the figures.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+           "#393b79", "#e6ab02", "#7b4173", "#637939")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")  # 12, 7 and 4 colours, markers, dashes: styles repeat every 84
 DASHES = ("-", "--", "-.", ":")
 DPI = 110  # dots an inch of a PNG drawn without a set width
 

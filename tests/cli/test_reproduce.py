@@ -28,6 +28,7 @@ EXPECTED = {
     "ldp-ids": ["fig3", "fig4", "fig5", "fig6", "fig6c", "fig6d", "fig7a", "fig7b", "fig7c", "fig7d", "table2", "fig8",
                 "fig10a", "fig10b", "fig11"],
     "kellaris": ["fig6", "error-vs-epsilon"],
+    "benchmark": ["error-vs-epsilon", "error-vs-w"],
     "du": ["fig10", "fig11", "fig12", "fig13"],
     "sun": ["fig7-9", "fig10-12"],
 }
