@@ -47,6 +47,43 @@ Traceback (most recent call last):
 wevent.producers.device_fleet.RequestRefused: slot 2 phase 2 was charged for another request
 >>> ledger.admit(ask(4, [1]), np.array([1])).tolist()  # slot 1 left the window
 [True]
+
+The fleet in the pipeline
+-------------------------
+
+**Device fleet** (`wevent devices`, `producers/device_fleet.py`): holds a shard of users' true
+values, answers requests with reports perturbed by the library's device code under the devices'
+own key, and keeps a per-user ledger that refuses anything over a user's epsilon in a window.
+Every asked user answers and is charged: a user without a value in the slot (`ABSENT` in the
+dump, or beyond its users) answers in the devices' "absent" category, the last of the
+`domain + 1` they answer in; a mean stream's fleet needs every user's value in every slot.
+`wevent simulate --input` answers so too, whatever the dump, and releases what the stream
+releases; the generated synthetic streams, whose every user has a value by construction, keep
+the papers' categories (two for the binary streams).
+It charges every distinct request: a (slot, phase) belongs to the first request charged there
+(a BLAKE2b digest of its fields); the same request sent again (a server re-emitting after a
+crash) gets the same reports at no new cost, and any other request for that slot and phase is
+refused. So are budgets outside (0, epsilon], slots older than the newest charged one, and slots
+more than `--max-slots-ahead` (default 100 w) past it (`wevent_device_requests_refused_total`).
+Each shard keeps its users' spend for the current window in `--ledger-dir` (default
+`./wevent-devices-ledger`), written and synced before any report leaves and read back at
+start, so a killed fleet forgets no spend; a damaged or foreign file stops the fleet with one
+line rather than starting from zero, and so does a missing one (deleted, or a fleet started
+from another working directory), naming the directory it looked in: a fleet starts from an
+empty ledger only when told it is the shard's first start (`--new-ledger`, which writes the
+empty ledger at once and reads an existing one all the same; `wevent run`, which owns its
+fleet's whole life, passes it). The window is charged exactly, as the core's ledgers charge
+theirs (`UserCharges`): no slack in the server's favour. `wevent devices` checks the values
+dump against the stream (users, domain, slot length, start alignment) before it connects.
+
+**Device fleets commit after answering.** `wevent devices` writes a request's charge to its
+ledger on disk, sends the reports, waits until the broker has every one, and only then commits
+the request's offset. A fleet killed at any point reads the request again on restart and answers
+it with the same bytes: its ledger recognises the request, so the repeat costs no budget. The
+collector counts a re-sent report once (dropped as `duplicate`, or `late` once its round has
+closed), so releases equal a run without crashes. A report the broker does not take stops the
+fleet with one line and the request uncommitted, for its supervisor to restart it. An answer
+message holds at most 900,000 bytes, under Kafka's default 1 MiB limit.
 """
 
 from __future__ import annotations

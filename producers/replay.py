@@ -30,6 +30,58 @@ replay of the same feed, so that a restarted replay carries on as the producer i
 2 60.0 120.0 [1] [1]
 closed
 ReplayStats(first_slot=1, last_slot=2, reports=3)
+
+Feeds
+-----
+
+`wevent replay tdrive|foursquare|synthetic` reads the original file formats and prepares them the
+papers' way:
+
+- the bounding box and grid, or countries, or venue categories;
+- the slot length;
+- each user's latest record per slot;
+- carry-forward of a user's previous value, and back-fill of their first.
+
+It then replays slot by slot in event-time order, as fast as possible or at a multiple of real
+time, as batched binary reports with per-partition watermarks, as one producer of the stream
+(`--producer-id`, see :mod:`wevent.stream.wire.reports`). It can resume from a slot
+(`--from-slot`), shows a progress bar and prints a summary of users, slots, domain and skipped
+lines (with their first line numbers). `--dump FILE` writes the prepared (slot x user) matrix
+instead, for `wevent simulate --input` and for the device fleet. For a local-model stream, replay
+sends only the clock: the values stay with the devices.
+
+### Getting the datasets
+
+- **T-Drive** (Microsoft Research, 10,357 Beijing taxis, 2-8 February 2008): download the sample
+  from <https://www.microsoft.com/en-us/research/publication/t-drive-trajectory-data-sample/> and
+  unzip every part into one directory: one `N.txt` per taxi, with lines
+  `taxi_id,YYYY-MM-DD HH:MM:SS,longitude,latitude` in Beijing time.
+  `wevent replay tdrive DIR --dump taxi.npz` uses the 10x10 grid and 1-minute slots of the
+  personalized paper. `--profile ldp-ids` gives LDP-IDS's 5 areas in 10-minute slots.
+- **Foursquare** (Dingqi Yang, <https://sites.google.com/site/yangdingqi/home/foursquare-dataset>):
+  - the global TIST2015 check-ins: keep `dataset_TIST2015_Checkins.txt` and
+    `dataset_TIST2015_POIs.txt` together; countries are the domain, and the default samples 5% of users;
+  - the NYC/Tokyo TSMC2014 files (`--profile tsmc2014`): venue categories are the domain.
+
+| feed | profile | settings (every one overridable: `--grid`, `--slot-seconds`, `--box`, `--absent`, ...) |
+|---|---|---|
+| tdrive | `personalized` (default) | lon [116, 116.8] x lat [39.5, 40.3], 10x10 grid (d = 100), 60 s slots, carry-forward: 10,357 taxis x 8,889 slots |
+| tdrive | `ldp-ids` | the same box as 1x5 longitude strips (d = 5), 600 s slots, a taxi without a point in a slot absent there (a local stream's devices answer for it in their "absent" category) |
+| foursquare | `personalized` (default) | TIST2015, countries, 5% of users (keyed hash), 6,000 s slots (T = 7,649), carry-forward |
+| foursquare | `ldp-ids` | TIST2015, countries, all users, 102,800 s slots (T = 447), carry-forward |
+| foursquare | `tsmc2014` | TSMC2014, venue category names, all users, 6,000 s slots, carry-forward |
+| synthetic | `personalized` / `ldp-ids` | LNS/Sin/Log: N = T = 10,000 / N = 200,000, T = 800 |
+
+Parsing is vectorised (8 MB blocks of whole lines, numpy field and number parsing). Malformed
+lines are counted by reason and skipped, with their first `file:line` locations: wrong column
+count, bad field, bad time, bad number, outside the box, unknown venue. Users are numbered
+0..N-1 in ascending id order (numerically when every id is digits), and their original ids are
+kept.
+
+The sample files under `producers/fixtures/` are written by
+`python -m wevent.producers.fixtures.generate` (deterministic from a seed, in exactly the original
+formats): 250 taxis over a day around Beijing, about 3,600 TIST2015 check-ins over 10 countries
+with their POI file, and 2,000 NYC TSMC2014 check-ins. The tests and `wevent run` use them.
 """
 
 from __future__ import annotations

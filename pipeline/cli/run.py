@@ -232,6 +232,7 @@ def _follow(args, run, truth_port: int, display) -> int:
     print(f"releases are signed with release public key {run.made_with.key.public_hex} (fingerprint "
           f"{run.made_with.key.fingerprint}): `wevent audit --release-key` and `wevent subscribe --release-key` "
           "verify with it", file=sys.stderr)
+    print(f"follow it from another terminal: {run.subscribe_command}", file=sys.stderr)
     if run.continues is not None:
         print(f"stream {run.stream.name!r} exists, released up to slot {run.continues} with these parameters and "
               "key: this run continues it", file=sys.stderr)

@@ -55,6 +55,54 @@ not cover them, whatever a float sum rounds them to.
 
 >>> ChargeMatrix(np.full(10, 0.1), windows=[10], bounds=[1.0]).first_overspend()
 WindowSpend(spend=1.0000000000000002, bound=1.0, group=0, first=0, last=9, user=None)
+
+Where accounting lives
+----------------------
+
+**Accounting lives in the core.** `pipeline/core/accounting.py` holds a stream's `Budget` (the
+total, the host's share and the reserved share, settled when the config loads), the
+`WindowAccount` protocol every ledger follows (charge a slot; name the window closest to its
+bound as a `WindowSpend`), the `SlidingLedger` and the `ChargeMatrix`. Every mechanism makes its
+own ledgers: `new_ledger()` keeps every slot (`WindowLedger`, `PersonalizedLedger`,
+`UserLedger`), for simulation and tests; `sliding_ledger()` keeps the last window only
+(`SlidingLedger`, `SlidingPersonalizedLedger`, `SlidingUserLedger`), for M2, which stores its
+state in its table value. `wevent audit` re-checks the published records with the
+`ChargeMatrix`. The stream layer computes no charge: its per-model logic only says what a
+window's spend shows in records and gauges. The device fleet's `DeviceLedger`
+(`producers/device_fleet.py`) names its fullest window in the same terms but charges its own
+way, because it admits requests before any report exists ("Where accounting lives", below).
+
+**One accounting path.** `pipeline/core/accounting.py` is where budgets are counted. A slot's
+spend is a charge matrix: one group in the central model, one per requirement type in the
+personalized model, the phases that ask everyone in the local model, plus the charges of the
+users a phase lists. Every window of every group or user is summed against its bound, exactly
+(`pipeline/core/exact.py`: floats as integers in units of a common power of two), and a spend
+shown as a float is the exact one rounded up, so it exceeds a bound exactly when the spend
+does. Mechanisms divide budgets downwards: every budget a mechanism records is the largest
+multiple of its epsilon's grid (the spacing of floats at epsilon) that its share allows, so `w`
+slots of `epsilon / w` never add up to more than epsilon, and every sum of budgets within
+epsilon is exact in floating point. Each
+mechanism makes its own ledger, in two forms: `new_ledger()` keeps every slot (simulation and
+tests), `sliding_ledger()` keeps only the charges its next window needs, which M2 stores in its
+table and restores at every release (a state written before holds the same matrix). How a
+model charges its users lives in its core ledgers, never in the stream layer; `wevent audit`
+checks the records through the same `ChargeMatrix`. The device fleet's ledger answers the same
+question (`DeviceLedger.tightest()`, the fullest user window, which `wevent devices` prints at
+start) but charges its own way: it admits a request before any report leaves, refusing each
+user it would take over epsilon, where a mechanism's ledger records a release after the fact;
+it charges a request once by its digest; and it keeps every charge's users on disk.
+
+**One budget.** A stream's budget is settled once, when the config is loaded: a total epsilon,
+the share a query index (modes B and C) reserves from every window, and what is left for the
+mechanism, the largest float whose exact sum with the reserved share fits the total. Audit
+records carry the total and the reserved share as configured. The gauges
+`wevent_window_epsilon_spent` (the mechanism's spend, rounded up), `wevent_window_epsilon_reserved`
+and `wevent_window_epsilon_budget` (the total) say the same, and `WeventWindowSpendAboveBudget`
+fires when spent + reserved > budget, compared exactly (the float sum, and its rounding error
+when the sum equals the budget), so an overspend of either share shows, by however little. No
+budget below 1e-290 is accepted anywhere (the config, every `--epsilon`, personalized
+requirements, a query index, the core's constructors: `wevent.core.validation.MIN_EPSILON`):
+below it the noise of a slot's share has no finite scale.
 """
 
 from __future__ import annotations

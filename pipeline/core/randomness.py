@@ -36,6 +36,37 @@ True
 False
 >>> bool(rng.discrete_laplace(3, Phase.DISSIMILARITY, 0.5) == rng.discrete_laplace(3, Phase.DISSIMILARITY, 0.5, 1)[0])
 True
+
+Derived randomness
+------------------
+
+**Derived randomness.** Every draw is a pure function of a secret key and its coordinates
+(`pipeline/core/randomness.py`). All server-side noise is AES-128, under a per-stream sub-key of
+the server's secret (a keyed BLAKE2b), of counter blocks that spell (slot, phase, what the word
+is for, index): counter mode whose counters carry their coordinates, one encryptor per stream
+and no hash per draw. A device block answers a request from the devices' AES-128-CTR keystream
+of (stream, slot, phase, device block) keyed the same way, and bound to the request: its key is a
+keyed BLAKE2b of the request's digest, so a repeated request gets the same reports and two
+different requests (another budget for the same slot and phase) never share a byte. Both are
+cryptographic generators: the server publishes releases
+made from its noise and sees reports made from the devices' bytes, and a PCG64 state can be
+recovered from enough of its output. PCG64 generators, seeded with a keyed BLAKE2b hash of
+(stream, slot, phase), remain for the server's random choices that are not noise values (which
+users to ask, published anyway; the personalized sample's coins, never published, each slot's
+from its own seed) and for simulation shortcuts. Re-processing a slot after a crash reproduces
+the very same release, instead of a second independent one (averaging two would halve the
+noise). Retried device reports are identical too.
+
+**Per-user randomness comes in blocks.** A device's randomness is per (stream, slot, phase,
+block of 65,536 users), not per user. A fleet that holds whole blocks reproduces the
+simulation's reports exactly, and a retried report is identical.
+
+**Device randomness and server noise are AES-128, not PCG64.** The server never sees the
+devices' random bytes, but it sees reports made from them, and anyone sees releases made from
+the server's noise; PCG64 is not a cryptographic generator. AES under a key derived from the
+right secret is, and with AES-NI it fills buffers about twice as fast as PCG64 here. It adds one
+dependency, `cryptography` (OpenSSL). Numpy's generators remain for GRR's and HM's draws (seeded
+from the keystream), the server's choices of whom to ask, and simulation shortcuts.
 """
 
 from __future__ import annotations

@@ -20,6 +20,56 @@ and an option that breaks a mechanism's guarantee is refused.
 Traceback (most recent call last):
 ...
 wevent.stream.config_kinds.SchemaError: options.budget_shift must be a boolean (true or false), got 'false'
+
+What the config says, and how it is checked
+-------------------------------------------
+
+Options are the mechanisms' own keyword arguments, declared once, on each mechanism class
+(`OPTIONS`, `pipeline/core/options.py`): the config's schema, the Helm chart's values schema, the
+flags of `wevent simulate` (`--budget-shift`, `--cutoff`, ...) and README's table are made from
+those declarations, so a new mechanism class brings its options everywhere. A personalized
+stream's requirements are a CSV of `user,w,epsilon` lines, or generation settings (the papers'
+mixes).
+
+Every mechanism the core registers is a stream mechanism. The central ones of the benchmark of
+Schäler et al. (FAST_w, RescueDP, DSAT_w, PeGaSus, AdaPub, BD and BA with grouping) run on M1 and
+M2 as BD and BA do, with releases equal to `wevent simulate`'s: M1 measures where the mechanism has
+a dissimilarity (one per group of bins for the grouped ones, whose partition M1 moves with the
+releases as M2 does), and M2 runs the rest of the slot (`pipeline/stream/agents/central.py` says
+how each maps onto them). `wevent bench crash --mechanism NAME` runs crash trials of any of them.
+
+The config is checked once, when it is loaded, against one typed definition
+(`pipeline/stream/config_schema.py`, over the kinds of values of `config_kinds.py`): every field and
+every mechanism's own options, with their
+types and ranges. `budget_shift = "false"` is an error, not a true value; numbers must be finite
+and in range; an option the mechanism does not take is refused rather than ignored; stream names
+are letters, digits, `.`, `_` and `-` (at most 100). `block_size` and `deadline_seconds` belong
+to the devices and the collector of a local stream; `noise` (`discrete`, or `laplace-fp-unsafe`
+for the papers' floating-point sampler, which leaks: see the threat model in :mod:`wevent.stream`; plain `laplace` is
+refused with a line saying so) applies to the central and personalized mechanisms.
+`artifact_compat_nonprivate` is refused in a stream config: it breaks the window guarantee (it
+stays in `wevent simulate` for comparisons). Every
+problem, including an unreadable, binary, deeply nested or malformed file, is one line naming the
+stream and the field, and the worker does not start. The Helm chart's `values.schema.json` is
+generated from the same definition (`python -m wevent.stream.helm_schema
+helm/wevent/values.schema.json`, and a test keeps them equal), so `helm install` refuses what a
+worker would refuse.
+
+A stream's first watermark counts from its `start`: a replay resumed with `--from-slot` into a
+stream with no state must stay within `max_watermark_jump_slots`, or raise it.
+
+A `query` index comes in three modes:
+
+- mode `A` indexes the releases and costs nothing;
+- mode `B` runs RTP_DMM on the slot's raw counts with its own `epsilon`, which is taken out of the
+  stream's budget: the mechanism gets `epsilon - query.epsilon`, and the audit checks the sum;
+- mode `C` combines both.
+
+Range queries over the releases of a local-model stream report the oracle's own error: a fresh
+release is the estimate from the `n2` reports that actually came, at `eps2`, so its variance is
+the oracle's V(eps2, n2); a repeated release keeps the error of the one it repeats. LP-RescueDP
+streams cannot be indexed (each release is filtered into the previous one, so its error is not its
+own), and a `query` on one is refused when the config is loaded.
 """
 
 from __future__ import annotations

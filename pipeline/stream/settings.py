@@ -15,6 +15,30 @@ always had: the server's key when a key is needed (:meth:`Settings.noise_key`), 
 settings when the first client is made (:meth:`Settings.kafka_credentials`), the worker's port
 and host by the options they stand in for. A flag on the command line wins over the environment,
 which wins over the config's ``seed``.
+
+Keys
+----
+
+**Keys.** The server's key comes from `WEVENT_NOISE_KEY`, the devices' from `WEVENT_DEVICE_KEY`
+(64 hex characters each), or from a `seed`, which is for experiments only: anyone who knows it
+can remove the noise, and `wevent run` says so on stderr. There is no public default key. Every
+key a worker signs or MACs with is a keyed-BLAKE2b sub-key of the server's key, one per purpose
+(the internal MAC's, the requests', the releases'), so a public half gives away neither the
+secret nor another sub-key.
+**Rotating the server's key** starts new streams: a stream's key is fixed for its life like its
+parameters (its noise, its state and the signatures of its releases all derive from it), so
+run the new key under new stream names, give subscribers the new `WEVENT_RELEASE_PUBLIC_KEY`,
+and let the old streams end. Their releases stay on `releases` and `audit` and stay verifiable
+with the old public key (`wevent audit --release-key OLD --stream NAME`), so keep it published
+beside the new one.
+Without either, `wevent run` draws two independent random keys for the run and hands each to
+its own process only (the worker gets the server's key, the device fleet the devices' key),
+through their environment, never in a file or on a command line. With a seed the two keys are
+separate hashes of it; the devices' key is never derived from the server's. On an external
+Kafka (`--bootstrap`) the keys must come from the environment or a seed, because the streams'
+state outlives the run and a re-processed slot must draw the same noise. `wevent run` stops
+everything it started on Ctrl-C, SIGTERM and SIGHUP, and deletes its working directory (config,
+the devices' true values, logs) on every exit.
 """
 
 from __future__ import annotations

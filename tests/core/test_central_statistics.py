@@ -68,8 +68,8 @@ def test_qualitative_orderings(w):
       and halves its budget each time while BA spends absorbed units: MAE(BA) <= MAE(BD);
     * volatile stream (i.i.d. counts): MAE(Sample) > MAE(Uniform) and MAE(BA) <= MAE(BD).
 
-    One could also expect BA <= BD on the smooth stream. Measured, it does not hold (README,
-    "Central model results"): BA settles where a candidate's noise matches its own last release's
+    One could also expect BA <= BD on the smooth stream. Measured, it does not hold (the docstring of
+    wevent.core.central): BA settles where a candidate's noise matches its own last release's
     noise (k ~ 10 units at w = 40, a release every ~2k slots), while BD republishes at epsilon/4
     once per window; so it is asserted where the mechanism's design predicts it.
     """

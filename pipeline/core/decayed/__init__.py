@@ -12,6 +12,23 @@ slot weighted ``p^(t - i)``, in O(1) per insert and per query (two or three pref
 Building blocks: :class:`DecayedFenwick` (the block store), :func:`lambda_table` and
 :func:`get_lambda` (Algorithm 2), :func:`column_norms` and :func:`window_sensitivity`.
 State: ``to_bytes()``/``to_json()`` and :func:`restore_index`.
+
+Measured error
+--------------
+
+Exact MSE of decayed range queries (epsilon = 1, event level, W = 65,536, p = 0.9995, l uniform
+in the window and r uniform in [l, t]), from `wevent bench decayed --accuracy`:
+
+| configuration | L | MSE |
+|---|---:|---:|
+| Algorithm 1 (no Λ), exact Δ | 65,536 | 103 |
+| Algorithm 1, H/ε as printed | 65,536 | 234 |
+| paper Λ, exact Δ | 65,536 | 78 |
+| cai Λ, exact Δ | 65,536 | 51 |
+| LP-item (every slot with Lap(1/ε)) | - | 114 |
+
+These variances were checked against explicit node sets and 10^5-sample empirical variances
+(`tests/core/decayed`).
 """
 
 from ._base import INDEXES, DecayedRangeIndex, check_decay, restore_index

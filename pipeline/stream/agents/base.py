@@ -32,6 +32,40 @@ Anyone who can write to the broker could otherwise stall or steer a stream, so e
 worker acts on is authenticated (:class:`ServerKeys`), and so is every record it publishes: outputs
 are sealed as they leave :meth:`Processor.process`, and each ``route`` refuses an input without a
 valid seal, or an authentic-looking one no worker could have sent, before it reaches any state.
+
+Processors return what happened
+-------------------------------
+
+**Processors return what happened.** The assembler, M1, M2 and the collector are plain classes,
+one file each in `pipeline/stream/agents/` (`assemble.py`, `measure.py`, `publish.py`,
+`collect.py`) over `base.py`, with each model's logic beside them (`central.py`,
+`personalized.py`, `local.py`). `Processor.process` turns one input into its sealed outputs, its
+state updates in the order to store them (side keys, then the head key with its offsets, then
+deletions), and its `Events` (`pipeline/stream/agents/events.py`: reports accepted and rejected by
+reason, dead letters, forged messages, closed slots, each release's gauges). The worker exports
+them with `wevent.stream.runtime.prometheus.export`, the one mapping to metrics, which the device
+fleet (its refusals and forged requests, returned the same way by `DeviceFleet.respond` and
+`SignedRequests.check`) and the test harness use too; processors, their logic and the codecs
+never import prometheus_client. Every table value is a dataclass whose `pack()`/`unpack()` keep
+the changelogs' layout. States and messages have one format version: a version reads the layout
+it writes and no older one. A state or message of an older layout (a field missing) is refused
+with one line (`LayoutError`): the input is dead-lettered as `unreadable_state` (a message: as
+`malformed`) and changes nothing. To move a stream to a new layout, drain it (let it release
+every slot it holds) and start a new one.
+
+**Bounded state.** No input grows a table value or a message past a stated bound: every value
+and message a worker writes stays under 900,000 bytes (Kafka's default limit is 1 MiB). A stream
+whose release, slot state or mechanism state could be larger is refused at start with one line;
+an input whose state or outputs would be larger anyway is dead-lettered as `too_large` and writes
+nothing, so a failed write can never crash-loop the worker. What grows with a backlog lives in
+keys of one slot each (the assembler's open slots, M1's waiting partials, M2's last releases,
+the collector's early reports), and a message rewrites only the keys it touches, so a backlog
+costs memory, not work per message. A report may be at most `max_slots_ahead` slots past the
+closed ones (default 100, per stream) plus the lateness (`too_far_ahead`); M1 keeps partials up
+to 20,000 slots ahead; a collector holds at most 256 messages of early reports. A full-speed
+replay of the bundled T-Drive sample (1,439 one-minute slots, d = 100, BA) sends in 2-3 s and all
+releases arrive in 72-83 s, equal to `wevent simulate`'s; the rate is 15-23 slots/s over the
+first 200 releases and 28-29 over the last 200.
 """
 
 from __future__ import annotations

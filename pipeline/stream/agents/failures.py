@@ -6,6 +6,30 @@ carried, if it was a report message, are counted as rejected (``wevent_reports_r
 The dead letter and the log line name the exception's type and where it was raised, never its
 text, which can quote the input. :class:`ErrorLog` writes one line per source and exception type
 per interval, with the number of failures it held back; the full traceback is logged at DEBUG.
+
+Failures are counted, not flooded
+---------------------------------
+
+**Failures are counted, not flooded.** A message a worker fails on is dead-lettered as
+`internal_error` (`wevent_dead_letters_total` counts every dead letter by reason), and the
+reports it carried are counted in `wevent_reports_rejected_total` (served with
+`--export-report-counts`). The dead letter and the log
+name the exception's type and line, never its text (which could quote input). The log gets one
+line per agent and exception type per minute, with how many were held back; `--loglevel debug`
+shows every traceback.
+
+**Bad input never changes a release.** Malformed bytes, unknown streams, unknown users,
+out-of-domain values, duplicates, late reports (after the slot closed), raw reports sent to a
+local-model stream, and unrequested or duplicate LDP reports are all dead-lettered and counted
+by reason (`wevent_dead_letters_total` per message; `wevent_reports_rejected_total` per report,
+served with `--export-report-counts`). So are reports of users on a partition that does not own
+them (`wrong_partition`), watermarks more than `max_watermark_jump_slots` slots past the closed
+ones (`watermark_too_far_ahead`, default 60), and the watermarks of a 101st live producer of a
+partition (`too_many_producers`); a refused watermark changes nothing. Raw values are never
+copied into a dead letter of a local-model stream, and bytes that decode to no stream are
+dead-lettered as their length and a digest keyed with a sub-key of the server's secret, never as
+the bytes (an unkeyed digest of one short report could be reversed by hashing every candidate
+value).
 """
 
 from __future__ import annotations

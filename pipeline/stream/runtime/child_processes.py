@@ -4,6 +4,18 @@ Every child ends with its parent: :func:`die_with_parent` asks the kernel to SIG
 process that started it dies, however it dies (SIGKILL included, when nothing of the parent runs
 to stop it). The request is made in the child between fork and exec, so it holds for programs
 that are not ours too: the embedded tansu broker and Apache Kafka's JVM get it the same way.
+
+Nothing is left behind
+----------------------
+
+**Nothing is left behind.** The children of `wevent run` and `wevent bench soak` (the embedded
+broker, the worker, the device fleet) ask the kernel, between fork and exec, to be killed when
+their parent dies (Linux's `PR_SET_PDEATHSIG`); the request survives exec, so it holds for the
+tansu binary as for our own processes, without a wrapper. A run SIGKILLed mid-way therefore
+takes every child with it. Its working directory (for a local stream, the devices' true values)
+records its owner (process id, start time, boot id), and the next `wevent run` or soak deletes
+the directories of owners that are gone, never a live run's. When the worker or the device
+fleet dies, `wevent run` ends with one line quoting the last line of its log.
 """
 
 from __future__ import annotations

@@ -8,6 +8,72 @@
 - :func:`shorten_fetch_wait`: on the embedded tansu broker, the consumer's fetches wait 20 ms
   for data, not Faust's 1.5 s.
 - :class:`InputGaps`: on tansu, an offset a fetch passed over is read again, not lost.
+
+Exactly-once effect on state
+----------------------------
+
+**Exactly-once effect on state.** Faust runs `at_least_once`: the tansu broker has no
+transactions. The assembler and M1 keep the offset of the last input they applied inside the
+table value they update. They deliver outputs before writing that state, so a crash leaves
+either the old state (the input is replayed and its outputs re-sent, identically) or the new one
+(whose outputs left already). M2 writes its ledger first and is idempotent by slot: a replayed
+input re-emits the stored release. Releases carry (stream, slot), and re-emissions are byte-identical.
+An input's writes reach the changelog in order, slot keys first, then the key holding the
+offsets, then deletions; after a crash the input is redelivered and finds its own effect (a slot
+records the offset that wrote it), so nothing is counted twice. The states, not the consumer
+group's committed offsets, say where a worker resumes: Faust can commit past inputs no state
+holds (after a rebalance it acks, unprocessed, messages fetched before it, and commits the
+first run of acked offsets even when it does not start at the committed one), which closed
+slots without one partition's reports. So once a worker's tables are recovered, and before it
+fetches, each source partition goes back to just past the lowest offset its states applied (M2:
+to its last applied input, which it re-emits identically, or under `exactly_once` only when no
+committed transaction holds that release yet). Every input is applied once, on tansu and on
+Kafka; outputs and dead letters may be sent again, identically. A stream configured but
+never fed on a partition makes a restart re-read that partition from its start.
+The worker seeks every source partition explicitly, after a rebalance in a running worker as
+after a restart, and from the start when nothing is committed, and fetches nothing from it
+before: Faust resumes partitions before seeking them, and records past a state's position
+applied in between would make the inputs before them look applied. When a rebalance stops the flow
+while a fetch is under way, Faust drops the records that fetch returned and asks for the
+committed offsets again, and aiokafka leaves a partition with nothing committed where its
+fetches stand, past the dropped records. Left so, a partition newly
+assigned to a running worker would no longer be read, or its later records would be applied
+without the dropped ones.
+No source partition of ours has holes between offsets, yet tansu can leave one for a moment:
+with two device shards writing one `ldp.reports` partition at once, a fetch returned the records
+after a message of reports before that message could be read, and the consumer's position passed
+it for good. On tansu every agent watches for an offset
+past the next one expected: it seeks back to the hole, ignores what was fetched past it, and
+reads it again every 50 ms until the record is there; a hole still absent after 10 s is accepted
+and logged. Both are counted in `wevent_input_gaps_total{topic,outcome}`. On Kafka an offset may
+be a transaction marker, so workers there do not watch.
+
+A stateful source stays paused until it is sought (`StatePositionedApp`): Faust resumes a new
+owner's source partitions before it seeks them, and its pause only filters what aiokafka keeps
+fetching from the committed offsets, so whole batches past a state's position would be applied
+during the seek's round trip, and the inputs between the state and the commit would then look
+applied.
+
+Set `replication_factor = 3` in the config on a cluster, so the topics the workers create and
+Faust's changelogs are replicated. `processing_guarantee = "exactly_once"` works on Kafka (the
+embedded broker, which has no transactions, refuses it in one line), and there a `read_committed`
+consumer of `releases` sees every (stream, slot) once, worker kills included. Faust's transactions
+alone do not give that, for two reasons. A worker that takes partitions over would recover none of
+their tables: Faust takes each changelog's end from aiokafka's last stable offset, which aiokafka
+knows only after a fetch, so every changelog would look empty and the worker would publish the
+streams again from slot 1; `StatePositionedApp` asks the broker where each changelog ends. And
+M2's ledger reaches its changelog before its release is sent, and a transaction can commit between
+the two, so a worker that takes a stream over cannot tell from its state whether the last release
+was published: re-emitting it, as at-least-once does, would publish it twice when it was. Under
+exactly-once M2 first reads the stream's newest committed release on `releases` (its MAC checked,
+so that a forgery cannot silence a stream; the previous owner's transactions are settled by then,
+its producer fenced by the new owner's) and sends again only slots past it; should `releases` be
+unreadable, it re-emits, an identical duplicate rather than a missing release. In the tests (2
+streams, 2 partitions), a worker SIGKILLed once its releases were committed leaves one identical
+duplicate per stream under at-least-once and none under exactly-once; two kills while the worker
+writes releases (12 slots) leave 6 identical duplicates under at-least-once and none under
+exactly-once. Audit records and dead letters may still repeat, identically, as at-least-once
+releases do: `wevent subscribe` keeps the first of each (stream, slot).
 """
 
 from __future__ import annotations

@@ -8,6 +8,35 @@ worker's consumer moves while input is pending, and whether each stream it owns 
 ``/readyz``. ``/livez`` asks only that the process and its event loop answer, so a Kafka outage
 makes a worker unready, never dead. Before the worker's app runs (while it waits for Kafka),
 :class:`StartingProbes` answers both.
+
+Faults are loud, and Kafka outages are ridden out
+-------------------------------------------------
+
+**Faults are loud, and Kafka outages are ridden out.** A worker answers two probes on its web
+port. `/livez` answers 200 whenever its process and event loop do, Kafka or not: the liveness
+probes (Helm, the image's `HEALTHCHECK`) never restart a worker for a Kafka outage. `/readyz`
+answers 503 with a JSON list of problems when the broker is unreachable, when one of its
+partitions has input past a committed offset that has not moved for `--stall-seconds` (default
+120, `WEVENT_STALL_SECONDS`), or when a stream it owns got input and released nothing for that
+long (plus the device deadline for a local stream); a worker that is not ready leaves the
+Service. A worker started while Kafka is down waits for it, trying again with a backoff up to
+10 s, with one line when it starts waiting and one when Kafka answers (both probes answer
+meanwhile: alive, not ready); then it prints one line naming its streams, its Kafka and its web
+port. Kafka client errors are logged once per kind per 30 s, with a count of the ones held
+back. On a durable Kafka a worker rides out a broker restart: its clients reconnect and it
+resumes from its committed offsets and changelogs (tested with Apache Kafka: `/livez` stays 200
+through a 30 s outage, `/readyz` answers 503 during it and 200 again once the broker is
+back). The embedded tansu broker keeps everything in memory: restarted, it has lost every topic,
+offset and ledger. A worker that sees its topics gone, or fewer messages than its group had
+committed, logs one line and exits with status 3 so that its supervisor restarts it from
+scratch; `wevent run` ends with one line (status 3) when its broker dies. Restarting an
+in-memory broker means restarting every worker and producer with it. `wevent replay` counts the
+broker's delivery confirmations: a message not confirmed within `--delivery-timeout` (60 s)
+fails the replay with one line and status 75 (try again later), an embedded broker that no
+longer holds what it confirmed with status 3; on success it says how many messages were
+delivered. Every command's exit statuses are listed in docker/README.md ("Exit codes"): 0 done,
+1 a bug, 2 bad input (restarting will not help), 3 lost state (start again from scratch), 75
+Kafka unreachable (try again later).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import shlex
 import shutil
 import signal
 import threading
@@ -382,6 +383,20 @@ class LocalRun:
     def embedded(self) -> bool:
         """Whether the run's broker is its own embedded tansu."""
         return self.broker is not None
+
+    @property
+    def subscribe_command(self) -> str:
+        """The ``wevent subscribe`` line that follows this run's stream from another terminal: its
+        broker, its release public key and its stream, so that a reader verifies what it shows.
+
+        >>> from types import SimpleNamespace
+        >>> run = SimpleNamespace(bootstrap="127.0.0.1:9092", stream=SimpleNamespace(name="taxi"),
+        ...                       made_with=SimpleNamespace(key=SimpleNamespace(public_hex="ab" * 32)))
+        >>> LocalRun.subscribe_command.fget(run)  # doctest: +ELLIPSIS
+        'wevent subscribe --bootstrap 127.0.0.1:9092 --release-key abab...abab --stream taxi'
+        """
+        return (f"wevent subscribe --bootstrap {self.bootstrap} --release-key {self.made_with.key.public_hex} "
+                f"--stream {shlex.quote(self.stream.name)}")
 
     @property
     def tansu_compat(self) -> bool:

@@ -25,6 +25,13 @@ key                         text                                  what it names
 ==========================  ====================================  =====================================
 
 The texts are the stored format: a worker restarted on another version must read them.
+
+Keys are types
+--------------
+
+**Keys are types.** Every table key and every key held inside state (rounds, steps, offsets) is a
+dataclass in `pipeline/stream/wire/keys.py` with `encode()` and `decode()`. A key that no worker could
+have written is refused as bad input.
 """
 
 from __future__ import annotations

@@ -4,6 +4,14 @@ They carry one frozen dataclass per kind of message (:class:`InternalMessage`: p
 ready, dissimilarity, support, request, reports, tick), packed with the same compact codec as
 mechanism state (a JSON header plus raw array buffers); :func:`decode_message` reads any of them.
 Each is sealed apart (:mod:`wevent.stream.wire.seals`).
+
+Messages are types
+------------------
+
+**Messages are types.** Each kind of internal and LDP message (partial, measured, ready,
+dissimilarity, support, request, reports, tick) is a frozen dataclass in
+`pipeline/stream/wire/messages.py` with `encode()` and `decode()`; `decode_message` reads any kind and
+refuses a missing field or one of the wrong type.
 """
 
 from __future__ import annotations

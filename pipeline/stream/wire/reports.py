@@ -5,6 +5,36 @@ reports decoded with one ``frombuffer`` each, or a :class:`Watermark`) and JSON 
 report, or one watermark). ``schemas/WRB1.md`` specifies the binary form byte by byte, with test
 vectors; ``schemas/report.schema.json`` the JSON form. Imported by producers, workers and the CLI
 alike; it needs only numpy.
+
+Many producers
+--------------
+
+A stream may have any number of producers (app servers, regions, gateways, replays), in any
+language. Each follows the same protocol, in JSON (`report.schema.json`) or WRB1
+(`pipeline/stream/wire/schemas/WRB1.md`, byte by byte, with test vectors):
+
+- **Partitioning.** A report of user u goes to partition u mod P of `reports` (P its partition
+  count), chosen by the producer; a producer may own any users.
+- **Watermarks to every partition.** Its first message to every partition is a watermark at the
+  start of the first slot it sends; then, per slot, its reports and a watermark at the slot's end,
+  to every partition. A watermark promises that no report of that producer before its time follows.
+- **Producer ids.** Every watermark names its producer (`producer`: 1 to 64 letters, digits, `.`,
+  `_`, `-`). A producer that restarts keeps its id and carries on from its last watermark. A
+  watermark without an id is from the one anonymous producer: a lone producer need not name
+  itself.
+- **The clock.** A partition closes a slot when every live producer's watermark has passed the
+  slot's end plus the stream's `lateness_seconds`. A producer is live until the partition's most
+  advanced producer is more than `idle_producer_seconds` of event time ahead of it (default 10
+  slots): a producer that died then stops holding the stream back. Idleness is measured in event
+  time, not by a clock, so that a worker re-reading its input closes every slot as it did the
+  first time; producers replaying faster than real time start together and keep within it. A
+  partition waits only for producers it has heard from: one that starts after the others closed
+  a slot (beyond the lateness) loses its reports of that slot, counted and dead-lettered as `late`,
+  like any report after its slot closed. A partition keeps at most 100 live producers; a watermark
+  of one more is refused (`too_many_producers`).
+
+`wevent replay --producer-id ID` sets a replay's id; by default it is `replay-` and a digest of the
+feed's name and user ids, the same for a restarted replay of the same feed.
 """
 
 from __future__ import annotations

@@ -16,6 +16,69 @@ bound to the message's topic and stream:
   request or release is byte-identical.
 * ``ldp.reports`` carry an Ed25519 signature by the devices (:func:`report_seal`), which the
   server checks with the devices' public key.
+
+Authenticated topics
+--------------------
+
+**Authenticated topics.** Anyone who can write to the broker can write to any topic, so
+workers and devices act only on sealed messages, and readers believe only signed releases.
+`slots` and `dissimilarity` carry a MAC (keyed BLAKE2b) under a sub-key of the server's secret,
+bound to the topic and stream. The server signs `releases` and `audit` with Ed25519 under
+another sub-key (one last JSON field, `signature`: see "Message formats for other languages" below),
+and everyone checks them with its public key alone: M1, which learns the last release from
+`releases`, and every subscriber. One signature serves both, so `releases` carries no MAC: a
+MAC can be checked by the workers only, and a subscriber, which keeps the first copy of a slot,
+would show a forged release written before the real one and hide the real one.
+`wevent subscribe` and `wevent audit` verify by default against `WEVENT_RELEASE_PUBLIC_KEY` (or
+`--release-key HEX`); they drop whatever does not verify (unsigned, a byte changed, signed under
+another key), say on stderr how many they dropped, and still show the genuine release that
+follows a forgery. Without a key they refuse to start, unless `--no-verify` says to take
+whatever the topic holds. The server signs `ldp.requests` with Ed25519 and the devices check
+them with its public key only; the devices sign their report batches with a key derived from
+theirs, and the workers check them with its public key. A message without a valid seal, or an
+authentic-looking one no worker could have sent (a release of a slot not yet measured, a
+negative slot), is counted in `wevent_forged_messages_total{topic,reason}`, dead-lettered
+(`unauthenticated`, `out_of_range`) and changes nothing. `wevent keys` prints the three public
+keys (`WEVENT_REQUEST_PUBLIC_KEY` for the devices, `WEVENT_DEVICE_PUBLIC_KEY` for the workers,
+`WEVENT_RELEASE_PUBLIC_KEY` for every reader), and on stderr the release key's fingerprint (the
+first 16 hex characters of the SHA-256 of its 32 bytes), which subscribers print too. A worker
+given a `WEVENT_RELEASE_PUBLIC_KEY` that is not its own stops at start, before subscribers given
+it drop every release. `wevent run` passes the keys itself, and prints the release public key.
+
+### Message formats for other languages
+
+`pipeline/stream/wire/schemas/*.schema.json` (JSON Schema 2020-12, installed with the package) describe
+`releases`, `audit`, the JSON form of `reports` (a report or a watermark), `deadletter`, and the JSON
+header of the signed binary `ldp.requests`/`ldp.reports` messages, whose layout and Ed25519
+signature each schema's description spells out. `WRB1.md` beside them specifies the binary form
+of `reports` byte by byte, with test vectors a test decodes and encodes. Every message carries
+`version` (absent means 1); a reader refuses versions it does not know and ignores fields it does
+not know, and new fields do not change the version. A test has Kafka's own console producer
+write reports from the schema and its console consumer read `releases` and `audit`, every line
+valid.
+
+A consumer of `releases` or `audit` in another language verifies every message before it keeps
+it (Ed25519, RFC 8032: in Java 15+ `Signature.getInstance("Ed25519")`, in Go `crypto/ed25519`):
+
+1. The message ends with `,"signature":"`, 128 hex characters and `"}`: the signature, always
+   the last field. A message that does not end so is unsigned: drop it.
+2. B is the message without that field: its bytes up to the comma before `"signature"`, then
+   `}`. These are the bytes the server wrote; never re-serialise the JSON.
+3. C is a u16 little-endian byte length and the UTF-8 topic name (`releases`, or `audit` for a
+   record with `"record":"audit"`), then a u16 little-endian byte length and the UTF-8 stream
+   name (the record's `stream`). The signed bytes are C || B.
+4. Verify the signature over C || B with the 32-byte release public key
+   (`WEVENT_RELEASE_PUBLIC_KEY`, from `wevent keys`); drop the message if it does not verify,
+   and only then keep the first copy of each (stream, slot).
+
+A test vector (in `release.schema.json` too, with its private key and its signing input in hex,
+and one for an audit record in `audit.schema.json`; a test checks them against the signer):
+
+```
+public key  b46f0d8af41f520f6b2423dfef57e382f810365291167394f9a3834310796913
+message     {"dissimilarity":2.5,"eps1":0.025,"eps2":0.4875,"epsilon":1.0,"extras":{},"mechanism":"ba","parameters":{"domain":2,"fingerprint":"0123456789abcdef","noise":"discrete","options":"fedcba9876543210","users":10},"release":[3.0,7.0],"slot":1,"slot_end":1201910700.0,"slot_start":1201910400.0,"strategy":"publish","stream":"taxi","threshold":40.0,"version":1,"window":20,"window_spend":0.5125,"signature":"68a85bc9b4ee9c9628519c79534584a51ed485f7f1a679e0f88b57823445082a02013aaa50e04711d474fd1979f57aac9b335b0f1b91f7652392dc3016323306"}
+signature   68a85bc9b4ee9c9628519c79534584a51ed485f7f1a679e0f88b57823445082a02013aaa50e04711d474fd1979f57aac9b335b0f1b91f7652392dc3016323306
+```
 """
 
 from __future__ import annotations

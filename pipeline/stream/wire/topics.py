@@ -44,6 +44,35 @@ deployment's state. M2's table values record the offsets they applied under it
 grant it by name (the compose file's topic creation, the README's ACL grants, operators' own). A
 new name would leave a restarted M2 without its resume positions and the messages in flight
 unverifiable.
+
+The topics
+----------
+
+**Topics** are declared once, in `pipeline/stream/wire/topics.py`:
+
+| topic | partitions, key | carries |
+|---|---|---|
+| `reports` | `report_partitions`, user u on u mod P | report batches, watermarks |
+| `slots` | `stream_partitions`, stream | M1's inputs: partials, phase-1 supports |
+| `dissimilarity` | `stream_partitions`, stream | M2's inputs: measured slots, local `ready`/dissimilarities, phase-2 supports |
+| `releases`, `audit` | `stream_partitions`, stream | the public record |
+| `ldp.requests`, `ldp.reports` | `stream_partitions`, stream | signed requests; signed reports and ticks |
+| `deadletter` | 1 | refusals and failures, by reason |
+
+Each worker table has a compacted `<app>-<table>-changelog` topic, partitioned like its source.
+`wevent worker` creates them before Faust starts and waits until Kafka serves them: Faust,
+creating them itself, compared their partitions with a metadata snapshot Apache Kafka had not
+updated yet, and its agent crashed while the worker ran on.
+`dissimilarity` keeps its first name although it carries counts and supports too: M2's states
+record their offsets under it, its MACs are bound to it and deployments create and grant it by
+name, so a new name would cost every deployment a migration for no change of behaviour.
+
+Why ldp.reports is keyed by stream
+----------------------------------
+
+**`ldp.reports` is keyed by stream, not by user** A fleet answers a
+request with one batch per block of users, and the collector's state is per stream, so the key
+keeps them co-partitioned.
 """
 
 from __future__ import annotations

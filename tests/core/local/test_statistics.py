@@ -109,6 +109,6 @@ def test_paper_orderings_small():
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.5])
 def test_paper_orderings(dataset, eps):
     """Reduced version of the paper's Fig 3 set-up (N = 20k instead of 200k, T = 200 instead of
-    800, w = 10, 5 seeds): population < budget for every epsilon; see README.md (Results, local model) for the
+    800, w = 10, 5 seeds): population < budget for every epsilon; see `wevent reproduce`'s results (local model) for the
     full-size table."""
     check_orderings(median_errors(dataset, eps, 20_000, 200, 10, seeds=range(5)), 10, f"{dataset} eps={eps}")
