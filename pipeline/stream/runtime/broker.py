@@ -25,7 +25,7 @@ import time
 
 from ...errors import Unavailable, UsageError
 from ..settings import MEMORY_LIMIT_ENV, KafkaCredentials
-from .child_processes import describe_exit, die_with_parent
+from .child_processes import describe_exit, die_with_parent, running
 
 LOWEST_PORT = 10000  # below: the well-known and commonly configured service ports
 
@@ -128,17 +128,12 @@ class EmbeddedBroker:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def _running(self) -> subprocess.Popen[bytes] | None:
-        """The broker process while it runs, else None."""
-        process = self.process
-        return process if process is not None and process.poll() is None else None
-
     @property
     def alive(self) -> bool:
-        return self._running() is not None
+        return running(self.process) is not None
 
     def resident_mb(self) -> float:
-        process = self._running()
+        process = running(self.process)
         return resident_mb(process.pid) if process is not None else 0.0
 
     def start(self) -> "EmbeddedBroker":
@@ -181,7 +176,7 @@ class EmbeddedBroker:
         # In-memory storage: nothing to save. tansu drains open client connections on SIGTERM
         # for seconds, so it gets one second before SIGKILL.
         self._stopping.set()
-        process = self._running()
+        process = running(self.process)
         if process is not None:
             process.send_signal(signal.SIGTERM)
             try:
