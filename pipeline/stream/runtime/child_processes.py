@@ -107,13 +107,18 @@ class ChildProcess:
     def alive(self) -> bool:
         return running(self.process) is not None
 
+    @property
+    def returncode(self) -> int | None:
+        """How it ended (negative: killed by that signal); None while it runs, or before it starts."""
+        return self.process.poll() if self.process else None
+
     def describe_exit(self) -> str:
-        return describe_exit(self.process.poll() if self.process else None)
+        return describe_exit(self.returncode)
 
     @property
     def exit_status(self) -> int:
         """Its exit status if it is a documented one, else :data:`~wevent.errors.EXIT_INTERNAL`."""
-        code = self.process.poll() if self.process else None
+        code = self.returncode
         return code if code in DOCUMENTED_STATUSES else EXIT_INTERNAL
 
     def kill(self) -> None:
