@@ -106,6 +106,7 @@ from wevent.core.local.device_reports import Devices, block_reports
 from wevent.core.local.user_sets import pack_users, unpack_users
 from wevent.core.packing import StateError, pack, unpack
 from wevent.core.validation import ParameterError
+from wevent.stream.config import StreamConfig
 from wevent.stream.wire.topics import LDP_REPORTS, LDP_REQUESTS
 from wevent.stream.wire.seals import AuthenticationError, SignatureSeal, check_seal, seal, unseal
 from wevent.stream.wire.format import DecodeError
@@ -177,7 +178,7 @@ class DeviceLedger:
     """
 
     def __init__(self, population: int, window: int, epsilon: float, *, max_ahead: int | None = None,
-                 newest: int = 0, path: str | os.PathLike | None = None, owner: str = "") -> None:
+                 newest: int = 0, path: str | os.PathLike[str] | None = None, owner: str = "") -> None:
         self.population, self.window, self.epsilon = int(population), int(window), float(epsilon)
         self.max_ahead = 100 * self.window if max_ahead is None else int(max_ahead)
         if self.max_ahead < 1:
@@ -191,17 +192,18 @@ class DeviceLedger:
         self.newest = int(newest)
 
     @classmethod
-    def open(cls, path: str | os.PathLike, population: int, window: int, epsilon: float, *, new: bool = False,
+    def open(cls, path: str | os.PathLike[str], population: int, window: int, epsilon: float, *, new: bool = False,
              max_ahead: int | None = None, newest: int = 0, owner: str = "") -> "DeviceLedger":
         """The ledger kept at ``path``. A file that does not check is an error, and so is no file at all
         unless ``new`` says this is the ledger's first start: then an empty ledger is written at once,
         so that a later start finds it. An existing file is read whatever ``new`` says."""
-        ledger = cls(population, window, epsilon, max_ahead=max_ahead, newest=newest, path=path, owner=owner)
+        file = Path(path)
+        ledger = cls(population, window, epsilon, max_ahead=max_ahead, newest=newest, path=file, owner=owner)
         try:
-            data = ledger.path.read_bytes()
+            data = file.read_bytes()
         except FileNotFoundError:
             if not new:
-                raise StateError(f"no device ledger {ledger.path.name} in {ledger.path.parent.resolve()}: a fleet "
+                raise StateError(f"no device ledger {file.name} in {file.parent.resolve()}: a fleet "
                                  "that answered before would answer again what its users already spent, so it starts "
                                  "from an empty ledger only when told this is its first start (wevent devices "
                                  "--new-ledger)") from None
@@ -243,8 +245,7 @@ class DeviceLedger:
             chosen = np.unique(chosen)
         self._charge(slot, phase, digest, epsilon, chosen, pack_users(chosen, self.population))
         self.newest = slot
-        if self.path is not None:
-            self.save()
+        self.save()
         return allowed
 
     def _charge(self, slot: int, phase: int, digest: bytes, epsilon: float, users: np.ndarray,
@@ -262,33 +263,37 @@ class DeviceLedger:
         return WindowSpend(round_up(spend), self.epsilon, 0, max(0, last - self.window + 1), last, user)
 
     # --- on disk -------------------------------------------------------------------------------
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, object]:
         return {"format": LEDGER_FORMAT, "owner": self.owner, "population": self.population, "window": self.window,
                 "newest": self.newest,
                 "charges": [{"slot": slot, "phase": phase, "digest": digest, "epsilon": epsilon, "users": packed}
                             for (slot, phase), (digest, epsilon, packed) in sorted(self._charged.items())]}
 
     def save(self) -> None:
-        """Write the ledger to :attr:`path`: a new file, synced, then renamed over the old one.
+        """Write the ledger to :attr:`path`: a new file, synced, then renamed over the old one (a
+        ledger without a path is kept in memory only).
 
         A failure is a :class:`StateError`: the fleet stops rather than send reports it could forget.
         """
+        path = self.path
+        if path is None:
+            return
         body = pack(self._state())
         data = body + hashlib.blake2b(body, digest_size=DIGEST_BYTES).digest()
-        temporary = self.path.with_name(self.path.name + ".tmp")
+        temporary = path.with_name(path.name + ".tmp")
         try:
             with open(temporary, "wb") as fh:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.replace(temporary, self.path)
-            directory = os.open(self.path.parent, os.O_RDONLY)
+            os.replace(temporary, path)
+            directory = os.open(path.parent, os.O_RDONLY)
             try:
                 os.fsync(directory)  # the rename itself survives a power cut
             finally:
                 os.close(directory)
         except OSError as exc:
-            raise StateError(f"cannot write device ledger {self.path}: {exc.strerror}") from None
+            raise StateError(f"cannot write device ledger {path}: {exc.strerror}") from None
 
     def _restore(self, data: bytes) -> None:
         def corrupt(problem: str) -> StateError:
@@ -349,13 +354,17 @@ class DeviceFleet:
     slot a request may be (see :class:`DeviceLedger`).
     """
 
-    def __init__(self, stream, values: UserValues, devices: Devices, shard: int = 0, shards: int = 1, *,
-                 ledger_dir: str | os.PathLike | None = None, new_ledger: bool = False,
+    def __init__(self, stream: StreamConfig, values: UserValues, devices: Devices, shard: int = 0, shards: int = 1, *,
+                 ledger_dir: str | os.PathLike[str] | None = None, new_ledger: bool = False,
                  max_ahead: int | None = None) -> None:
         from wevent.stream.runtime.kafka import check_feed_fits  # noqa: PLC0415 - the Kafka client, for a live feed
 
         if not 0 <= shard < shards:
             raise ParameterError(f"shard must be in 0..{shards - 1}, got {shard}")
+        epsilon, window = stream.epsilon, stream.window
+        if epsilon is None or window is None:  # a personalized stream: every user has a budget of their own
+            raise ParameterError(f"stream {stream.name!r} has no window budget of its own: devices answer a "
+                                 "local-model stream")
         check_feed_fits(values, stream)  # users, domain, slot length and start alignment
         self.stream = stream
         self.values = values
@@ -364,17 +373,17 @@ class DeviceFleet:
         if not answers_absent(stream.oracle):
             self._check_complete(values)
         self.slot_offset = round((values.start - stream.start) / stream.slot_seconds)
-        options = dict(max_ahead=max_ahead, newest=self.slot_offset)  # nothing charged: count from the first value
+        newest = self.slot_offset  # nothing charged: count from the first value
         if ledger_dir is None:
             if not new_ledger:
                 raise ParameterError("a fleet without a ledger directory keeps its users' spend in memory only, and "
                                      "another one would start from nothing: give ledger_dir, or new_ledger=True when "
                                      "this fleet's whole life is this process's")
-            self.ledger = DeviceLedger(stream.users, stream.window, stream.epsilon, **options)
+            self.ledger = DeviceLedger(stream.users, window, epsilon, max_ahead=max_ahead, newest=newest)
         else:
-            self.ledger = DeviceLedger.open(self._ledger_path(Path(ledger_dir), new_ledger), stream.users,
-                                            stream.window, stream.epsilon, new=new_ledger,
-                                            owner=f"{stream.name} {shard}/{shards}", **options)
+            self.ledger = DeviceLedger.open(self._ledger_path(Path(ledger_dir), new_ledger), stream.users, window,
+                                            epsilon, new=new_ledger, max_ahead=max_ahead, newest=newest,
+                                            owner=f"{stream.name} {shard}/{shards}")
         self.refused = 0
         self.answered = 0
 

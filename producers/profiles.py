@@ -16,30 +16,34 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from wevent.core.validation import ParameterError
 
 from .preprocess import ABSENT_POLICIES, check_absent, check_slot_seconds
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 __all__ = ["setting", "settings_of", "resolve", "positive_int", "SlotSettings"]
 
-P = TypeVar("P")
+P = TypeVar("P", bound="DataclassInstance")
+T = TypeVar("T")
 
 
-def setting(default, help: str, parse: Callable[[str], object] | None = None, metavar: str | None = None,
-            choices: tuple | None = None):
+def setting(default: T, help: str, parse: Callable[[str], object] | None = None, metavar: str | None = None,
+            choices: tuple[str, ...] | None = None) -> T:
     """A profile field that can be overridden; ``parse`` reads it from a command-line string."""
     return dataclasses.field(default=default, metadata={"help": help, "parse": parse or type(default),
                                                         "metavar": metavar, "choices": choices})
 
 
-def settings_of(profile_cls) -> list[dataclasses.Field]:
+def settings_of(profile_cls: type[DataclassInstance]) -> list[dataclasses.Field[Any]]:
     """The overridable fields of a profile class, in declaration order."""
     return [f for f in dataclasses.fields(profile_cls) if "help" in f.metadata]
 
 
-def resolve(profiles: Mapping[str, P], name: str, **overrides) -> P:
+def resolve(profiles: Mapping[str, P], name: str, **overrides: object) -> P:
     """Profile ``name`` with the given fields replaced (``None`` keeps the profile's value)."""
     try:
         base = profiles[name]

@@ -20,7 +20,10 @@ committed transactions hold on ``releases`` before it sends a release again
 
 from __future__ import annotations
 
+from typing import Any
+
 import faust
+from faust.types import TP
 
 from wevent.stream.agents.processors import Processors
 from wevent.stream.agents.publish import PublicationProcessor
@@ -68,7 +71,7 @@ def build_app(config: AppConfig, bootstrap: str, settings: Settings, *, web_port
     local = [s.name for s in config.streams if s.model == "local"]
     if local:
         @app.timer(interval=1.0)
-        async def tick():
+        async def tick() -> None:
             """Deadlines pass even when no report arrives: every second each collector looks at the clock."""
             for name in local:
                 await topics[LDP_REPORTS].send(key=name.encode(), value=TickMessage(name).encode())
@@ -92,10 +95,12 @@ def send_releases_once(app: faust.App, config: AppConfig, publication: Publicati
     publication.exactly_once(lambda name: tail.newest_first(RELEASES, partition(name)))
     owned: set[int] = set()
 
-    async def on_assigned(sender, assigned, **kwargs) -> None:
+    async def on_assigned(sender: faust.App, assigned: set[TP], **kwargs: Any) -> None:
         now = {tp.partition for tp in assigned if tp.topic == MEASUREMENTS}
         publication.taken_over(s.name for s in config.streams if partition(s.name) in now - owned)
         owned.clear()
         owned.update(now)
 
-    app.on_partitions_assigned.connect(on_assigned)
+    # mode types a handler as (sender, /, *args, signal, **kwargs), which no handler of a fixed
+    # argument matches; the signal calls it as on_assigned(app, assigned, signal=...).
+    app.on_partitions_assigned.connect(on_assigned)  # type: ignore[arg-type]

@@ -20,11 +20,12 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
 from ..cli._help import add_command
-from ..cli._common import LIMITS, check_cells, epsilon_value, integer, seed, window_length
+from ..cli._common import LIMITS, check_cells, epsilon_value, integer, seed, slot_count, window_length
 from ..core.base import REGISTRY
 from ..core.central import CentralMechanism
 from ..core.noise import NOISE_KINDS
@@ -40,6 +41,10 @@ def central_mechanisms() -> list[str]:
     return sorted(name for name, cls in REGISTRY.items() if issubclass(cls, CentralMechanism) and cls.model == "central")
 
 
+# LIMITS mixes integer and real bounds; the one on runs is an integer.
+run_count = integer(1, int(LIMITS["runs"]))
+
+
 def register(sub) -> None:
     p = add_command(
         sub, "central", summary="every central mechanism's time per slot against numpy floors",
@@ -49,16 +54,16 @@ def register(sub) -> None:
         ('one quick timing at 100 bins', 'wevent bench central --domains 100 --runs 1')])
     p.add_argument("--domains", type=_domains, default=DOMAINS, metavar="D,D,...",
                    help="bins d to time (default: 1,100,10000)")
-    p.add_argument("--slots", type=integer(1, LIMITS["slots"]), default=None, metavar="N",
+    p.add_argument("--slots", type=slot_count, default=None, metavar="N",
                    help=f"slots per timing (default: {_COUNTS_PER_RUN:,} counts' worth, 20 to 2,000 slots)")
-    p.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=3,
+    p.add_argument("--runs", type=run_count, default=3,
                    help="interleaved runs of every timing; medians are printed (default: 3)")
     p.add_argument("--epsilon", type=epsilon_value, default=1.0)
     p.add_argument("--window", type=window_length, default=20)
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--draw-epsilon", type=epsilon_value, default=0.0125,
                    help="per-unit epsilon of the timed noise draws (default: 0.0125)")
-    p.add_argument("--draw-runs", type=integer(1, LIMITS["runs"]), default=15,
+    p.add_argument("--draw-runs", type=run_count, default=15,
                    help="interleaved runs of the noise-draw timings; medians are printed (default: 15)")
     p.set_defaults(handler=handle)
 
@@ -127,6 +132,7 @@ def slot_times(names: list[str], domains: tuple[int, ...], slots: int | None, ru
     timings: dict[tuple[str, str, int], list[float]] = {}
     streams = {d: drifting_counts(slots or min(2_000, max(20, _COUNTS_PER_RUN // d)), d, key_seed) for d in domains}
     rng = np.random.default_rng(key_seed)
+    classes = {name: cls for name, cls in REGISTRY.items() if name in names and issubclass(cls, CentralMechanism)}
 
     def timed(key: tuple[str, str, int], run: Callable[[], object], count: int) -> None:
         start = time.perf_counter()
@@ -142,7 +148,7 @@ def slot_times(names: list[str], domains: tuple[int, ...], slots: int | None, ru
             for name in names:
                 for noise in NOISE_KINDS:
                     randomness = DerivedRandomness(SecretKey.from_seed(key_seed), "bench")
-                    mechanism = REGISTRY[name](epsilon, window, d, randomness=randomness, noise=noise)
+                    mechanism = classes[name](epsilon, window, d, randomness=randomness, noise=noise)
                     timed((name, noise, d), lambda: mechanism.run(counts), len(counts))
     return {key: statistics.median(values) for key, values in timings.items()}
 
@@ -188,11 +194,19 @@ def draw_times(epsilon: float, runs: int, key_seed: int) -> tuple[dict, dict]:
     randomness = DerivedRandomness(SecretKey.from_seed(key_seed), "bench-draws")
     rng = np.random.default_rng(key_seed)
     scale = 1.0 / epsilon
-    draws: dict[tuple[str, int | None], Callable[[int], object]] = {}
-    for d in (*DRAW_SIZES, None):
-        draws["numpy", d] = lambda slot, d=d: rng.laplace(0.0, scale, d)
-        draws["discrete", d] = lambda slot, d=d: randomness.discrete_laplace(slot, Phase.PUBLICATION, epsilon, d)
-        draws["laplace", d] = lambda slot, d=d: randomness.laplace(slot, Phase.PUBLICATION, scale, d)
+
+    def numpy_draw(slot: int, d: int | None) -> object:
+        return rng.laplace(0.0, scale, d)
+
+    def discrete_draw(slot: int, d: int | None) -> object:
+        return randomness.discrete_laplace(slot, Phase.PUBLICATION, epsilon, d)
+
+    def laplace_draw(slot: int, d: int | None) -> object:
+        return randomness.laplace(slot, Phase.PUBLICATION, scale, d)
+
+    kinds = {"numpy": numpy_draw, "discrete": discrete_draw, "laplace": laplace_draw}
+    draws: dict[tuple[str, int | None], Callable[[int], object]] = {
+        (kind, d): partial(draw, d=d) for d in (*DRAW_SIZES, None) for kind, draw in kinds.items()}
     timings: dict[tuple[str, int | None], list[float]] = {key: [] for key in draws}
     slot = 0
     for _ in range(runs):

@@ -143,14 +143,13 @@ def clean_releases(config, values, workdir: Path | None = None, settings: Settin
     the server's key as ``settings`` give it: by default, from the config's seed)."""
     stream = config.stream(STREAM)
     if stream.model == "central":
-        from ..core.randomness import DerivedRandomness
-        from ..core.registry import mechanism_class
+        from ..stream.agents.processors import logic_for
 
-        mechanism = mechanism_class(stream.mechanism)(stream.epsilon, stream.window, stream.domain,
-                                                      randomness=DerivedRandomness(settings.noise_key(config), STREAM),
-                                                      **stream.mechanism_options)
+        mechanism = logic_for(config, stream, settings).new_mechanism()
         return {r.slot: {"release": r.release.tolist()} for r in mechanism.run(values.counts().astype(float))}
-    dump, log = Path(workdir) / "values.npz", Path(workdir) / "simulated.jsonl"
+    if workdir is None:
+        raise ValueError("simulating a local-model stream needs a working directory")
+    dump, log = workdir / "values.npz", workdir / "simulated.jsonl"
     values.save(dump)
     subprocess.run([sys.executable, "-m", "wevent.cli", "simulate", "-m", stream.mechanism, "--input", str(dump),
                     "-e", str(stream.epsilon), "-w", str(stream.window), "--seed", str(config.seed), "--stream", STREAM,
@@ -207,10 +206,11 @@ def run_trial(seed: int,  # noqa: C901 - one trial's script: start, feed, crash,
     with EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()) as broker:
         create_topics(broker.bootstrap, config.topics())
         config_path = write_config(config, workdir)
-        processes: dict[str, list] = {}  # target -> its processes, the live one last
+        processes: dict[str, list[ChildProcess]] = {}  # target -> its processes, the live one last
 
         def start(target: str, from_slot: int = 1) -> None:
             log = workdir / f"{target}-{len(processes.get(target, []))}.log"
+            process: ChildProcess
             if target == "worker":
                 process = WorkerProcess(config_path, broker.bootstrap, free_port(), log, tansu_compat=True,
                                         datadir=workdir / f"data-{log.stem}", loglevel=loglevel,
@@ -254,7 +254,7 @@ def run_trial(seed: int,  # noqa: C901 - one trial's script: start, feed, crash,
                         # every slot up to the last release reached every partition before it
                         start(item[1], from_slot=min(max(got, default=0) + 1, slots))
                     for process in [group[-1] for group in processes.values()]:
-                        code = process.process.poll()
+                        code = process.returncode
                         if code not in (None, 0) and process not in ended:  # it exited by itself: a finding
                             ended.add(process)
                             last = process.log_tail(1).strip()
@@ -401,10 +401,11 @@ def _states(bootstrap: str, config) -> dict[str, object]:
 
     states: dict[str, object] = {}
     for table in ("assembler", "dissimilarity-state"):
-        last = {}
-        for key, value in _keyed(bootstrap, changelog(config.app, table)):
-            last[key] = value
+        last = dict(_keyed(bootstrap, changelog(config.app, table)))  # the newest value of each key
         for key, value in last.items():
+            if value is None:  # a tombstone: the table deleted the key
+                states[f"{table} {key}"] = "deleted"
+                continue
             try:
                 states[f"{table} {key}"] = packing.unpack(value)["offsets"]
             except Exception as exc:  # noqa: BLE001 - a diagnostic: show what could not be read
@@ -420,7 +421,7 @@ def _groups(bootstrap: str, config) -> list[str]:
     return [g.group_id for g in AdminClient(client_config(bootstrap)).list_consumer_groups().result(30).valid]
 
 
-def _keyed(bootstrap: str, topic: str) -> list[tuple[str, bytes]]:
+def _keyed(bootstrap: str, topic: str) -> list[tuple[str, bytes | None]]:
     from confluent_kafka import Consumer, TopicPartition
 
     from ..stream.runtime.kafka import consumer_config

@@ -16,6 +16,7 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from ..stream.config import parse_config
 from ..stream.runtime.kafka import KafkaReportSink
 from ..stream.runtime.child_processes import WorkerProcess, write_config
 from ..stream.runtime.subscription import Releases
+
+if TYPE_CHECKING:
+    from ..stream.runtime.apache_kafka import KafkaCluster
 
 START = 1_300_000_000.0
 
@@ -72,16 +76,18 @@ def _wait_for(releases: Releases, stream: str, slot: int, timeout: float = 600) 
 def handle(args) -> int:
     settings = args.settings
     config = _config(args.users, args.partitions)
-    kafka = broker = None
+    kafka: KafkaCluster | None = None
+    broker: EmbeddedBroker | None = None
     if args.apache_kafka:
         from ..stream.runtime.apache_kafka import KafkaCluster
 
         kafka = KafkaCluster(1).start()
         bootstrap = kafka.bootstrap
+    elif settings.kafka_bootstrap(args.bootstrap):
+        bootstrap = reachable_kafka(args.bootstrap, settings)
     else:
-        bootstrap = reachable_kafka(args.bootstrap, settings) if settings.kafka_bootstrap(args.bootstrap) else None
-        broker = None if bootstrap else EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()).start()
-        bootstrap = bootstrap or broker.bootstrap
+        broker = EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()).start()
+        bootstrap = broker.bootstrap
     tansu = broker is not None
     workdir = Path(tempfile.mkdtemp(prefix="wevent-bench-"))
     worker = None

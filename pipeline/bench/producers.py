@@ -63,9 +63,9 @@ def reference_matrix(records: list[tuple[str, int, int]], labels: list[str], slo
         key = (user, int((moment - start) // slot_seconds))
         if key not in latest or moment >= latest[key][0]:  # equal times: the later line wins
             latest[key] = (moment, value)
-    ids = {user for user, _, _ in records}
-    numeric = all(i.isascii() and i.isdigit() for i in ids)
-    ids = sorted(ids, key=(lambda i: (len(i), i)) if numeric else (lambda i: i.encode()))
+    distinct = {user for user, _, _ in records}
+    numeric = all(i.isascii() and i.isdigit() for i in distinct)
+    ids = sorted(distinct, key=(lambda i: (len(i), i)) if numeric else (lambda i: i.encode()))
     by_user: dict[str, dict[int, int]] = {i: {} for i in ids}
     for (user, slot), (_, value) in latest.items():
         by_user[user][slot] = value
@@ -179,12 +179,14 @@ def to_broker(values: UserValues, partitions: int, bootstrap: str | None, settin
     from ..stream.runtime.kafka import KafkaReportSink
     from ..stream.wire.topics import REPORTS
 
-    broker = None if bootstrap else EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()).start()
+    broker = None
+    if not bootstrap:
+        broker = EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()).start()
+        bootstrap = broker.bootstrap
     try:
-        target = bootstrap or broker.bootstrap
         credentials = settings.kafka_credentials()
-        create_topics(target, {REPORTS: partitions}, credentials=credentials)
-        sink = KafkaReportSink(target, "taxi", partitions, tansu_compat=broker is not None, credentials=credentials)
+        create_topics(bootstrap, {REPORTS: partitions}, credentials=credentials)
+        sink = KafkaReportSink(bootstrap, "taxi", partitions, tansu_compat=broker is not None, credentials=credentials)
         start = time.perf_counter()
         stats = replay(MatrixFeed(values), sink)  # closes the sink: every message acknowledged
         return stats.reports, time.perf_counter() - start

@@ -124,7 +124,7 @@ def handle(args) -> int:
     from ..core.data import UserValues
     from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
     from ..stream.config import parse_config
-    from ..stream.runtime.child_processes import DevicesProcess, WorkerProcess, write_config
+    from ..stream.runtime.child_processes import ChildProcess, DevicesProcess, WorkerProcess, write_config
 
     check_cells(slots=args.slots + 1, users=args.users)  # the values of every slot are held at once
     chosen = _mechanisms(args)
@@ -137,9 +137,11 @@ def handle(args) -> int:
     credentials = settings.kafka_credentials()
     workdir = Path(tempfile.mkdtemp(prefix="wevent-bench-stream-"))
     values = {s.name: _values(args.users, s.domain, args.slots + 1, args.seed) for s in config.streams}
-    processes = []
-    broker = None if bootstrap else EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()).start()
-    bootstrap = bootstrap or broker.bootstrap
+    processes: list[ChildProcess] = []
+    broker = None
+    if not bootstrap:
+        broker = EmbeddedBroker(memory_limit_mb=settings.broker_memory_limit_mb()).start()
+        bootstrap = broker.bootstrap
     try:
         create_topics(bootstrap, config.topics(), credentials=credentials)
         config_path = write_config(config, workdir)
@@ -233,14 +235,14 @@ def _simulate(config, stream, values: np.ndarray, settings) -> tuple[list, float
     release record, and the seconds the slots after the first took (histogram or device reports
     included)."""
     from ..core.data import histograms
-    from ..core.local import Devices
+    from ..core.local import Devices, LocalMechanism
     from ..core.randomness import DerivedRandomness
     from ..stream.wire.records import ReleaseRecord, local_release_record
     from ..stream.agents.processors import logic_for
 
     mechanism = logic_for(config, stream, settings).new_mechanism()
     local = stream.model == "local"
-    if local:  # the devices' side, which the fleet runs: its own key, the stream's blocks
+    if isinstance(mechanism, LocalMechanism):  # the devices' side, which the fleet runs: its own key, the stream's blocks
         mechanism.devices = Devices(DerivedRandomness(settings.device_key(config), stream.name),
                                      block_size=stream.block_size)
     records, seconds = [], 0.0

@@ -295,6 +295,17 @@ def test_another_sharding_of_the_same_ledger_directory_is_refused(tmp_path):
         fleet(ledger_dir=tmp_path)
 
 
+def test_a_stream_without_a_window_budget_has_no_fleet():
+    # A personalized stream has no (epsilon, w) of its own for the fleet's ledger to bound.
+    personalized = parse_config({"seed": 1, "streams": [{
+        "name": "p", "model": "personalized", "mechanism": "pba", "domain": DOMAIN, "users": USERS,
+        "slot_seconds": 60, "start": START,
+        "options": {"requirements": {"mix": "groups", "epsilon": 0.6, "window": WINDOW, "seed": 3}}}]}).streams[0]
+    devices = Devices(DerivedRandomness(SecretKey.from_seed(3, purpose="devices"), "p"), block_size=BLOCK)
+    with pytest.raises(ParameterError, match="stream 'p' has no window budget of its own"):
+        DeviceFleet(personalized, UserValues(VALUES, DOMAIN, slot_seconds=60, start=START), devices, new_ledger=True)
+
+
 def test_the_digest_follows_every_field_and_not_the_users_dtype():
     base = ask(4, [1, 2, 3], epsilon=0.5)
     assert base.digest == ask(4, np.array([1, 2, 3], dtype=np.int32), epsilon=0.5).digest

@@ -43,12 +43,14 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TextIO
 
 from ...errors import UsageError
 from ..settings import Settings
 from .broker import free_port, wait_for_port
-from .child_processes import die_with_parent
+from .child_processes import die_with_parent, running
 
 KAFKA_VERSION = "3.9.1"
 
@@ -208,7 +210,7 @@ class KafkaCluster:
     stop_timeout = 15.0
 
     def __init__(self, nodes: int = 1, base_dir: str | Path | None = None, replication: int | None = None,
-                 extra_properties: dict | None = None, listeners: dict[str, str] | None = None,
+                 extra_properties: Mapping[str, object] | None = None, listeners: dict[str, str] | None = None,
                  version: str = KAFKA_VERSION, home: str | Path | None = None, heap_mb: int = 512,
                  oauthbearer: str | None = None) -> None:
         if nodes not in (1, 3):
@@ -220,7 +222,7 @@ class KafkaCluster:
         self.listeners = dict(listeners or {"PLAINTEXT": "PLAINTEXT"})
         if "CONTROLLER" in self.listeners:
             raise UsageError("the listener name CONTROLLER is reserved for the KRaft quorum")
-        self.extra_properties = dict(extra_properties or {})
+        self.extra_properties: dict[str, object] = dict(extra_properties or {})
         if oauthbearer is not None:
             if not self.listeners.get(oauthbearer, "").startswith("SASL_"):
                 raise UsageError(f"the OAUTHBEARER listener must be a SASL_PLAINTEXT or SASL_SSL listener, got "
@@ -235,9 +237,9 @@ class KafkaCluster:
         self.base_dir = Path(base_dir) if base_dir else None
         # node -> listener -> port; the controller port of each node is under "CONTROLLER".
         self.ports = [{name: free_port() for name in [*self.listeners, "CONTROLLER"]} for _ in range(nodes)]
-        self.processes: list[subprocess.Popen | None] = [None] * nodes
+        self.processes: list[subprocess.Popen[bytes] | None] = [None] * nodes
         self.cluster_id = cluster_id()
-        self._logs: list = [None] * nodes
+        self._logs: list[TextIO | None] = [None] * nodes
 
     # -- addresses -------------------------------------------------------------------------------
     @property
@@ -249,17 +251,18 @@ class KafkaCluster:
         return ",".join(f"127.0.0.1:{ports[listener]}" for ports in self.ports)
 
     def node_dir(self, node: int) -> Path:
+        if self.base_dir is None:  # a temporary directory, made by start and removed by stop
+            raise UsageError("the Kafka cluster has no directory while it is not started")
         return self.base_dir / f"node{node}"
 
     def log_path(self, node: int) -> Path:
         return self.node_dir(node) / "server.log"
 
     def alive(self, node: int) -> bool:
-        process = self.processes[node]
-        return process is not None and process.poll() is None
+        return running(self.processes[node]) is not None
 
     # -- configuration ---------------------------------------------------------------------------
-    def properties(self, node: int) -> dict:
+    def properties(self, node: int) -> dict[str, object]:
         ports = self.ports[node]
         voters = ",".join(f"{i}@127.0.0.1:{p['CONTROLLER']}" for i, p in enumerate(self.ports))
         client = list(self.listeners)
@@ -345,12 +348,13 @@ class KafkaCluster:
 
     def _launch(self, node: int, home: Path) -> None:
         properties = self._write_properties(node)
-        if self._logs[node]:
-            self._logs[node].close()
-        self._logs[node] = open(self.log_path(node), "a")
+        previous = self._logs[node]
+        if previous:
+            previous.close()
+        self._logs[node] = log = open(self.log_path(node), "a")
         self.processes[node] = subprocess.Popen(
             java_command(home, "kafka.Kafka", str(properties), heap_mb=self.heap_mb, log4j="log4j.properties"),
-            stdout=self._logs[node], stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             preexec_fn=die_with_parent())  # a killed test run leaves no broker behind
 
     def wait_ready(self, nodes: list[int] | None = None, timeout: float | None = None) -> None:
@@ -384,10 +388,12 @@ class KafkaCluster:
         except UsageError:
             return False
 
-    def _wait(self, ready, deadline: float, node: int) -> None:
+    def _wait(self, ready: Callable[[], bool], deadline: float, node: int) -> None:
         while not ready():
             if not self.alive(node):
-                raise UsageError(f"Kafka node {node} exited with status {self.processes[node].poll()}: "
+                process = self.processes[node]
+                status = process.poll() if process is not None else None
+                raise UsageError(f"Kafka node {node} exited with status {status}: "
                                  f"{self.log_tail(node, 1).strip()} (log: {self.log_path(node)})")
             if time.monotonic() > deadline:
                 raise UsageError(f"Kafka node {node} not ready after {self.start_timeout:.0f} s (log: {self.log_path(node)})")
@@ -395,8 +401,8 @@ class KafkaCluster:
 
     def kill(self, node: int) -> None:
         """SIGKILL one node (its log directory stays; :meth:`start` brings it back)."""
-        process = self.processes[node]
-        if process is not None and process.poll() is None:
+        process = running(self.processes[node])
+        if process is not None:
             process.kill()
             process.wait()
 
@@ -414,8 +420,8 @@ class KafkaCluster:
         """Stop every node: SIGTERM all at once (a node alone would wait for a quorum to shut down
         cleanly), SIGKILL whatever still runs after :attr:`stop_timeout`; then remove the temporary
         directory if this cluster made it."""
-        for process in self.processes:
-            if process is not None and process.poll() is None:
+        for process in map(running, self.processes):
+            if process is not None:
                 process.terminate()
         deadline = time.monotonic() + self.stop_timeout
         for node, process in enumerate(self.processes):
@@ -426,8 +432,9 @@ class KafkaCluster:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-            if self._logs[node]:
-                self._logs[node].close()
+            log = self._logs[node]
+            if log:
+                log.close()
                 self._logs[node] = None
         if self._own_dir and self.base_dir is not None:
             shutil.rmtree(self.base_dir, ignore_errors=True)

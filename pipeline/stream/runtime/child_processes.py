@@ -69,6 +69,11 @@ def die_with_parent() -> Callable[[], None] | None:
     return arm
 
 
+def running(process: subprocess.Popen[bytes] | None) -> subprocess.Popen[bytes] | None:
+    """``process`` while it runs; None if it was never started or has ended."""
+    return process if process is not None and process.poll() is None else None
+
+
 def describe_exit(code: int | None) -> str:
     """How a process ended, from its return code: "exit status 2", "killed by SIGKILL" or "running"."""
     if code is None:
@@ -92,11 +97,11 @@ class ChildProcess:
     """A `wevent ...` child process with its own log file, stopped as a process group, and killed
     by the kernel if this process dies first (:func:`die_with_parent`)."""
 
-    def __init__(self, arguments: list[str], log_path: Path, env: dict | None = None) -> None:
+    def __init__(self, arguments: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
         self.command = [sys.executable, "-m", "wevent.cli", *arguments]
         self.log_path = Path(log_path)
         self.env = {**os.environ, **(env or {})}
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> "ChildProcess":
         log = open(self.log_path, "ab")
@@ -112,30 +117,37 @@ class ChildProcess:
 
     @property
     def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return running(self.process) is not None
+
+    @property
+    def returncode(self) -> int | None:
+        """How it ended (negative: killed by that signal); None while it runs, or before it starts."""
+        return self.process.poll() if self.process else None
 
     def describe_exit(self) -> str:
-        return describe_exit(self.process.poll() if self.process else None)
+        return describe_exit(self.returncode)
 
     @property
     def exit_status(self) -> int:
         """Its exit status if it is a documented one, else :data:`~wevent.errors.EXIT_INTERNAL`."""
-        code = self.process.poll() if self.process else None
+        code = self.returncode
         return code if code in DOCUMENTED_STATUSES else EXIT_INTERNAL
 
     def kill(self) -> None:
         """SIGKILL: the crash the tests inject."""
-        if self.alive:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        process = running(self.process)
+        if process is not None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM, then SIGKILL if the worker ignores it (it may while its coordinator is gone)."""
-        if not self.alive:
+        process = running(self.process)
+        if process is None:
             return
-        os.killpg(self.process.pid, signal.SIGTERM)
+        os.killpg(process.pid, signal.SIGTERM)
         try:
-            self.process.wait(timeout)
+            process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
 
@@ -154,7 +166,7 @@ class WorkerProcess(ChildProcess):
     """A `wevent worker` with its own web port (/metrics, /livez, /readyz, /query)."""
 
     def __init__(self, config_path: Path, bootstrap: str, web_port: int, log_path: Path, *, tansu_compat: bool,
-                 datadir: Path | None = None, env: dict | None = None, loglevel: str = "warn",
+                 datadir: Path | None = None, env: dict[str, str] | None = None, loglevel: str = "warn",
                  report_counts: bool = False) -> None:
         arguments = ["worker", "--config", str(config_path), "--bootstrap", bootstrap, "--web-port", str(web_port),
                      "--loglevel", loglevel]
@@ -192,10 +204,11 @@ class DevicesProcess(ChildProcess):
         self.metrics_port = metrics_port
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.1) -> bool:
+def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.1) -> bool:
+    """Whether ``predicate()`` became true (truthy) within ``timeout`` seconds, asked every ``interval``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return True
         time.sleep(interval)
-    return predicate()
+    return bool(predicate())

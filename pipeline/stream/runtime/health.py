@@ -47,6 +47,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ..wire.topics import LDP_REPORTS, LDP_REQUESTS, MEASUREMENTS, RELEASES, REPORTS, SLOTS
@@ -55,6 +56,8 @@ from ..settings import KafkaCredentials
 from .kafka import consumer_config, kafka_log, key_partition
 
 CLIENT_LOGGERS = ("aiokafka", "faust", "mode", "wevent.kafka")
+#: The attribute of a client's log record that holds whether RateLimit held it back.
+RATE_LIMITED = "rate_limited"
 
 
 class RateLimit(logging.Filter):
@@ -70,7 +73,7 @@ class RateLimit(logging.Filter):
         Monotonic seconds.
     """
 
-    def __init__(self, interval: float = 30.0, clock=time.monotonic) -> None:
+    def __init__(self, interval: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.interval = interval
         self.throttle = Throttle(interval, clock)
@@ -78,9 +81,11 @@ class RateLimit(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if not record.name.startswith(CLIENT_LOGGERS) or record.levelno < logging.WARNING:
             return True
-        if not hasattr(record, "rate_limited"):  # decided once, whichever handler asks first
-            record.rate_limited = not self._let_through(record)
-        return not record.rate_limited
+        rate_limited = getattr(record, RATE_LIMITED, None)
+        if rate_limited is None:  # decided once, whichever handler asks first
+            rate_limited = not self._let_through(record)
+            setattr(record, RATE_LIMITED, rate_limited)
+        return not rate_limited
 
     def _let_through(self, record: logging.LogRecord) -> bool:
         held = self.throttle.admit((record.name, str(record.msg)))
