@@ -26,6 +26,16 @@ from wevent.topologies.app import build_app  # noqa: E402
 from wevent.stream.settings import Settings
 
 
+def broker_seeks(monkeypatch, seek) -> None:
+    """Every seek the worker's consumer hands to its Kafka thread goes to ``seek(tp, offset)``
+    instead (called in this thread: there is no Kafka thread here)."""
+    async def call_thread(self, fun, *args):
+        return fun(*args)
+
+    monkeypatch.setattr(driver.AIOKafkaConsumerThread, "call_thread", call_thread)
+    monkeypatch.setattr(driver.AIOKafkaConsumerThread, "seek", lambda self, tp, offset: seek(tp, offset))
+
+
 @pytest.fixture(autouse=True)
 def no_faust_sensors(monkeypatch):
     """Faust's Prometheus sensors register once per process; these tests build several apps."""
@@ -44,12 +54,12 @@ def test_every_stateful_source_is_sought_to_its_state_or_commit(monkeypatch):
     async def seek_to_committed(self):
         return dict(committed)
 
-    async def seek(self, tp, offset):
+    def seek(tp, offset):
         seeks.append((tp.topic, tp.partition, offset))
 
     monkeypatch.setattr(driver.Consumer, "seek_to_committed", seek_to_committed)
     monkeypatch.setattr(driver.Consumer, "assignment", lambda self: set(committed))
-    monkeypatch.setattr(driver.Consumer, "_seek", seek)
+    broker_seeks(monkeypatch, seek)
     config = trial_config(sample_values(4), seed=1)
     app = build_app(config, "127.0.0.1:9", Settings())
     assembler = app.tables["assembler"]
@@ -76,12 +86,12 @@ def test_a_stateful_source_is_fetched_only_once_sought(monkeypatch):
     async def seek_to_committed(self):
         return {reports: 5, changelog: None}
 
-    async def seek(self, tp, offset):
+    def seek(tp, offset):
         events.append(("seek", tp.topic, offset))
 
     monkeypatch.setattr(driver.Consumer, "seek_to_committed", seek_to_committed)
     monkeypatch.setattr(driver.Consumer, "assignment", lambda self: {reports, changelog})
-    monkeypatch.setattr(driver.Consumer, "_seek", seek)
+    broker_seeks(monkeypatch, seek)
     app = build_app(trial_config(sample_values(4), seed=1), "127.0.0.1:9", Settings())
     app.tables["assembler"].data[b"taxi/0"] = packing.pack({"offsets": {"reports:0": 2}})
     consumer = app.consumer
