@@ -315,7 +315,7 @@ def test_a_dump_is_read_by_its_content_whatever_its_name(files):
     assert status == 0, stderr
     assert is_dump(dump) and not is_dump(files["config"])
     for mechanism in ("ba", "lbu", "pba"):
-        status, stderr, _ = invoke(SIM + ["-m", mechanism, "--input", dump])
+        status, stderr, _ = invoke(["simulate", "--no-progress", "-m", mechanism, "--input", dump])
         assert status == 0, stderr
 
 
