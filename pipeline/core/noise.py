@@ -132,6 +132,7 @@ _COMPLETE = 4096  # the largest level-0 table (epsilon >= about 0.0056); below i
 _RADIX = 256  # the radix of the tail's digits
 _UNIFORMS = 253  # uniforms per value after U_0 (the word source's address space); G never needs more
 _OBJECT_WEIGHT = 2**40  # digit weights from here on are summed as Python ints (beyond int64)
+_NO_CELLS = np.zeros(0, np.uint64)  # the compiled fast path computes each value's cell
 
 
 def check_noise(noise) -> str:
@@ -361,19 +362,6 @@ def _certain_float_exp(y: float | Fraction) -> float:
     return float(context.exp(context.minus(value)))
 
 
-def _power(base: float, exponent: int) -> float:
-    """``base^exponent`` (``exponent >= 1``) by repeated squaring: ``exponent - 1`` roundings in all,
-    counted with their multiplicities, so :func:`_powers`' bound holds for it too."""
-    result, square = 0.0, base
-    while True:
-        if exponent & 1:
-            result = result * square if result else square
-        exponent >>= 1
-        if not exponent:
-            return result
-        square *= square
-
-
 def _powers(b: float, count: int) -> tuple[np.ndarray, float]:
     """``b^1 .. b^count`` by a running product, and a bound on their relative errors.
 
@@ -445,6 +433,11 @@ class DiscreteLaplaceTable:
         return Thresholds(powers * (2.0 / (1.0 + self.a)), error + 5 * _UNIT,
                           functools.partial(ExactThreshold, "two-sided", self.exact), (self.gamma, 0.0, self.alpha))
 
+    @property
+    def has_cells(self) -> bool:
+        """Are :attr:`cells` built?"""
+        return "cells" in self.__dict__
+
     @functools.cached_property
     def cells(self) -> tuple[np.ndarray, np.ndarray]:
         """``(start, width)`` of every signed candidate's cell (complete tables only)."""
@@ -459,15 +452,12 @@ class DiscreteLaplaceTable:
 
     def cell(self, k: int) -> tuple[int, int]:
         """``[high_{k+1}, low_k)`` of ``|X| = k`` (``0 <= k < n``, a complete table), computed alone and
-        kept: the bounds of ``t_{k+1}`` and ``t_k`` as :class:`Thresholds` proves them, from powers by
-        :func:`_power` (whose error :func:`_powers` bounds)."""
+        kept: the bounds of ``t_{k+1}`` and ``t_k`` as :class:`Thresholds` proves them
+        (:func:`~wevent.core.compiled.cell_bounds`, which the compiled vector path computes too)."""
         cell = self._cells.get(k)
         if cell is None:
-            c, margin = 2.0 / (1.0 + self.a), 2.0 * max(3.02 * _UNIT * (k + 1) + 5 * _UNIT, 8 * _UNIT)
-            power = _power(self.a, k) if k else 1.0
-            start = math.ceil(power * self.a * c * (2.0**63 * (1.0 + margin)))  # high_{k+1}
-            end = int(power * c * (2.0**63 * (1.0 - margin))) if k else 2**63  # low_k (low_0 = 2^63)
-            cell = self._cells[k] = start, end
+            low, high = compiled.cell_bounds(self.a, k)
+            cell = self._cells[k] = math.ceil(low), int(high) if k else 2**63
         return cell
 
     def levels(self) -> tuple[_Level, ...]:
@@ -513,9 +503,10 @@ def two_sided_geometric(source: WordSource, epsilon: float, size: int | None = N
         return _settle(table, source, words, u, np.zeros(size, np.int64), np.arange(size))
     kernel = compiled.discrete_fast_path()
     if kernel is not None:  # the same fast path as one compiled loop (numba, optional)
-        start, width = table.cells
+        # a budget seen once (BD's) builds no cells for a short vector: the loop computes each value's own
+        start, width = table.cells if table.has_cells or size >= table.size else (_NO_CELLS, _NO_CELLS)
         x, missed = np.empty(size, np.int64), np.empty(size, np.bool_)
-        if kernel(words, table.alpha, table.beta, start, width, x, missed):
+        if kernel(words, table.alpha, table.beta, start, width, table.a, table.size, x, missed):
             return _settle(table, source, words, u, x, np.flatnonzero(missed))
         return x
     candidate = np.log(u)
