@@ -498,17 +498,17 @@ def two_sided_geometric(source: WordSource, epsilon: float, size: int | None = N
         value = _scalar(table, source)
         return value if size is None else np.array([value], np.int64 if abs(value) < 2**62 else object)
     words = source.values(size)
-    u = words & _MASK63
     if not table.complete:
-        return _settle(table, source, words, u, np.zeros(size, np.int64), np.arange(size))
+        return _settle(table, source, words, words & _MASK63, np.zeros(size, np.int64), np.arange(size))
     kernel = compiled.discrete_fast_path()
     if kernel is not None:  # the same fast path as one compiled loop (numba, optional)
         # a budget seen once (BD's) builds no cells for a short vector: the loop computes each value's own
         start, width = table.cells if table.has_cells or size >= table.size else (_NO_CELLS, _NO_CELLS)
         x, missed = np.empty(size, np.int64), np.empty(size, np.bool_)
         if kernel(words, table.alpha, table.beta, start, width, table.a, table.size, x, missed):
-            return _settle(table, source, words, u, x, np.flatnonzero(missed))
+            return _settle(table, source, words, words & _MASK63, x, np.flatnonzero(missed))
         return x
+    u = words & _MASK63
     candidate = np.log(u)
     candidate *= table.alpha
     candidate += table.beta

@@ -63,13 +63,14 @@ def private_mean_distance(counts: np.ndarray, last_release: np.ndarray, epsilon:
     ``whole``: the caller knows counts and releases to be whole numbers (discrete noise checks them otherwise)."""
     difference = last_release - counts
     domain_size = difference.size
+    if noise == "discrete" and not whole:
+        check_whole(difference, "counts and releases")
+    distance = float(np.add.reduce(np.abs(difference, out=difference)))  # ndarray.sum's own reduction
     if noise == "discrete":
-        if not whole:
-            check_whole(difference, "counts and releases")
-        distance = min(float(np.abs(difference).sum()), _EXACT_DISTANCE)
-        return (int(distance) + randomness.discrete_laplace(slot, Phase.DISSIMILARITY, epsilon)) / domain_size
+        noise_value = randomness.discrete_laplace(slot, Phase.DISSIMILARITY, epsilon)
+        return (int(min(distance, _EXACT_DISTANCE)) + noise_value) / domain_size
     scale = (1.0 / domain_size) / epsilon
-    return float(np.abs(difference).sum()) / domain_size + float(randomness.laplace(slot, Phase.DISSIMILARITY, scale))
+    return distance / domain_size + float(randomness.laplace(slot, Phase.DISSIMILARITY, scale))
 
 
 @dataclass(frozen=True)
