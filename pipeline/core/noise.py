@@ -85,7 +85,7 @@ noise, and its budget is calibrated to that rounding (noise at most 2^-12 wider 
 selects the papers' sampler; the reproduction's result tables are measured with it. The noise kind is
 part of a stream's parameters, so M2 refuses a changed noise for an existing stream rather than
 change its noise. At epsilon 0.0125 an
-exact draw costs 1.4 µs as a scalar (M1) and 29 ns per value in a 100-bin vector, 1.6x numpy's
+exact draw costs 1.5 µs as a scalar (M1) and 26 ns per value in a 100-bin vector, 1.4x numpy's
 Laplace vector draw, with the optional `compiled` extra (`pip install -e '.[compiled]'`, which
 the test extra includes): numba compiles the fast path into one loop
 (`pipeline/core/compiled.py`), imported on the first vector draw, never at start-up. Without it
@@ -94,8 +94,9 @@ the test extra includes): numba compiles the fast path into one loop
 5-6 ns, about 0.5x numpy's. The two paths give the same draws: the compiled candidates may round
 otherwise, but a candidate only proposes a value that the proven bounds then accept or refuse.
 A budget seen once costs no table (BD's publication budget differs at almost every
-publication): its table is built when a vector first needs it, and a scalar computes the one
-proven cell it reads. `wevent bench central` prints these figures.
+publication): a scalar computes the one proven cell it reads, and so does the compiled loop for
+each value of a vector shorter than the table; the table is built when a longer vector, or the
+numpy path, first needs it. `wevent bench central` prints these figures.
 
 **Where a paper leaves a choice**, the default is the reading stated where the code makes it. Every
 other option is named and off by default, and an option that breaks privacy says so in its name
