@@ -42,7 +42,6 @@ __all__ = ["discrete_fast_path", "whole_distance", "disabled", "cell_bounds"]
 
 _MASK63 = 2**63 - 1
 _UNIT = 2.0**-53  # the unit roundoff of a double
-_compiled_cell_bounds: Callable | None = None  # cell_bounds as numba compiles it, for the kernel
 _loaded: dict[str, Callable | None] = {}  # the compiled loops by name, each None without numba
 _enabled = [True]
 
@@ -100,6 +99,9 @@ def cell_bounds(a: float, k: int) -> tuple[float, float]:
         square *= square
     c, margin = 2.0 / (1.0 + a), 2.0 * max(3.02 * _UNIT * (k + 1) + 5 * _UNIT, 8 * _UNIT)
     return powered * a * c * (2.0**63 * (1.0 + margin)), powered * c * (2.0**63 * (1.0 - margin))
+
+
+_compiled_cell_bounds: Callable = cell_bounds  # what the kernel calls: its compiled form, set before the kernel compiles
 
 
 def _fast_path(words, alpha, beta, start, width, a, size, x, missed):
