@@ -15,14 +15,15 @@ the same value: every term is a whole number, so every partial sum below ``2^53`
 once one reaches ``2^53`` all the later ones stay there (the terms are not negative, rounding is
 monotone), where M1's cap at ``2^52`` makes every order agree.
 
-The noise loop reads each cell from the table of its budget, or, for a budget whose table has no cells
-yet and a vector shorter than that table, computes the value's own cell with
+The noise loop reads each cell from the table of its budget, or, for a budget whose table has
+no cells yet and a vector shorter than that table, computes the value's own cell with
 :func:`cell_bounds` (the formula the scalar path runs in Python): a budget seen once, as BD's
 publication budgets are, then costs no table.
 
-Nothing here is imported until a vector of noise is drawn, and without numba (the stream's
-image does not install it) every draw takes the numpy path. numba compiles the loop on its first
-use and caches the machine code beside this file (or in its user cache directory).
+numba is not imported until a loop is first asked for (a vector of noise, or M1's distance with
+discrete noise), and without it (the stream's image does not install it) numpy computes the
+same values. numba compiles the loops on their first use and caches the machine code beside this
+file (or in its user cache directory).
 
 >>> from wevent.core import compiled
 >>> with compiled.disabled():
