@@ -8,7 +8,7 @@ same run.
 
 | benchmark | what | result |
 |---|---|---|
-| `wevent bench central` | every central mechanism (11) at d = 1, 100 and 10,000 through `run`, with discrete and with Laplace noise, beside two floors timed in the same process: numpy's Laplace draw of d values, and a minimal numpy loop of the same rule (Uniform, Sample, BD, BA); then the noise draws alone against numpy's Laplace vector draw | µs per slot at d = 1, discrete noise: Uniform 4.1, Sample 1.7, BD 11.6, BA 6.5 (their minimal loops 1.2, 0.1, 2.7, 2.8); against the loop at d = 100: Uniform 2.4x, BA 2.1x, BD 6.7x (2.6x with Laplace noise); at d = 10,000: Uniform 0.3x, BA 0.75x, BD 1.5x (0.6x); PeGaSus, AdaPub and RescueDP take 0.3-0.5 ms a slot at d = 100 and 8-26 ms at d = 10,000; an exact draw at epsilon 0.0125 costs 1.6x numpy's Laplace per value at d = 100 with the compiled fast path (2.8x without numba), 0.5x at d = 10,000, 1.5 µs as a scalar |
+| `wevent bench central` | every central mechanism (11) at d = 1, 100 and 10,000 through `run`, with discrete and with Laplace noise, beside two floors timed in the same process: numpy's Laplace draw of d values, and a minimal numpy loop of the same rule (Uniform, Sample, BD, BA); then the noise draws alone against numpy's Laplace vector draw | µs per slot at d = 1, discrete noise: Uniform 3.4, Sample 1.3, BD 8.2, BA 5.6 (their minimal loops 1.1, 0.1, 2.7, 2.5); against the loop at d = 100: Uniform 1.9x, BA 1.5x (1.7x with Laplace noise), BD 2.6x (2.1x); at d = 10,000: Uniform 0.7x, BA 0.8x, BD 1.2x (0.8x); PeGaSus, AdaPub and RescueDP take 0.2-0.4 ms a slot at d = 100 and 7-26 ms at d = 10,000; an exact draw at epsilon 0.0125 costs 1.4x numpy's Laplace per value at d = 100 with the compiled fast path (2.8x without numba), 0.5x at d = 10,000, 1.5 µs as a scalar (a load of 3-4 on the machine) |
 | `wevent bench local` | LPA at Taobao scale: N = 1,023,154, d = 117 (OUE), T = 1,440, w = 20, eps = 1, every report drawn | 3.3-3.4 s (2.3 ms/slot, 17-18 million reports/s, AES keystream at 12 GB/s); peak RSS 114-118 MB; 38-42x a per-user loop per report (32-38x on the same first 10 slots); sufficient-statistic mode 1.3 s |
 | `wevent bench ingest` | reports/s through the embedded broker and a worker: batched binary against one JSON message per report; slot close → release latency | 4.7 million reports/s batched, 350 reports/s as JSON (13,500x); latency p50 162 ms, p99 235 ms |
 | `wevent bench ingest --apache-kafka` | the same on a local one-node Apache Kafka (200,000 reports x 10 slots, 5,000 JSON reports, 20 paced slots, machine busy) | Kafka 1.13 million reports/s batched, 315/s JSON, latency p50 74 ms / p99 122 ms; tansu in the same run 2.21 million/s, 307/s, 166 / 234 ms |
@@ -18,8 +18,12 @@ same run.
 
 Some of these need context:
 
-- **Central.** At d = 100 both implementations spend most of a slot deriving the slot's noise and
-  in Python glue, so vectorisation buys little. The gap grows with d.
+- **Central.** At d = 1 and 100 a slot of BD or BA costs the loop's numpy calls plus 2-3 µs of
+  Python: M1's result, the decision, the step result and the calls between them. BD also derives
+  a new budget's exact exponential at each publication (a decimal ``e^-eps``, about 3 µs), which
+  no draw at that budget can do without; with numba, a short vector at that budget builds no
+  table (each value's proven cell is computed in the loop), and M1's distance of whole numbers is
+  one compiled loop. The gap shrinks as d grows.
 - **Local.** The target is 10 s; the run takes 3.3 s here. The floor is the random bytes: one keystream byte per OUE bit, 120 per report (d = 117
   padded to whole words), about 10 ns of the 56 ns a report costs. What helped:
   - AES-128-CTR keystreams (AES-NI, twice PCG64's speed) written into reused buffers;

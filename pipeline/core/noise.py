@@ -85,7 +85,7 @@ noise, and its budget is calibrated to that rounding (noise at most 2^-12 wider 
 selects the papers' sampler; the reproduction's result tables are measured with it. The noise kind is
 part of a stream's parameters, so M2 refuses a changed noise for an existing stream rather than
 change its noise. At epsilon 0.0125 an
-exact draw costs 1.4 µs as a scalar (M1) and 29 ns per value in a 100-bin vector, 1.6x numpy's
+exact draw costs 1.5 µs as a scalar (M1) and 26 ns per value in a 100-bin vector, 1.4x numpy's
 Laplace vector draw, with the optional `compiled` extra (`pip install -e '.[compiled]'`, which
 the test extra includes): numba compiles the fast path into one loop
 (`pipeline/core/compiled.py`), imported on the first vector draw, never at start-up. Without it
@@ -94,8 +94,9 @@ the test extra includes): numba compiles the fast path into one loop
 5-6 ns, about 0.5x numpy's. The two paths give the same draws: the compiled candidates may round
 otherwise, but a candidate only proposes a value that the proven bounds then accept or refuse.
 A budget seen once costs no table (BD's publication budget differs at almost every
-publication): its table is built when a vector first needs it, and a scalar computes the one
-proven cell it reads. `wevent bench central` prints these figures.
+publication): a scalar computes the one proven cell it reads, and so does the compiled loop for
+each value of a vector shorter than the table; the table is built when a longer vector, or the
+numpy path, first needs it. `wevent bench central` prints these figures.
 
 **Where a paper leaves a choice**, the default is the reading stated where the code makes it. Every
 other option is named and off by default, and an option that breaks privacy says so in its name
@@ -132,6 +133,7 @@ _COMPLETE = 4096  # the largest level-0 table (epsilon >= about 0.0056); below i
 _RADIX = 256  # the radix of the tail's digits
 _UNIFORMS = 253  # uniforms per value after U_0 (the word source's address space); G never needs more
 _OBJECT_WEIGHT = 2**40  # digit weights from here on are summed as Python ints (beyond int64)
+_NO_CELLS = np.zeros(0, np.uint64)  # the compiled fast path computes each value's cell
 
 
 def check_noise(noise) -> str:
@@ -361,19 +363,6 @@ def _certain_float_exp(y: float | Fraction) -> float:
     return float(context.exp(context.minus(value)))
 
 
-def _power(base: float, exponent: int) -> float:
-    """``base^exponent`` (``exponent >= 1``) by repeated squaring: ``exponent - 1`` roundings in all,
-    counted with their multiplicities, so :func:`_powers`' bound holds for it too."""
-    result, square = 0.0, base
-    while True:
-        if exponent & 1:
-            result = result * square if result else square
-        exponent >>= 1
-        if not exponent:
-            return result
-        square *= square
-
-
 def _powers(b: float, count: int) -> tuple[np.ndarray, float]:
     """``b^1 .. b^count`` by a running product, and a bound on their relative errors.
 
@@ -445,6 +434,11 @@ class DiscreteLaplaceTable:
         return Thresholds(powers * (2.0 / (1.0 + self.a)), error + 5 * _UNIT,
                           functools.partial(ExactThreshold, "two-sided", self.exact), (self.gamma, 0.0, self.alpha))
 
+    @property
+    def has_cells(self) -> bool:
+        """Are :attr:`cells` built?"""
+        return "cells" in self.__dict__
+
     @functools.cached_property
     def cells(self) -> tuple[np.ndarray, np.ndarray]:
         """``(start, width)`` of every signed candidate's cell (complete tables only)."""
@@ -459,15 +453,12 @@ class DiscreteLaplaceTable:
 
     def cell(self, k: int) -> tuple[int, int]:
         """``[high_{k+1}, low_k)`` of ``|X| = k`` (``0 <= k < n``, a complete table), computed alone and
-        kept: the bounds of ``t_{k+1}`` and ``t_k`` as :class:`Thresholds` proves them, from powers by
-        :func:`_power` (whose error :func:`_powers` bounds)."""
+        kept: the bounds of ``t_{k+1}`` and ``t_k`` as :class:`Thresholds` proves them
+        (:func:`~wevent.core.compiled.cell_bounds`, which the compiled vector path computes too)."""
         cell = self._cells.get(k)
         if cell is None:
-            c, margin = 2.0 / (1.0 + self.a), 2.0 * max(3.02 * _UNIT * (k + 1) + 5 * _UNIT, 8 * _UNIT)
-            power = _power(self.a, k) if k else 1.0
-            start = math.ceil(power * self.a * c * (2.0**63 * (1.0 + margin)))  # high_{k+1}
-            end = int(power * c * (2.0**63 * (1.0 - margin))) if k else 2**63  # low_k (low_0 = 2^63)
-            cell = self._cells[k] = start, end
+            low, high = compiled.cell_bounds(self.a, k)
+            cell = self._cells[k] = math.ceil(low), int(high) if k else 2**63
         return cell
 
     def levels(self) -> tuple[_Level, ...]:
@@ -508,16 +499,17 @@ def two_sided_geometric(source: WordSource, epsilon: float, size: int | None = N
         value = _scalar(table, source)
         return value if size is None else np.array([value], np.int64 if abs(value) < 2**62 else object)
     words = source.values(size)
-    u = words & _MASK63
     if not table.complete:
-        return _settle(table, source, words, u, np.zeros(size, np.int64), np.arange(size))
+        return _settle(table, source, words, words & _MASK63, np.zeros(size, np.int64), np.arange(size))
     kernel = compiled.discrete_fast_path()
     if kernel is not None:  # the same fast path as one compiled loop (numba, optional)
-        start, width = table.cells
+        # a budget seen once (BD's) builds no cells for a short vector: the loop computes each value's own
+        start, width = table.cells if table.has_cells or size >= table.size else (_NO_CELLS, _NO_CELLS)
         x, missed = np.empty(size, np.int64), np.empty(size, np.bool_)
-        if kernel(words, table.alpha, table.beta, start, width, x, missed):
-            return _settle(table, source, words, u, x, np.flatnonzero(missed))
+        if kernel(words, table.alpha, table.beta, start, width, table.a, table.size, x, missed):
+            return _settle(table, source, words, words & _MASK63, x, np.flatnonzero(missed))
         return x
+    u = words & _MASK63
     candidate = np.log(u)
     candidate *= table.alpha
     candidate += table.beta

@@ -237,6 +237,25 @@ def test_dissimilarity_is_mean_absolute_distance_over_all_bins(zero_noise):
     assert m.measure(1, c, last, zero_noise).value == pytest.approx((1 + 0 + 3 + 0 + 2) / 5)
 
 
+def test_the_compiled_whole_distance_is_numpys():
+    """M1's compiled L1 distance sums in another order than numpy's pairwise sum: of whole numbers,
+    below 2^52 both are exact, and above it both pass 2^53, so the capped distance is the same (here
+    with sums around 2^53, where the two orders' roundings start)."""
+    pytest.importorskip("numba")
+    from wevent.core import compiled
+    from wevent.core.central.dissimilarity import private_mean_distance
+
+    rng = np.random.default_rng(3)
+    near = np.array([2.0**52 - 1, 3.0, 1.0, 2.0**52, 5.0, 7.0, 1.0, 2.0**51, 9.0, 3.0])
+    cases = [(rng.integers(0, 1000, d).astype(float), rng.integers(0, 1000, d).astype(float)) for d in (1, 7, 100, 10_001)]
+    cases += [(near, np.zeros(near.size)), (np.zeros(near.size), near), (near[:2], np.zeros(2))]
+    for last, counts in cases:
+        assert min(compiled.whole_distance()(last, counts), 2.0**52) == min(float(np.abs(last - counts).sum()), 2.0**52)
+        fast = private_mean_distance(counts, last, 0.5, "discrete", derived(4), 1, whole=True)
+        with compiled.disabled():
+            assert fast == private_mean_distance(counts, last, 0.5, "discrete", derived(4), 1, whole=True)
+
+
 # 13. privacy-loss replay --------------------------------------------------------------------
 @pytest.mark.parametrize("cls", ALL)
 @pytest.mark.parametrize("w", [1, 3, 6])

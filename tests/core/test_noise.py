@@ -223,6 +223,31 @@ def test_the_compiled_fast_path_draws_what_numpy_draws():
                 assert fast.tolist() == randomness.discrete_laplace(slot, Phase.PUBLICATION, epsilon, size).tolist()
 
 
+def test_a_budget_seen_once_draws_without_cells_what_numpy_draws():
+    """A short vector at a new budget (BD's publications) has the compiled loop compute each value's
+    proven cell instead of building the table's: the same draws as numpy's path over the table's
+    cells, and words tied with a bound still take the exact digits."""
+    pytest.importorskip("numba")
+    randomness = derived(13)
+    for slot, epsilon in enumerate((0.0125, 0.1, 0.7, 5.0), start=1):
+        discrete_laplace_table.cache_clear()
+        size = discrete_laplace_table(epsilon).size - 1
+        fast = randomness.discrete_laplace(slot, Phase.PUBLICATION, epsilon, size)
+        assert not discrete_laplace_table(epsilon).has_cells  # the per-value cells were used
+        with compiled.disabled():
+            assert fast.tolist() == randomness.discrete_laplace(slot, Phase.PUBLICATION, epsilon, size).tolist()
+    discrete_laplace_table.cache_clear()
+    table = discrete_laplace_table(0.7)
+    values, more, expected = [], [], []
+    for k in range(1, (table.size + 1) // 2):  # fewer values than the table has rows
+        first, second = table.level0.exact(k).prefix(63), table.level0.exact(k).prefix(127) % 2**64
+        values += [first | 1 << 63, first]
+        more += [[second - 1], [second + 1]]
+        expected += [-k, k - 1]
+    assert two_sided_geometric(CraftedWords(values, more, keyed_words()), 0.7, len(values)).tolist() == expected
+    assert not table.has_cells
+
+
 @pytest.mark.parametrize("epsilon", [0.0125, 0.7, 5.0])
 def test_ties_with_the_bounds_are_settled_by_the_exact_digits(epsilon, fast_path):
     """Words whose first 63 bits are exactly floor(t_k 2^63): the proven bounds cannot decide (the

@@ -205,15 +205,10 @@ class CentralMechanism(Mechanism):
         return values
 
     def _result(self, slot, strategy, eps2, dissimilarity=None, threshold=None) -> StepResult:
-        return StepResult(
-            slot=slot,
-            release=self.last_release,
-            strategy=strategy,
-            eps1=dissimilarity.epsilon if dissimilarity is not None else 0.0,
-            eps2=float(eps2),
-            dissimilarity=dissimilarity.value if dissimilarity is not None else None,
-            threshold=threshold,
-        )
+        if dissimilarity is None:
+            return StepResult(slot, self.last_release, strategy, 0.0, float(eps2), None, threshold)
+        return StepResult(slot, self.last_release, strategy, dissimilarity.epsilon, float(eps2), dissimilarity.value,
+                          threshold)
 
     def _repeat(self, slot, strategy: Strategy, dissimilarity=None, threshold=None) -> StepResult:
         return self._result(slot, strategy, 0.0, dissimilarity, threshold)

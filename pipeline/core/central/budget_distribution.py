@@ -61,11 +61,12 @@ class BudgetDistribution(AdaptiveCentralMechanism):
     Notes
     -----
     The slots before the first, ``t <= 0``, spent nothing (as the paper states), and slot 1
-    compares its counts with the virtual release ``r_0 = 0``. ``eps_rm`` is summed afresh every
-    slot from a ring of the last ``w - 1`` budgets, and its half is rounded down onto epsilon's
-    grid (:func:`~wevent.core.exact.divide`): every budget is a multiple of it, so every sum of
-    them within epsilon is exact. A remaining budget too small for a finite noise scale skips the
-    slot.
+    compares its counts with the virtual release ``r_0 = 0``. ``eps_rm`` is the pool minus the sum
+    of a ring of the last ``w - 1`` budgets, and its half is rounded down onto epsilon's grid
+    (:func:`~wevent.core.exact.divide`): every budget is a multiple of it, so every sum of them
+    within epsilon is exact, and the ring's sum is kept as a running one (each budget added when
+    it enters the ring and subtracted when it leaves) with no drift. A remaining budget too small
+    for a finite noise scale skips the slot.
 
     Examples
     --------
@@ -102,8 +103,10 @@ class BudgetDistribution(AdaptiveCentralMechanism):
         super().__init__(epsilon, window, domain_size, budget_shift=budget_shift,
                          force_first_publish=force_first_publish, randomness=randomness, clamp_round=clamp_round,
                          noise=noise, decision_override=decision_override)
-        # eps_{k,2} of the previous w-1 slots, in a ring indexed by slot (0 for slots <= 0).
+        # eps_{k,2} of the previous w-1 slots, in a ring indexed by slot (0 for slots <= 0), and their sum
         self._recent = np.zeros(self.window - 1)
+        self._spent = 0.0
+        self._grid = grid(self.epsilon)
 
     @property
     def window_spend_bound(self) -> float:
@@ -112,11 +115,10 @@ class BudgetDistribution(AdaptiveCentralMechanism):
 
     def remaining_budget(self) -> float:
         """``eps_rm`` of the next slot: the pool minus the last w-1 publication budgets."""
-        # Summed afresh each slot so that no running total can drift.
-        return self.dissimilarity_measure.publication_pool - float(self._recent.sum())
+        return self.dissimilarity_measure.publication_pool - self._spent
 
     def _publish(self, slot: int, counts: np.ndarray, dissimilarity: Dissimilarity | None) -> StepResult:
-        eps2 = divide(self.remaining_budget(), 2, grid(self.epsilon))
+        eps2 = divide(self.remaining_budget(), 2, self._grid)
         threshold = 1.0 / eps2 if eps2 > _TINY_BUDGET else float("inf")
         publish = threshold != float("inf") and (
             (self.force_first_publish and slot == 1) or self._decide(slot, dissimilarity, threshold)
@@ -127,7 +129,10 @@ class BudgetDistribution(AdaptiveCentralMechanism):
         else:
             result = self._repeat(slot, Strategy.APPROXIMATE, dissimilarity, threshold)
         if self.window > 1:
-            self._recent[slot % (self.window - 1)] = result.eps2
+            ring = slot % (self.window - 1)
+            # multiples of the grid within the pool: exact, the same sum as a fresh one
+            self._spent += result.eps2 - float(self._recent[ring])
+            self._recent[ring] = result.eps2
         return result
 
     def _dynamic(self) -> dict[str, Any]:
@@ -136,3 +141,4 @@ class BudgetDistribution(AdaptiveCentralMechanism):
     def _load(self, dynamic: dict[str, Any]) -> None:
         super()._load(dynamic)
         self._recent = np.array(dynamic["recent_publication_budgets"], dtype=float)
+        self._spent = float(self._recent.sum())

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import compiled
 from ..exact import divide
 from ..noise import check_noise
 from ..randomness import DerivedRandomness, Phase
@@ -61,15 +62,20 @@ def private_mean_distance(counts: np.ndarray, last_release: np.ndarray, epsilon:
                           randomness: DerivedRandomness, slot: int, whole: bool = False) -> float:
     """``(1/d) sum_j |r[j] - c[j]|`` plus ``epsilon``-DP noise for sensitivity ``1/d`` (module docstring);
     ``whole``: the caller knows counts and releases to be whole numbers (discrete noise checks them otherwise)."""
-    difference = last_release - counts
-    domain_size = difference.size
+    domain_size = counts.size
+    if noise == "discrete" and not whole:
+        check_whole(last_release - counts, "counts and releases")
+    kernel = compiled.whole_distance() if noise == "discrete" else None  # whole numbers: the same sum in one loop
+    if kernel is not None:
+        distance = kernel(last_release, counts)
+    else:
+        difference = last_release - counts
+        distance = float(np.add.reduce(np.abs(difference, out=difference)))  # ndarray.sum's own reduction
     if noise == "discrete":
-        if not whole:
-            check_whole(difference, "counts and releases")
-        distance = min(float(np.abs(difference).sum()), _EXACT_DISTANCE)
-        return (int(distance) + randomness.discrete_laplace(slot, Phase.DISSIMILARITY, epsilon)) / domain_size
+        noise_value = randomness.discrete_laplace(slot, Phase.DISSIMILARITY, epsilon)
+        return (int(min(distance, _EXACT_DISTANCE)) + noise_value) / domain_size
     scale = (1.0 / domain_size) / epsilon
-    return float(np.abs(difference).sum()) / domain_size + float(randomness.laplace(slot, Phase.DISSIMILARITY, scale))
+    return distance / domain_size + float(randomness.laplace(slot, Phase.DISSIMILARITY, scale))
 
 
 @dataclass(frozen=True)
