@@ -1,19 +1,22 @@
-"""``wevent bench soak``: the embedded broker's memory over a long run, with and without its limit.
+"""``wevent bench soak``: a worker at full speed for a long run, and whether it holds its pace.
 
 A central-model stream is fed by a fast producer (a few slots ahead of the releases, so the worker
-always has work) for a given time, twice in one run of the benchmark:
+always has work) for a given time, on the embedded broker or on a local Apache Kafka
+(``--broker kafka``: one KRaft node started for the run, :mod:`wevent.stream.runtime.apache_kafka`).
+Every second the releases so far and the worker's resident memory (VmRSS) are sampled, and the
+broker's on the embedded broker, which keeps every record in memory. Three checks, each printed
+as a PASS or FAIL line with its figures:
 
-1. unbounded: the embedded broker without its memory watchdog, the baseline. tansu keeps every
-   record in memory (it ignores topic retention and cannot delete records), so its resident
-   memory grows with everything written: reports, internal topics and table changelogs;
-2. bounded: the same, with the watchdog's limit set halfway between the baseline's memory at
-   start and at end, so it bites mid-run: the broker is stopped at the limit, with one line.
+- pace: the release rate over the last window is at least 90% of the rate over the first;
+- worker memory: its resident size grows less than 5% from the end of the first window (tables,
+  buffers and caches are warm by then) to the end of the run;
+- delivery: every report message was confirmed by the broker, none failed, and the broker and the
+  worker ran to the end (the embedded broker's memory watchdog did not stop it).
 
-Every second the broker's resident memory (VmRSS) and the releases so far are sampled; printed
-are the memory at start, middle and end, its growth per minute, and the release rate in the first
-and last third of the run (a flat rate means the worker keeps up whatever the run's length).
+A window is the first (or last) minute of the run, or its first (last) third if that is shorter.
+A benchmark, it ends with status 0 either way: its lines say how the run went.
 
-Each run's broker and worker end with it, and its working directory is deleted at its end; a run
+The run's broker and worker end with it, and its working directory is deleted at its end; a run
 killed outright takes its children with it, and the next run (or ``wevent run``) deletes its
 directory (:mod:`wevent.stream.runtime.workdir`).
 """
@@ -29,25 +32,35 @@ import numpy as np
 
 from ..cli._help import add_command
 from ..errors import UsageError
-from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port
 from ..stream.config import parse_config
-from ..stream.runtime.kafka import KafkaReportSink
+from ..stream.runtime.broker import EmbeddedBroker, create_topics, free_port, resident_mb
 from ..stream.runtime.child_processes import WorkerProcess, write_config
+from ..stream.runtime.kafka import DeliveryError, KafkaReportSink
 from ..stream.runtime.subscription import Releases
 from ..stream.runtime.workdir import make_workdir
 
 START = 1_300_000_000.0
 STREAM = "soak"
+WINDOW_SECONDS = 60.0
+MIN_PACE = 0.90  # last window's release rate over the first's
+MAX_WORKER_GROWTH = 0.05  # of its resident size after the first window
 
 
 def register(sub) -> None:
     p = add_command(
-        sub, "soak", summary="the embedded broker's memory over a long run, with and without its limit",
-        description="Run a central stream fed a few slots ahead of its releases for a given time, twice (with and without the embedded broker's memory limit), and print the broker's memory over time.",
+        sub, "soak", summary="a worker at full speed for a long run: its pace, its memory, every delivery",
+        description="Run a central stream fed a few slots ahead of its releases for a given time, on the embedded "
+                    "broker or on a local Apache Kafka, and print whether the release rate held, whether the "
+                    "worker's memory stayed flat and whether every report message was delivered (PASS/FAIL lines "
+                    "with their figures).",
         examples=[
-        ('two one-minute runs', 'wevent bench soak --seconds 60'),
+        ('a one-minute run on the embedded broker', 'wevent bench soak --seconds 60'),
+        ('ten minutes on Apache Kafka', 'wevent bench soak --seconds 600 --broker kafka'),
         ('a heavier feed', 'wevent bench soak --seconds 60 --users 50000')])
-    p.add_argument("--seconds", type=float, default=180.0, help="length of each of the two runs (default: 180)")
+    p.add_argument("--seconds", type=float, default=180.0, help="length of the run (default: 180)")
+    p.add_argument("--broker", choices=("embedded", "kafka"), default="embedded",
+                   help="the embedded broker, or a one-node Apache Kafka started for the run (Java needed) "
+                        "(default: embedded)")
     p.add_argument("--users", type=int, default=20_000, help="reports per slot (default: 20000)")
     p.add_argument("--ahead", type=int, default=3, help="slots the producer keeps ahead of the releases (default: 3)")
     p.add_argument("--partitions", type=int, default=2, help="partitions of the reports topic (default: 2)")
@@ -56,24 +69,50 @@ def register(sub) -> None:
 
 @dataclass
 class Soak:
-    """The samples of one run: seconds since the first release, broker MiB, releases so far."""
+    """The samples of one run (seconds since the first release, releases so far, worker and broker
+    MiB), and how its deliveries went."""
 
-    limit_mb: float | None
     times: list[float] = field(default_factory=list)
-    memory: list[float] = field(default_factory=list)
     releases: list[int] = field(default_factory=list)
+    worker_memory: list[float] = field(default_factory=list)
+    broker_memory: list[float] = field(default_factory=list)
+    reports: int = 0
+    messages: int = 0
+    delivered: int = 0
     failure: str | None = None
 
-    def at(self, fraction: float) -> int:
-        return min(int(round(fraction * (len(self.times) - 1))), len(self.times) - 1)
+    @property
+    def window(self) -> float:
+        return min(WINDOW_SECONDS, self.times[-1] / 3)
 
-    def growth_per_minute(self) -> float:
-        return 60 * (self.memory[-1] - self.memory[0]) / max(self.times[-1] - self.times[0], 1e-9)
+    def index_at(self, seconds: float) -> int:
+        """The last sample taken at or before ``seconds``."""
+        return max(int(np.searchsorted(self.times, seconds, side="right")) - 1, 0)
 
-    def rate(self, first: float, last: float) -> float:
-        """Releases per second between two fractions of the run."""
-        i, j = self.at(first), self.at(last)
+    def rate(self, start: float, end: float) -> float:
+        """Releases per second between two times of the run."""
+        i, j = self.index_at(start), self.index_at(end)
         return (self.releases[j] - self.releases[i]) / max(self.times[j] - self.times[i], 1e-9)
+
+    def checks(self) -> list[tuple[bool, str, str]]:
+        """(passed, name, figures) of each check."""
+        w, end = self.window, self.times[-1]
+        first, last = self.rate(0, w), self.rate(end - w, end)
+        pace = last / first if first else 0.0
+        warm = self.worker_memory[self.index_at(w)]
+        growth = self.worker_memory[-1] / warm - 1 if warm else float("inf")
+        delivered = self.failure is None and self.delivered == self.messages
+        return [
+            (pace >= MIN_PACE, "release rate",
+             f"{last:.2f} slots/s over the last {w:.0f} s, {pace:.0%} of the first {w:.0f} s's {first:.2f} "
+             f"(at least {MIN_PACE:.0%})"),
+            (growth < MAX_WORKER_GROWTH, "worker memory",
+             f"{warm:,.0f} MiB at {w:.0f} s, {self.worker_memory[-1]:,.0f} MiB at {end:.0f} s: {growth:+.1%} "
+             f"(under {MAX_WORKER_GROWTH:.0%})"),
+            (delivered, "delivery",
+             f"{self.delivered:,} of {self.messages:,} report messages confirmed"
+             + (f"; {self.failure}" if self.failure else ", none failed")),
+        ]
 
 
 def _config(users: int, partitions: int):
@@ -82,63 +121,79 @@ def _config(users: int, partitions: int):
          "users": users, "slot_seconds": 60, "start": START}]})
 
 
-def soak(args, limit_mb: float | None) -> Soak:
-    """One run: broker (with the watchdog at ``limit_mb``, or none), worker and producer."""
+def soak(args, bootstrap: str, broker: EmbeddedBroker | None) -> Soak:
+    """One run against the Kafka at ``bootstrap`` (``broker``: the embedded one, whose memory is
+    sampled and whose watchdog may stop it): a worker, a producer and the sampler."""
     config = _config(args.users, args.partitions)
-    broker = EmbeddedBroker(memory_limit_mb=limit_mb, watch=limit_mb is not None).start()
+    tansu = broker is not None
     workdir = make_workdir("soak")
-    result = Soak(limit_mb)
+    result = Soak()
     worker = None
     done = threading.Event()
     released = 0
     try:
-        create_topics(broker.bootstrap, config.topics())
-        worker = WorkerProcess(write_config(config, workdir), broker.bootstrap, free_port(), workdir / "worker.log",
-                               tansu_compat=True, datadir=workdir / "data").start()
+        create_topics(bootstrap, config.topics())
+        worker = WorkerProcess(write_config(config, workdir), bootstrap, free_port(), workdir / "worker.log",
+                               tansu_compat=tansu, datadir=workdir / "data").start()
         stream = config.stream(STREAM)
-        sink = KafkaReportSink(broker.bootstrap, STREAM, args.partitions, tansu_compat=True)
+        sink = KafkaReportSink(bootstrap, STREAM, args.partitions, tansu_compat=tansu)
         rng = np.random.default_rng(0)
         users = np.arange(args.users)
         sent = 0
-        started = None
+        started = 0.0
+
+        def running() -> bool:
+            return (broker is None or broker.alive) and worker.alive
 
         def sample() -> None:
-            while not done.wait(1.0) and broker.alive:
-                memory = broker.resident_mb()
-                if memory:  # 0 once the watchdog has stopped the broker
-                    result.times.append(time.monotonic() - started)
-                    result.memory.append(memory)
-                    result.releases.append(released)
+            result.times.append(time.monotonic() - started)
+            result.releases.append(released)
+            result.worker_memory.append(resident_mb(worker.process.pid))
+            result.broker_memory.append(broker.resident_mb() if broker else 0.0)
 
-        with Releases(broker.bootstrap, streams=[STREAM]) as releases:
+        def sampler() -> None:
+            while not done.wait(1.0) and running():
+                sample()
+
+        with Releases(bootstrap, streams=[STREAM]) as releases:
             deadline = time.monotonic() + 120  # group join and first release
-            while broker.alive:
+            while running():
                 while sent < released + args.ahead:
                     sent += 1
                     sink.send_slot(sent, stream.slot_start(sent), stream.slot_end(sent), users,
                                    rng.integers(0, 100, args.users))
-                sink.producer.flush(1.0)
+                sink.producer.poll(0)
                 for record in releases.follow(idle_timeout=0.5):
                     released = max(released, record.slot)
                     break
                 now = time.monotonic()
-                if started is None and released:
+                if not started and released:
                     started = now
-                    result.times.append(0.0)
-                    result.memory.append(broker.resident_mb())
-                    result.releases.append(released)
-                    threading.Thread(target=sample, daemon=True).start()
+                    sample()
+                    threading.Thread(target=sampler, daemon=True).start()
                     deadline = now + args.seconds
                 if now > deadline:
-                    if started is None:
+                    if not started:
                         raise RuntimeError(f"no release within 120 s; the worker's last log line: {worker.last_line()}")
                     break
+        if not started:
+            raise RuntimeError(f"the run ended before its first release: {worker.describe_exit()}, "
+                               f"{broker.failure if broker and broker.failure else worker.last_line()}")
+        done.set()
+        sample()
+        try:
+            sink.close()
+        except DeliveryError as exc:
+            result.failure = str(exc)
+        if not running():
+            result.failure = (broker.failure if broker and broker.failure else
+                              f"the worker ended early ({worker.describe_exit()}): {worker.last_line()}"
+                              if not worker.alive else "the broker ended early")
+        result.reports, result.messages, result.delivered = sink.reports_sent, sink.messages_sent, sink.delivered
     finally:
         done.set()
-        result.failure = broker.failure
         if worker:
             worker.stop()
-        broker.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     return result
 
@@ -146,23 +201,29 @@ def soak(args, limit_mb: float | None) -> Soak:
 def handle(args) -> int:
     if args.seconds < 10 or min(args.users, args.ahead, args.partitions) < 1:
         raise UsageError("--seconds must be at least 10, and --users, --ahead and --partitions at least 1")
-    baseline = soak(args, None)
-    middle = (baseline.memory[0] + baseline.memory[-1]) / 2
-    bounded = soak(args, round(middle))
-    print(f"broker: embedded tansu (in memory); one central BA stream, {args.users:,} reports per slot, "
-          f"{args.partitions} report partitions, producer {args.ahead} slots ahead; {args.seconds:.0f} s per run")
-    print(f"{'run':<26}{'start MiB':>10}{'middle MiB':>11}{'end MiB':>9}{'MiB/min':>9}{'lasted s':>9}"
-          f"{'releases/s first third':>24}{'last third':>11}")
-    for name, run in (("unbounded (baseline)", baseline), (f"limit {bounded.limit_mb:,.0f} MiB", bounded)):
-        print(f"{name:<26}{run.memory[0]:>10,.0f}{run.memory[run.at(0.5)]:>11,.0f}{run.memory[-1]:>9,.0f}"
-              f"{run.growth_per_minute():>9,.0f}{run.times[-1]:>9.0f}"
-              f"{run.rate(0, 1 / 3):>24.1f}{run.rate(2 / 3, 1):>11.1f}")
-    reports_per_minute = 60 * baseline.rate(0, 1) * args.users
-    growth = baseline.growth_per_minute()
-    print(f"baseline: {reports_per_minute / 60:,.0f} reports/s; the broker grows {growth:,.0f} MiB per minute, "
-          f"{growth * 2**20 / max(reports_per_minute, 1):,.1f} bytes per report")
-    outcome = f"stopped: {bounded.failure}" if bounded.failure else "the limit was never reached"
-    print(f"bounded: peak {max(bounded.memory):,.0f} MiB = {max(bounded.memory) / baseline.memory[-1]:.2f} x the "
-          f"baseline's end; {outcome}")
-    return 0
+    if args.broker == "kafka":
+        from ..stream.runtime.apache_kafka import KafkaCluster
 
+        with KafkaCluster(1) as kafka:
+            run = soak(args, kafka.bootstrap, None)
+        where = "Apache Kafka, one local KRaft node"
+    else:
+        broker = EmbeddedBroker(memory_limit_mb=args.settings.broker_memory_limit_mb()).start()
+        try:
+            run = soak(args, broker.bootstrap, broker)
+        finally:
+            broker.stop()
+        where = f"embedded tansu (in memory, its watchdog at {broker.memory_limit_mb:,} MiB)"
+    end = run.times[-1]
+    print(f"broker: {where}; one central BA stream, {args.users:,} reports per slot, {args.partitions} report "
+          f"partitions, producer {args.ahead} slots ahead; {end:.0f} s from the first release")
+    print(f"throughput: {run.releases[-1] - run.releases[0]:,} slots released, "
+          f"{run.rate(0, end) * args.users:,.0f} reports/s; {run.reports:,} reports in {run.messages:,} messages")
+    if args.broker == "embedded":
+        growth = 60 * (run.broker_memory[-1] - run.broker_memory[0]) / max(end, 1e-9)
+        print(f"broker memory: {run.broker_memory[0]:,.0f} MiB at the first release, {run.broker_memory[-1]:,.0f} MiB "
+              f"at the end, {growth:,.0f} MiB per minute, "
+              f"{growth * 2**20 / max(60 * run.rate(0, end) * args.users, 1):,.1f} bytes per report")
+    for passed, name, figures in run.checks():
+        print(f"{'PASS' if passed else 'FAIL'} {name}: {figures}")
+    return 0

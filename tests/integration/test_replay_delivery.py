@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from wevent.stream.runtime.broker import EmbeddedBroker, create_topics
@@ -96,3 +97,33 @@ def test_a_broker_restarted_empty_mid_replay_fails_the_replay(tmp_path, taxi_con
     assert replay.returncode == 3, (out, err)  # the broker lost what it confirmed: start again from scratch
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "it lost messages" in lines[0], err
+
+
+def test_a_sender_faster_than_the_broker_waits_for_it_instead_of_timing_out():
+    """100,002 small messages as fast as they can be produced, with a delivery timeout of 5 s: the
+    sink waits for the broker's confirmations instead of queueing them all, so none waits long.
+
+    Unbounded, librdkafka queues up to 100,000 messages; the embedded broker confirms one record
+    per batch at a few thousand messages per second here, so the last of them waited 15 s and
+    more, and tens of thousands failed after 5 s with a broker that was taking every message.
+    """
+    from wevent.stream.runtime.kafka import MAX_UNCONFIRMED_MESSAGES, KafkaReportSink
+
+    config = parse_config({"seed": 1, "report_partitions": 2, "stream_partitions": 1, "streams": [{
+        "name": "tiny", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 20, "domain": 4,
+        "users": 2, "slot_seconds": 60.0, "start": 0.0}]})
+    stream = config.stream("tiny")
+    users, values = np.arange(2), np.array([1, 3])
+    broker = EmbeddedBroker().start()
+    try:
+        create_topics(broker.bootstrap, config.topics())
+        sink = KafkaReportSink(broker.bootstrap, "tiny", 2, tansu_compat=True, delivery_timeout=5.0)
+        most_unconfirmed = 0
+        for slot in range(1, 25_001):  # a watermark and a batch to each partition: 4 messages
+            sink.send_slot(slot, stream.slot_start(slot), stream.slot_end(slot), users, values)
+            most_unconfirmed = max(most_unconfirmed, sink.unconfirmed)
+        sink.close()
+    finally:
+        broker.stop()
+    assert sink.delivered == sink.messages_sent == 100_002 and sink.failed == 0
+    assert 0 < most_unconfirmed <= MAX_UNCONFIRMED_MESSAGES

@@ -30,10 +30,11 @@ The embedded broker keeps every record in memory and cannot drop any: this tansu
 topic retention (its maintenance sweep runs once, at start) and does not implement DeleteRecords,
 and it has no storage other than memory here. Its memory is therefore capped: a watchdog stops it
 when its resident memory reaches `WEVENT_BROKER_MEMORY_MB` (default: half the memory available at
-start), and `wevent run` ends with one line saying so. At about 13 bytes of broker memory per
-central report (`wevent bench soak --seconds 180`: 169 MiB per minute at 231,000 reports/s, the
-release rate flat at 11.7 → 11.3 slots/s), use `--bootstrap` with a real Kafka for long or large
-runs. There, retention bounds the broker instead: the inputs and internal topics (`reports`,
+start), and `wevent run` ends with one line saying so. At about 12 bytes of broker memory per
+central report (`wevent bench soak --seconds 600`: 151 MiB per minute at 230,000 reports/s, while
+the worker kept its pace, 11.8 → 11.4 slots/s from the first minute to the last, and its memory,
+223 MiB, with every report message confirmed), use `--bootstrap` with a real Kafka for long or
+large runs. There, retention bounds the broker instead: the inputs and internal topics (`reports`,
 `slots`, `dissimilarity`, `ldp.requests`, `ldp.reports`, `deadletter`) need only outlive the
 longest worker outage (`retention.ms`, `retention.bytes`); table changelogs are compacted, as
 Faust creates them, and must never get time retention, since a restarted worker rebuilds its state
@@ -147,8 +148,7 @@ class EmbeddedBroker:
         The resident memory (MiB) at which the watchdog stops the broker (default:
         :func:`default_memory_limit_mb`).
     watch
-        Whether to run the memory watchdog at all (the soak benchmark turns it off to measure
-        the unbounded baseline).
+        Whether to run the memory watchdog at all.
     """
 
     #: Seconds between two samples of the broker's resident memory.

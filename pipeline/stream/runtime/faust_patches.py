@@ -8,6 +8,9 @@
 - :func:`shorten_fetch_wait`: on the embedded tansu broker, the consumer's fetches wait 20 ms
   for data, not Faust's 1.5 s.
 - :class:`InputGaps`: on tansu, an offset a fetch passed over is read again, not lost.
+- :class:`DrainingProducerBuffer`: a flush of the producer's buffer sends what was queued before
+  it, all of it, however long the broker takes; and a stopping worker stops its agents before
+  that last flush.
 
 Exactly-once effect on state
 ----------------------------
@@ -85,13 +88,15 @@ from typing import Any
 
 import faust
 from aiokafka.errors import IllegalStateError
+from faust.transport.producer import ProducerBuffer
 from faust.types import TP
 
 from ..agents.base import Processor
 from . import prometheus as metrics
 from .kafka import TANSU_FETCH_WAIT_MS, key_partition
 
-__all__ = ["StatePositionedApp", "InputGaps", "HOLE_WAIT_SECONDS", "HOLE_RETRY_SECONDS", "shorten_fetch_wait"]
+__all__ = ["StatePositionedApp", "InputGaps", "DrainingProducerBuffer", "HOLE_WAIT_SECONDS", "HOLE_RETRY_SECONDS",
+           "shorten_fetch_wait"]
 
 log = logging.getLogger("wevent.worker")
 
@@ -134,6 +139,11 @@ class StatePositionedApp(faust.App):
     noise is derived), and a ``read_committed`` consumer saw whole streams twice. The end is
     asked of the broker instead (ListOffsets, as Faust does under at-least-once): with the
     consumer's ``read_committed`` isolation the broker answers with the last stable offset.
+
+    A stopping worker stops its agents before it flushes its producer for the last time (Faust
+    flushes first, and its agents, still applying what they had fetched, queued more writes
+    behind the flush), and the flush sends everything queued (:class:`DrainingProducerBuffer`):
+    nothing is left to send once the producer is closed.
     """
 
     topic_partitions: dict[str, int] = {}
@@ -207,6 +217,17 @@ class StatePositionedApp(faust.App):
         consumer.resume_partitions = resume_once_sought
         return consumer
 
+    def _new_producer(self):
+        producer = super()._new_producer()
+        producer.buffer = DrainingProducerBuffer(loop=producer.loop, beacon=producer.beacon)
+        producer.buffer.app = self
+        return producer
+
+    async def _producer_flush(self, logger: Any) -> None:
+        if self.should_stop:  # the last flush: nothing may be queued after it (a rebalance's agents go on)
+            await self.agents.stop()
+        await super()._producer_flush(logger)
+
     def reads_state(self, topic: str) -> bool:
         """Whether a stateful agent reads ``topic`` (its positions then come from the states)."""
         return any(topic in topics for topics, _, _ in self.stateful_sources)
@@ -223,6 +244,62 @@ class StatePositionedApp(faust.App):
                    for topics, table, processor in self.stateful_sources if topic in topics]
         offsets = [offset for offset in offsets if offset is not None]
         return min(offsets) if offsets else None
+
+
+class DrainingProducerBuffer(ProducerBuffer):
+    """Faust's producer buffer (where table writes wait before they are handed to the Kafka
+    client), bounded, and whose :meth:`flush` hands over every message queued before the call.
+
+    Faust's flush waits until the buffer is empty, and gives up as soon as one message takes more
+    than 0.1 s; its bound (:attr:`max_messages`, checked before each input an agent takes) gives
+    up the same way. All three break when the broker takes the writes more slowly than the agents
+    make them, as the embedded broker does with one record per request and partition. A busy
+    worker's other agents keep queueing writes, so the buffer is rarely empty, and M2's flush
+    before each release waited for theirs too: releases paused as long as a backlog of reports
+    lasted. A broker slower than 0.1 s a message (a loaded machine) ended the flush early: M2's
+    ledger could then leave after its release, and a stopping worker closed its producer with
+    writes still queued (ProducerClosed). The bound gave way too, and the buffer grew by thousands.
+
+    Here a flush waits for the messages queued before it, and for no other; an agent waits before
+    its next input while more than :attr:`max_messages` wait, for as long as the broker takes.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.queued = 0  # messages put in the buffer
+        self.handed = 0  # of them, handed to the Kafka client (in their order)
+        self._handed_one = asyncio.Event()
+
+    def put(self, fut) -> None:
+        super().put(fut)
+        self.queued += 1
+
+    async def _send_pending(self, fut) -> None:
+        await super()._send_pending(fut)
+        self.handed += 1
+        self._handed_one.set()
+
+    async def _wait_for_handed(self, count: int) -> bool:
+        """Wait until ``count`` messages have been handed over; False if the buffer stops first."""
+        while self.handed < count:
+            if self.state != "running":
+                return False
+            self._handed_one.clear()
+            try:  # woken by each message handed over; the state is looked at again every second
+                await asyncio.wait_for(self._handed_one.wait(), timeout=1.0)
+            except asyncio.TimeoutError:
+                pass
+        return True
+
+    async def flush(self) -> None:
+        """Hand the messages queued so far to the Kafka client (whose own flush then waits for
+        their confirmation)."""
+        if not await self._wait_for_handed(self.queued):
+            raise RuntimeError("Cannot flush: Producer not Running")
+
+    async def wait_until_ebb(self) -> None:
+        """Wait until at most :attr:`max_messages` messages wait to be handed over."""
+        await self._wait_for_handed(self.queued - self.max_messages)
 
 
 HOLE_WAIT_SECONDS = 10.0  # how long a hole is read again before it is taken as no record

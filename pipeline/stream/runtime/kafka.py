@@ -18,6 +18,12 @@ kafka_log = logging.getLogger("wevent.kafka")
 kafka_log.addHandler(logging.NullHandler())  # no handler configured (a CLI): silent, not Python's last resort
 
 MAX_REPORTS_PER_MESSAGE = 65_536  # 512 KiB of report payload: under Kafka's default 1 MiB message limit
+# What a report sink lets wait for the broker's confirmation: past either bound it waits for delivery
+# reports before it sends more. A message's delivery timeout runs from its sending, so an unbounded
+# queue (librdkafka's default holds 100,000 messages) fails messages whose only fault is having
+# waited behind the others for a broker that takes them more slowly than they are produced.
+MAX_UNCONFIRMED_MESSAGES = 1_000
+MAX_UNCONFIRMED_BYTES = 16 << 20
 
 
 def faust_credentials(credentials: KafkaCredentials):
@@ -257,14 +263,19 @@ class KafkaReportSink:
     local-model stream (``clock_only``) only the watermarks are sent: the values stay with the
     devices, which answer the server's requests with perturbed reports.
 
-    Every message's delivery is confirmed by the broker or fails after ``delivery_timeout``
-    seconds; once one has failed, sending and :meth:`close` raise :class:`DeliveryError` (a slot
-    with a hole must not look sent). On the embedded broker (``tansu_compat``), :meth:`close` also
-    checks that it still holds what it confirmed: each partition's end offset must have moved by at
-    least the messages delivered there (an in-memory broker restarted during the replay confirms
-    the later messages but has lost the earlier ones). Only there: a durable Kafka does not lose
-    what it acknowledged, and tansu's end offsets are right only when every record is its own batch.
-    ``credentials`` say how to reach a secured Kafka.
+    Sending waits for the broker: at most :data:`MAX_UNCONFIRMED_MESSAGES` messages and
+    :data:`MAX_UNCONFIRMED_BYTES` bytes wait for its confirmation, and a send past either bound
+    blocks, serving delivery reports, until confirmations make room. A sender faster than the
+    broker is slowed to its pace, and a message waits for the broker no longer than the few before
+    it take. Every message's delivery is confirmed by the broker or fails after ``delivery_timeout``
+    seconds (the broker gone or refusing for that long); once one has failed, sending and
+    :meth:`close` raise :class:`DeliveryError` (a slot with a hole must not look sent). On the
+    embedded broker (``tansu_compat``), :meth:`close` also checks that it still holds what it
+    confirmed: each partition's end offset must have moved by at least the messages delivered there
+    (an in-memory broker restarted during the replay confirms the later messages but has lost the
+    earlier ones). Only there: a durable Kafka does not lose what it acknowledged, and tansu's end
+    offsets are right only when every record is its own batch. ``credentials`` say how to reach a
+    secured Kafka.
     """
 
     def __init__(self, bootstrap: str, stream: str, partitions: int, tansu_compat: bool = False,
@@ -293,6 +304,7 @@ class KafkaReportSink:
         self.delivered_to = [0] * partitions
         self.failed = 0
         self.failure: str | None = None  # the first delivery error
+        self.unconfirmed_bytes = 0  # of the messages sent whose delivery report has not come yet
         self.start_offsets = self._end_offsets() if self.check_held else None
 
     def _end_offsets(self) -> list[int]:
@@ -310,7 +322,13 @@ class KafkaReportSink:
         finally:
             consumer.close()
 
+    @property
+    def unconfirmed(self) -> int:
+        """Messages sent whose delivery report has not come yet."""
+        return self.messages_sent - self.delivered - self.failed
+
     def _on_delivery(self, error, message) -> None:
+        self.unconfirmed_bytes -= len(message)
         if error is None:
             self.delivered += 1
             self.delivered_to[message.partition()] += 1
@@ -324,15 +342,21 @@ class KafkaReportSink:
                                 f"{self.bootstrap} ({self.failure}); {self.delivered:,} were")
 
     def _produce(self, value: bytes, partition: int) -> None:
-        while True:
+        self._check_deliveries()
+        while self.unconfirmed and (self.unconfirmed >= MAX_UNCONFIRMED_MESSAGES
+                                    or self.unconfirmed_bytes + len(value) > MAX_UNCONFIRMED_BYTES):
+            self.producer.poll(0.05)  # confirmations make room; a failure ends the wait
             self._check_deliveries()
+        while True:
             try:
                 self.producer.produce(REPORTS, value, partition=partition, on_delivery=self._on_delivery)
                 break
-            except BufferError:  # local queue full: deliveries drain it, or fail within the delivery timeout
+            except BufferError:  # librdkafka's own queue is full (a client property bounds it lower)
                 self.producer.poll(0.05)
-        self.producer.poll(0)
+                self._check_deliveries()
         self.messages_sent += 1
+        self.unconfirmed_bytes += len(value)
+        self.producer.poll(0)
 
     def send_slot(self, slot: int, slot_start: float, slot_end: float, users: np.ndarray, values: np.ndarray) -> None:
         if not self.announced:
