@@ -19,7 +19,6 @@ import pytest
 
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness, SecretKey
-from wevent.stream.config import parse_config
 from wevent.stream.runtime.apache_kafka import KafkaCluster
 from wevent.stream.runtime.broker import create_topics, free_port
 from wevent.stream.runtime.child_processes import WorkerProcess, wait_until, write_config
@@ -27,6 +26,7 @@ from wevent.stream.runtime.kafka import KafkaReportSink, client_config
 from wevent.stream.settings import PROPERTIES_FILE_ENV, Settings
 from tests.integration.conftest import release_key
 from tests.integration.oidc_endpoint import TokenEndpoint
+from tests.helpers import stream_config
 
 pytestmark = [pytest.mark.integration]
 
@@ -36,9 +36,8 @@ SECRETS = {"wevent-worker": "w0rker-s3cret", "wevent-producer": "pr0ducer-s3cret
 
 
 def config(app: str):
-    return parse_config({"app": app, "seed": SEED, "report_partitions": 2, "stream_partitions": 1, "streams": [{
-        "name": "taxi", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 4, "domain": DOMAIN,
-        "users": USERS, "slot_seconds": 60, "start": START}]})
+    return stream_config(app=app, seed=SEED, report_partitions=2, name="taxi", window=4, domain=DOMAIN, users=USERS,
+                         start=START)
 
 
 @pytest.fixture(scope="module")
