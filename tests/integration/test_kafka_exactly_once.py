@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from wevent.stream.runtime.broker import EmbeddedBroker, create_topics
+from wevent.stream.runtime.broker import EmbeddedBroker, create_topics, free_port
 from wevent.stream.config import parse_config
 from wevent.stream.runtime.child_processes import wait_until, write_config
 from tests.integration.kafka_runs import KafkaRun, check_releases, duplicates
@@ -33,7 +33,8 @@ def test_exactly_once_on_tansu_is_refused_in_one_line(tmp_path):
     with EmbeddedBroker() as broker:
         create_topics(broker.bootstrap, config.topics())
         done = subprocess.run([sys.executable, "-m", "wevent.cli", "worker", "--config",
-                               str(write_config(config, tmp_path)), "--bootstrap", broker.bootstrap, "--tansu-compat"],
+                               str(write_config(config, tmp_path)), "--bootstrap", broker.bootstrap, "--tansu-compat",
+                               "--web-port", str(free_port())],
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "needs Kafka transactions" in done.stderr, done.stderr

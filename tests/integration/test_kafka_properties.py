@@ -141,7 +141,8 @@ def test_a_client_secret_the_endpoint_refuses_is_one_line(kafka, endpoint, tmp_p
     before it connects to Kafka."""
     properties = written(tmp_path / "bad.properties", java_oidc(endpoint.url, "wevent-subscriber", "guess"))
     arguments = {"subscribe": ["subscribe", "--limit", "1", "--no-verify"],
-                 "worker": ["worker", "--config", str(write_config(config("wevent-refused"), tmp_path))]}[command]
+                 "worker": ["worker", "--config", str(write_config(config("wevent-refused"), tmp_path)),
+                            "--web-port", str(free_port())]}[command]
     done = subprocess.run([sys.executable, "-m", "wevent.cli", *arguments, "--bootstrap", kafka.bootstrap_for("OAUTH"),
                            "--kafka-properties", str(properties)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == "", done.stderr
