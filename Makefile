@@ -73,9 +73,10 @@ run: setup-run
 
 # The suite mostly waits on brokers and child processes (one pytest used 76% of a core), so two
 # pytest-xdist processes run it, a test file each at a time: a file's tests share its fixtures
-# (one Apache Kafka per process). TEST_PROCESSES=0 runs it in one process.
+# (one Apache Kafka per process). Files go out in tests/conftest.py's order, the long ones (real
+# brokers) first, not by their number of tests. TEST_PROCESSES=0 runs it in one process.
 TEST_PROCESSES ?= 2
-PYTEST := $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile
+PYTEST := $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 test: setup deploy-tools kafka-jars
 	$(PYTEST)

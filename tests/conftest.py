@@ -53,6 +53,18 @@ def random_counts(rng: np.random.Generator, slots: int, domain: int, scale: floa
     return rng.poisson(scale, (slots, domain)).astype(float)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Files of tests on real brokers first, then files with slow tests, then the rest, each file's
+    tests in their order. `make test` hands whole files to its two processes in this order
+    (``--dist loadfile --no-loadscope-reorder``): the long files start early and the many short
+    ones even out the end, where a long file last would keep one process busy alone."""
+    rank: dict = {}
+    for item in items:
+        kind = 0 if item.get_closest_marker("integration") else 1 if item.get_closest_marker("slow") else 2
+        rank[item.path] = min(rank.get(item.path, kind), kind)
+    items.sort(key=lambda item: rank[item.path])  # stable: the order within a rank stays
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "tansu_only(reason): a broker test that runs on the embedded tansu broker only")
     config.addinivalue_line("markers", "kafka_only(reason): a broker test that runs on Apache Kafka only")

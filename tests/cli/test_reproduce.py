@@ -5,9 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from wevent.reproduce.figures import TINY
 from wevent.reproduce.cache import aggregate, cell_path, shown
 from wevent.reproduce.outputs import draw
 from wevent.reproduce.style import DPI, catalogue, method_label
+from tests import helpers
 
 pytestmark = pytest.mark.slow  # about a minute on two shared cores: 670 cells and 37 files
 
@@ -35,12 +34,7 @@ EXPECTED = {
 
 
 def wevent(*args, check=True):
-    env = {**os.environ, "WEVENT_REPRODUCE_SCALE": "tiny"}
-    proc = subprocess.run([sys.executable, "-m", "wevent.cli", *args], capture_output=True, text=True, timeout=900,
-                          env=env)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
+    return helpers.wevent(*args, check=check, timeout=900, env={"WEVENT_REPRODUCE_SCALE": "tiny"})
 
 
 @pytest.fixture(scope="module")
@@ -170,13 +164,13 @@ def test_without_matplotlib_one_line_and_status_2(monkeypatch, tmp_path, capsys)
     assert err.count("\n") == 1 and "in the wevent checkout, pip install -e '.[reproduce]'" in err
 
 
-def test_bad_arguments_are_one_line(tmp_path):
-    proc = wevent("reproduce", "nosuchpaper", check=False)
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
-    proc = wevent("reproduce", "--jobs", "0", check=False)
-    assert proc.returncode == 2 and "--jobs must be" in proc.stderr
-    proc = wevent("reproduce", "sun", "--data", str(tmp_path), "--out", str(tmp_path / "o"), check=False)
-    assert proc.returncode == 2 and "neither a tdrive nor a foursquare directory" in proc.stderr
+def test_bad_arguments_are_one_line(tmp_path, capsys):
+    status, _, err = helpers.run_main(capsys, "reproduce", "nosuchpaper")
+    assert status == 2 and err.count("\n") == 1
+    status, _, err = helpers.run_main(capsys, "reproduce", "--jobs", "0")
+    assert status == 2 and "--jobs must be" in err
+    status, _, err = helpers.run_main(capsys, "reproduce", "sun", "--data", tmp_path, "--out", tmp_path / "o")
+    assert status == 2 and "neither a tdrive nor a foursquare directory" in err
 
 
 # --- the pictures ----------------------------------------------------------------------------------

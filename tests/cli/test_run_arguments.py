@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+import tempfile
 
 import pytest
+
+from tests.helpers import run_main
 
 BAD = [
     (["--speed", "nan"], "--speed must be a finite number >= 0"),
@@ -39,31 +40,44 @@ def config(tmp_path_factory):
     return str(path)
 
 
-def run(arguments, tmp_path, **env):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("WEVENT_")} | {"TMPDIR": str(tmp_path)}
-    return subprocess.run([sys.executable, "-m", "wevent.cli", "run", *arguments], capture_output=True, text=True,
-                          env=environment | env, cwd=tmp_path, timeout=60)
+@pytest.fixture
+def run(tmp_path, monkeypatch, capsys):
+    """`wevent run ARGUMENTS` in this process, in an empty ``tmp_path`` that is also its temporary
+    directory (where it would make its working directory), with no WEVENT_ variable but ``env``:
+    exit status, stdout, stderr."""
+    for name in [name for name in os.environ if name.startswith("WEVENT_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    monkeypatch.chdir(tmp_path)
+
+    def run(arguments, **env):
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        return run_main(capsys, "run", *arguments)
+
+    return run
 
 
 @pytest.mark.parametrize("arguments, message", BAD, ids=[" ".join(a) for a, _ in BAD])
-def test_a_bad_argument_is_one_line_before_anything_starts(tmp_path, config, arguments, message):
-    result = run([argument.format(config=config) for argument in arguments], tmp_path)
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and message in result.stderr and result.stderr.startswith("wevent run: ")
-    assert result.stdout == ""
+def test_a_bad_argument_is_one_line_before_anything_starts(tmp_path, run, config, arguments, message):
+    status, out, err = run([argument.format(config=config) for argument in arguments])
+    assert status == 2
+    assert err.count("\n") == 1 and message in err and err.startswith("wevent run: ")
+    assert out == ""
     assert list(tmp_path.iterdir()) == []  # no working directory: nothing was started
 
 
-def test_a_malformed_key_in_the_environment_is_one_line_before_anything_starts(tmp_path):
-    result = run([], tmp_path, WEVENT_NOISE_KEY="not hex")
-    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "WEVENT_NOISE_KEY" in result.stderr
+def test_a_malformed_key_in_the_environment_is_one_line_before_anything_starts(tmp_path, run):
+    status, _, err = run([], WEVENT_NOISE_KEY="not hex")
+    assert status == 2 and err.count("\n") == 1 and "WEVENT_NOISE_KEY" in err
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_external_kafka_needs_keys_that_outlast_the_run(tmp_path):
+def test_an_external_kafka_needs_keys_that_outlast_the_run(tmp_path, run):
     """Its streams' state persists: a slot re-processed in a later run must draw the same noise."""
-    result = run(["--bootstrap", "127.0.0.1:1"], tmp_path)
-    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "set WEVENT_NOISE_KEY" in result.stderr
-    result = run(["--bootstrap", "127.0.0.1:1", "-m", "lpa"], tmp_path, WEVENT_NOISE_KEY="ab" * 32)
-    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "set WEVENT_DEVICE_KEY" in result.stderr
+    status, _, err = run(["--bootstrap", "127.0.0.1:1"])
+    assert status == 2 and err.count("\n") == 1 and "set WEVENT_NOISE_KEY" in err
+    status, _, err = run(["--bootstrap", "127.0.0.1:1", "-m", "lpa"], WEVENT_NOISE_KEY="ab" * 32)
+    assert status == 2 and err.count("\n") == 1 and "set WEVENT_DEVICE_KEY" in err
     assert list(tmp_path.iterdir()) == []

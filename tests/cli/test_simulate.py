@@ -1,8 +1,7 @@
-"""`wevent simulate` as a user runs it: a subprocess, its stdout, stderr and exit status."""
+"""`wevent simulate` as a user runs it: a subprocess, its stdout, stderr and exit status; its refusals
+of bad parameters and input, which stop before any work, in this process."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,13 +10,7 @@ from wevent.core.central import BudgetAbsorption, BudgetDistribution
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.core.synthetic import synthetic
 from wevent.stream.wire.records import ReleaseRecord
-
-
-def wevent(*args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "wevent.cli", *args], capture_output=True, text=True, timeout=120)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
+from tests.helpers import run_main, wevent
 
 
 REQUIRED = {"mechanism", "epsilon", "window", "slots", "domain_size", "mae", "mre", "mse", "publications",
@@ -84,11 +77,11 @@ def test_csv_input(tmp_path):
         (["--epsilon", "abc"], "--epsilon must be a finite number"),
     ],
 )
-def test_invalid_parameters_one_line_exit_2(args, fragment):
-    proc = wevent("simulate", *args, check=False)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and fragment in lines[0] and "Traceback" not in proc.stderr
+def test_invalid_parameters_one_line_exit_2(capsys, args, fragment):
+    status, _, err = run_main(capsys, "simulate", *args)
+    assert status == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0] and "Traceback" not in err
 
 
 @pytest.mark.parametrize(
@@ -96,8 +89,8 @@ def test_invalid_parameters_one_line_exit_2(args, fragment):
     [("1,2\n3\n", "ragged"), ("1,2\n3,-4\n", ">= 0"), ("1,2\nx,4\n", "not a number"), ("", "no rows"),
      ("1,inf\n", "finite")],
 )
-def test_bad_csv_one_line_exit_2(tmp_path, content, fragment):
+def test_bad_csv_one_line_exit_2(tmp_path, capsys, content, fragment):
     path = tmp_path / "bad.csv"
     path.write_text(content)
-    proc = wevent("simulate", "--input", str(path), check=False)
-    assert proc.returncode == 2 and fragment in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    status, _, err = run_main(capsys, "simulate", "--input", path)
+    assert status == 2 and fragment in err and len(err.strip().splitlines()) == 1

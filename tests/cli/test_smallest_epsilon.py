@@ -1,17 +1,17 @@
 """A budget below the smallest one (whose noise scale overflows) is one line and exit 2 on every
 command that takes an epsilon, naming the option and the smallest accepted value."""
 
-import subprocess
-import sys
-
 import pytest
+
+from tests.helpers import run_main
 
 SMALLEST = "1e-290"
 
 
-def simulate(*args):
-    return subprocess.run([sys.executable, "-m", "wevent.cli", "simulate", "--slots", "5", "--users", "200", *args],
-                          capture_output=True, text=True, timeout=120)
+@pytest.fixture
+def simulate(capsys):
+    """`wevent simulate` of 5 slots and 200 users with ``args``, in this process: status, stdout, stderr."""
+    return lambda *args: run_main(capsys, "simulate", "--slots", "5", "--users", "200", *args)
 
 
 @pytest.mark.parametrize("args, option", [
@@ -23,30 +23,30 @@ def simulate(*args):
     (["-m", "pbd", "--strict-epsilon", "1e-320"], "--strict-epsilon"),
     (["-m", "plbu", "--strict-epsilon", "1e-320"], "--strict-epsilon"),
 ])
-def test_simulate_refuses_a_denormal_budget_in_every_model(args, option):
-    run = simulate(*args)
-    assert run.returncode == 2 and run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
-    assert f"{option} must be a finite number >= {SMALLEST} and <= 1,000,000, got 1e-320" in run.stderr
+def test_simulate_refuses_a_denormal_budget_in_every_model(simulate, args, option):
+    status, out, err = simulate(*args)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert f"{option} must be a finite number >= {SMALLEST} and <= 1,000,000, got 1e-320" in err
 
 
-def test_simulate_refuses_a_denormal_requirement_in_a_csv(tmp_path):
+def test_simulate_refuses_a_denormal_requirement_in_a_csv(tmp_path, simulate):
     path = tmp_path / "requirements.csv"
     path.write_text("user,w,epsilon\n" + "".join(f"{u},4,{1e-320 if u == 7 else 0.5}\n" for u in range(200)))
-    run = simulate("-m", "pbd", "--requirements", str(path))
-    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
-    assert f"line 9: epsilon of user '7' must be a finite number >= {SMALLEST}, got 1e-320" in run.stderr
+    status, _, err = simulate("-m", "pbd", "--requirements", path)
+    assert status == 2 and err.count("\n") == 1, err
+    assert f"line 9: epsilon of user '7' must be a finite number >= {SMALLEST}, got 1e-320" in err
 
 
-def test_the_smallest_budget_itself_runs():
-    run = simulate("-m", "ba", "-e", SMALLEST)
-    assert run.returncode == 0, run.stderr
+def test_the_smallest_budget_itself_runs(simulate):
+    status, _, err = simulate("-m", "ba", "-e", SMALLEST)
+    assert status == 0, err
 
 
 @pytest.mark.parametrize("mechanism", ["lbu", "lsp", "lbd", "lba", "lpu", "lpd", "lpa", "lb-dsat", "lp-dsat",
                                        "lb-rescuedp", "lp-rescuedp"])
-def test_local_methods_refuse_a_budget_no_device_report_can_carry(mechanism):
+def test_local_methods_refuse_a_budget_no_device_report_can_carry(simulate, mechanism):
     """The central floor is far below what a local report can carry: a device's odds resolve e^eps only
     to about 2^-44, so every local method refuses its stream before any slot, in one line."""
-    run = simulate("-m", mechanism, "-e", SMALLEST)
-    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
-    assert "is below the smallest a device can draw (2^-40" in run.stderr
+    status, _, err = simulate("-m", mechanism, "-e", SMALLEST)
+    assert status == 2 and err.count("\n") == 1, err
+    assert "is below the smallest a device can draw (2^-40" in err

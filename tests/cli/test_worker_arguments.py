@@ -1,24 +1,21 @@
-"""`wevent worker` refuses a web address it cannot listen on in one line (exit 2), before it starts."""
+"""`wevent worker` refuses a web address it cannot listen on in one line (exit 2), before it starts
+(in this process: it stops before it connects to anything)."""
 
 from __future__ import annotations
 
-import json
 import socket
-import subprocess
-import sys
 
 import pytest
 
-CONFIG = {"seed": 1, "report_partitions": 1, "stream_partitions": 1, "streams": [{
-    "name": "a", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 5, "domain": 4, "users": 10,
-    "slot_seconds": 60, "start": 0}]}
+from wevent.stream.runtime.child_processes import write_config
+from tests.helpers import run_main, stream_config
 
 
-def worker(tmp_path, *arguments: str) -> subprocess.CompletedProcess:
-    config = tmp_path / "streams.json"
-    config.write_text(json.dumps(CONFIG))
-    return subprocess.run([sys.executable, "-m", "wevent.cli", "worker", "--config", str(config), "--bootstrap",
-                           "127.0.0.1:1", *arguments], capture_output=True, text=True, timeout=60)
+@pytest.fixture
+def worker(tmp_path, capsys):
+    """`wevent worker` of a one-stream config with ``arguments``: exit status, stdout, stderr."""
+    config = write_config(stream_config(name="a", window=5), tmp_path)
+    return lambda *arguments: run_main(capsys, "worker", "--config", config, "--bootstrap", "127.0.0.1:1", *arguments)
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -26,16 +23,15 @@ def worker(tmp_path, *arguments: str) -> subprocess.CompletedProcess:
     (["--web-host", "203.0.113.7", "--web-port", "6066"], "cannot listen on 203.0.113.7:6066"),  # not this machine's
     (["--web-port", "0"], "--web-port must be an integer >= 1"),
 ])
-def test_an_address_the_worker_cannot_listen_on_is_one_line(tmp_path, arguments, message):
-    result = worker(tmp_path, *arguments)
-    assert result.returncode == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+def test_an_address_the_worker_cannot_listen_on_is_one_line(worker, arguments, message):
+    status, _, err = worker(*arguments)
+    assert status == 2 and err.count("\n") == 1 and message in err, err
 
 
-def test_a_taken_web_port_is_one_line(tmp_path):
+def test_a_taken_web_port_is_one_line(worker):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = worker(tmp_path, "--web-port", str(port))
-    assert result.returncode == 2 and result.stderr == f"wevent worker: error: cannot listen on 127.0.0.1:{port}: " \
-                                                       "Address already in use\n"
+        status, _, err = worker("--web-port", port)
+    assert status == 2 and err == f"wevent worker: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"

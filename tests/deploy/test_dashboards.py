@@ -181,14 +181,16 @@ def on_this_machine(service: dict, replacements: dict) -> list[str]:
 
 def start_feeder(compose: dict, service: dict, replacements: dict, env: dict, tmp: Path) -> subprocess.Popen:
     """A feeder as docker-compose runs it; a device shard's values are first dumped by the service
-    that writes them there (tests/deploy/test_compose.py checks that one does)."""
+    that writes them there (tests/deploy/test_compose.py checks that one does), once: the shards of
+    a stream read the same dump, and a second writer would rewrite it under a running shard."""
     log = tmp / "feeders.log"
     values = option(service["command"], "--values")
     if values:
         writer = next(s for s in compose["services"].values() if "--dump" in s.get("command", [])
                       and source_of(s, option(s["command"], "--dump")) == source_of(service, values))
         dump = tmp / PurePosixPath(values).name
-        assert wevent_process(on_this_machine(writer, {"--dump": dump}), log).wait(120) == 0, log.read_text()
+        if not dump.exists():
+            assert wevent_process(on_this_machine(writer, {"--dump": dump}), log).wait(120) == 0, log.read_text()
         replacements = {**replacements, "--values": dump}
     return wevent_process(on_this_machine(service, replacements), log, env)
 

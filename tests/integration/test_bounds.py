@@ -130,6 +130,8 @@ def run_cli(*arguments, timeout=600):
 
 
 @pytest.mark.slow
+@pytest.mark.tansu_only("README's replay runs on the embedded broker; the full 1,439 slots run once, and the "
+                        "worker's state and rate do not depend on the broker")
 def test_a_full_speed_replay_of_the_sample_equals_simulate_at_a_flat_rate(cluster_factory, tmp_path):
     """README's fast replay (default profile, speed 0) into one BA stream: the worker once died on a
     1 MB state message after 91-181 of 1,439 slots, and its release rate fell with the backlog."""

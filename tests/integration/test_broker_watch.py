@@ -7,9 +7,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from wevent.stream.runtime import prometheus as metrics
 from wevent.stream.runtime.broker import EmbeddedBroker, create_topics
-from wevent.stream.config import parse_config
 from wevent.stream.runtime.health import BrokerWatch
 from wevent.stream.runtime.kafka import consumer_config, producer_config
+from tests.helpers import stream_config
 
 pytestmark = [pytest.mark.integration]
 
@@ -27,9 +27,7 @@ class Clock:
 
 
 def config(name: str):
-    return parse_config({"app": f"wevent-{name}", "seed": 1, "report_partitions": 2, "stream_partitions": 2,
-                         "streams": [{"name": name, "model": "central", "mechanism": "ba", "epsilon": 1.0,
-                                      "window": 20, "domain": 4, "users": 10, "slot_seconds": 60.0, "start": 0.0}]})
+    return stream_config(app=f"wevent-{name}", report_partitions=2, stream_partitions=2, name=name, window=20)
 
 
 def reasons(problems) -> list[str]:

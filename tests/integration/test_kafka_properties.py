@@ -19,7 +19,6 @@ import pytest
 
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness, SecretKey
-from wevent.stream.config import parse_config
 from wevent.stream.runtime.apache_kafka import KafkaCluster
 from wevent.stream.runtime.broker import create_topics, free_port
 from wevent.stream.runtime.child_processes import WorkerProcess, wait_until, write_config
@@ -27,6 +26,7 @@ from wevent.stream.runtime.kafka import KafkaReportSink, client_config
 from wevent.stream.settings import PROPERTIES_FILE_ENV, Settings
 from tests.integration.conftest import release_key
 from tests.integration.oidc_endpoint import TokenEndpoint
+from tests.helpers import stream_config
 
 pytestmark = [pytest.mark.integration]
 
@@ -36,9 +36,8 @@ SECRETS = {"wevent-worker": "w0rker-s3cret", "wevent-producer": "pr0ducer-s3cret
 
 
 def config(app: str):
-    return parse_config({"app": app, "seed": SEED, "report_partitions": 2, "stream_partitions": 1, "streams": [{
-        "name": "taxi", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 4, "domain": DOMAIN,
-        "users": USERS, "slot_seconds": 60, "start": START}]})
+    return stream_config(app=app, seed=SEED, report_partitions=2, name="taxi", window=4, domain=DOMAIN, users=USERS,
+                         start=START)
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +141,8 @@ def test_a_client_secret_the_endpoint_refuses_is_one_line(kafka, endpoint, tmp_p
     before it connects to Kafka."""
     properties = written(tmp_path / "bad.properties", java_oidc(endpoint.url, "wevent-subscriber", "guess"))
     arguments = {"subscribe": ["subscribe", "--limit", "1", "--no-verify"],
-                 "worker": ["worker", "--config", str(write_config(config("wevent-refused"), tmp_path))]}[command]
+                 "worker": ["worker", "--config", str(write_config(config("wevent-refused"), tmp_path)),
+                            "--web-port", str(free_port())]}[command]
     done = subprocess.run([sys.executable, "-m", "wevent.cli", *arguments, "--bootstrap", kafka.bootstrap_for("OAUTH"),
                            "--kafka-properties", str(properties)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == "", done.stderr

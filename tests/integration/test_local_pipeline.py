@@ -1,4 +1,4 @@
-"""The local model against a real broker, a real worker and real device fleet processes (issues 4, 5)."""
+"""The local model against a real broker, a real worker and real device fleet processes."""
 
 from __future__ import annotations
 

@@ -15,11 +15,11 @@ import pytest
 
 from wevent.core.data import ABSENT, UserValues
 from wevent.producers.synthetic import synthetic_feed
-from wevent.stream.config import parse_config
 from wevent.stream.runtime.kafka import KafkaReportSink
 from wevent.stream.runtime.subscription import Releases, read_topic
 from wevent.stream.wire.reports import Watermark, decode_report_message
 from tests.integration.conftest import compat_flags, metric_value
+from tests.helpers import stream_config
 
 pytestmark = [pytest.mark.integration]
 
@@ -27,10 +27,8 @@ START = 1_201_910_400.0
 USERS, SLOTS, DOMAIN, PARTITIONS, SEED = 300, 20, 4, 3, 5
 
 
-def stream_config(**fields):
-    return parse_config({"seed": SEED, "report_partitions": PARTITIONS, "stream_partitions": 1, "streams": [
-        {"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 10, "domain": DOMAIN,
-         "users": USERS, "slot_seconds": 60, "start": START, **fields}]})
+def producers_config(**fields):
+    return stream_config(seed=SEED, report_partitions=PARTITIONS, domain=DOMAIN, users=USERS, start=START, **fields)
 
 
 class Sent:
@@ -53,7 +51,7 @@ class Sent:
         self.values[slot - 1, users] = values[users]
 
 
-STREAM = stream_config().stream("s")
+STREAM = producers_config().stream("s")
 
 
 def sink(cluster, name: str, wire: str) -> KafkaReportSink:
@@ -102,7 +100,7 @@ def test_two_producers_a_replay_and_a_json_producer_far_behind_it(cluster_factor
     20 slots. Within an idleness of 25 slots the partitions wait for it: nothing is late. (Before
     producers had ids, the replay's watermarks closed every slot and all 3,000 of its reports were
     late.)"""
-    config = stream_config(idle_producer_seconds=25 * 60)
+    config = producers_config(idle_producer_seconds=25 * 60)
     cluster = cluster_factory(config)
     worker = cluster.start_worker()
     sent, values = Sent(), np.random.default_rng(SEED).integers(0, DOMAIN, (SLOTS, USERS))
@@ -139,7 +137,7 @@ def test_ten_producers_one_slow_one_dead_one_restarted(cluster_factory, tmp_path
     partition 0 only), gw-9 crashed after slot 10's reports (no watermark) and back three slots
     later under its id, sending slot 11 again (its reports then duplicates). The default idleness
     (10 slots) lets the partitions pass gw-8 once the others are ten slots beyond it."""
-    config = stream_config()
+    config = producers_config()
     cluster = cluster_factory(config)
     worker = cluster.start_worker()
     sent, values = Sent(), np.random.default_rng(SEED + 1).integers(0, DOMAIN, (SLOTS, USERS))

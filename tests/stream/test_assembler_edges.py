@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-from prometheus_client import REGISTRY
 
 from wevent.core.synthetic import synthetic
 from wevent.stream.wire.records import DeadLetter
@@ -14,18 +13,11 @@ from wevent.stream.wire.messages import PartialMessage, ReportsMessage, pack_mes
 from wevent.stream.wire.reports import ReportBatch, Watermark, report_partition
 from wevent.stream.config import parse_config
 from wevent.stream.settings import Settings
+from tests.helpers import dead_letters, rejected
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, config_for, feed
 
 PARTITIONS, USERS, SLOTS = 3, 1500, 20
-
-
-def rejected(stream, reason):
-    return REGISTRY.get_sample_value("wevent_reports_rejected_total", {"stream": stream, "reason": reason}) or 0.0
-
-
-def dead_letters(pipeline):
-    return [DeadLetter.from_json(v) for v in pipeline.log["deadletter"]]
 
 
 def releases_json(pipeline, stream="s"):

@@ -5,7 +5,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from prometheus_client import REGISTRY
 
 from wevent.core.synthetic import synthetic
 from wevent.stream.agents import base, measure
@@ -20,6 +19,7 @@ from wevent.stream.agents.base import MAX_MESSAGE_BYTES
 from wevent.stream.agents.processors import Processors
 from wevent.stream.agents.assemble import slots_ahead
 from wevent.stream.settings import Settings
+from tests.helpers import dead_letters, rejected
 from tests.stream.harness import InProcessPipeline, store
 from tests.stream.test_local_pipeline import SLOTS as LOCAL_SLOTS
 from tests.stream.test_local_pipeline import USERS as LOCAL_USERS
@@ -28,10 +28,6 @@ from tests.stream.test_processors import START, config_for, feed, simulated
 from wevent.core.registry import mechanisms
 
 PARTITIONS, USERS, SLOTS = 3, 1500, 12
-
-
-def rejected(stream, reason):
-    return REGISTRY.get_sample_value("wevent_reports_rejected_total", {"stream": stream, "reason": reason}) or 0.0
 
 
 def releases_json(pipeline, stream):
@@ -123,7 +119,7 @@ def test_a_partial_beyond_the_pending_bound_is_refused_by_m1():
     pipeline.inject("slots", pipeline.processors.dissimilarity.keys.sealed(base.Out("slots", partial.encode(), "s")).value,
                     key="s")
     pipeline.run()
-    letters = [DeadLetter.from_json(v) for v in pipeline.log["deadletter"]]
+    letters = dead_letters(pipeline)
     assert [d.reason for d in letters] == ["out_of_range"]
     assert list(pipeline.tables["m1"]) == ["s"]  # the head, recording the input as read; no partial kept
 
@@ -249,7 +245,7 @@ def test_an_input_whose_state_would_exceed_the_bound_is_refused_and_writes_nothi
     pipeline = InProcessPipeline(config_for(("s", "ba"), partitions=2, users=300))
     monkeypatch.setattr(base, "MAX_MESSAGE_BYTES", 200)  # below any slot's state
     feed(pipeline, "s", values, 1)
-    letters = [DeadLetter.from_json(v) for v in pipeline.log["deadletter"]]
+    letters = dead_letters(pipeline)
     assert letters and {d.reason for d in letters} == {"too_large"}
     assert "above the bound of 200" in letters[0].detail
     assert not pipeline.tables["assembler"] and not pipeline.log["releases"]

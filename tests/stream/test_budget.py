@@ -8,23 +8,22 @@ from prometheus_client import REGISTRY
 
 from wevent.core.synthetic import synthetic
 from wevent.stream.audit import verify
-from wevent.stream.config import ConfigError, parse_config
+from wevent.stream.config import ConfigError
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_processors import START, feed
+from tests.helpers import stream_config
 
 SLOTS = 30
 
 
 def config(name, epsilon=0.9, query=None, model="central", mechanism="ba"):
-    stream = {"name": name, "model": model, "mechanism": mechanism, "domain": 2, "users": 400, "slot_seconds": 60,
-              "start": START}
-    if model == "personalized":
-        stream["options"] = {"requirements": {"mix": "groups", "epsilon": 0.6, "window": 8, "seed": 1}}
+    if model == "personalized":  # the users' requirements stand for the stream's epsilon and window
+        budget = {"epsilon": None, "window": None,
+                  "options": {"requirements": {"mix": "groups", "epsilon": 0.6, "window": 8, "seed": 1}}}
     else:
-        stream |= {"epsilon": epsilon, "window": 5}
-    if query is not None:
-        stream["query"] = query
-    return parse_config({"seed": 4, "report_partitions": 1, "stream_partitions": 1, "streams": [stream]})
+        budget = {"epsilon": epsilon, "window": 5}
+    return stream_config(seed=4, name=name, model=model, mechanism=mechanism, domain=2, users=400, start=START,
+                         query=query, **budget)
 
 
 def released(name, **kwargs):

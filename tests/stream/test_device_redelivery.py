@@ -7,17 +7,13 @@ counted as duplicates.
 """
 
 import numpy as np
-from prometheus_client import REGISTRY
 
 from wevent.core.synthetic import synthetic
 from wevent.stream.wire.messages import ReportsMessage
 from wevent.producers.device_fleet import signed_reports
+from tests.helpers import rejected
 from tests.stream.harness import InProcessPipeline
 from tests.stream.test_local_pipeline import SLOTS, USERS, local_config, run_pipeline
-
-
-def rejected(reason):
-    return REGISTRY.get_sample_value("wevent_reports_rejected_total", {"stream": "l", "reason": reason}) or 0.0
 
 
 class KilledMidAnswer(InProcessPipeline):
@@ -42,12 +38,12 @@ def test_an_answer_resent_after_a_crash_is_identical_and_counted_once(monkeypatc
     clean, _ = run_pipeline(local_config("lpa"), values)
     monkeypatch.setattr("tests.stream.test_local_pipeline.InProcessPipeline", KilledMidAnswer)
     monkeypatch.setattr(KilledMidAnswer, "resent", [])
-    duplicates, late = rejected("duplicate"), rejected("late")
+    duplicates, late = rejected("l", "duplicate"), rejected("l", "late")
     crashed, fleet = run_pipeline(local_config("lpa"), values)
     assert [r.to_json() for r in crashed.releases("l")] == [r.to_json() for r in clean.releases("l")]
     assert all(first == again for first, again in KilledMidAnswer.resent)  # byte for byte
     resent = sum(np.size(ReportsMessage.decode(m).users) for first, _ in KilledMidAnswer.resent
                  for m in first[:len(first) // 2])
     assert resent > SLOTS
-    assert rejected("duplicate") - duplicates == resent and rejected("late") == late
+    assert rejected("l", "duplicate") - duplicates == resent and rejected("l", "late") == late
     assert fleet.refused == 0

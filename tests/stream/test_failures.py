@@ -13,8 +13,10 @@ from wevent.stream.wire.messages import ReportsMessage, pack_message
 from wevent.stream.wire.seals import report_seal, seal
 from wevent.stream.agents.failures import ErrorLog, internal_error
 from wevent.stream.settings import Settings
+from tests.helpers import dead_lettered, rejected
 from tests.stream.test_local_pipeline import local_config
 
+INTERNAL = "internal_error"
 SECRET = "user 17 value 3 \x00\xff"  # what an exception's text may quote from its input
 
 
@@ -32,15 +34,6 @@ def failure(text=SECRET, kind=RuntimeError):
         raise kind(text)
     except Exception as exc:
         return exc
-
-
-def rejected(stream):
-    labels = {"stream": stream, "reason": "internal_error"}
-    return REGISTRY.get_sample_value("wevent_reports_rejected_total", labels) or 0.0
-
-
-def dead_letters():
-    return REGISTRY.get_sample_value("wevent_dead_letters_total", {"reason": "internal_error"}) or 0.0
 
 
 class Clock:
@@ -93,20 +86,20 @@ def test_an_internal_error_is_counted_by_reason_and_its_reports_as_rejected(kind
         "unreadable": ("reports", b"\x00\xffnot a report", None, 1),
     }[kind]
     topic, raw, stream, reports = message
-    before, letters, unknown = rejected("l"), dead_letters(), rejected("")
+    before, letters, unknown = rejected("l", INTERNAL), dead_lettered(INTERNAL), rejected("", INTERNAL)
     out = exported_letter(config, raw, topic, failure())
     letter = DeadLetter.from_json(out.value)
     assert (out.topic, letter.reason, letter.topic, letter.stream) == ("deadletter", "internal_error", topic, stream)
     assert letter.detail.startswith("RuntimeError at test_failures.py:") and SECRET not in out.value.decode()
-    assert dead_letters() - letters == 1
-    assert (rejected("l") - before, rejected("") - unknown) == ((reports, 0) if stream else (0, reports))
+    assert dead_lettered(INTERNAL) - letters == 1
+    assert (rejected("l", INTERNAL) - before, rejected("", INTERNAL) - unknown) == ((reports, 0) if stream else (0, reports))
 
 
 def test_a_stream_named_by_the_input_but_not_configured_is_not_a_label():
     config = local_config("lpa")
     raw = ReportBatch("nobody's", np.arange(3), np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64)).encode()
-    before = rejected("")
+    before = rejected("", INTERNAL)
     letter = DeadLetter.from_json(exported_letter(config, raw, "reports", failure()).value)
-    assert letter.stream is None and rejected("") - before == 3
+    assert letter.stream is None and rejected("", INTERNAL) - before == 3
     assert REGISTRY.get_sample_value("wevent_reports_rejected_total",
-                                     {"stream": "nobody's", "reason": "internal_error"}) is None
+                                     {"stream": "nobody's", "reason": INTERNAL}) is None

@@ -12,21 +12,21 @@ from prometheus_client import REGISTRY
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.stream.agents.assemble import MAX_PRODUCERS, AssemblerState
-from wevent.stream.config import ConfigError, parse_config
+from wevent.stream.config import ConfigError
 from wevent.stream.wire.keys import AssemblerKey
 from wevent.stream.wire.records import DeadLetter
 from wevent.stream.wire.reports import Watermark
 from tests.stream.harness import InProcessPipeline, store
 from tests.stream.producers import WIRES, Producer, Union, partial_counts
+from tests.helpers import stream_config
 
 START = 1_200_000_000.0
 USERS, SLOTS, DOMAIN, PARTITIONS, SEED = 300, 24, 4, 3, 11
 
 
 def config(**fields):
-    return parse_config({"seed": SEED, "report_partitions": PARTITIONS, "stream_partitions": 2, "streams": [
-        {"name": "s", "model": "central", "mechanism": "ba", "epsilon": 1.0, "window": 10, "domain": DOMAIN,
-         "users": USERS, "slot_seconds": 60, "start": START, **fields}]})
+    return stream_config(seed=SEED, report_partitions=PARTITIONS, stream_partitions=2, domain=DOMAIN, users=USERS,
+                         start=START, **fields)
 
 
 def feed_values(seed: int = 3) -> np.ndarray:

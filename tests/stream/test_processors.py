@@ -8,9 +8,10 @@ import pytest
 from wevent.core.central import BudgetAbsorption, BudgetDistribution, Sample, Uniform
 from wevent.core.randomness import DerivedRandomness, SecretKey
 from wevent.core.synthetic import synthetic
-from wevent.stream.wire.records import DeadLetter, ReleaseRecord
+from wevent.stream.wire.records import ReleaseRecord
 from wevent.stream.wire.reports import ReportBatch, Watermark
 from wevent.stream.config import parse_config
+from tests.helpers import dead_letters
 from tests.stream.harness import InProcessPipeline
 
 START = 1_200_000_000.0
@@ -52,10 +53,6 @@ def test_releases_equal_simulate(mechanism):
     for record, result in zip(got, expected):
         assert record.release == result.release.tolist()
         assert record.strategy == result.strategy.value and record.eps2 == result.eps2
-
-
-def dead_letters(pipeline):
-    return [DeadLetter.from_json(v) for v in pipeline.log["deadletter"]]
 
 
 def test_bad_input_is_counted_dead_lettered_and_changes_nothing():
@@ -254,7 +251,7 @@ def test_changed_mechanism_parameters_stop_the_stream_instead_of_mixing_mechanis
         changed.send_slot("s", stream.slot_start(slot), stream.slot_end(slot), np.arange(600), data.values()[slot - 1])
     changed.run()
     assert not changed.releases("s") and released == 5
-    reasons = {DeadLetter.from_json(v).reason for v in changed.log["deadletter"]}
+    reasons = {letter.reason for letter in dead_letters(changed)}
     assert reasons == {"config_changed"}
 
 
@@ -276,7 +273,7 @@ def test_a_mechanism_state_of_an_older_layout_is_dead_lettered_and_nothing_more_
     for slot in (3, 4):
         pipeline.send_slot("s", START + (slot - 1) * 60, START + slot * 60, np.arange(600), values[slot - 1])
     pipeline.run()
-    letters = [DeadLetter.from_json(v) for v in pipeline.log["deadletter"]]
+    letters = dead_letters(pipeline)
     assert {(d.reason, d.stream) for d in letters} == {("unreadable_state", "s")}
     assert letters[0].detail == ("a ba state of an older layout (without noise): this version reads only its own; "
                                  "drain the stream and start a new one")

@@ -1,4 +1,4 @@
-"""Where a restarted worker reads each source partition from: its states' offsets (issue 14).
+"""Where a restarted worker reads each source partition from: its states' offsets.
 
 A committed offset can be ahead of the state recovered from a changelog; the states decide."""
 
