@@ -115,7 +115,9 @@ def test_a_run_stops_with_one_line_when_its_worker_refuses_its_parameters(runs, 
     for future in admin.delete_records(ends).values():
         future.result(60)
     status, err, _, seconds = runs.run("--slots", "50", "-m", "bd", "-e", "0.5", timeout=240)
-    line = one_line(err.split("verify with it\n", 1)[-1])  # after the lines a started run prints
+    started = re.search(r"follow it from another terminal: [^\n]*\n", err)  # the last line a started run prints
+    assert started, err
+    line = one_line(err[started.end():])
     assert status == 2, err
     assert line.startswith("wevent run: error: the worker stopped releasing stream 'taxi' (config_changed): slot 31 "
                            "not released: the config says "), line
