@@ -149,10 +149,16 @@ def _write_releases(path: str, records: Iterable) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
 
 
+def _percent(share: float) -> str:
+    """A share as a percentage in the table's column: two decimals, or four digits and an exponent
+    past 100,000% (a budget near the smallest one makes errors near the largest float)."""
+    return f"{share:.2%}" if abs(share) < 1e3 else f"{share * 100:.4g}%"
+
+
 def _window_spend(summary: dict) -> str:
     """The largest window spend: absolute (one budget), or relative to each user's own budget."""
     if "max_window_epsilon" in summary:
-        return f"{summary['max_window_epsilon']:.6f}"
+        return f"{summary['max_window_epsilon']:.6g}"
     return f"{summary['max_user_window_spend_ratio']:.4f} x eps_i"
 
 
@@ -170,7 +176,7 @@ def _print_table(summaries: list[dict], out) -> None:
     out.write("-" * (len(header) - 1) + "\n")
     for s in summaries:
         out.write(
-            f"{s['mechanism']:<10} {s['mae']:>12.4g} {s['mre']:>9.2%} {s['mse']:>12.4g} "
+            f"{s['mechanism']:<10} {s['mae']:>12.4g} {_percent(s['mre']):>9} {s['mse']:>12.4g} "
             f"{s['publications']:>5g}/{s['slots']:<4} {_window_spend(s):>17}"
             + "".join(f" {s[k]:>14.4g}" if s.get(k) is not None else f" {'-':>14}" for k in extra) + "\n"
         )

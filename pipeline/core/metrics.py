@@ -38,7 +38,8 @@ def mae(releases, truth) -> float:
 
 def mse(releases, truth) -> float:
     r, c = _pair(releases, truth)
-    return float(np.square(r - c).mean())
+    with np.errstate(over="ignore"):  # errors past 1e154 square to inf, which is the honest answer
+        return float(np.square(r - c).mean())
 
 
 def mre(releases, truth, floor: float) -> float:

@@ -1,6 +1,8 @@
 """A budget below the smallest one (whose noise scale overflows) is one line and exit 2 on every
 command that takes an epsilon, naming the option and the smallest accepted value."""
 
+import warnings
+
 import pytest
 
 from tests.helpers import run_main
@@ -38,8 +40,14 @@ def test_simulate_refuses_a_denormal_requirement_in_a_csv(tmp_path, simulate):
 
 
 def test_the_smallest_budget_itself_runs(simulate):
-    status, _, err = simulate("-m", "ba", "-e", SMALLEST)
+    """Its noise is near the largest float: the squared error overflows to inf, said without a
+    numpy warning on the user's terminal."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        status, out, err = simulate("-m", "ba", "-e", SMALLEST)
     assert status == 0, err
+    [row] = [line for line in out.splitlines() if line.startswith("ba ")]
+    assert row.split()[3] == "inf" and len(row) < 100, row  # MSE; every column in its width
 
 
 @pytest.mark.parametrize("mechanism", ["lbu", "lsp", "lbd", "lba", "lpu", "lpd", "lpa", "lb-dsat", "lp-dsat",
