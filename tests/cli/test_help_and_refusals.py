@@ -136,3 +136,11 @@ def test_a_personalized_line_shows_the_spend_against_each_users_own_epsilon():
     record = _record(mechanism="pba", window_spend=0.9, epsilon=0.6, extras={"window_spend_ratio": 0.75})
     line = ReleaseDisplay().line(record)
     assert "window spend 0.7500 of each user's own epsilon" in line and "of epsilon 0.6" not in line
+
+
+def test_a_personalized_slot_spend_is_what_one_type_paid():
+    """The largest phase budgets may belong to different types: no user paid their sum."""
+    record = _record(mechanism="pba", eps1=0.1, eps2=0.3, window_spend=0.9, epsilon=0.6,
+                     extras={"window_spend_ratio": 0.75, "type_eps1": [0.1, 0.05], "type_eps2": [0.0, 0.3]})
+    line = ReleaseDisplay().line(record)
+    assert "slot spend 0.3500 (the most any type paid)" in line and "0.4000" not in line

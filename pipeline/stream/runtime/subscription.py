@@ -215,8 +215,9 @@ RELEASE_LEGEND = (
     "legend: publish = a fresh noisy release; approximate = the last release repeated, no publication budget spent; "
     "nullified = the last release repeated while an earlier publication's budget is paid back; not_sampled = the "
     "last release repeated between scheduled samples; every mechanism starts from an all-zero release, so slots "
-    "before the first publish show zeros; slot spend = the budget every user was charged in this slot (a local "
-    "stream shows each phase's reports and the budget of each report instead); window spend = the most any user "
+    "before the first publish show zeros; slot spend = the budget every user was charged in this slot (on a personalized "
+    "stream the most any type of user was charged; a local stream shows each phase's reports and the budget of "
+    "each report instead); window spend = the most any user "
     "spent over the w slots ending here, at most epsilon; bins: the largest, by name")
 """One line that says what :meth:`ReleaseDisplay.line` shows: printed once, before the first release."""
 
@@ -271,13 +272,18 @@ class ReleaseDisplay:
 
 
 def slot_spend(record: ReleaseRecord) -> str:
-    """What the slot spent, in words that add up: what every user was charged (central,
-    personalized), or, on a local stream, each phase's reports and the budget of each report (a
-    user asked by one phase pays that phase's budget; population division asks a user once per
-    window, so the two phases' budgets do not add up to any user's spend)."""
+    """What the slot spent, in words that add up: what every user was charged (central); on a
+    personalized stream, the most any type of user was charged (each type pays its own budgets,
+    and the largest phase budgets may belong to different types); on a local stream, each
+    phase's reports and the budget of each report (a user asked by one phase pays that phase's
+    budget; population division asks a user once per window, so the two phases' budgets do not
+    add up to any user's spend)."""
     if "n1" in record.extras:
         return (f"reports {record.extras['n1']} at eps {record.eps1:.4g} + {record.extras['n2']} at eps "
                 f"{record.eps2:.4g}")
+    if "type_eps1" in record.extras:
+        charged = np.add(record.extras["type_eps1"], record.extras["type_eps2"])
+        return f"slot spend {charged.max(initial=0.0):.4f} (the most any type paid)"
     return f"slot spend {record.eps1 + record.eps2:.4f}"
 
 
