@@ -24,10 +24,10 @@ Measured on this machine's 2 cores (`/usr/bin/time -v`, `--jobs 2`, a fresh outp
 - `--quick`: 25 s at a load of about 3 (the run had 173% of a core), 42 s of CPU, cells 31 s
   (LDP-IDS 12, Du et al. 16, Sun et al. 1, Kellaris et al. 2); 57 s when other work left it 82% of
   one core. Drawing the 23 figures takes about 10 s of CPU.
-- full (10 runs, the papers' sizes): 30 min 39 s, measured once with other work running (load
-  4-5: the run had 103% of one core, not two): 32 CPU-minutes, cells LDP-IDS 15, Du et al. 12.5,
-  Sun et al. 3.2, Kellaris et al. 0.2; largest process 2.0 GB. On two quiet cores that is about
-  16 minutes.
+- full (10 runs, the papers' sizes, `all` with the benchmark): 19 min 24 s on two quiet cores,
+  18,980 cells; CPU seconds of the cells: LDP-IDS 883, Du et al. 721, benchmark 456, Sun et al.
+  173, Kellaris et al. 16 (the four papers alone about 15 minutes of the two cores); largest
+  process 2.0 GB.
 
 What keeps it fast (draws that differ from a per-user simulation's, with the same distribution, are
 marked *):
