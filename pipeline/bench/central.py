@@ -25,7 +25,7 @@ from functools import partial
 import numpy as np
 
 from ..cli._help import add_command
-from ..cli._common import LIMITS, check_cells, epsilon_value, integer, seed, slot_count, window_length
+from ..cli._common import LIMITS, check_cells, epsilon_value, run_count, seed, slot_count, window_length
 from ..core.base import REGISTRY
 from ..core.central import CentralMechanism
 from ..core.noise import NOISE_KINDS
@@ -39,10 +39,6 @@ _COUNTS_PER_RUN = 200_000  # counts a timing steps through, in 20 to 2,000 slots
 
 def central_mechanisms() -> list[str]:
     return sorted(name for name, cls in REGISTRY.items() if issubclass(cls, CentralMechanism) and cls.model == "central")
-
-
-# LIMITS mixes integer and real bounds; the one on runs is an integer.
-run_count = integer(1, int(LIMITS["runs"]))
 
 
 def register(sub) -> None:

@@ -26,7 +26,7 @@ from ._help import OneLineParser
 
 __all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS", "check_cells", "integer", "real",
            "probability", "port", "listen_port", "seed", "user_count", "slot_count", "window_length", "bin_count",
-           "partition_count", "epsilon_value", "readable_file", "writable_file", "directory", "bootstrap_servers",
+           "partition_count", "run_count", "epsilon_value", "readable_file", "writable_file", "directory", "bootstrap_servers",
            "http_url", "shard_spec", "kafka_properties_option", "reachable_kafka", "wait_for_kafka", "bind_address",
            "check_listen"]
 
@@ -122,6 +122,7 @@ slot_count = integer(1, LIMITS["slots"])
 window_length = integer(1, LIMITS["window"])
 bin_count = integer(1, LIMITS["domain"])
 partition_count = integer(1, LIMITS["partitions"])
+run_count = integer(1, int(LIMITS["runs"]))  # LIMITS mixes integer and real bounds
 # The smallest budget is the core's (wevent.core.validation.MIN_EPSILON): below it noise scales overflow.
 epsilon_value = real(MIN_EPSILON, LIMITS["epsilon"])
 

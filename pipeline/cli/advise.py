@@ -26,7 +26,7 @@ from ..core.data import is_dump, load_input
 from ..core.validation import ParameterError
 from ..stream.settings import Settings
 from . import COMMANDS
-from ._common import LIMITS, UsageError, epsilon_value, integer, readable_file, seed, window_length, writable_file
+from ._common import UsageError, epsilon_value, readable_file, run_count, seed, window_length, writable_file
 from ._help import add_command
 from .simulate import FAMILIES, summary
 
@@ -64,7 +64,7 @@ def register(sub, settings: Settings) -> None:
                          help="privacy budget per window (default: 1)")
     privacy.add_argument("--window", "-w", type=window_length, default=20, help="window w in slots (default: 20)")
     comparison = p.add_argument_group("the comparison")
-    comparison.add_argument("--runs", type=integer(1, int(LIMITS["runs"])), default=5, metavar="R",
+    comparison.add_argument("--runs", type=run_count, default=5, metavar="R",
                             help="runs of every mechanism, with the noise keys of seeds seed..seed+R-1 (default: 5)")
     comparison.add_argument("--seed", type=seed, default=0, help="the first run's seed (default: 0)")
     comparison.add_argument("--metric", choices=tuple(METRICS), default="mae",

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..stream.settings import SCALE_ENV, Settings
-from ._common import LIMITS, directory, integer
+from ._common import directory, integer, run_count
 from . import COMMANDS
 from ._help import add_command
 
@@ -39,7 +39,7 @@ def register(sub, settings: Settings) -> None:
     p.add_argument("--quick", action="store_true", help="fewer runs, points and slots: all papers in minutes")
     p.add_argument("--out", type=directory, default="reproduce", metavar="DIR",
                    help="output and cache directory (default: ./reproduce)")
-    p.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=None, metavar="K",
+    p.add_argument("--runs", type=run_count, default=None, metavar="K",
                    help="runs per cell, seeds 0..K-1 (default: 10, or 2 with --quick)")
     p.add_argument("--jobs", type=integer(1, 256), default=os.cpu_count() or 1, metavar="J",
                    help="parallel processes (default: the number of CPUs)")

@@ -15,8 +15,8 @@ from typing import Iterable
 
 from ..core.synthetic import MODELS
 from ..stream.settings import Settings
-from ._common import (LIMITS, OneLineParser, UsageError, epsilon_value, integer, readable_file, real, seed,
-                      slot_count, user_count, window_length, writable_file)
+from ._common import (OneLineParser, UsageError, epsilon_value, readable_file, real, seed,
+                      run_count, slot_count, user_count, window_length, writable_file)
 from . import simulate_central, simulate_local, simulate_personalized
 from . import COMMANDS
 from ._help import add_command
@@ -81,7 +81,7 @@ def register(sub, settings: Settings) -> None:
     privacy.add_argument("--epsilon", "-e", type=epsilon_value, default=None, help="privacy budget per window (default: 1)")
     privacy.add_argument("--window", "-w", type=window_length, default=None, help="window w in slots (default: 20)")
     what.add_argument("--seed", type=seed, default=0, help="seed of the data and of the noise key (default: 0)")
-    what.add_argument("--runs", type=integer(1, LIMITS["runs"]), default=1, help="repeat on the same data with the "
+    what.add_argument("--runs", type=run_count, default=1, help="repeat on the same data with the "
                    "noise keys of seeds seed, seed+1, ... and average the errors (default: 1)")
     stream.add_argument("--stream", default="default", help="stream name; part of the noise derivation (default: default)")
     output = p.add_argument_group("output")
