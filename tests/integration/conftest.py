@@ -16,8 +16,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaException
 
-from wevent.stream.runtime.broker import EmbeddedBroker, create_topics, free_port
+from wevent.stream.runtime.broker import EmbeddedBroker, create_topics, free_port, transient
 from wevent.stream.runtime.child_processes import WorkerProcess, write_config
 
 
@@ -43,7 +44,18 @@ class KafkaBroker:
 
     def empty(self, timeout: float = 60.0) -> None:
         """Delete every topic and consumer group other tests left; restart the broker empty when a
-        group still has members (a SIGKILLed worker's stay until its session times out)."""
+        group still has members (a SIGKILLed worker's stay until its session times out). A request
+        the client loses to a transient failure is sent again."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self._empty(timeout)
+            except KafkaException as exc:
+                if not transient(exc.args[0]) or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)
+
+    def _empty(self, timeout: float) -> None:
         from confluent_kafka.admin import AdminClient
 
         from wevent.stream.runtime.kafka import client_config
@@ -60,7 +72,11 @@ class KafkaBroker:
             return
         topics = [t for t in admin.list_topics(timeout=timeout).topics if not t.startswith("__")]
         for future in (admin.delete_topics(topics).values() if topics else []):
-            future.result(timeout)
+            try:
+                future.result(timeout)
+            except KafkaException as exc:  # deleted by the request a transient failure interrupted
+                if exc.args[0].name() != "UNKNOWN_TOPIC_OR_PART":
+                    raise
         deadline = time.monotonic() + timeout
         while any(not t.startswith("__") for t in admin.list_topics(timeout=timeout).topics):
             assert time.monotonic() < deadline, "Kafka still lists deleted topics"

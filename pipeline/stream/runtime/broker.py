@@ -250,19 +250,56 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
         if name in existing and len(existing[name].partitions) != partitions:
             raise UsageError(f"topic {name!r} has {len(existing[name].partitions)} partitions, the config needs {partitions}")
     missing = [NewTopic(n, p, replication, config=settings or {}) for n, p in topics.items() if n not in existing]
-    for name, future in admin.create_topics(missing).items() if missing else []:
-        try:
-            future.result(timeout)
-        except Exception as exc:  # noqa: BLE001 - the client's error, said in one line
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise UsageError(f"cannot create topic {name!r}: {exc}") from None
+    deadline = time.monotonic() + timeout
+    pending = list(missing)
+    while pending:
+        pending = _not_yet_created(admin, pending, deadline)
+        if pending and time.monotonic() > deadline:
+            raise Unavailable(f"Kafka at {bootstrap} did not create {', '.join(t.topic for t in pending)} "
+                              f"within {timeout:.0f} s")
+        time.sleep(0.1 if pending else 0)
     # Apache Kafka answers CreateTopics once its controller has recorded them; each partition's
     # leader starts serving a moment later, and until then clients get "not leader" errors.
-    deadline = time.monotonic() + timeout
     while missing and not _served(bootstrap, {t.topic: t.num_partitions for t in missing}, credentials):
         if time.monotonic() > deadline:
             raise Unavailable(f"Kafka at {bootstrap} created the topics but does not serve them after {timeout:.0f} s")
         time.sleep(0.1)
+
+
+# What an admin request can meet while the cluster, not the request, is at fault: the
+# client drops its bootstrap connections once it has learned the brokers' own addresses (a request
+# in flight on one fails with _DESTROY_BROKER), a broker restarts, or the controller moves.
+_TRANSIENT_ERRORS = frozenset({"_DESTROY_BROKER", "_TRANSPORT", "_TIMED_OUT", "_ALL_BROKERS_DOWN",
+                               "NOT_CONTROLLER", "REQUEST_TIMED_OUT"})
+
+
+def transient(error) -> bool:
+    """Whether a request that failed with the client's ``error`` (a ``KafkaError``) is worth
+    sending again: the cluster was briefly unable to answer it, the request itself is fine."""
+    return error.retriable() or error.name() in _TRANSIENT_ERRORS
+
+
+def _not_yet_created(admin, topics: list, deadline: float) -> list:
+    """Ask ``admin`` to create ``topics``, waiting for the answers until ``deadline`` (of
+    ``time.monotonic``) at most: the ones to ask for again (a transient failure, or no answer yet).
+    Any other failure is a usage error, said in one line."""
+    from concurrent.futures import TimeoutError as NoAnswer
+
+    from confluent_kafka import KafkaException
+
+    again, answers = [], admin.create_topics(topics)
+    for topic in topics:
+        try:
+            answers[topic.topic].result(max(0.1, deadline - time.monotonic()))
+        except NoAnswer:
+            again.append(topic)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if transient(error):
+                again.append(topic)
+            elif error.name() != "TOPIC_ALREADY_EXISTS":
+                raise UsageError(f"cannot create topic {topic.topic!r}: {error.str()}") from None
+    return again
 
 
 def _served(bootstrap: str, topics: dict[str, int], credentials: KafkaCredentials | None) -> bool:
