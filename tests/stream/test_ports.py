@@ -21,3 +21,25 @@ def test_free_ports_lie_outside_the_ephemeral_range_and_can_be_listened_on():
             listener.bind(("127.0.0.1", port))
             listener.listen()
 
+
+
+def test_a_process_never_hands_out_a_port_twice():
+    # 2,000 random picks from this process's lane of about 2,800 ports would repeat some hundreds
+    ports = [free_port() for _ in range(2000)]
+    assert len(set(ports)) == len(ports)
+
+
+def test_concurrent_processes_pick_from_their_own_lanes():
+    import subprocess
+    import sys
+
+    from wevent.stream.runtime.broker import PORT_LANES
+
+    low, _ = ephemeral_ports()
+    lane_size = (low - LOWEST_PORT) // PORT_LANES
+    script = "import os; from wevent.stream.runtime.broker import free_port; print(os.getpid(), *(free_port() for _ in range(50)))"
+    for _ in range(3):
+        pid, *ports = map(int, subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                              check=True).stdout.split())
+        lane_low = LOWEST_PORT + (pid % PORT_LANES) * lane_size
+        assert all(lane_low <= port < lane_low + lane_size for port in ports), (pid, ports)

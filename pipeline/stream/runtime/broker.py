@@ -55,6 +55,7 @@ at its limit; long runs belong on a real Kafka.
 
 from __future__ import annotations
 
+import os
 import secrets
 import signal
 import socket
@@ -79,24 +80,41 @@ def ephemeral_ports() -> tuple[int, int]:
         return 32768, 60999
 
 
+# Ports this process has handed out: a child may still be starting on one, so none is given twice.
+_handed_out: set[int] = set()
+_handing_out = threading.Lock()
+PORT_LANES = 8
+
+
 def free_port() -> int:
     """A loopback TCP port nothing listens on now, for a broker or child process to listen on.
 
     The port is picked at random below the kernel's ephemeral range, never from it (as binding
     port 0 would): the process that listens on it binds it seconds later, and in between a port of
     that range can become the local end of any outgoing connection on the machine, after which the
-    listener fails with "address already in use". At random, so that concurrent test processes
-    rarely try the same port; each candidate is checked by binding it.
+    listener fails with "address already in use". In that gap another process could pick the same
+    port too, so each process picks from its own lane of the range first (one of
+    :data:`PORT_LANES`, by its process id) and never hands out a port twice; each candidate is
+    checked by binding it.
     """
     ephemeral_low, ephemeral_high = ephemeral_ports()
     low, high = max([(LOWEST_PORT, ephemeral_low - 1), (ephemeral_high + 1, 65535)], key=lambda r: r[1] - r[0])
-    for _ in range(200 if high >= low else 0):
-        port = low + secrets.randbelow(high - low + 1)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
+    if high < low:
+        raise UsageError("no local ports outside the kernel's ephemeral range to listen on")
+    lane_size = (high - low + 1) // PORT_LANES
+    lane_low = low + (os.getpid() % PORT_LANES) * lane_size
+    lanes = [(lane_low, lane_low + lane_size - 1)] * 150 + [(low, high)] * 50  # own lane, then anywhere
+    with _handing_out:
+        for first, last in lanes:
+            port = first + secrets.randbelow(last - first + 1)
+            if port in _handed_out:
                 continue
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
             return port
     raise UsageError(f"no free local port between {low} and {high}")
 
