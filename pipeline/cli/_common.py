@@ -288,6 +288,7 @@ def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 1
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
+    from ..stream.runtime.broker import ask_again
     from ..stream.runtime.kafka import client_config
 
     bootstrap = settings.kafka_bootstrap(explicit)
@@ -317,7 +318,7 @@ def reachable_kafka(explicit: str | None, settings: Settings, timeout: float = 1
     except KafkaException as exc:  # a property librdkafka refuses, before it connects
         raise UsageError(f"the Kafka client properties: {exc.args[0].str()}") from None
     try:
-        client.list_topics(timeout=timeout)
+        ask_again(lambda seconds: client.list_topics(timeout=seconds), timeout)
     except KafkaException as exc:
         raise UsageError(f"no Kafka answered at {bootstrap} within {timeout:g} s: {exc.args[0].str()}") from None
     return bootstrap

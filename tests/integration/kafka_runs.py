@@ -14,7 +14,7 @@ import numpy as np
 from wevent.bench.crash import sample_values
 from wevent.core.central import BudgetAbsorption
 from wevent.core.randomness import DerivedRandomness
-from wevent.stream.runtime.broker import create_topics, free_port
+from wevent.stream.runtime.broker import ask_again, create_topics, free_port
 from wevent.stream.wire.records import ReleaseRecord
 from wevent.stream.config import parse_config
 from wevent.stream.runtime.kafka import KafkaReportSink, consumer_config
@@ -80,7 +80,7 @@ class KafkaRun:
 
         consumer = Consumer(consumer_config(self.bootstrap) | {"isolation.level": "read_uncommitted"})
         try:
-            partitions = consumer.list_topics("releases", timeout=30).topics["releases"].partitions
+            partitions = ask_again(lambda seconds: consumer.list_topics("releases", timeout=seconds), 30).topics["releases"].partitions
             return sum(consumer.get_watermark_offsets(TopicPartition("releases", p), timeout=10, cached=False)[1]
                        for p in partitions)
         finally:
@@ -109,7 +109,7 @@ class KafkaRun:
 
         consumer = Consumer(consumer_config(self.bootstrap) | {"group.id": f"read-{uuid.uuid4()}",
                                                                "isolation.level": "read_committed"})
-        partitions = consumer.list_topics("releases", timeout=30).topics["releases"].partitions
+        partitions = ask_again(lambda seconds: consumer.list_topics("releases", timeout=seconds), 30).topics["releases"].partitions
         consumer.assign([TopicPartition("releases", p, 0) for p in partitions])
         records: list[ReleaseRecord] = []
         wanted = len(self.names) * (slots or self.slots)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wevent.stream.runtime.apache_kafka import KafkaCluster
+from wevent.stream.runtime.broker import ask_again
 from tests.certificates import TestAuthority
 
 PASSWORD = "pw-{}-9f3c"  # SCRAM passwords per user
@@ -118,9 +119,9 @@ def _provision(secure: SecureKafka, topics: dict[str, int]) -> None:
                                        UserScramCredentialUpsertion)
 
     admin = AdminClient(secure.admin_config())
-    admin.list_topics(timeout=60)
-    for future in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
-        future.result(60)
+    ask_again(lambda seconds: admin.list_topics(timeout=seconds), 60)
+    for topic in [NewTopic(t, n, 1) for t, n in topics.items()]:
+        ask_again(lambda seconds, topic=topic: created(admin, topic, seconds), 60)
     upserts = [UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
                                             PASSWORD.format(user).encode()) for user in GRANTS]
     for future in admin.alter_user_scram_credentials(upserts).values():
@@ -138,9 +139,20 @@ def _provision(secure: SecureKafka, topics: dict[str, int]) -> None:
                          "ssl.ca.location": str(secure.authority.ca_file), "sasl.mechanism": "SCRAM-SHA-512",
                          "sasl.username": "producer", "sasl.password": PASSWORD.format("producer"), "log_level": 0})
     deadline = time.monotonic() + 60
-    while "reports" not in probe.list_topics(timeout=10).topics:
+    while "reports" not in ask_again(lambda seconds: probe.list_topics(timeout=seconds), 10).topics:
         assert time.monotonic() < deadline, "the producer's ACLs did not reach the broker within 60 s"
         time.sleep(0.2)
+
+
+def created(admin, topic, seconds: float) -> None:
+    """Create ``topic`` (or find it created by an earlier request whose answer was lost)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        admin.create_topics([topic])[topic.topic].result(seconds)
+    except KafkaException as exc:
+        if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
+            raise
 
 
 def credentials(env: dict):

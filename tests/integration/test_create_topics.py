@@ -1,6 +1,6 @@
 """Creating a stream's topics on a real broker rides out the client's transient failures (a
-request on a bootstrap connection the client drops, as on a three-node Apache Kafka) and still
-refuses, in one line, what no retry can fix."""
+request on a bootstrap connection the client drops, as on a three-node Apache Kafka: the
+metadata request or the creation itself) and still refuses, in one line, what no retry can fix."""
 
 from __future__ import annotations
 
@@ -55,3 +55,20 @@ def test_a_refusal_no_retry_fixes_is_one_line(monkeypatch):
             create_topics(broker.bootstrap, {"reports": 4})
         assert "\n" not in str(refused.value)
         assert requests == [["reports"]]
+
+
+def test_a_lost_first_metadata_request_is_asked_again(monkeypatch):
+    calls, real = [], AdminClient.list_topics
+
+    def list_topics(self, *args, **kwargs):
+        calls.append(kwargs.get("timeout"))
+        if len(calls) == 1:
+            raise KafkaException(KafkaError(KafkaError._DESTROY_BROKER))
+        return real(self, *args, **kwargs)
+
+    with EmbeddedBroker() as broker:
+        monkeypatch.setattr(AdminClient, "list_topics", list_topics)
+        create_topics(broker.bootstrap, {"reports": 2})
+        monkeypatch.undo()
+        assert len(calls) == 2
+        assert partitions(broker.bootstrap) == {"reports": 2}

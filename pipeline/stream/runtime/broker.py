@@ -62,10 +62,14 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from ...errors import Unavailable, UsageError
 from ..settings import MEMORY_LIMIT_ENV, KafkaCredentials
 from .child_processes import describe_exit, die_with_parent, running
+
+T = TypeVar("T")
 
 LOWEST_PORT = 10000  # below: the well-known and commonly configured service ports
 
@@ -261,7 +265,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
 
     admin = AdminClient(client_config(bootstrap, credentials))
     try:
-        existing = admin.list_topics(timeout=timeout).topics
+        existing = ask_again(lambda seconds: admin.list_topics(timeout=seconds), timeout).topics
     except Exception as exc:  # noqa: BLE001 - whatever the client says, it is one line: Kafka is not reachable
         raise Unavailable(f"cannot reach Kafka at {bootstrap}: {exc}") from None
     for name, partitions in topics.items():
@@ -295,6 +299,22 @@ def transient(error) -> bool:
     """Whether a request that failed with the client's ``error`` (a ``KafkaError``) is worth
     sending again: the cluster was briefly unable to answer it, the request itself is fine."""
     return error.retriable() or error.name() in _TRANSIENT_ERRORS
+
+
+def ask_again(request: Callable[[float], T], timeout: float) -> T:
+    """``request(seconds)``'s answer, the request sent again while it fails with a
+    :func:`transient` client error, for ``timeout`` seconds in all (each attempt is given what is
+    left of them); the last failure is raised as it came."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return request(max(0.1, deadline - time.monotonic()))
+        except KafkaException as exc:
+            if not transient(exc.args[0]) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
 
 
 def _not_yet_created(admin, topics: list, deadline: float) -> list:

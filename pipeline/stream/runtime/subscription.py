@@ -15,6 +15,7 @@ from ..wire.format import DecodeError
 from ..wire.records import DeadLetter, PublishedRecords, ReleaseRecord
 from ..wire.seals import SignatureSeal
 from ..settings import KafkaCredentials
+from .broker import ask_again
 from .kafka import consumer_config, key_partition
 from ..wire.topics import DEAD_LETTERS, RELEASES
 
@@ -87,7 +88,7 @@ class Releases(ReleaseReader):
                                                  credentials=credentials)
                                  | {"group.id": f"wevent-subscribe-{uuid.uuid4()}"})
         # Assign partitions directly: no consumer-group join, so the first release shows at once.
-        metadata = self.consumer.list_topics(topic, timeout=30)
+        metadata = ask_again(lambda seconds: self.consumer.list_topics(topic, timeout=seconds), 30)
         partitions = metadata.topics[topic].partitions if topic in metadata.topics else {}
         self.consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
 
@@ -144,7 +145,7 @@ class DeadLetterWatch:
 
         consumer = Consumer(consumer_config(bootstrap, credentials=credentials))
         try:
-            metadata = consumer.list_topics(DEAD_LETTERS, timeout=timeout)
+            metadata = ask_again(lambda seconds: consumer.list_topics(DEAD_LETTERS, timeout=seconds), timeout)
             partitions = metadata.topics[DEAD_LETTERS].partitions if DEAD_LETTERS in metadata.topics else {}
             return {p: consumer.get_watermark_offsets(TopicPartition(DEAD_LETTERS, p), timeout=timeout)[1]
                     for p in partitions}
@@ -185,7 +186,7 @@ def newest_first(bootstrap: str, topic: str, stream: str, credentials: KafkaCred
 
     consumer = Consumer(consumer_config(bootstrap, credentials=credentials))
     try:
-        metadata = consumer.list_topics(topic, timeout=timeout)
+        metadata = ask_again(lambda seconds: consumer.list_topics(topic, timeout=seconds), timeout)
         if topic not in metadata.topics or not metadata.topics[topic].partitions:
             return
         partition = key_partition(stream, len(metadata.topics[topic].partitions))
@@ -304,7 +305,7 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 30.0,
     consumer = Consumer(consumer_config(bootstrap, credentials=credentials))
     values = []
     try:
-        metadata = consumer.list_topics(topic, timeout=timeout)
+        metadata = ask_again(lambda seconds: consumer.list_topics(topic, timeout=seconds), timeout)
         if topic not in metadata.topics or not metadata.topics[topic].partitions:
             raise UsageError(f"topic {topic!r} does not exist")
         for p in metadata.topics[topic].partitions:
