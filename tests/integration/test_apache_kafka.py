@@ -67,6 +67,27 @@ def test_clients_and_kafkas_own_console_consumer(apache_kafka):
     assert sorted(tool.stdout.splitlines()) == sorted(v.decode() for v in sent)
 
 
+def test_a_transactional_topic_is_read_to_its_end(apache_kafka):
+    """read_topic stops at each partition's high watermark, which a transaction marker (never
+    delivered) can hold: committed messages all come, an aborted one does not."""
+    from confluent_kafka import Producer
+
+    from wevent.stream.runtime.subscription import read_topic
+
+    create_topics(apache_kafka.bootstrap, {"transactional": 2})
+    producer = Producer(producer_config(apache_kafka.bootstrap, tansu_compat=False) | {"transactional.id": "reader-test"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce("transactional", f"committed {i}".encode(), partition=i % 2)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce("transactional", b"aborted", partition=0)
+    producer.flush(30)
+    producer.abort_transaction(30)
+    assert sorted(read_topic(apache_kafka.bootstrap, "transactional")) == [f"committed {i}".encode() for i in range(5)]
+
+
 @pytest.mark.slow
 def test_durable_single_node_keeps_acknowledged_records_across_sigkill(tmp_path):
     with KafkaCluster(1, tmp_path / "kafka") as cluster:

@@ -297,10 +297,12 @@ def window_spend(record: ReleaseRecord) -> str:
 
 def read_topic(bootstrap: str, topic: str, timeout: float = 30.0,
                credentials: KafkaCredentials | None = None) -> list[bytes]:
-    """Every message currently in ``topic`` (all partitions, up to their high watermarks)."""
+    """Every message currently in ``topic`` (all partitions, up to their high watermarks): all of
+    them, or :class:`~wevent.errors.Unavailable` after ``timeout`` seconds of a partition without
+    a message before its end."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from ...errors import UsageError
+    from ...errors import Unavailable, UsageError
 
     consumer = Consumer(consumer_config(bootstrap, credentials=credentials))
     values = []
@@ -310,18 +312,18 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 30.0,
             raise UsageError(f"topic {topic!r} does not exist")
         for p in metadata.topics[topic].partitions:
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
-            if high <= low:
-                continue
             consumer.assign([TopicPartition(topic, p, low)])
-            while True:
-                message = consumer.poll(5)
-                if message is None:
-                    break  # nothing more within 5 s
-                if message.error():
-                    continue
-                values.append(message.value())
-                if message.offset() >= high - 1:
-                    break
+            deadline = time.monotonic() + timeout
+            # The end is the high watermark: the last message's offset, or a transaction marker
+            # (never delivered) that the consumer's position passes.
+            while high > low and consumer.position([TopicPartition(topic, p)])[0].offset < high:
+                message = consumer.poll(0.5)
+                if message is not None and not message.error():
+                    values.append(message.value())
+                    deadline = time.monotonic() + timeout
+                elif time.monotonic() > deadline:
+                    raise Unavailable(f"topic {topic!r} partition {p} gave no message for {timeout:g} s "
+                                      f"before its end (offset {high})")
     finally:
         consumer.close()
     return values
