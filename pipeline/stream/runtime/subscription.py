@@ -7,7 +7,7 @@ import datetime as dt
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from ..wire.seals import SignatureSeal
 from ..settings import KafkaCredentials
 from .kafka import consumer_config, key_partition
 from ..wire.topics import DEAD_LETTERS, RELEASES
+
+if TYPE_CHECKING:  # confluent_kafka is imported where a topic is read
+    from confluent_kafka import Message
 
 __all__ = ["Published", "ReleaseReader", "Releases", "DeadLetterWatch", "STREAM_STOPPED", "newest_first",
            "ReleaseDisplay", "RELEASE_LEGEND", "read_topic"]
@@ -106,9 +109,10 @@ class Releases(ReleaseReader):
                     return
                 continue
             last = time.monotonic()
-            record = self.take(message.value())
+            value = _value(message)
+            record = self.take(value)
             if record is not None:
-                yield Published(record, message.value())
+                yield Published(record, value)
 
     def close(self) -> None:
         self.consumer.close()
@@ -157,10 +161,11 @@ class DeadLetterWatch:
             message = self.consumer.poll(0)
             if message is None:
                 return None
-            if message.error():
+            value = message.value()
+            if message.error() or value is None:
                 continue
             try:
-                letter = DeadLetter.from_json(message.value())
+                letter = DeadLetter.from_json(value)
             except (DecodeError, ValueError, TypeError):
                 continue
             if letter.stream == self.stream and letter.reason in STREAM_STOPPED:
@@ -197,13 +202,16 @@ def newest_first(bootstrap: str, topic: str, stream: str, credentials: KafkaCred
             found = []
             while True:
                 message = consumer.poll(5)
-                if message is None or (not message.error() and message.offset() >= end):
-                    break  # nothing more within 5 s, or past the chunk
+                if message is None:
+                    break  # nothing more within 5 s
                 if message.error():
                     continue
+                offset = _offset(message)
+                if offset >= end:
+                    break  # past the chunk
                 if message.key() == key:
-                    found.append(message.value())
-                if message.offset() >= end - 1:
+                    found.append(_value(message))
+                if offset >= end - 1:
                     break
             yield from reversed(found)
             end = start
@@ -318,9 +326,24 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 30.0,
                     break  # nothing more within 5 s
                 if message.error():
                     continue
-                values.append(message.value())
-                if message.offset() >= high - 1:
+                values.append(_value(message))
+                if _offset(message) >= high - 1:
                     break
     finally:
         consumer.close()
     return values
+
+
+def _value(message: Message) -> bytes:
+    """The value of a message read from a public topic: the workers write none without one (a
+    tombstone), and the readers take none."""
+    value = message.value()
+    assert value is not None, f"{message.topic()}[{message.partition()}]@{message.offset()} has no value"
+    return value
+
+
+def _offset(message: Message) -> int:
+    """The offset of a message consumed without an error (the client sets it on every one)."""
+    offset = message.offset()
+    assert offset is not None, "a consumed message has an offset"
+    return offset
