@@ -7,7 +7,7 @@ import datetime as dt
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -15,11 +15,8 @@ from ..wire.format import DecodeError
 from ..wire.records import DeadLetter, PublishedRecords, ReleaseRecord
 from ..wire.seals import SignatureSeal
 from ..settings import KafkaCredentials
-from .kafka import consumer_config, key_partition
+from .kafka import consumer_config, key_partition, message_offset, message_value
 from ..wire.topics import DEAD_LETTERS, RELEASES
-
-if TYPE_CHECKING:  # confluent_kafka is imported where a topic is read
-    from confluent_kafka import Message
 
 __all__ = ["Published", "ReleaseReader", "Releases", "DeadLetterWatch", "STREAM_STOPPED", "newest_first",
            "ReleaseDisplay", "RELEASE_LEGEND", "read_topic"]
@@ -109,7 +106,7 @@ class Releases(ReleaseReader):
                     return
                 continue
             last = time.monotonic()
-            value = _value(message)
+            value = message_value(message)
             record = self.take(value)
             if record is not None:
                 yield Published(record, value)
@@ -206,11 +203,11 @@ def newest_first(bootstrap: str, topic: str, stream: str, credentials: KafkaCred
                     break  # nothing more within 5 s
                 if message.error():
                     continue
-                offset = _offset(message)
+                offset = message_offset(message)
                 if offset >= end:
                     break  # past the chunk
                 if message.key() == key:
-                    found.append(_value(message))
+                    found.append(message_value(message))
                 if offset >= end - 1:
                     break
             yield from reversed(found)
@@ -326,24 +323,9 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 30.0,
                     break  # nothing more within 5 s
                 if message.error():
                     continue
-                values.append(_value(message))
-                if _offset(message) >= high - 1:
+                values.append(message_value(message))
+                if message_offset(message) >= high - 1:
                     break
     finally:
         consumer.close()
     return values
-
-
-def _value(message: Message) -> bytes:
-    """The value of a message read from a public topic: the workers write none without one (a
-    tombstone), and the readers take none."""
-    value = message.value()
-    assert value is not None, f"{message.topic()}[{message.partition()}]@{message.offset()} has no value"
-    return value
-
-
-def _offset(message: Message) -> int:
-    """The offset of a message consumed without an error (the client sets it on every one)."""
-    offset = message.offset()
-    assert offset is not None, "a consumed message has an offset"
-    return offset
