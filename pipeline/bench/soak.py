@@ -146,6 +146,7 @@ def soak(args, bootstrap: str, broker: EmbeddedBroker | None) -> Soak:
             return (broker is None or broker.alive) and worker.alive
 
         def sample() -> None:
+            assert worker.process is not None, "the worker is sampled once started"
             result.times.append(time.monotonic() - started)
             result.releases.append(released)
             result.worker_memory.append(resident_mb(worker.process.pid))

@@ -123,8 +123,7 @@ def describe(exc: BaseException) -> tuple[str, int]:
         return f"lost state: {_one_line(exc)}", EXIT_LOST_STATE
     if isinstance(exc, Unavailable):
         return f"unavailable: {_one_line(exc)}", EXIT_UNAVAILABLE
-    extra = EXTRA_OF_MODULE.get((exc.name or "").partition(".")[0]) if isinstance(exc, ImportError) else None
-    if extra:
+    if isinstance(exc, ImportError) and (extra := EXTRA_OF_MODULE.get((exc.name or "").partition(".")[0])):
         return (f"error: this command needs the {extra} extra ({exc.name} is missing): in the wevent checkout, "
                 f"pip install -e '.[{extra}]'"), EXIT_USAGE
     if isinstance(exc, MemoryError):

@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 import urllib.parse
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, TypedDict, TypeVar
 
 from ..core.validation import MIN_EPSILON
 from ..errors import Unavailable, UsageError
@@ -33,11 +33,27 @@ __all__ = ["UsageError", "OneLineParser", "progress", "serve_metrics", "LIMITS",
 
 T = TypeVar("T")
 
+
+class Limits(TypedDict):
+    """The limits by name: counts are integers, durations and budgets real numbers."""
+
+    users: int
+    slots: int
+    window: int
+    domain: int
+    cells: int
+    partitions: int
+    seed: int
+    runs: int
+    seconds: float
+    epsilon: float
+
+
 # Size limits of the command line, for one machine with a few GB of memory to spare. A slot of
 # --users values takes one byte per user, plus 8 bytes per user for sampling: 10^8 users is about
 # 1 GB per slot. "cells" bounds a matrix of float64 numbers, such as slots x bins or users x
 # categories: 2 x 10^8 cells are 1.6 GB, and a run holds a few arrays of that size.
-LIMITS = {
+LIMITS: Limits = {
     "users": 100_000_000,
     "slots": 10_000_000,
     "window": 10_000_000,
@@ -122,7 +138,7 @@ slot_count = integer(1, LIMITS["slots"])
 window_length = integer(1, LIMITS["window"])
 bin_count = integer(1, LIMITS["domain"])
 partition_count = integer(1, LIMITS["partitions"])
-run_count = integer(1, int(LIMITS["runs"]))  # LIMITS mixes integer and real bounds
+run_count = integer(1, LIMITS["runs"])
 # The smallest budget is the core's (wevent.core.validation.MIN_EPSILON): below it noise scales overflow.
 epsilon_value = real(MIN_EPSILON, LIMITS["epsilon"])
 

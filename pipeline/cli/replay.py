@@ -15,13 +15,12 @@ import sys
 import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from wevent.producers import foursquare, synthetic, tdrive
 from wevent.producers.preprocess import Preprocessed, parse_grid
 from wevent.producers.profiles import resolve, settings_of
-from wevent.producers.replay import (DumpSink, Feed, MatrixFeed, SlotSink, check_dump_path, default_producer_id,
-                                     replay)
+from wevent.producers.replay import DumpSink, Feed, MatrixFeed, check_dump_path, default_producer_id, replay
 
 from ..errors import EXIT_LOST_STATE, EXIT_UNAVAILABLE, LostState
 from ..stream.settings import Settings
@@ -32,6 +31,10 @@ from ._help import add_command
 from ._common import (LIMITS, OneLineParser, UsageError, bootstrap_servers, kafka_properties_option, listen_port,
                       progress, reachable_kafka, readable_file, real, seed, serve_metrics, slot_count, user_count,
                       writable_file)
+
+if TYPE_CHECKING:  # the stream layer is imported when a command sends to Kafka
+    from ..stream.config import AppConfig, StreamConfig
+    from ..stream.runtime.kafka import KafkaReportSink
 
 __all__ = ["register"]
 
@@ -70,7 +73,7 @@ def _load_foursquare(args, profile) -> tuple[Feed, Preprocessed]:
     return MatrixFeed(data.values), data
 
 
-def _load_synthetic(args, profile) -> tuple[Feed, None]:
+def _load_synthetic(args, profile) -> tuple[synthetic.SyntheticFeed, None]:
     return synthetic.synthetic_feed(profile), None
 
 
@@ -210,7 +213,7 @@ def _producer_id(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{exc}, got {text!r}") from None
 
 
-def _sink_factory(args) -> Callable[[Feed], SlotSink]:
+def _sink_factory(args) -> Callable[[Feed], DumpSink | KafkaReportSink]:
     """How to open the sink once the feed is loaded; checks the options first, before a long read."""
     if args.dump:
         check_dump_path(args.dump)
@@ -221,17 +224,23 @@ def _sink_factory(args) -> Callable[[Feed], SlotSink]:
     if not args.config:
         raise UsageError("give --dump FILE, or --config FILE (and --bootstrap) to send the feed to Kafka")
     config = load_config(args.config)
-    stream = config.stream(args.stream) if args.stream else config.streams[0]
-    if stream is None:
-        raise UsageError(f"the config has no stream {args.stream!r}")
+    stream = _config_stream(args, config)
     bootstrap = reachable_kafka(args.bootstrap, args.settings, config=config)
 
-    def open_kafka(feed: Feed) -> SlotSink:
+    def open_kafka(feed: Feed) -> KafkaReportSink:
         check_feed_fits(feed, stream)
         return sink_for(bootstrap, stream, config.report_partitions, args.tansu_compat, args.delivery_timeout,
                         args.settings.kafka_credentials(config), args.producer_id or default_producer_id(feed))
 
     return open_kafka
+
+
+def _config_stream(args, config: AppConfig) -> StreamConfig:
+    """The stream ``--stream`` names, by default the config's first."""
+    stream = config.stream(args.stream) if args.stream else config.streams[0]
+    if stream is None:
+        raise UsageError(f"the config has no stream {args.stream!r}")
+    return stream
 
 
 def handle(args) -> int:
@@ -262,8 +271,8 @@ def handle(args) -> int:
         "lines": data.lines if data else None,
         "skipped": data.skipped.as_dict() if data else {}, "skipped_lines": data.skipped.total if data else 0,
         "first_slot": stats.first_slot, "last_slot": stats.last_slot, "reports": stats.reports, "dump": args.dump,
-        "messages_delivered": None if args.dump else sink.delivered,
-        "producer_id": None if args.dump else sink.producer_id,
+        "messages_delivered": None if isinstance(sink, DumpSink) else sink.delivered,
+        "producer_id": None if isinstance(sink, DumpSink) else sink.producer_id,
     }
     if args.json:
         print(json.dumps(summary, default=str, sort_keys=True))
@@ -282,7 +291,7 @@ def _follow_truth(args, feed) -> None:
     from ..stream.runtime.truth import TruthMonitor
 
     config = load_config(args.config)
-    stream = config.stream(args.stream) if args.stream else config.streams[0]
+    stream = _config_stream(args, config)
     monitor = TruthMonitor.for_stream(stream, feed)
     serve_metrics(args.truth_port)
 

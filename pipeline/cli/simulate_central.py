@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.central import CentralMechanism
 from ..core.data import load_input
 from ..core.ledger import window_sums
@@ -41,6 +43,7 @@ class CentralFamily:
 
     def build(self, mechanism: str, args, domain_size: int, seed: int) -> CentralMechanism:
         cls = mechanisms()[mechanism]
+        assert issubclass(cls, CentralMechanism), f"{mechanism} is not a central mechanism"
         randomness = DerivedRandomness(SecretKey.from_seed(seed), args.stream)
         return cls(args.epsilon, args.window, domain_size, randomness=randomness, **given_options(args, cls))
 
@@ -55,7 +58,7 @@ class CentralFamily:
                                                                            desc=f"{mechanism} run {run + 1}"))
             summaries.append(result.summary(mre_floor=floor))
             if run == 0 and args.releases:  # built only when written: they cost as much as a central run
-                spend = window_sums([r.budget.total for r in result.results], m.window)
+                spend = window_sums(np.array([r.budget.total for r in result.results]), m.window)
                 records = [ReleaseRecord.from_step(args.stream, m, r, s) for r, s in zip(result.results, spend)]
         return Outcome(average_runs(summaries, AVERAGED, ("max_window_epsilon",)), records)
 

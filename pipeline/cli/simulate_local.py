@@ -45,7 +45,9 @@ def _model_options(args) -> dict:
     for dataset, (flag, value, _) in given.items():
         if value is not None and (args.input or args.dataset != dataset):
             raise UsageError(f"{flag} applies to --dataset {dataset} only")
-    flag, value, option = given.get(args.dataset, (None, None, None))
+    if args.dataset not in given:
+        return {}
+    _, value, option = given[args.dataset]
     return {} if value is None else {option: value}
 
 
@@ -105,7 +107,8 @@ class LocalData:
 
     population: int
     truth: np.ndarray  # (T, d): what the releases estimate (frequencies, or the mean)
-    values_at: Callable[[int], np.ndarray]  # 1-based slot -> every user's value (or answer category)
+    # 1-based slot -> every user's value (or answer category), or in sufficient mode an exchangeable slot
+    values_at: Callable[[int], np.ndarray | ExchangeableBinarySlot]
     absent: bool = False  # users may have no value: the devices answer with an extra, last category
     bound: float | None = None  # the mean task's clipping bound
 
@@ -251,7 +254,7 @@ def _average(summaries: list[dict]) -> dict:
     """Errors and communication averaged over runs; spends and report counts at their maximum."""
     first = average_runs(summaries, _AVERAGED, ("max_window_epsilon", "max_reports_per_user_in_window"))
     if len(summaries) > 1 and "roc_auc" in first:
-        aucs = [s.get("roc_auc") for s in summaries if s.get("roc_auc") is not None]
+        aucs = [auc for s in summaries if (auc := s.get("roc_auc")) is not None]
         first["roc_auc"] = float(np.mean(aucs)) if aucs else None
         curves = [s["roc_tpr"] for s in summaries if s.get("roc_tpr") is not None]
         first["roc_tpr"] = np.mean(curves, axis=0).tolist() if curves else None  # vertical averaging

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable, Iterable
 
+from ..core.base import Mechanism
 from ..core.options import Option, options_of
 from ..core.registry import mechanisms
 from ._common import UsageError, integer, real
@@ -40,7 +41,10 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
 def _reader(option: Option) -> Callable[[str], Any]:
     """What turns a flag's text into ``option``'s value, or fails with "must be ..., got ..."."""
     if option.kind == "integer":
-        return integer(option.minimum, option.maximum)
+        minimum, maximum = option.minimum, option.maximum
+        assert (minimum is None or isinstance(minimum, int)) and (maximum is None or isinstance(maximum, int)), \
+            "Option.integer has integer bounds"
+        return integer(minimum, maximum)
     if option.kind == "number":
         low, high = option.minimum, option.maximum
         return real(None if option.open_low else low, None if option.open_high else high,
@@ -156,7 +160,7 @@ def settle_options(args, runs: list[tuple[str, str]]) -> None:
             raise UsageError(f"{option} is a setting of the {family} model's mechanisms, not of {names}")
 
 
-def given_options(args, cls: type) -> dict[str, Any]:
+def given_options(args, cls: type[Mechanism]) -> dict[str, Any]:
     """The options given on the command line that ``cls`` takes, read as it declares them."""
     given = {}
     for name, option in options_of(cls).items():

@@ -25,10 +25,11 @@ from functools import partial
 import numpy as np
 
 from ..core.base import REGISTRY
+from ..core.central import CentralMechanism
 from ..core.data import is_dump, load_dump
 from ..core.divergence import ajsd
 from ..core.metrics import COUNT_MRE_FLOOR, mae, mre, mse
-from ..core.personalized import Requirements, generate, simulate_personalized
+from ..core.personalized import PersonalizedMechanism, Requirements, generate, simulate_personalized
 from ..core.personalized.plbu import PersonalizedLBU
 from ..core.personalized.requirements import REQUIREMENT_MIXES
 from ..core.randomness import DerivedRandomness, Phase, SecretKey
@@ -135,10 +136,9 @@ class PersonalizedFamily:
         population = Population.from_args(args)
         floor = args.mre_floor if args.mre_floor is not None else COUNT_MRE_FLOOR
         outcomes: list[Outcome] = []
-        requirements = type_counts = None
         for run in range(args.runs):
             seed = args.seed + run
-            if requirements is None or not args.requirements:  # a file's requirements are the same every run
+            if run == 0 or not args.requirements:  # a file's requirements are the same every run
                 requirements = self.requirements(args, population, seed, save=run == 0)
                 type_counts = _type_counts(population, requirements)  # (slots, types, d)
             one = self._run_plbu if mechanism == "plbu" else partial(self._run_pwsm, mechanism)
@@ -150,6 +150,7 @@ class PersonalizedFamily:
         """One run of PBD or PBA (and of its baseline) with ``seed``'s noise."""
         d = type_counts.shape[2]
         cls = REGISTRY[mechanism]
+        assert issubclass(cls, PersonalizedMechanism), f"{mechanism} is not a personalized mechanism"
         options = given_options(args, cls)
         bar = lambda it: progress(it, args.progress, total=len(type_counts), desc=mechanism)  # noqa: E731
         run = self._segmented(lambda randomness: cls.for_requirements(requirements, d, randomness=randomness, **options),
@@ -167,6 +168,7 @@ class PersonalizedFamily:
         """BD (for PBD) or BA (for PBA) at the strictest pair on the same counts, and the error reduction."""
         window, epsilon = requirements.strictest
         baseline_cls = REGISTRY[BASELINES[mechanism]]
+        assert issubclass(baseline_cls, CentralMechanism), f"{BASELINES[mechanism]} is not a central mechanism"
         options = given_options(args, baseline_cls)
         run = self._segmented(lambda randomness: baseline_cls(epsilon, window, d, randomness=randomness, **options),
                               args, seed, iter(truth), lambda m, segment: simulate(m, np.array(list(segment))))

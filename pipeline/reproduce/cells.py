@@ -11,11 +11,18 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from .figures import TPR, Figure, Scale
 
 __all__ = ["Paper", "metric_value"]
+
+# (figure, dataset, x, method, scale, inputs) -> the cell's ``wevent simulate`` arguments without --seed
+Command = Callable[[Figure, str, Any, str, Scale, dict], list[str]]
+# (figure, dataset, x, method, run, scale, inputs) -> {metric: value}
+Compute = Callable[[Figure, str, Any, str, int, Scale, dict], dict]
+# (figure, dataset, x, method, scale, inputs) -> how ``compute`` computes the cell
+DescribeCell = Callable[[Figure, str, Any, str, Scale, dict], str]
 
 
 @dataclass(frozen=True)
@@ -39,9 +46,9 @@ class Paper:
     name: str
     citation: str
     figures: tuple[Figure, ...]
-    command: Callable | None = None
-    compute: Callable | None = None
-    describe_cell: Callable | None = None
+    command: Command | None = None
+    compute: Compute | None = None
+    describe_cell: DescribeCell | None = None
     ranked: bool = False
     differences: str = ""
 
@@ -52,6 +59,7 @@ class Paper:
         """How one cell is computed, for the CSV header (the run's ``--seed r`` is appended)."""
         arguments = self._arguments(figure, dataset, x, method, scale, inputs)
         if arguments is None:
+            assert self.describe_cell is not None, f"{self.name}: a paper without a command describes its cells"
             return self.describe_cell(figure, dataset, x, method, scale, inputs)
         return "wevent simulate " + shlex.join(arguments)
 
@@ -66,6 +74,7 @@ class Paper:
         command's arguments), or what ``compute`` returns."""
         arguments = self._arguments(figure, dataset, x, method, scale, inputs)
         if arguments is None:
+            assert self.compute is not None, f"{self.name}: a paper without a command computes its cells"
             return self.compute(figure, dataset, x, method, run, scale, inputs)
         return simulate([*arguments, "--seed", str(run)])
 

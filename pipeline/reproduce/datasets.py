@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
+from typing import Protocol
 
 from wevent.producers import foursquare, tdrive
 from wevent.producers.fixtures import TDRIVE, TIST_CHECKINS, TIST_POIS
@@ -33,9 +34,20 @@ from ..core.data import UserValues
 from ..errors import UsageError
 from .figures import Scale
 
-__all__ = ["RealDataset", "BernoulliDataset", "DATASETS", "prepare"]
+__all__ = ["Dataset", "RealDataset", "BernoulliDataset", "DATASETS", "prepare"]
 
 _SAMPLE_FOURSQUARE_SLOT_SECONDS = 6000.0
+
+
+class Dataset(Protocol):
+    """A dataset the figures read: what identifies its dump, its description for the CSV headers,
+    and its values, each for the ``--data`` directory and the scale."""
+
+    def key(self, data_dir: Path | None, scale: Scale) -> str: ...
+
+    def describe(self, data_dir: Path | None, scale: Scale) -> str: ...
+
+    def read(self, data_dir: Path | None, scale: Scale) -> UserValues: ...
 
 
 @dataclass(frozen=True)
@@ -97,7 +109,7 @@ class BernoulliDataset:
         return UserValues(bernoulli_values(self.model, *self.size(scale), seed=0), domain_size=2, name=self.model)
 
 
-DATASETS = {
+DATASETS: dict[str, Dataset] = {
     "tdrive-ldp-ids": RealDataset("tdrive", "ldp-ids"),
     "foursquare-ldp-ids": RealDataset("foursquare", "ldp-ids"),
     "tdrive-personalized": RealDataset("tdrive", "personalized"),
@@ -124,7 +136,7 @@ def prepare(names, out: Path, data_dir: Path | None, scale: Scale, map_=map) -> 
     return paths
 
 
-def _dump(dataset: RealDataset | BernoulliDataset, path: Path, data_dir: Path | None, scale: Scale) -> None:
+def _dump(dataset: Dataset, path: Path, data_dir: Path | None, scale: Scale) -> None:
     partial = path.with_suffix(f".{os.getpid()}.partial.npz")
     dataset.read(data_dir, scale).save(partial)
     partial.replace(path)

@@ -238,8 +238,8 @@ def compare_reported(figure: Figure, rows: list[dict]) -> list[tuple]:
     compared = []
     for (dataset, x, method, metric), printed in figure.reported.items():
         if VS in method:
-            method_vs, largest = method.removesuffix(LARGEST), method.endswith(LARGEST)
-            ours = _reduction(rows, dataset, metric, *method_vs.split(VS), largest=largest)
+            compared_method, baseline = method.removesuffix(LARGEST).split(VS)
+            ours = _reduction(rows, dataset, metric, compared_method, baseline, largest=method.endswith(LARGEST))
         else:
             ours = next((r[metric] for r in rows if r["dataset"] == dataset and r["x"] == x
                          and r["method"] == method), math.nan)

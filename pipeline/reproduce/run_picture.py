@@ -30,6 +30,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,6 +43,9 @@ from ..stream.audit import verify
 from ..stream.wire.records import ReleaseRecord
 from ..stream.runtime.truth import TruthMonitor
 from .style import method_label, method_style, pyplot, save
+
+if TYPE_CHECKING:  # matplotlib is an optional extra, imported where a picture is drawn
+    from matplotlib.artist import Artist
 
 __all__ = ["Run", "read_run", "choose_bins", "draw_run", "TRUTH_RECORD"]
 
@@ -318,7 +322,7 @@ def _draw(run: Run, bins: list[int], path: Path | str) -> None:
     _spend_panel(axes[-1], run, style)
     axes[-1].set_xlabel(_slot_axis(run))
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
-    handles = [Line2D([], [], label=f"release ({method_label(run.mechanism)}), marked where fresh", markersize=4,
+    handles: list[Artist] = [Line2D([], [], label=f"release ({method_label(run.mechanism)}), marked where fresh", markersize=4,
                       **style)]
     if run.truth is not None:
         handles.append(Line2D([], [], color="black", linewidth=1.0, label="truth"))

@@ -176,10 +176,10 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
     finished = [p for p in PAPERS.values() if p not in papers and all(
         cell_path(out, c.how(scale, inputs)).exists() for f in p.figures for c in cells_of(p, f, scale, runs))]
     written.append(write_index(papers, finished, scale, out, runs, inputs))
-    done = [p for p in PAPERS.values() if p in papers or p in finished]
-    written.append(write_results(done, scale, out, runs, inputs))
+    reported = [p for p in PAPERS.values() if p in papers or p in finished]
+    written.append(write_results(reported, scale, out, runs, inputs))
     if thumbnails is not None:
-        written += write_thumbnails(done, scale, out, runs, inputs, thumbnails)
+        written += write_thumbnails(reported, scale, out, runs, inputs, thumbnails)
     return {"computed": len(plan.todo), "reused": plan.reused, "files": written,
             "cpu_seconds": {p.name: seconds[p.name] for p in papers if p.name in seconds},
             "seconds": time.monotonic() - started}

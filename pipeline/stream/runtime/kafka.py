@@ -4,7 +4,7 @@ aiokafka clients get of the same client properties (:func:`faust_options`)."""
 from __future__ import annotations
 
 import logging
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -13,6 +13,9 @@ from ..kafka_properties import is_secret
 from ..settings import KafkaCredentials
 from ..wire.reports import ReportBatch, Watermark, json_report, report_partition
 from ..wire.topics import REPORTS
+
+if TYPE_CHECKING:  # confluent_kafka is imported where a client is made
+    from confluent_kafka import Message
 
 kafka_log = logging.getLogger("wevent.kafka")
 kafka_log.addHandler(logging.NullHandler())  # no handler configured (a CLI): silent, not Python's last resort
@@ -65,7 +68,7 @@ def _compression(value: str) -> str | None:
 
 
 #: property -> (the Faust settings that pass it to aiokafka, how its text becomes their value)
-FAUST_SETTINGS = {
+FAUST_SETTINGS: dict[str, tuple[tuple[str, ...], Callable[[str], Any]]] = {
     "client.id": (("broker_client_id",), str),
     "request.timeout.ms": (("broker_request_timeout", "producer_request_timeout"), _seconds),
     "session.timeout.ms": (("broker_session_timeout",), _seconds),
@@ -139,7 +142,7 @@ def client_config(bootstrap: str, credentials: KafkaCredentials | None = None, d
 
 
 def producer_config(bootstrap: str, tansu_compat: bool, credentials: KafkaCredentials | None = None) -> dict:
-    defaults = {"message.max.bytes": 4_000_000}
+    defaults: dict[str, int | str] = {"message.max.bytes": 4_000_000}
     if not tansu_compat:
         defaults.update({"linger.ms": 5, "compression.type": "lz4"})
     config = {
@@ -169,6 +172,21 @@ def consumer_config(bootstrap: str, group: str | None = None, tansu_compat: bool
     if tansu_compat:  # real Kafka answers a fetch as soon as data arrives
         config["fetch.wait.max.ms"] = TANSU_FETCH_WAIT_MS
     return config
+
+
+def message_offset(message: Message) -> int:
+    """The offset of a message consumed without an error (the client sets it on every one)."""
+    offset = message.offset()
+    assert offset is not None, "a consumed message has an offset"
+    return offset
+
+
+def message_value(message: Message) -> bytes:
+    """The value of a message read from a topic the workers write: none is without one (a
+    tombstone), and the readers take none."""
+    value = message.value()
+    assert value is not None, f"{message.topic()}[{message.partition()}]@{message.offset()} has no value"
+    return value
 
 
 def key_partition(key: str, partitions: int) -> int:
@@ -234,13 +252,14 @@ class CommittedTail:
                     message = consumer.poll(0.2)
                     if message is None:
                         continue
-                    if message.error():
-                        if message.error().code() == KafkaError._PARTITION_EOF:
+                    error = message.error()
+                    if error:
+                        if error.code() == KafkaError._PARTITION_EOF:
                             break
-                        raise DeliveryError(f"{topic}[{partition}]: {message.error().str()}")
-                    if message.offset() >= end:
+                        raise DeliveryError(f"{topic}[{partition}]: {error.str()}")
+                    if message_offset(message) >= end:
                         break
-                    records.append((message.key(), message.value()))
+                    records.append((message.key(), message_value(message)))
                 yield from reversed(records)
                 end, window = start, 2 * window
         finally:
@@ -401,7 +420,7 @@ class KafkaReportSink:
         if self.delivered < self.messages_sent:
             raise DeliveryError(f"{self.messages_sent - self.delivered:,} of {self.messages_sent:,} messages still "
                                 f"unconfirmed by Kafka at {self.bootstrap} after {self.delivery_timeout:g} s")
-        if not self.check_held:
+        if self.start_offsets is None:  # only a tansu_compat sink checks what the broker holds
             return
         held = np.subtract(self._end_offsets(), self.start_offsets)
         lost = np.flatnonzero(held < self.delivered_to)

@@ -16,7 +16,7 @@ from ..wire.records import DeadLetter, PublishedRecords, ReleaseRecord
 from ..wire.seals import SignatureSeal
 from ..settings import KafkaCredentials
 from .broker import ask_again
-from .kafka import consumer_config, key_partition
+from .kafka import consumer_config, key_partition, message_offset, message_value
 from ..wire.topics import DEAD_LETTERS, RELEASES
 
 __all__ = ["Published", "ReleaseReader", "Releases", "DeadLetterWatch", "STREAM_STOPPED", "newest_first",
@@ -107,9 +107,10 @@ class Releases(ReleaseReader):
                     return
                 continue
             last = time.monotonic()
-            record = self.take(message.value())
+            value = message_value(message)
+            record = self.take(value)
             if record is not None:
-                yield Published(record, message.value())
+                yield Published(record, value)
 
     def close(self) -> None:
         self.consumer.close()
@@ -158,10 +159,11 @@ class DeadLetterWatch:
             message = self.consumer.poll(0)
             if message is None:
                 return None
-            if message.error():
+            value = message.value()
+            if message.error() or value is None:
                 continue
             try:
-                letter = DeadLetter.from_json(message.value())
+                letter = DeadLetter.from_json(value)
             except (DecodeError, ValueError, TypeError):
                 continue
             if letter.stream == self.stream and letter.reason in STREAM_STOPPED:
@@ -198,13 +200,16 @@ def newest_first(bootstrap: str, topic: str, stream: str, credentials: KafkaCred
             found = []
             while True:
                 message = consumer.poll(5)
-                if message is None or (not message.error() and message.offset() >= end):
-                    break  # nothing more within 5 s, or past the chunk
+                if message is None:
+                    break  # nothing more within 5 s
                 if message.error():
                     continue
+                offset = message_offset(message)
+                if offset >= end:
+                    break  # past the chunk
                 if message.key() == key:
-                    found.append(message.value())
-                if message.offset() >= end - 1:
+                    found.append(message_value(message))
+                if offset >= end - 1:
                     break
             yield from reversed(found)
             end = start
@@ -319,7 +324,7 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 30.0,
             while high > low and consumer.position([TopicPartition(topic, p)])[0].offset < high:
                 message = consumer.poll(0.5)
                 if message is not None and not message.error():
-                    values.append(message.value())
+                    values.append(message_value(message))
                     deadline = time.monotonic() + timeout
                 elif time.monotonic() > deadline:
                     raise Unavailable(f"topic {topic!r} partition {p} gave no message for {timeout:g} s "
