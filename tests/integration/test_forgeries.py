@@ -36,8 +36,9 @@ def feed_ba(cluster, config, users: int, slots: int) -> np.ndarray:
 
 
 def test_forged_releases_and_dissimilarities_neither_stall_nor_change_a_stream(cluster_factory):
-    """Before the first report: a release of slot 1,000,000 (M1 waited for it for ever) and a
-    dissimilarity for every slot with a million users in every cell (M2 published them)."""
+    """Before the first report: a release of slot 1,000,000 (M1 waited for it for ever), a
+    tombstone on releases, and a dissimilarity for every slot with a million users in every cell
+    (M2 published them)."""
     config = parse_config({"seed": 5, "report_partitions": 2, "stream_partitions": 1,
                            "streams": [stream_spec("ba", "ba", users=USERS)]})
     cluster = cluster_factory(config)
@@ -47,6 +48,7 @@ def test_forged_releases_and_dissimilarities_neither_stall_nor_change_a_stream(c
     forger = Producer(producer_config(cluster.bootstrap, tansu_compat=cluster.tansu_compat))
     release = ReleaseRecord("ba", 1_000_000, [0.0] * DOMAIN, "publish", "ba", 1.0, 10, 0.5, 0.5, 1.0)
     forger.produce("releases", release.to_bytes(), key=b"ba")
+    forger.produce("releases", None, key=b"ba")  # a tombstone: a message without a value
     for slot in range(1, SLOTS + 1):
         measured = MeasuredMessage("ba", slot, 0.0, np.full((1, DOMAIN), 10**6, dtype=np.int64),
                                    Dissimilarity(slot, 1e9, 0.05, 200.0))
@@ -60,7 +62,7 @@ def test_forged_releases_and_dissimilarities_neither_stall_nor_change_a_stream(c
         while len(got.keys() & set(range(1, SLOTS + 1))) < SLOTS and time.monotonic() < deadline:
             for record in releases.follow(idle_timeout=1.0):
                 got.setdefault(record.slot, record)
-        assert releases.published.dropped == {"unsigned": 1}
+        assert releases.published.dropped == {"unsigned": 1, "not JSON": 1}
     for result in expected_releases(BudgetAbsorption, "ba", values):
         assert got[result.slot].release == result.release.tolist(), f"slot {result.slot}\n{cluster.logs()}"
     text = cluster.metrics(worker)
@@ -68,4 +70,4 @@ def test_forged_releases_and_dissimilarities_neither_stall_nor_change_a_stream(c
     assert metric_value(text, "wevent_forged_messages_total", topic="dissimilarity", reason="unauthenticated") == SLOTS
     letters = [DeadLetter.from_json(v) for v in read_topic(cluster.bootstrap, "deadletter")]
     assert sorted((d.reason, d.topic) for d in letters) == sorted(
-        [("unauthenticated", "releases")] + [("unauthenticated", "dissimilarity")] * SLOTS)
+        [("malformed", "releases"), ("unauthenticated", "releases")] + [("unauthenticated", "dissimilarity")] * SLOTS)

@@ -134,14 +134,17 @@ def stateful_agent(app: StatePositionedApp, name: str, source, table, processor:
             message = event.message
             if watch_gaps and not await gaps.admit(app.consumer, message):
                 continue
+            # A message without a value (a tombstone, which no worker writes) is an empty record:
+            # refused as any record the processor cannot read.
+            raw = event.value or b""
             try:
                 outputs, updates, events = processor.process(
-                    event.value, message.topic, message.partition, message.offset,
+                    raw, message.topic, message.partition, message.offset,
                     lambda key: table.get(key.encode()), time.time(),
                 )
             except Exception as exc:  # a bug must not stop the stream: counted, dead-lettered, logged once
                 errors.failed(name, exc, f"{message.topic}[{message.partition}]@{message.offset}")
-                outputs, updates, events = internal_error(processor.config, event.value, message.topic, exc)
+                outputs, updates, events = internal_error(processor.config, raw, message.topic, exc)
             metrics.export(events)
             if processor.persist_before_send:  # M2: the ledger reaches its changelog before the release leaves
                 store(table, updates)
