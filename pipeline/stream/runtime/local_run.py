@@ -34,13 +34,16 @@ import signal
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ...errors import EXIT_INTERNAL, EXIT_LOST_STATE, EXIT_UNAVAILABLE, EXIT_USAGE, LostState, UsageError
 from ..config import AppConfig, StreamConfig
 from ..settings import NOISE_KEY_ENV, Settings
-from ..wire.records import ReleaseRecord
+from ..wire.records import PublishedRecords, ReleaseRecord
 from ..wire.seals import SignatureSeal
+
+if TYPE_CHECKING:  # imported where the broker starts: `wevent run --help` stays quick
+    from .broker import EmbeddedBroker
 
 __all__ = ["LocalRun", "RunKeys", "run_keys", "MadeWith", "StreamConflict", "Failed", "Stopped",
            "Signals", "ReplayThread"]
@@ -107,9 +110,11 @@ def run_keys(config: AppConfig, seed: int | None, settings: Settings, *, devices
         else:
             keys[variable] = SecretKey.generate().hex()
     worker = {NOISE_KEY_ENV: keys.pop(NOISE_KEY_ENV)}
-    if checks_reports:  # each side checks the other's signatures with a public key only
-        worker[REPORT_KEY_ENV] = (report_seal(SecretKey.from_hex(keys[DEVICE_KEY_ENV])).public_hex
-                                  if DEVICE_KEY_ENV in keys else settings.device_public_key_hex)
+    if checks_reports and DEVICE_KEY_ENV in keys:  # each side checks the other's signatures with a public key only
+        worker[REPORT_KEY_ENV] = report_seal(SecretKey.from_hex(keys[DEVICE_KEY_ENV])).public_hex
+    elif checks_reports:
+        assert settings.device_public_key_hex, "without it the devices' key was needed, and made above"
+        worker[REPORT_KEY_ENV] = settings.device_public_key_hex
     fleet = {}
     if devices:
         fleet = keys | {REQUEST_KEY_ENV: request_seal(SecretKey.from_hex(worker[NOISE_KEY_ENV])).public_hex}
@@ -209,7 +214,7 @@ class Signals:
     HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
-        self.previous = {}
+        self.previous: dict[int, Any] = {}  # signal -> the handler before install (a callable or a constant)
         self.pending: int | None = None
         self.deferring = False
         self.ignoring = False
@@ -327,7 +332,7 @@ class LocalRun:
         self.speed = speed
         self.monitor = TruthMonitor.for_stream(stream, feed)
         self.released = 0
-        self.broker = None
+        self.broker: EmbeddedBroker | None = None
         self.worker = None
         self.children: list = []  # worker and devices: the run fails when one stops
         self.replay: ReplayThread | None = None
@@ -338,7 +343,7 @@ class LocalRun:
         self.made_with = MadeWith.of(self.config, stream, keys.worker[NOISE_KEY_ENV])
         self.continues: int | None = None  # the newest slot the stream had released before this run
         self.letters_from: dict[int, int] = {}  # where the dead letters this run watches begin
-        self.published = None  # the releases read (PublishedRecords: what was dropped)
+        self.published: PublishedRecords | None = None  # the releases read (what was dropped)
 
     def open(self) -> "LocalRun":
         """Install the signal handlers and make the working directory (mode 0700), after deleting
@@ -360,24 +365,37 @@ class LocalRun:
         from .broker import EmbeddedBroker, create_topics
         from .child_processes import DevicesProcess, WorkerProcess, write_config
 
-        self.broker = None if self.bootstrap else self._start(
-            EmbeddedBroker(memory_limit_mb=self.settings.broker_memory_limit_mb()))
-        self.bootstrap = self.bootstrap or self.broker.bootstrap
-        create_topics(self.bootstrap, self.config.topics(), credentials=self.settings.kafka_credentials(self.config))
+        if self.bootstrap is None:
+            self.broker = self._start(EmbeddedBroker(memory_limit_mb=self.settings.broker_memory_limit_mb()))
+            self.bootstrap = self.broker.bootstrap
+        create_topics(self.kafka, self.config.topics(), credentials=self.settings.kafka_credentials(self.config))
         self.check_existing_stream()
-        config_path = write_config(self.config, self.workdir)  # without a seed: the keys travel in the environment only
-        self.worker = self._start(WorkerProcess(config_path, self.bootstrap, self.metrics_port,
-                                                self.workdir / "worker.log", tansu_compat=self.embedded,
-                                                datadir=self.workdir / "data", env=self.keys.worker))
+        workdir = self.directory
+        config_path = write_config(self.config, workdir)  # without a seed: the keys travel in the environment only
+        self.worker = self._start(WorkerProcess(config_path, self.kafka, self.metrics_port,
+                                                workdir / "worker.log", tansu_compat=self.embedded,
+                                                datadir=workdir / "data", env=self.keys.worker))
         self.children = [self.worker]
         if self.stream.model == "local":  # the users' devices hold the values and answer the server's requests
-            values = self.workdir / "values.npz"
+            values = workdir / "values.npz"
             self.replayed.data.save(values)
-            devices = DevicesProcess(config_path, self.stream.name, values, self.bootstrap,
-                                     self.workdir / "devices.log", tansu_compat=self.embedded,
+            devices = DevicesProcess(config_path, self.stream.name, values, self.kafka,
+                                     workdir / "devices.log", tansu_compat=self.embedded,
                                      new_ledger=True)  # the run owns the fleet's whole life, and its ledger's
             devices.env.update(self.keys.devices)
             self.children.append(self._start(devices))
+
+    @property
+    def kafka(self) -> str:
+        """The run's Kafka bootstrap servers: the given ones, or its embedded broker's once started."""
+        assert self.bootstrap is not None, "the run's broker has not started"
+        return self.bootstrap
+
+    @property
+    def directory(self) -> Path:
+        """The run's working directory (made by :meth:`open`)."""
+        assert self.workdir is not None, "the run is not open"
+        return self.workdir
 
     @property
     def embedded(self) -> bool:
@@ -408,7 +426,7 @@ class LocalRun:
         """The feed's replay into ``reports``, in a thread."""
         from .kafka import sink_for
 
-        sink = sink_for(self.bootstrap, self.stream, self.config.report_partitions, self.tansu_compat,
+        sink = sink_for(self.kafka, self.stream, self.config.report_partitions, self.tansu_compat,
                         credentials=self.settings.kafka_credentials(self.config))
         self.replay = self._start(ReplayThread(self.replay_loop, self.replayed, sink, self.speed))
 
@@ -418,15 +436,14 @@ class LocalRun:
         :meth:`MadeWith.differences`) or under another key (it has releases and none verifies);
         notes in ``continues`` the slot an existing stream of the same parameters and key reached.
         It also marks where the dead letters this run watches begin (:meth:`releases`)."""
-        from ..wire.records import PublishedRecords
         from ..wire.topics import RELEASES
         from .subscription import DeadLetterWatch, newest_first
 
         credentials = self.settings.kafka_credentials(self.config)
-        self.letters_from = DeadLetterWatch.ends(self.bootstrap, credentials)
+        self.letters_from = DeadLetterWatch.ends(self.kafka, credentials)
         name, where = self.stream.name, f"stream {self.stream.name!r} on {self.bootstrap}"
         published = PublishedRecords(self.made_with.key)
-        with contextlib.closing(newest_first(self.bootstrap, RELEASES, name, credentials)) as messages:
+        with contextlib.closing(newest_first(self.kafka, RELEASES, name, credentials)) as messages:
             for message in messages:
                 fields = published.read(message)
                 if fields is None or fields.get("record") == "audit" or fields["stream"] != name:
@@ -456,10 +473,10 @@ class LocalRun:
         from .subscription import DeadLetterWatch, Releases
 
         credentials = self.settings.kafka_credentials(self.config)
-        with (Releases(self.bootstrap, streams=[self.stream.name], tansu_compat=self.tansu_compat,
+        with (Releases(self.kafka, streams=[self.stream.name], tansu_compat=self.tansu_compat,
                        credentials=credentials, key=self.made_with.key,
                        parameters=self.made_with.parameters) as releases,
-              DeadLetterWatch(self.bootstrap, self.stream.name, self.letters_from, self.tansu_compat,
+              DeadLetterWatch(self.kafka, self.stream.name, self.letters_from, self.tansu_compat,
                               credentials) as letters):
             self.published = releases.published
             while self.released < self.slots:
@@ -489,6 +506,7 @@ class LocalRun:
             if not child.alive:
                 raise Failed(f"the {child.name} stopped ({child.describe_exit()}); the last line of its log: "
                              f"{child.last_line() or '(none)'}", child.exit_status)
+        assert self.replay is not None, "the releases are read once the replay has started"
         if self.replay.failure:
             lost = isinstance(self.replay.failure, LostState)
             self._fail(f"the replay failed: {self.replay.failure}", EXIT_LOST_STATE if lost else EXIT_UNAVAILABLE)
@@ -506,13 +524,12 @@ class LocalRun:
     def write_audit_log(self, path: str) -> None:
         """The stream's audit records of slots 1..slots (once each, as published: signed), from the
         audit topic, one JSON line each: those that verify under this run's key, of its parameters."""
-        from ..wire.records import PublishedRecords
         from .subscription import read_topic
         from ..wire.topics import AUDIT
 
         published = PublishedRecords(self.made_with.key)
-        records = {}
-        for value in read_topic(self.bootstrap, AUDIT, credentials=self.settings.kafka_credentials(self.config)):
+        records: dict[int, str] = {}
+        for value in read_topic(self.kafka, AUDIT, credentials=self.settings.kafka_credentials(self.config)):
             record = published.read(value)
             if (record is not None and record["stream"] == self.stream.name and record.get("record") == "audit"
                     and record.get("parameters") == self.made_with.parameters and isinstance(record.get("slot"), int)

@@ -7,7 +7,7 @@ import datetime as dt
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Generator, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -180,7 +180,7 @@ class DeadLetterWatch:
 
 
 def newest_first(bootstrap: str, topic: str, stream: str, credentials: KafkaCredentials | None = None,
-                 chunk: int = 256, timeout: float = 30.0) -> Iterator[bytes]:
+                 chunk: int = 256, timeout: float = 30.0) -> Generator[bytes, None, None]:
     """The messages keyed ``stream`` on ``topic`` (a stream-keyed topic: all in the partition of
     its key), newest first: the partition is read backwards, ``chunk`` messages at a time, so that
     a caller looking for the newest of them reads only the partition's end."""
