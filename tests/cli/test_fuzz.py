@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -423,9 +424,13 @@ def test_the_long_running_commands_wait_for_kafka_saying_so_once_and_stop_on_sig
     finally:
         proc.kill()
         proc.wait()
-    assert log.read_text().splitlines() == [
+    # Its own lines, and any line saying a connection failed (a client library's), are those two: other
+    # warnings a loaded machine brings (a late timer, say) are not about the attempts.
+    said = [line for line in log.read_text().splitlines()
+            if line.startswith("wevent ") or re.search(r"(?i)refused|connect call failed|unable connect", line)]
+    assert said == [
         f"wevent {argv[0]}: cannot reach Kafka at {UNREACHABLE}: {UNREACHABLE}: Connection refused; trying again until "
-        "it answers", f"wevent {argv[0]}: SIGTERM: stopping"]
+        "it answers", f"wevent {argv[0]}: SIGTERM: stopping"], log.read_text()
 
 
 @pytest.mark.slow

@@ -45,11 +45,20 @@ from .conftest import ALERT_RULES, DASHBOARDS, DOCKER, keys_env, source_of, tool
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-SCRAPE_SECONDS = 1
+# A scrape may take as long as its interval: a worker whose event loop is busy for a second under
+# load answers late, not never.
+SCRAPE_SECONDS = 2
 RATE_INTERVAL = f"{4 * SCRAPE_SECONDS}s"  # Grafana's $__rate_interval: at least four scrape intervals
+HEALTH_WINDOW = "30s"  # a target is healthy when one of its scrapes in this window succeeded
 RENDER_TO = os.environ.get("WEVENT_DASHBOARD_PNG")
-SLOTS, SPEED = (288, 300.0) if RENDER_TO else (240, 600.0)  # 5-minute slots: 1 or 2 a second, 2 minutes at least
+SPEED = 300.0 if RENDER_TO else 600.0  # the feeders' 5-minute slots: 1 or 2 a second
 DATA_DEADLINE = 240 if RENDER_TO else 60  # seconds to wait for every panel's data, the run still going
+RELEASE_WAIT, FLUSH_WAIT, DUMP_WAIT = 90, 30, 120  # seconds: the first releases, the bad input, the device values
+# `wevent run` replays the whole bundled sample (288 5-minute slots), slowly enough to outlast every
+# wait of the fixture at its deadline (and a margin for the last queries); the fixture stops it.
+FEED_SLOTS = 288
+RUN_SECONDS = RELEASE_WAIT + FLUSH_WAIT + DUMP_WAIT + DATA_DEADLINE + 30
+RUN_SPEED = min(SPEED, 300 * FEED_SLOTS // RUN_SECONDS)
 RENDERER = DOCKER / "grafana" / "render_dashboard.py"
 LOCAL_METRICS = {m._name for m in vars(metrics).values()
                  if hasattr(m, "_documentation") and m._documentation.startswith("Local model:")}
@@ -102,6 +111,7 @@ class Run:
     spent: list = field(default_factory=list)  # the series the budget alert compares with the budget
     released: set[str] = field(default_factory=set)  # streams with a scraped release
     jobs: set[str] = field(default_factory=set)  # scrape jobs of the generated config
+    up: dict[tuple[str, str], float] = field(default_factory=dict)  # (job, instance) -> best `up` in HEALTH_WINDOW
     stopped_feeders: list[str] = field(default_factory=list)  # feeders that failed during the run
     log: str = ""
 
@@ -149,7 +159,7 @@ def send_bad_input(bootstrap: str, stream: dict) -> None:
     late = ReportBatch(stream["name"], np.array([0]), np.array([0]), np.array([round(stream["start"] * 1000)]))
     producer.produce("reports", b"not a report", partition=0)
     producer.produce("reports", late.encode(), partition=0)
-    assert producer.flush(30) == 0
+    assert producer.flush(FLUSH_WAIT) == 0
 
 
 def wevent_process(argv: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
@@ -190,7 +200,7 @@ def start_feeder(compose: dict, service: dict, replacements: dict, env: dict, tm
                       and source_of(s, option(s["command"], "--dump")) == source_of(service, values))
         dump = tmp / PurePosixPath(values).name
         if not dump.exists():
-            assert wevent_process(on_this_machine(writer, {"--dump": dump}), log).wait(120) == 0, log.read_text()
+            assert wevent_process(on_this_machine(writer, {"--dump": dump}), log).wait(DUMP_WAIT) == 0, log.read_text()
         replacements = {**replacements, "--values": dump}
     return wevent_process(on_this_machine(service, replacements), log, env)
 
@@ -211,7 +221,8 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
         for flag, port in ports.items():
             targets.setdefault(scraped[flag], []).append(port)
     (tmp / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
+        "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "scrape_timeout": f"{SCRAPE_SECONDS}s",
+                   "evaluation_interval": f"{SCRAPE_SECONDS}s"},
         "rule_files": [str(ALERT_RULES)],
         "scrape_configs": [{"job_name": job, "static_configs": [{"targets": [f"127.0.0.1:{p}" for p in ports]}]}
                            for job, ports in targets.items()],
@@ -222,8 +233,8 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
         stdout=subprocess.DEVNULL, stderr=open(tmp / "prometheus.log", "wb"), start_new_session=True)
     output = tmp / "wevent-run.log"
     keys = keys_env()
-    wevent = wevent_process(["run", "--config", str(config_path), "--stream", central["name"], "--slots", str(SLOTS),
-                             "--speed", str(SPEED), "--metrics-port", str(worker_port), "--truth-port", str(truth_port),
+    wevent = wevent_process(["run", "--config", str(config_path), "--stream", central["name"], "--slots",
+                             str(FEED_SLOTS), "--speed", str(RUN_SPEED), "--metrics-port", str(worker_port), "--truth-port", str(truth_port),
                              "--quiet"], output, {k: keys[k] for k in ("WEVENT_NOISE_KEY", "WEVENT_DEVICE_PUBLIC_KEY")})
     fleet = []
     result = Run([s["name"] for s in config["streams"]], unsupported, f"http://127.0.0.1:{prometheus_port}",
@@ -234,7 +245,7 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
         wait_for(lambda: re.search(r"^broker (\S+)", log(), flags=re.M), 60, "wevent run's broker", log)
         bootstrap = re.search(r"^broker (\S+)", log(), flags=re.M).group(1)
         released = f'wevent_last_released_slot{{stream="{central["name"]}"}} >= 2'
-        wait_for(lambda: query(result.prometheus, released), 90, "a scraped release of slot 2", log)
+        wait_for(lambda: query(result.prometheus, released), RELEASE_WAIT, "a scraped release of slot 2", log)
         send_bad_input(bootstrap, central)
         env = {**{k: keys[k] for k in ("WEVENT_DEVICE_KEY", "WEVENT_REQUEST_PUBLIC_KEY")}, "WEVENT_TANSU_COMPAT": "1"}
         devices_first = sorted(others, key=lambda other: other[0]["command"][0] != "devices")  # before the requests
@@ -257,6 +268,8 @@ def run(compose, streams_raw, tmp_path_factory) -> Run:
         assert wevent.poll() is None, f"wevent run ended while the test was still querying:\n{log()}"
         result.rules = [rule for group in api(result.prometheus, "rules")["groups"] for rule in group["rules"]]
         result.targets = api(result.prometheus, "targets")["activeTargets"]
+        result.up = {(r["metric"]["job"], r["metric"]["instance"]): float(r["value"][1])
+                     for r in query(result.prometheus, f"max_over_time(up[{HEALTH_WINDOW}])")}
         result.spent = query(result.prometheus, "wevent_window_epsilon_spent")
         if RENDER_TO:  # rates over 20 s, as Grafana draws them with the compose stack's 5 s scrapes
             subprocess.run([os.environ.get("WEVENT_RENDER_PYTHON", sys.executable), str(RENDERER),
@@ -300,8 +313,12 @@ def test_every_stream_of_the_run_is_released(run):
 
 
 def test_prometheus_scraped_every_target(run):
+    """Every target of every job answered a scrape in the last HEALTH_WINDOW, the run still going.
+    Judged over a window, not by the last scrape alone: a worker whose event loop was busy past the
+    scrape timeout under load fails one scrape and answers the next."""
     assert {t["labels"]["job"] for t in run.targets} == run.jobs
-    down = {t["scrapeUrl"]: (t["labels"]["job"], t["lastError"]) for t in run.targets if t["health"] != "up"}
+    down = {t["scrapeUrl"]: (t["labels"]["job"], t["lastError"]) for t in run.targets
+            if run.up.get((t["labels"]["job"], t["labels"]["instance"])) != 1}
     assert down == {}, run.log
 
 

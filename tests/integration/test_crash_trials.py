@@ -44,7 +44,9 @@ pytestmark = [pytest.mark.integration]
 TRIALS = max(50, int(os.environ.get("WEVENT_CRASH_TRIALS", "50")))
 FIRST_SEED = int(os.environ.get("WEVENT_CRASH_SEED", "7000"))
 PARALLEL = 5
-SHORT_TRIAL = {"slots": 10, "horizon": 8.0, "max_delay": 3.0, "session_seconds": 4.0}
+# A trial's releases may take 300 s to come: a trial stalled by the machine's load is slow, not wrong,
+# and only a wrong release (or none at all) is a failure.
+SHORT_TRIAL = {"slots": 10, "horizon": 8.0, "max_delay": 3.0, "session_seconds": 4.0, "timeout": 300.0}
 BENCHMARK = ("fast-w", "rescuedp", "dsat", "pegasus", "adapub", "bd-grouped", "ba-grouped")
 ROTATING = 2  # trials a day
 

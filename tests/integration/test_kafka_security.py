@@ -87,20 +87,27 @@ def consume(bootstrap: str, env: dict, topic: str, group: str) -> bytes | str:
         consumer.close()
 
 
-def refused(bootstrap: str, env: dict) -> list[str]:
-    """The errors a client gets from the broker at ``bootstrap`` before any metadata: [] if it connects."""
+def refused(bootstrap: str, env: dict, timeout: float = 30.0) -> list[str]:
+    """The errors a client gets from the broker at ``bootstrap`` before any metadata: [] if it connects.
+
+    A TLS and SCRAM handshake with a JVM broker on a loaded machine can take several seconds, so
+    the client asks again until it connects, until the broker has told it why not (an error), or
+    for ``timeout`` seconds."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     errors = []
     config = consumer_config(bootstrap, credentials=credentials(env)) | {"error_cb": lambda error: errors.append(error.name())}
     client = AdminClient(config)
-    try:
-        client.list_topics(timeout=4)
-    except KafkaException as exc:
-        client.poll(1)  # serves the error callbacks
-        return errors + [exc.args[0].name()]
-    return []
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.list_topics(timeout=4)
+            return []
+        except KafkaException as exc:
+            client.poll(1)  # serves the error callbacks
+            if errors or time.monotonic() > deadline:
+                return errors + [exc.args[0].name()]
 
 
 def test_each_role_works_within_its_grants_and_only_there(kafka):

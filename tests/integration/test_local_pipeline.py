@@ -32,7 +32,8 @@ USERS, SLOTS, DOMAIN, SEED, BLOCK = 2000, 60, 8, 21, 512
 
 def local_stream(name, mechanism):
     return {"name": name, "model": "local", "mechanism": mechanism, "epsilon": 1.0, "window": 10, "domain": DOMAIN,
-            "users": USERS, "slot_seconds": 60, "start": START, "options": {"block_size": BLOCK}}
+            "users": USERS, "slot_seconds": 60, "start": START,
+            "options": {"block_size": BLOCK, "deadline_seconds": 300}}  # a late answer under load is waited for
 
 
 def test_local_streams_equal_simulate_and_no_raw_value_reaches_any_topic(cluster_factory, tmp_path):

@@ -48,7 +48,8 @@ def run_local_streams(cluster_factory, tmp_path, record_property, streams: dict[
     releases against `wevent simulate` and the audit; return name -> simulated releases."""
     config = parse_config({"seed": SEED, "report_partitions": 2, "stream_partitions": 2, "streams": [
         {"name": name, "model": "local", "epsilon": 1.0, "window": WINDOW, "slot_seconds": 60, "start": START,
-         "options": {"block_size": BLOCK}} | fields for name, fields in streams.items()]})
+         "options": {"block_size": BLOCK, "deadline_seconds": 300}}  # a late answer under load is waited for
+        | fields for name, fields in streams.items()]})
     cluster = cluster_factory(config)
     worker = cluster.start_worker()
     fleets = [fleet_of_streams(cluster.config_path, dumps, cluster.bootstrap, tmp_path, shard, SHARDS,

@@ -13,7 +13,7 @@ import pytest
 
 from wevent.stream.runtime.broker import EmbeddedBroker, create_topics
 from wevent.stream.config import parse_config
-from wevent.stream.runtime.child_processes import write_config
+from wevent.stream.runtime.child_processes import wait_until, write_config
 from wevent.stream.runtime.subscription import read_topic
 
 pytestmark = [pytest.mark.integration]
@@ -41,6 +41,13 @@ def write_taxi_config(directory: Path, first_slot: int = 1):
     return config, write_config(config, directory)
 
 
+def wait_for_deliveries(broker, replay) -> None:
+    """Until the broker holds ten of the replay's messages: it has confirmed the first ones (it answers
+    a connection's requests in order), and the replay goes on for about 29 s more."""
+    assert wait_until(lambda: replay.poll() is not None or len(read_topic(broker.bootstrap, "reports")) >= 10, 60, 0.2)
+    assert replay.poll() is None, replay.communicate()
+
+
 @pytest.fixture
 def taxi_config(tmp_path):
     return write_taxi_config(tmp_path)
@@ -62,11 +69,11 @@ def test_a_broker_killed_mid_replay_fails_the_replay_in_one_line(tmp_path, taxi_
     broker = EmbeddedBroker().start()
     try:
         create_topics(broker.bootstrap, config.topics())
-        # 288 slots of 300 s at 3,000 times real time: about 29 s of replay; the broker dies after 4 s.
+        # 288 slots of 300 s at 3,000 times real time: about 29 s of replay; the broker dies once it
+        # has confirmed some of it.
         replay = subprocess.Popen(replay_command(path, broker.bootstrap, "--speed", "3000", "--delivery-timeout", "5"),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(4)
-        assert replay.poll() is None, replay.communicate()
+        wait_for_deliveries(broker, replay)
         broker.process.kill()
         broker.process.wait()
         out, err = replay.communicate(timeout=60)
@@ -85,7 +92,7 @@ def test_a_broker_restarted_empty_mid_replay_fails_the_replay(tmp_path, taxi_con
         create_topics(broker.bootstrap, config.topics())
         replay = subprocess.Popen(replay_command(path, broker.bootstrap, "--speed", "3000", "--delivery-timeout", "30"),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(4)
+        wait_for_deliveries(broker, replay)  # confirmed messages for the new broker to lose
         broker.process.kill()
         broker.process.wait()
         time.sleep(2)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 
 def test_a_dead_broker_ends_the_run_with_one_line(tmp_path):
     status, after, seconds, _ = kill_a_child(tmp_path, "broker", ["--speed", "60"])
-    assert seconds < 15
+    assert seconds < 30  # promptly, not for ever: a whole process on a loaded machine
     assert status == 3  # the broker's state is gone: a new run starts from scratch
     assert len(after) == 1 and after[0].startswith("wevent run: failed: the embedded broker stopped (killed by "
                                                    "SIGKILL); its topics"), after[:20]

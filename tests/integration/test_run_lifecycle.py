@@ -39,8 +39,8 @@ def test_a_signal_stops_every_process_and_removes_the_working_directory(tmp_path
 
         sent = time.monotonic()
         run.send_signal(signum)
-        status = run.wait(30)
-        assert time.monotonic() - sent < 15
+        status = run.wait(60)
+        assert time.monotonic() - sent < 30  # promptly, not for ever: a whole process on a loaded machine
         assert status == 128 + signum
         assert wait_for(lambda: not any(alive(pid) for pid in started), 5), \
             {pid: started[pid] for pid in started if alive(pid)}

@@ -6,6 +6,7 @@ and comes up when it starts."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 import urllib.error
@@ -66,7 +67,8 @@ def test_lost_broker_unready_then_exit_when_it_returns_empty(tmp_path):
         broker.process.wait()
         lines_before = len(worker.log_path.read_text(errors="replace").splitlines())
         down = time.monotonic()
-        assert wait_until(lambda: health(worker)[0] == 503, 20), health(worker)
+        # 60 s here and for the exit below: promptly, not for ever, on a loaded machine
+        assert wait_until(lambda: health(worker)[0] == 503, 60), health(worker)
         status, body = health(worker)
         assert body["problems"][0]["reason"] == "broker unreachable", body
         while time.monotonic() - down < OUTAGE:  # alive all along: the outage is no reason to restart it
@@ -77,7 +79,7 @@ def test_lost_broker_unready_then_exit_when_it_returns_empty(tmp_path):
 
         broker = EmbeddedBroker(broker.port).start()  # empty: no topics, no offsets, no tables
         try:
-            worker.process.wait(30)
+            worker.process.wait(60)
         except subprocess.TimeoutExpired:
             pytest.fail(f"the worker runs on against a broker that lost its data: {health(worker)}")
         assert worker.process.returncode == 3
@@ -100,9 +102,13 @@ def test_a_worker_started_before_its_broker_waits_for_it_then_releases(tmp_path)
         status, body = health(worker)
         assert status == 503 and body["problems"][0]["reason"] == "broker unreachable", body
         assert health(worker, "/livez")[0] == 200
-        assert worker.alive and worker.log_path.read_text().splitlines() == [
+        # Its own lines, and any line saying a connection failed (a client library's), are that one
+        # line: other warnings a loaded machine brings (a late timer, say) are not about the attempts.
+        said = [line for line in worker.log_path.read_text().splitlines()
+                if line.startswith("wevent ") or re.search(r"(?i)refused|connect call failed|unable connect", line)]
+        assert worker.alive and said == [
             f"wevent worker: cannot reach Kafka at {broker.bootstrap}: {broker.bootstrap}: Connection refused; "
-            "trying again until it answers"]
+            "trying again until it answers"], worker.log_tail()
 
         broker.start()
         assert wait_until(lambda: health(worker)[0] == 200, 60), (health(worker), worker.log_tail())
