@@ -175,5 +175,16 @@ _integers_up = np.frompyfunc(_integer_up, 2, 1)
 
 
 def integers_up(integers: np.ndarray, exponent: int) -> np.ndarray:
-    """Every one of ``integers`` (in units of ``2**exponent``) as the smallest float at least its value."""
+    """Every one of ``integers`` (in units of ``2**exponent``) as the smallest float at least its value.
+
+    When every integer lies in ``0 .. 2^53 - 1`` and the unit is not below the smallest subnormal,
+    every value is a float exactly (a multiple of ``2^-1074`` with at most 53 significant bits), so
+    one vector conversion and ``ldexp`` give them; otherwise each is rounded up on its own.
+    """
+    array = np.asarray(integers)
+    if array.size and exponent >= _SMALLEST:
+        floats = array.astype(float)  # exact below 2^53; a larger integer converts to 2^53 or more
+        if floats.min() >= 0 and floats.max() < 2.0**_MANTISSA:
+            with np.errstate(over="ignore"):  # beyond the floats: inf, as one at a time gives
+                return np.ldexp(floats, exponent).reshape(np.shape(integers))
     return np.asarray(_integers_up(integers, exponent), dtype=float).reshape(np.shape(integers))

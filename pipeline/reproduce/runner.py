@@ -9,14 +9,18 @@ its file; an interrupted run resumes where it stopped; a rerun computes only wha
 
 The work goes to ``--jobs`` processes one task at a time: the datasets first, then the cells in
 groups of one paper, dataset and run (the cells of a group read the same stream, which a process
-keeps in memory from one cell to the next), the groups with the most cells first. A figure's CSV
-and PNG are written by a worker as soon as its last cell is in, ahead of the cells still waiting.
+keeps in memory from one cell to the next), the groups with the most cells first. A task is the
+methods of one point of a figure, in one process: they share what a process keeps from one cell to
+the next (a personalized point's per-type counts), which two processes would each compute. A
+figure's CSV and PNG are written by a worker as soon as its last cell is in, ahead of the cells
+still waiting.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import itertools
 import json
 import os
 import sys
@@ -33,20 +37,24 @@ from .figures import Scale
 __all__ = ["run"]
 
 
-def _compute(cell: Cell, scale: Scale, inputs: dict, path: Path, simulate: Callable[[list[str]], dict]) -> float:
-    """Run one cell and cache its summary; the CPU seconds it took."""
+def _compute(cells: list[tuple[Cell, Path]], scale: Scale, inputs: dict, simulate: Callable[[list[str]], dict]
+             ) -> list[float]:
+    """Run the cells one after another and cache each summary as it is done; the CPU seconds of each."""
     from . import PAPERS
 
-    paper = PAPERS[cell.paper]  # a worker process finds the paper by name: figures hold no picklable code
-    started = time.process_time()
-    summary = paper.summary(paper.figure(cell.figure), cell.dataset, cell.x, cell.method, cell.run, scale, inputs,
-                            simulate)
-    seconds = time.process_time() - started
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.partial")
-    partial.write_text(json.dumps({"how": cell.how(scale, inputs), "summary": summary, "cpu_seconds": seconds}))
-    partial.replace(path)
-    return seconds
+    spent = []
+    for cell, path in cells:
+        paper = PAPERS[cell.paper]  # a worker process finds the paper by name: figures hold no picklable code
+        started = time.process_time()
+        summary = paper.summary(paper.figure(cell.figure), cell.dataset, cell.x, cell.method, cell.run, scale, inputs,
+                                simulate)
+        seconds = time.process_time() - started
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(json.dumps({"how": cell.how(scale, inputs), "summary": summary, "cpu_seconds": seconds}))
+        partial.replace(path)
+        spent.append(seconds)
+    return spent
 
 
 class _Counter:
@@ -90,7 +98,7 @@ class _InProcess(concurrent.futures.Executor):
 class _Plan:
     """What a run computes and writes: the distinct cells missing, and what every figure waits for."""
 
-    todo: list[tuple[Cell, Path]]  # in submission order
+    todo: list[list[tuple[Cell, Path]]]  # the tasks, in submission order: the methods of one point of a figure each
     waiting: dict[tuple[str, str], set[Path]]  # (paper, figure) -> its cells not yet cached
     figures_of: dict[Path, list[tuple[str, str]]]  # a missing cell -> the figures drawing it
     reused: int
@@ -117,7 +125,10 @@ def _plan(papers: list[Paper], scale: Scale, out: Path, runs: int, inputs: dict)
     for path, cell in owner.items():
         groups.setdefault((cell.paper, cell.dataset, cell.run), []).append((cell, path))
     ordered = sorted(groups.values(), key=len, reverse=True)  # stable: equal groups keep the papers' order
-    return _Plan([entry for group in ordered for entry in group], waiting, figures_of, len(reused))
+    # a group's cells are in the figures' order, a point's methods in a row: one task each point
+    tasks = [list(point) for group in ordered
+             for _, point in itertools.groupby(group, key=lambda entry: (entry[0].figure, entry[0].x))]
+    return _Plan(tasks, waiting, figures_of, len(reused))
 
 
 def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data_dir: Path | None,
@@ -144,10 +155,10 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
         tasks: collections.deque[tuple[Callable, tuple]] = collections.deque(
             (write_figure, (paper, figure, scale, out, runs, inputs, data_dir))
             for (paper, figure), missing in plan.waiting.items() if not missing)
-        tasks.extend((_compute, (cell, scale, inputs, path, simulate)) for cell, path in plan.todo)
+        tasks.extend((_compute, (cells, scale, inputs, simulate)) for cells in plan.todo)
         seconds: dict[str, float] = collections.defaultdict(float)
         written: list[str] = []
-        bar = _progress(len(plan.todo), progress)
+        bar = _progress(sum(map(len, plan.todo)), progress)
         in_flight: dict[concurrent.futures.Future, tuple[Callable, tuple]] = {}
         try:
             while tasks or in_flight:
@@ -160,13 +171,13 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
                     if fn is write_figure:
                         written += future.result()
                         continue
-                    cell, path = args[0], args[3]
-                    seconds[cell.paper] += future.result()
-                    bar.update(1)
-                    for key in plan.figures_of[path]:
-                        plan.waiting[key].discard(path)
-                        if not plan.waiting[key]:
-                            tasks.appendleft((write_figure, (*key, scale, out, runs, inputs, data_dir)))
+                    for (cell, path), spent in zip(args[0], future.result()):
+                        seconds[cell.paper] += spent
+                        bar.update(1)
+                        for key in plan.figures_of[path]:
+                            plan.waiting[key].discard(path)
+                            if not plan.waiting[key]:
+                                tasks.appendleft((write_figure, (*key, scale, out, runs, inputs, data_dir)))
         except BaseException:
             for future in in_flight:
                 future.cancel()
@@ -180,6 +191,6 @@ def run(papers: list[Paper], scale: Scale, out: Path, runs: int, jobs: int, data
     written.append(write_results(reported, scale, out, runs, inputs))
     if thumbnails is not None:
         written += write_thumbnails(reported, scale, out, runs, inputs, thumbnails)
-    return {"computed": len(plan.todo), "reused": plan.reused, "files": written,
+    return {"computed": sum(map(len, plan.todo)), "reused": plan.reused, "files": written,
             "cpu_seconds": {p.name: seconds[p.name] for p in papers if p.name in seconds},
             "seconds": time.monotonic() - started}

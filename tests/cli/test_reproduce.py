@@ -270,3 +270,18 @@ def test_legends_lie_outside_every_panel(out):
             box = legend.get_window_extent(renderer)
             assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes), (paper.name, figure.name)
         plt.close(fig)
+
+
+def test_a_task_is_every_method_of_one_point_of_a_figure(tmp_path):
+    """The methods of a point run in one process, so PBD, PBA and PLBU share the point's per-type
+    counts there instead of computing them in two processes."""
+    from wevent.reproduce.runner import _plan
+
+    du = PAPERS["du"]
+    inputs = {name: str(tmp_path / f"{name}.npz") for f in du.figures for name in f.datasets}  # paths only
+    plan = _plan([du], TINY, tmp_path, 2, inputs)
+    points = [{(c.figure, c.dataset, c.x, c.run) for c, _ in task} for task in plan.todo]
+    assert all(len(point) == 1 for point in points)
+    assert len(points) == len({p for point in points for p in point})  # each point in one task
+    fig10 = [[c.method for c, _ in task] for task in plan.todo if task[0][0].figure == "fig10"]
+    assert fig10 and all(methods == list(du.figure("fig10").methods) for methods in fig10)

@@ -68,3 +68,16 @@ def test_a_dump_read_again_comes_from_memory_until_its_file_changes(tmp_path):
     assert load_dump(path).values.tolist() == [[0, 0, 0]]
     with pytest.raises(ParameterError, match="not found"):
         load_dump(tmp_path / "missing.npz")
+
+
+@pytest.mark.parametrize("domain_size", [1, 2, 8, 9, 40])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int64])
+def test_histograms_count_every_row_by_value_in_either_path(domain_size, dtype):
+    # Domains of up to 8 values are counted value by value, larger ones by one bincount: both must
+    # equal a plain per-row count, with absent users ignored (unsigned values have none).
+    rng = np.random.default_rng(domain_size)
+    low = 0 if np.dtype(dtype).kind == "u" else ABSENT
+    values = rng.integers(low, domain_size, (30, 200)).astype(dtype)
+    expected = np.array([[int((row == v).sum()) for v in range(domain_size)] for row in values], dtype=np.int64)
+    counts = histograms(values, domain_size)
+    assert counts.dtype == np.int64 and np.array_equal(counts, expected)

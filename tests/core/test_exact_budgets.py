@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import derived, scripted
 from wevent.core.accounting import Budget
-from wevent.core.exact import divide, grid
+from wevent.core.exact import divide, grid, integers_up
 from wevent.core.local import Devices
 from wevent.core.personalized.plbu import PersonalizedLBU
 from wevent.core.registry import mechanisms
@@ -109,3 +109,22 @@ def test_plbu_and_divide_take_the_largest_multiple_of_the_grid_that_fits(epsilon
         assert share == divide(eps, w)
         assert w * Fraction(share) <= Fraction(eps) < w * (Fraction(share) + Fraction(grid(eps)))
         assert Fraction(share) / Fraction(grid(eps)) == int(Fraction(share) / Fraction(grid(eps)))
+
+
+@pytest.mark.parametrize("exponent", [-1100, -1074, -1060, -53, 0, 970, 1000])
+@pytest.mark.parametrize("bits", [1, 52, 53, 54, 80])
+def test_integers_up_in_one_vector_equals_each_rounded_up_alone(exponent, bits):
+    """Integers that are floats exactly take one vector conversion; the others are rounded up one at
+    a time. Either way each value is the smallest float at least the integer times 2^exponent."""
+    rng = np.random.default_rng(bits)
+    integers = np.array([int(x) << max(0, bits - 62) for x in rng.integers(0, 2 ** min(bits, 62), 40, dtype=np.uint64)]
+                        + [2**bits - 1, 0], dtype=object).reshape(2, -1)
+    with np.errstate(over="ignore"):
+        rounded = integers_up(integers, exponent)
+    assert rounded.shape == integers.shape and rounded.dtype == float
+    for value, integer in zip(rounded.ravel().tolist(), integers.ravel().tolist()):
+        exact = Fraction(integer) * Fraction(2) ** exponent
+        if value == float("inf"):
+            assert exact > Fraction(np.finfo(float).max)
+        else:
+            assert Fraction(value) >= exact and (value == 0 or Fraction(np.nextafter(value, 0)) < exact)

@@ -108,12 +108,12 @@ class CentralMechanism(Mechanism):
             chunks = iter(lambda: list(itertools.islice(slots, rows)), [])
         for chunk in chunks:
             counts = self._check_slots(chunk)
-            self._prefetch(np.arange(self.slot + 1, self.slot + 1 + len(counts)))
+            self._draw_ahead(np.arange(self.slot + 1, self.slot + 1 + len(counts)), counts)
             try:
                 for row in counts:
                     results.append(self._advance(row, self._measure(row)))
             finally:
-                self.randomness.forget()
+                self._forget_ahead()
         return results
 
     def _check(self, counts) -> np.ndarray:
@@ -138,6 +138,15 @@ class CentralMechanism(Mechanism):
             check_whole(counts, "counts")
             if counts.size and max(counts.max(), -counts.min()) >= 2.0**62:  # their sum with the noise is int64
                 raise ParameterError("noise 'discrete' needs counts below 2^62 in magnitude")
+
+    def _draw_ahead(self, slots: np.ndarray, counts: np.ndarray) -> None:
+        """Before :meth:`run` steps the chunk ``counts`` of ``slots``: draw what it will certainly draw
+        (:meth:`_prefetch`'s noise, by default)."""
+        self._prefetch(slots)
+
+    def _forget_ahead(self) -> None:
+        """After :meth:`run` stepped a chunk, or gave up on it: drop what :meth:`_draw_ahead` drew."""
+        self.randomness.forget()
 
     def _prefetch(self, slots: np.ndarray) -> None:
         """Draw ahead the noise that ``slots`` will certainly draw (M1's, by default)."""

@@ -100,6 +100,10 @@ class GRR(FrequencyOracle):
         self.p = float(Fraction(self.kept_weight, self.draw_range))
         self.q = float(Fraction(self.moved_weight, self.draw_range))
         self.ratio = float(Fraction(self.kept_weight, self.moved_weight))
+        # a report that moves lands on each other value alike: row v of the moved counts goes to v+1 .. v+d-1
+        self._moved_shares = np.full(self.domain_size - 1, 1.0 / (self.domain_size - 1))
+        self._moved_to = ((np.arange(self.domain_size)[:, None] + np.arange(1, self.domain_size)[None, :])
+                          % self.domain_size).ravel()
 
     def perturb(self, values, stream: KeyStream) -> np.ndarray:
         """Vectorised GRR on 0-based values: one uniform integer below ``R + (d - 1) S`` per value,
@@ -110,11 +114,9 @@ class GRR(FrequencyOracle):
 
     def sample_support_of_counts(self, counts, rng: np.random.Generator) -> np.ndarray:
         """Kept ~ Bin(n_v, p) per true value v, the rest Multinomial-uniform over the other d-1."""
-        d = self.domain_size
         kept = rng.binomial(counts, self.p)
-        moved = rng.multinomial(counts - kept, np.full(d - 1, 1.0 / (d - 1)))  # row v: to v+1 .. v+d-1
-        targets = (np.arange(d)[:, None] + np.arange(1, d)[None, :]) % d
-        return kept + np.bincount(targets.ravel(), weights=moved.ravel(), minlength=d).astype(np.int64)
+        moved = rng.multinomial(counts - kept, self._moved_shares)
+        return kept + np.bincount(self._moved_to, weights=moved.ravel(), minlength=self.domain_size).astype(np.int64)
 
     def support(self, reports) -> np.ndarray:
         return np.bincount(self._categories(reports).ravel(), minlength=self.domain_size)

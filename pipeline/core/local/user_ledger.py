@@ -60,7 +60,10 @@ class UserLedger:
         self.epsilon = float(epsilon)
         self._listed = UserCharges(self.population)
         self._reports = np.zeros(self.population, dtype=np.int32)
-        self._everyone = Fraction(0)  # the window's charges to every user, exactly
+        # the window's charges to every user, exactly: an integer in units of 2^-_everyone_bits (every
+        # float budget is a whole number of such units once the unit is its own or finer)
+        self._everyone = 0
+        self._everyone_bits = 0
         self._everyone_reports = 0  # charges to every user, kept as a scalar
         self._individual = 0  # charges to listed users inside the window
         self._slots: deque[list[tuple[np.ndarray | None, float]]] = deque()
@@ -77,7 +80,7 @@ class UserLedger:
         for users, eps in charges:
             self._charge(users, eps, +1)
         self._slots.append(charges)
-        exact, reports, user = self._everyone, self._everyone_reports, None
+        exact, reports, user = Fraction(self._everyone, 1 << self._everyone_bits), self._everyone_reports, None
         if self._individual:
             top, listed = self._listed.fullest()
             exact += listed
@@ -101,8 +104,13 @@ class UserLedger:
         return self._tightest
 
     def _charge(self, users: np.ndarray | None, eps: float, sign: int) -> None:
-        if users is None:
-            self._everyone += sign * Fraction(eps)  # exact: a running sum of fractions never drifts
+        if users is None:  # exact: a running sum of integers never drifts
+            numerator, denominator = float(eps).as_integer_ratio()  # the denominator a power of two
+            bits = denominator.bit_length() - 1
+            if bits > self._everyone_bits:
+                self._everyone <<= bits - self._everyone_bits
+                self._everyone_bits = bits
+            self._everyone += sign * (numerator << (self._everyone_bits - bits))
             self._everyone_reports += sign
         else:
             self._listed.charge(users, eps, sign)

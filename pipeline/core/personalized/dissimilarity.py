@@ -12,6 +12,11 @@ Randomness: the sample's coins at ``(slot, SAMPLE_DISSIMILARITY)`` (only if some
 noise at ``(slot, DISSIMILARITY)``: with identical users this is exactly BD/BA's M1, discrete
 (exact two-sided geometric on the integer L1 distance, the default) or continuous Laplace.
 
+A slot's sample depends on the key, the slot, the counts and the budgets only, never on what
+earlier slots decided, so a run draws a chunk's samples ahead (:meth:`~DissimilarityCalculation.sample_ahead`),
+and PBD and PBA of one key, stream and requirements share them: the last chunks drawn are kept
+in the process (``wevent reproduce`` runs both on the same counts in a row).
+
 Spend: ``e1_k = eps_k / (2 w_k)`` for every user of type k, at every slot (null slots included),
 so ``w_k e1_k = eps_k / 2`` per window of that user's own ``w_k``.
 
@@ -27,6 +32,8 @@ so ``w_k e1_k = eps_k / 2`` per window of that user's own ``w_k``.
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from typing import Callable
 
 import numpy as np
@@ -42,6 +49,9 @@ from .sampling import keep_probabilities, sample_counts
 __all__ = ["DissimilarityCalculation"]
 
 Sampler = Callable[[np.ndarray, np.ndarray, DerivedRandomness, int, int], np.ndarray]
+
+_CHUNKS_KEPT = 64  # chunks of samples kept per process: a run's, at up to 64 chunks
+_samples_drawn: OrderedDict[bytes, np.ndarray] = OrderedDict()  # digest of what a chunk's samples depend on -> them
 
 
 class DissimilarityCalculation:
@@ -66,6 +76,7 @@ class DissimilarityCalculation:
         self.probabilities = keep_probabilities(self.budgets, self.theta)
         self.scale = (1.0 / self.domain_size) / self.theta
         self.sampler = sampler
+        self._ahead: dict[int, np.ndarray] = {}  # slot -> the histogram of its sample, drawn ahead
 
     def distance(self, kept: np.ndarray, last_release: np.ndarray) -> float:
         """The mean absolute distance of the kept users' histogram to the last release (over all d bins)."""
@@ -73,9 +84,37 @@ class DissimilarityCalculation:
 
     def measure(self, slot: int, counts: np.ndarray, last_release: np.ndarray, randomness: DerivedRandomness, *,
                 whole: bool = False) -> Dissimilarity:
-        kept = self.sampler(counts, self.probabilities, randomness, slot, Phase.SAMPLE_DISSIMILARITY)
-        value = private_mean_distance(kept.sum(axis=0), last_release, self.theta, self.noise, randomness, slot, whole)
+        kept = self._ahead.pop(slot, None)
+        if kept is None:
+            kept = self.sampler(counts, self.probabilities, randomness, slot, Phase.SAMPLE_DISSIMILARITY).sum(axis=0)
+        value = private_mean_distance(kept, last_release, self.theta, self.noise, randomness, slot, whole)
         return Dissimilarity(slot, value, self.theta, self.scale)
+
+    def sample_ahead(self, slots: np.ndarray, counts: np.ndarray, randomness: DerivedRandomness) -> None:
+        """Draw the samples :meth:`measure` takes with :func:`sample_counts` at ``slots`` of the ``(slots,
+        types, d)`` integer ``counts``, each from its own slot's generator as :meth:`measure` would: the
+        same coins. Kept until :meth:`forget` or measured."""
+        parts = [type(randomness).__qualname__.encode(), bytes(randomness.key), randomness.stream.encode(), slots.tobytes(),
+                 self.probabilities.tobytes(), str(counts.shape).encode(), counts.tobytes()]
+        key = hashlib.blake2b(b"\0".join(parts), digest_size=32).digest()  # the samples are a function of these
+        kept = _samples_drawn.get(key)
+        if kept is None:
+            partial = self.probabilities < 1.0
+            kept = counts[:, ~partial].sum(axis=1, dtype=np.int64)
+            if partial.any():
+                thinned, probabilities = counts[:, partial], self.probabilities[partial, None]
+                for row, slot in enumerate(slots.tolist()):
+                    coins = randomness.transient_generator(slot, Phase.SAMPLE_DISSIMILARITY)
+                    kept[row] += coins.binomial(thinned[row], probabilities).sum(axis=0)
+            kept.flags.writeable = False
+            _samples_drawn[key] = kept
+            if len(_samples_drawn) > _CHUNKS_KEPT:
+                _samples_drawn.popitem(last=False)
+        self._ahead = dict(zip(slots.tolist(), kept))
+
+    def forget(self) -> None:
+        """Drop the samples :meth:`sample_ahead` drew."""
+        self._ahead = {}
 
     def prefetch(self, slots: np.ndarray, randomness: DerivedRandomness) -> None:
         """Draw the noise of :meth:`measure` at every one of ``slots`` ahead, in one batch."""

@@ -27,6 +27,7 @@ Example 2 of the paper (err(0.8) = 27.733, not the printed 89.74, where ``e^{x-1
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,8 +75,9 @@ def candidate_errors(budgets: np.ndarray, sizes: np.ndarray | None = None, sensi
     order = np.argsort(budgets)
     values, counts = budgets[order], sizes[order]
     if values.size > 1:
-        distinct = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
-        if distinct.size < values.size:
+        repeated = values[1:] == values[:-1]
+        if repeated.any():  # rare: the types' budgets are mostly distinct
+            distinct = np.flatnonzero(np.concatenate(([True], ~repeated)))
             values, counts = values[distinct], np.add.reduceat(counts, distinct)
     sampling = np.zeros(values.size)
     if values.size > 1:
@@ -83,7 +85,8 @@ def candidate_errors(budgets: np.ndarray, sizes: np.ndarray | None = None, sensi
         log_n = np.log(counts)
         # Prefix c-1 holds the budgets below candidate c.
         s1 = np.exp(np.logaddexp.accumulate(log_n + log_a)[:-1] - log_a[1:])  # sum n_k p_k
-        s2 = np.exp(np.logaddexp.accumulate(log_n + 2 * log_a)[:-1] - 2 * log_a[1:])  # sum n_k p_k^2
+        twice = 2 * log_a
+        s2 = np.exp(np.logaddexp.accumulate(log_n + twice)[:-1] - twice[1:])  # sum n_k p_k^2
         below = np.cumsum(counts)[:-1]
         sampling[1:] = (s1 - s2) + (below - s1) ** 2
     if values.size and values[0] < _TINY:
@@ -98,7 +101,8 @@ def obs(budgets: np.ndarray, sizes: np.ndarray | None = None, sensitivity: float
     """Algorithm 1: the candidate of least error (the smallest one on a tie), or None if none is finite."""
     candidates = candidate_errors(budgets, sizes, sensitivity)
     errors = candidates.errors
-    if not errors.size or not np.isfinite(errors.min()):
+    if not errors.size:
         return None
-    best = int(np.argmin(errors))  # the first minimum: strict < over ascending candidates
-    return BudgetSelection(float(candidates.values[best]), float(errors[best]))
+    best = int(np.argmin(errors))  # the first minimum: strict < over ascending candidates (a NaN first)
+    error = float(errors[best])
+    return BudgetSelection(float(candidates.values[best]), error) if math.isfinite(error) else None

@@ -216,6 +216,18 @@ class PersonalizedMechanism(CentralMechanism):
         """SM_s, the one place either phase samples (a test overrides it with per-user coins)."""
         return sample_counts(counts, probabilities, randomness, slot, phase)
 
+    def _draw_ahead(self, slots: np.ndarray, counts: np.ndarray) -> None:
+        """The noise drawn ahead, and DC's samples of the chunk when DC samples with :func:`sample_counts`
+        (this class's :meth:`_sample`): they depend on the counts, not on what the slots decide."""
+        super()._draw_ahead(slots, counts)
+        sampler = self.dissimilarity_measure.sampler
+        if getattr(sampler, "__self__", None) is self and getattr(sampler, "__func__", None) is _OWN_SAMPLE:
+            self.dissimilarity_measure.sample_ahead(slots, counts, self.randomness)
+
+    def _forget_ahead(self) -> None:
+        super()._forget_ahead()
+        self.dissimilarity_measure.forget()
+
     def _check(self, counts) -> np.ndarray:
         """One slot's ``(types, d)`` matrix of users: whole numbers >= 0, at most each type's size."""
         array = np.asarray(counts)
@@ -255,3 +267,6 @@ class PersonalizedMechanism(CentralMechanism):
             "clamp_round": self.clamp_round,
             "noise": self.noise,
         }
+
+
+_OWN_SAMPLE = PersonalizedMechanism._sample

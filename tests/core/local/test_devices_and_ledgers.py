@@ -158,6 +158,40 @@ def test_user_ledger_budget_and_reports():
     assert ledger.max_window_spend == pytest.approx(0.8)
 
 
+@pytest.mark.parametrize("budgets", [(0.25,), (0.25, 0.1), (0.3,)])
+@pytest.mark.parametrize("everyone", [False, True])
+def test_user_ledger_equals_every_users_own_windows(budgets, everyone):
+    """Every slot's (spend, reports) and the costliest window with its user equal those of every
+    user's own windows summed exactly: one budget (population division's, counted without a pass
+    over the users) or several."""
+    from fractions import Fraction
+
+    from wevent.core.exact import round_up
+
+    population, window, slots = 40, 4, 30
+    rng = np.random.default_rng(len(budgets) + 2 * everyone)
+    ledger, paid, tightest = UserLedger(population, window), [], None
+    for t in range(1, slots + 1):
+        phases = [(None if everyone and k == 0 else np.sort(rng.choice(population, rng.integers(0, 12), replace=False)),
+                   float(rng.choice(budgets))) for k in range(2)]
+        paid.append(phases)
+        recent = paid[-window:]
+        spend = [sum((Fraction(eps) for phases_ in recent for users, eps in phases_ if users is None or u in users),
+                     Fraction(0)) for u in range(population)]
+        reports = [sum(1 for phases_ in recent for users, _ in phases_ if users is None or u in users)
+                   for u in range(population)]
+        most = max(spend)
+        if tightest is None or most > tightest[0]:
+            listed = [spend[u] - sum((Fraction(eps) for phases_ in recent for users, eps in phases_ if users is None),
+                                     Fraction(0)) for u in range(population)]
+            user = listed.index(max(listed)) if max(listed) > 0 else None  # the first of the largest
+            tightest = (most, max(0, t - window), t - 1, user)
+        assert ledger.record(LocalStepResult(t, np.zeros(1), Strategy.PUBLISH, phases[0][1], phases[1][1],
+                                             users1=phases[0][0], users2=phases[1][0])) == (round_up(most), max(reports))
+        window_spend = ledger.tightest()
+        assert (window_spend.first, window_spend.last, window_spend.user) == tightest[1:]
+
+
 @pytest.mark.parametrize("oracle", ["grr", "oue", "hm"])
 def test_empty_request(oracle):
     devices = Devices.from_seed(0, block_size=4)

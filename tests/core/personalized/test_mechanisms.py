@@ -487,3 +487,18 @@ def test_bad_type_counts_raise_and_do_not_advance(cls, counts, message):
         m.step(counts)
     assert m.slot == 0
     assert m.step(np.array([[2.0, 1.0], [0, 5]])).slot == 1  # whole floats are accepted
+
+
+def test_samples_drawn_ahead_are_the_slots_own_and_shared_by_pbd_and_pba():
+    """run() draws DC's samples of a chunk ahead, and the mechanisms of one key and requirements share
+    them; each slot's must still be the one its own step draws, the cached ones included."""
+    requirements = Requirements([10, 10, 40, 40] * 30, [2.0, 0.5, 2.0, 0.5] * 30)
+    data = np.stack([requirements.type_counts(row, 3) for row in np.random.default_rng(8).integers(0, 3, (80, 120))])
+    assert (PBD.for_requirements(requirements, 3).dissimilarity_measure.probabilities < 1).any()  # DC samples
+    for cls in (PBD, PBA, PBD):  # the second PBD reads the samples the first drew
+        ran = cls.for_requirements(requirements, 3, randomness=derived(8)).run(data)
+        stepping = cls.for_requirements(requirements, 3, randomness=derived(8))
+        for counts, expected in zip(data, ran):
+            got = stepping.step(counts)
+            assert got.dissimilarity == expected.dissimilarity and np.array_equal(got.release, expected.release)
+        assert sum(r.published for r in ran) > 0
