@@ -82,14 +82,12 @@ releases do: `wevent subscribe` keeps the first of each (stream, slot).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from typing import Any
 
 import faust
 from aiokafka.errors import IllegalStateError
-from faust.transport.drivers import aiokafka as aiokafka_driver
 from faust.transport.producer import ProducerBuffer
 from faust.types import TP
 
@@ -156,7 +154,6 @@ class StatePositionedApp(faust.App):
 
     def _new_consumer(self):
         consumer = super()._new_consumer()
-        assert isinstance(consumer, aiokafka_driver.Consumer), "a worker's broker is a kafka:// URL (aiokafka)"
         thread = consumer._thread
 
         async def end_offsets(partitions) -> dict:
@@ -166,16 +163,15 @@ class StatePositionedApp(faust.App):
             # in the consumer's own thread, as Faust's own highwaters are read
             return await thread.call_thread(end_offsets, list(partitions))
 
-        consumer.highwaters = changelog_ends  # type: ignore[method-assign]  # patched on this Faust consumer only
+        consumer.highwaters = changelog_ends
 
         async def seek_in_consumer_thread(tp: TP, offset: int) -> None:
             # Faust seeks from the event loop's thread, but aiokafka's seek drops the partition's
             # fetched records while the consumer's own thread may be reading them (a KeyError
             # that crashed the fetcher): so the seek runs in the consumer's thread.
-            # call_thread runs a plain function too (mode awaits it only if it returns an awaitable)
-            await thread.call_thread(thread.seek, tp, offset)  # type: ignore[arg-type]
+            await thread.call_thread(thread.seek, tp, offset)
 
-        consumer._seek = seek_in_consumer_thread  # type: ignore[method-assign,assignment]  # on this consumer only
+        consumer._seek = seek_in_consumer_thread
         seek_to_committed = consumer.seek_to_committed
         resume_partitions = consumer.resume_partitions
         held: set[TP] = set()  # stateful sources Faust resumed before they were sought
@@ -217,9 +213,8 @@ class StatePositionedApp(faust.App):
             resume_partitions(sought)
             return offsets
 
-        # patched on this Faust consumer only
-        consumer.seek_to_committed = seek_to_state  # type: ignore[method-assign]
-        consumer.resume_partitions = resume_once_sought  # type: ignore[method-assign]
+        consumer.seek_to_committed = seek_to_state
+        consumer.resume_partitions = resume_once_sought
         return consumer
 
     def _new_producer(self):
@@ -244,15 +239,11 @@ class StatePositionedApp(faust.App):
         def partition_of(key: str) -> int:
             return key_partition(key, count)
 
-        offsets = [processor.resume_offset(topic, partition, functools.partial(_table_value, table), partition_of)
+        offsets = [processor.resume_offset(topic, partition, lambda key, table=table: table.get(key.encode()),
+                                           partition_of)
                    for topics, table, processor in self.stateful_sources if topic in topics]
-        applied = [offset for offset in offsets if offset is not None]
-        return min(applied) if applied else None
-
-
-def _table_value(table: Any, key: str) -> bytes | None:
-    """``key``'s value in a Faust table, whose keys are bytes."""
-    return table.get(key.encode())
+        offsets = [offset for offset in offsets if offset is not None]
+        return min(offsets) if offsets else None
 
 
 class DrainingProducerBuffer(ProducerBuffer):
