@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -147,11 +146,13 @@ def clean_releases(config, values, workdir: Path | None = None, settings: Settin
 
         mechanism = logic_for(config, stream, settings).new_mechanism()
         return {r.slot: {"release": r.release.tolist()} for r in mechanism.run(values.counts().astype(float))}
+    from ..stream.runtime.child_processes import WEVENT_COMMAND
+
     if workdir is None:
         raise ValueError("simulating a local-model stream needs a working directory")
     dump, log = workdir / "values.npz", workdir / "simulated.jsonl"
     values.save(dump)
-    subprocess.run([sys.executable, "-m", "wevent.cli", "simulate", "-m", stream.mechanism, "--input", str(dump),
+    subprocess.run([*WEVENT_COMMAND, "simulate", "-m", stream.mechanism, "--input", str(dump),
                     "-e", str(stream.epsilon), "-w", str(stream.window), "--seed", str(config.seed), "--stream", STREAM,
                     "--block-size", str(LOCAL_BLOCK), "--releases", str(log), "--json", "--no-progress"],
                    check=True, capture_output=True, timeout=300)

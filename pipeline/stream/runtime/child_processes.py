@@ -93,12 +93,18 @@ def write_config(config: AppConfig, directory: Path) -> Path:
     return path
 
 
+# `python -m` puts the working directory first on sys.path, so a file there named like a module the
+# child imports (an inspect.py, a queue.py) would run in its place; -P leaves it out, as the
+# `wevent` console script does.
+WEVENT_COMMAND = (sys.executable, "-P", "-m", "wevent.cli")
+
+
 class ChildProcess:
     """A `wevent ...` child process with its own log file, stopped as a process group, and killed
     by the kernel if this process dies first (:func:`die_with_parent`)."""
 
     def __init__(self, arguments: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
-        self.command = [sys.executable, "-m", "wevent.cli", *arguments]
+        self.command = [*WEVENT_COMMAND, *arguments]
         self.log_path = Path(log_path)
         self.env = {**os.environ, **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
@@ -113,7 +119,7 @@ class ChildProcess:
     @property
     def name(self) -> str:
         """The `wevent` subcommand it runs: "worker", "devices", ..."""
-        return self.command[3]
+        return self.command[len(WEVENT_COMMAND)]
 
     @property
     def alive(self) -> bool:
