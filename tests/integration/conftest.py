@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaException
 
-from wevent.stream.runtime.broker import EmbeddedBroker, create_topics, free_port, transient
+from wevent.stream.runtime.broker import EmbeddedBroker, ask_again, create_topics, free_port
 from wevent.stream.runtime.child_processes import WorkerProcess, write_config
 
 
@@ -46,14 +46,7 @@ class KafkaBroker:
         """Delete every topic and consumer group other tests left; restart the broker empty when a
         group still has members (a SIGKILLed worker's stay until its session times out). A request
         the client loses to a transient failure is sent again."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return self._empty(timeout)
-            except KafkaException as exc:
-                if not transient(exc.args[0]) or time.monotonic() > deadline:
-                    raise
-            time.sleep(0.1)
+        ask_again(self._empty, timeout)
 
     def _empty(self, timeout: float) -> None:
         from confluent_kafka.admin import AdminClient
