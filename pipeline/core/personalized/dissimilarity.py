@@ -99,13 +99,8 @@ class DissimilarityCalculation:
         key = hashlib.blake2b(b"\0".join(parts), digest_size=32).digest()  # the samples are a function of these
         kept = _samples_drawn.get(key)
         if kept is None:
-            partial = self.probabilities < 1.0
-            kept = counts[:, ~partial].sum(axis=1, dtype=np.int64)
-            if partial.any():
-                thinned, probabilities = counts[:, partial], self.probabilities[partial, None]
-                for row, slot in enumerate(slots.tolist()):
-                    coins = randomness.transient_generator(slot, Phase.SAMPLE_DISSIMILARITY)
-                    kept[row] += coins.binomial(thinned[row], probabilities).sum(axis=0)
+            kept = np.stack([sample_counts(row, self.probabilities, randomness, slot, Phase.SAMPLE_DISSIMILARITY).sum(axis=0)
+                             for row, slot in zip(counts, slots.tolist())])
             kept.flags.writeable = False
             _samples_drawn[key] = kept
             if len(_samples_drawn) > _CHUNKS_KEPT:
