@@ -259,6 +259,9 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
     """Create missing topics with their partition counts (and ``replication`` copies of each, and
     the topic ``settings`` given, e.g. ``cleanup.policy``); existing ones must already match.
     ``credentials`` say how to reach a secured Kafka."""
+    from concurrent.futures import TimeoutError as NoAnswer
+
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from .kafka import client_config
@@ -273,13 +276,11 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
             raise UsageError(f"topic {name!r} has {len(existing[name].partitions)} partitions, the config needs {partitions}")
     missing = [NewTopic(n, p, replication, config=settings or {}) for n, p in topics.items() if n not in existing]
     deadline = time.monotonic() + timeout
-    pending = list(missing)
-    while pending:
-        pending = _not_yet_created(admin, pending, deadline)
-        if pending and time.monotonic() > deadline:
-            raise Unavailable(f"Kafka at {bootstrap} did not create {', '.join(t.topic for t in pending)} "
-                              f"within {timeout:.0f} s")
-        time.sleep(0.1 if pending else 0)
+    try:
+        if missing:
+            ask_again(lambda seconds: _create(admin, missing, seconds), timeout)
+    except (KafkaException, NoAnswer):  # still failing transiently, or unanswered, at the deadline
+        raise Unavailable(f"Kafka at {bootstrap} did not create the topics within {timeout:.0f} s") from None
     # Apache Kafka answers CreateTopics once its controller has recorded them; each partition's
     # leader starts serving a moment later, and until then clients get "not leader" errors.
     while missing and not _served(bootstrap, {t.topic: t.num_partitions for t in missing}, credentials):
@@ -317,27 +318,23 @@ def ask_again(request: Callable[[float], T], timeout: float) -> T:
         time.sleep(0.1)
 
 
-def _not_yet_created(admin, topics: list, deadline: float) -> list:
-    """Ask ``admin`` to create ``topics``, waiting for the answers until ``deadline`` (of
-    ``time.monotonic``) at most: the ones to ask for again (a transient failure, or no answer yet).
-    Any other failure is a usage error, said in one line."""
-    from concurrent.futures import TimeoutError as NoAnswer
-
+def _create(admin, topics: list, seconds: float) -> None:
+    """Ask ``admin`` to create ``topics`` and wait ``seconds`` in all for the answers: a topic that
+    exists already is fine (an earlier request whose answer was lost may have made it), a
+    :func:`transient` failure is raised as it came (to ask again), any other is a usage error, said
+    in one line."""
     from confluent_kafka import KafkaException
 
-    again, answers = [], admin.create_topics(topics)
+    end, answers = time.monotonic() + seconds, admin.create_topics(topics)
     for topic in topics:
         try:
-            answers[topic.topic].result(max(0.1, deadline - time.monotonic()))
-        except NoAnswer:
-            again.append(topic)
+            answers[topic.topic].result(max(0.1, end - time.monotonic()))
         except KafkaException as exc:
             error = exc.args[0]
             if transient(error):
-                again.append(topic)
-            elif error.name() != "TOPIC_ALREADY_EXISTS":
+                raise
+            if error.name() != "TOPIC_ALREADY_EXISTS":
                 raise UsageError(f"cannot create topic {topic.topic!r}: {error.str()}") from None
-    return again
 
 
 def _served(bootstrap: str, topics: dict[str, int], credentials: KafkaCredentials | None) -> bool:
