@@ -226,7 +226,7 @@ def _wait_for(releases, slot: int, processes):
                 return record
         for process in processes:
             if not process.alive:
-                raise RuntimeError(f"{process.command[3]} stopped; its log ends with:\n{process.log_tail()}")
+                raise RuntimeError(f"{process.name} stopped; its log ends with:\n{process.log_tail()}")
     raise RuntimeError(f"no release of slot {slot} within {RELEASE_TIMEOUT:.0f} s")
 
 

@@ -12,7 +12,7 @@ from wevent.stream.wire.reports import ReportBatch
 from wevent.stream.config import parse_config
 from wevent.stream.runtime.kafka import producer_config
 from wevent.stream.runtime.broker import free_port
-from wevent.stream.runtime.child_processes import WorkerProcess, wait_until
+from wevent.stream.runtime.child_processes import WEVENT_COMMAND, WorkerProcess, wait_until
 from wevent.stream.runtime.subscription import read_topic
 from tests.integration.conftest import metric_value
 from tests.integration.test_central_pipeline import START, stream_spec
@@ -42,7 +42,7 @@ def test_a_failing_processor_counts_every_message_and_logs_one_line(cluster_fact
     cluster = cluster_factory(config)
     worker = WorkerProcess(cluster.config_path, cluster.bootstrap, free_port(), tmp_path / "worker.log",
                            tansu_compat=cluster.tansu_compat, report_counts=True)
-    worker.command = [sys.executable, "-c", BROKEN_WORKER, *worker.command[3:]]  # `wevent worker ...`, broken
+    worker.command = [sys.executable, "-c", BROKEN_WORKER, *worker.command[len(WEVENT_COMMAND):]]  # `wevent worker ...`, broken
     cluster.workers.append(worker.start())
     from confluent_kafka import Producer
 
