@@ -82,6 +82,7 @@ releases do: `wevent subscribe` keeps the first of each (stream, slot).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from typing import Any
@@ -153,7 +154,9 @@ class StatePositionedApp(faust.App):
     input_gaps: list["InputGaps"] = []
 
     def _new_consumer(self):
-        consumer = super()._new_consumer()
+        # Faust's aiokafka consumer, whose methods are patched on this instance below (Faust's types
+        # know its abstract interface only)
+        consumer: Any = super()._new_consumer()
         thread = consumer._thread
 
         async def end_offsets(partitions) -> dict:
@@ -239,11 +242,15 @@ class StatePositionedApp(faust.App):
         def partition_of(key: str) -> int:
             return key_partition(key, count)
 
-        offsets = [processor.resume_offset(topic, partition, lambda key, table=table: table.get(key.encode()),
-                                           partition_of)
+        offsets = [processor.resume_offset(topic, partition, functools.partial(_table_value, table), partition_of)
                    for topics, table, processor in self.stateful_sources if topic in topics]
-        offsets = [offset for offset in offsets if offset is not None]
-        return min(offsets) if offsets else None
+        applied = [offset for offset in offsets if offset is not None]
+        return min(applied) if applied else None
+
+
+def _table_value(table: Any, key: str) -> bytes | None:
+    """``key``'s value in a Faust table, whose keys are bytes."""
+    return table.get(key.encode())
 
 
 class DrainingProducerBuffer(ProducerBuffer):

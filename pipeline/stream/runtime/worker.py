@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import time
+from typing import Any
 
 import faust
 from faust.exceptions import SameNode
@@ -69,7 +70,7 @@ def worker_app(config: AppConfig, bootstrap: str, *, web_port: int = 6066, web_b
     the properties' ``session.timeout.ms``. ``credentials`` say how to reach a secured Kafka, with
     any other client property (:func:`~wevent.stream.runtime.kafka.faust_options`).
     """
-    options = dict(
+    options: dict[str, Any] = dict(
         broker=f"kafka://{bootstrap}",
         store="memory://",
         processing_guarantee=processing_guarantee(config, tansu_compat),
@@ -115,7 +116,7 @@ def state_table(app: faust.App, name: str, partitions: int):
     return app.Table(name, partitions=partitions, key_type=bytes, value_type=bytes, default=None)
 
 
-def stateful_agent(app: faust.App, name: str, source, table, processor: Processor, topics: dict,
+def stateful_agent(app: StatePositionedApp, name: str, source, table, processor: Processor, topics: dict,
                    watch_gaps: bool) -> None:
     """The agent ``name``: reads ``source`` and applies each message with ``processor``, whose state
     lives in ``table``, then sends its outputs to ``topics`` and exports its events. The processor
@@ -233,7 +234,7 @@ def serve_queries(app: faust.App, config: AppConfig, keys: ServerKeys) -> None:
             async for event in stream.events():
                 topic = event.message.topic
                 try:  # a forged message is refused, counted and dead-lettered by M1 or M2, which read it too
-                    check_seal(keys.for_topic(topic), topic, (event.key or b"").decode(), *unseal(event.value))
+                    check_seal(keys.seal_of(topic), topic, (event.key or b"").decode(), *unseal(event.value))
                 except (AuthenticationError, UnicodeDecodeError):
                     continue
                 try:
@@ -263,7 +264,8 @@ def forget_lost_streams(app: faust.App, config: AppConfig) -> None:
             if key_partition(stream.name, config.stream_partitions) not in owned:
                 metrics.forget_stream(stream.name)
 
-    app.on_partitions_assigned.connect(on_assigned)
+    # Faust types a receiver as taking any positional arguments; this signal sends one, the assigned set
+    app.on_partitions_assigned.connect(on_assigned)  # type: ignore[arg-type]
 
 
 def changelog_partitions(app: faust.App) -> dict[str, int]:
