@@ -4,7 +4,8 @@
   applied, not from the group's committed offset, and every one of its sources is sought there
   before the first record (resume after seek); and under exactly-once, a worker recovers the
   tables of the partitions it takes over (it asks the broker where their changelogs end).
-  Every seek runs in the Kafka consumer's own thread, where its fetches are read.
+  Every seek runs in the Kafka consumer's own thread, where its fetches are read, and a fetch
+  hands over only the partitions Faust reads (:class:`ActivePartitions`).
 - :func:`shorten_fetch_wait`: on the embedded tansu broker, the consumer's fetches wait 20 ms
   for data, not Faust's 1.5 s.
 - :class:`InputGaps`: on tansu, an offset a fetch passed over is read again, not lost.
@@ -57,6 +58,15 @@ fetching from the committed offsets, so whole batches past a state's position wo
 during the seek's round trip, and the inputs between the state and the commit would then look
 applied.
 
+While every source is held so, Faust's set of partitions to read is empty, and aiokafka reads an
+empty set as "every partition": a fetch under way (Faust's waits up to a second) then handed
+Faust the records of the held partitions, which Faust dropped as not being read, with aiokafka's
+position already past them. A seek that came before that fetch's answer was undone: the worker
+never read those inputs again and its streams stopped after a restart, silently (the committed
+offset of `reports` stayed where the state was, its end far ahead). So a fetch reads only the
+partitions in Faust's set at the moment it hands records over, and none when the set is empty
+(:class:`ActivePartitions`).
+
 Set `replication_factor = 3` in the config on a cluster, so the topics the workers create and
 Faust's changelogs are replicated. `processing_guarantee = "exactly_once"` works on Kafka (the
 embedded broker, which has no transactions, refuses it in one line), and there a `read_committed`
@@ -96,7 +106,7 @@ from ..agents.base import Processor
 from . import prometheus as metrics
 from .kafka import TANSU_FETCH_WAIT_MS, key_partition
 
-__all__ = ["StatePositionedApp", "InputGaps", "DrainingProducerBuffer", "HOLE_WAIT_SECONDS", "HOLE_RETRY_SECONDS",
+__all__ = ["StatePositionedApp", "ActivePartitions", "InputGaps", "DrainingProducerBuffer", "HOLE_WAIT_SECONDS", "HOLE_RETRY_SECONDS",
            "shorten_fetch_wait"]
 
 log = logging.getLogger("wevent.worker")
@@ -130,7 +140,8 @@ class StatePositionedApp(faust.App):
     The seek must also come before the first record. Faust resumes the stream partitions, then
     seeks them; its pause only filters what aiokafka keeps fetching from the committed offsets,
     so records past a state's position could reach an agent before the seek back, and make the
-    inputs in between look applied. A stateful source therefore stays paused until sought.
+    inputs in between look applied. A stateful source therefore stays paused until sought, and a
+    fetch hands over only partitions being read (:class:`ActivePartitions`): held, they are not.
 
     Table recovery reads each changelog up to its end, which Faust takes, under exactly-once,
     from aiokafka's last stable offset of the partition: a value aiokafka learns from fetch
@@ -175,6 +186,15 @@ class StatePositionedApp(faust.App):
             await thread.call_thread(thread.seek, tp, offset)
 
         consumer._seek = seek_in_consumer_thread
+        fetch_records = thread._fetch_records
+
+        async def fetch_active_only(client, active_partitions, timeout=None, max_records=None) -> dict:
+            if not active_partitions:
+                return {}
+            return await fetch_records(client, ActivePartitions(active_partitions), timeout=timeout,
+                                       max_records=max_records)
+
+        thread._fetch_records = fetch_active_only
         seek_to_committed = consumer.seek_to_committed
         resume_partitions = consumer.resume_partitions
         held: set[TP] = set()  # stateful sources Faust resumed before they were sought
@@ -251,6 +271,37 @@ class StatePositionedApp(faust.App):
 def _table_value(table: Any, key: str) -> bytes | None:
     """``key``'s value in a Faust table, whose keys are bytes."""
     return table.get(key.encode())
+
+
+class ActivePartitions:
+    """Faust's set of partitions being read, as the fetch sees it: live, and never "all".
+
+    aiokafka's ``fetched_records(partitions)`` hands over the records of every partition when
+    ``partitions`` is empty, and checks the set each time a fetch answers. Faust passes its own set,
+    which it empties while it pauses everything (and this app does while it holds every source
+    until sought); records handed over then are dropped by Faust, their offsets consumed. Here an
+    empty set reads nothing, and membership is Faust's at the moment of each hand-over.
+
+    >>> from faust.types import TP
+    >>> reading = set()
+    >>> view = ActivePartitions(reading)
+    >>> bool(view), TP("reports", 0) in view
+    (True, False)
+    >>> reading.add(TP("reports", 0))
+    >>> TP("reports", 0) in view
+    True
+    """
+
+    __slots__ = ("tps",)
+
+    def __init__(self, tps: set[TP]) -> None:
+        self.tps = tps
+
+    def __contains__(self, tp: object) -> bool:
+        return tp in self.tps
+
+    def __bool__(self) -> bool:
+        return True
 
 
 class DrainingProducerBuffer(ProducerBuffer):
